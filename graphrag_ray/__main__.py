@@ -1,0 +1,3 @@
+from graphrag_ray.cli import main
+
+raise SystemExit(main())

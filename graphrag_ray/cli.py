@@ -1,0 +1,165 @@
+"""Command line: `graphrag-ray init | index | query` (also `python -m graphrag_ray`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from graphrag_ray.config import GraphRagConfig, load_config
+from graphrag_ray.errors import GraphRagError
+
+
+def _eprint(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from graphrag_ray.prompts_loader import BUILTIN_PROMPTS_DIR, PROMPT_NAMES
+
+    root = Path(args.dir)
+    settings = root / "settings.yaml"
+    if settings.exists() and not args.force:
+        raise GraphRagError(f"{settings} exists; pass --force to overwrite it")
+    (root / "prompts").mkdir(parents=True, exist_ok=True)
+    for name in PROMPT_NAMES:
+        target = root / "prompts" / f"{name}.txt"
+        if args.force or not target.exists():
+            shutil.copyfile(BUILTIN_PROMPTS_DIR / f"{name}.txt", target)
+    settings.write_text(starter_settings(), encoding="utf-8")
+    print(f"wrote {settings} and {root / 'prompts'}/ (edit entity types and examples there)")
+    print(f"next: graphrag-ray index --config {settings} --input INPUT_DIR --output INDEX_DIR")
+    return 0
+
+
+def starter_settings() -> str:
+    """Every key with its default (from the config model), plus the env-var API key."""
+    data = GraphRagConfig().public_dict()
+    data["llm"]["api_key"] = "${OPENAI_API_KEY}"
+    data["prompts"]["dir"] = "prompts"
+    header = (
+        "# graphrag-ray settings. Every key shows its default; delete what you do not change.\n"
+        "# ${NAME} and ${NAME:-default} read environment variables.\n"
+        "# extraction.method: nlp (offline, no LLM) or llm (any OpenAI-compatible endpoint:\n"
+        "#   set llm.api_base, llm.model and OPENAI_API_KEY).\n"
+        "# summarize/reports/global_search.method: auto follows extraction (llm or extractive).\n\n"
+    )
+    return header + yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from graphrag_ray.index.pipeline import build_index
+
+    config = load_config(args.config, args.set)
+    started = time.perf_counter()
+    manifest = build_index(args.input, args.output, config, progress=_eprint)
+    extraction = manifest["extraction"]
+    print(f"index written to {args.output} in {time.perf_counter() - started:.1f}s")
+    print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
+    print("communities per level: " + ", ".join(
+        f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
+    usage = extraction["usage"]
+    print(f"extraction: {extraction['chunks']} chunks, {extraction['failed_chunks']} failed, "
+          f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + "
+          f"{usage['completion_tokens']} completion tokens")
+    if extraction["failed_chunks"]:
+        print(f"warning: {extraction['failed_chunks']} chunks failed; their reasons are in "
+              "text_units.extraction_error", file=sys.stderr)
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from graphrag_ray.api import GraphIndex, config_from_manifest
+    from graphrag_ray.storage import IndexStore
+
+    if args.method != "global":
+        raise GraphRagError(f"query method {args.method!r} is not available yet; use --method global")
+    store = IndexStore(args.index)
+    manifest = store.read_manifest()
+    if args.config or args.set:
+        config = load_config(args.config, args.set) if args.config else \
+            _manifest_config_with_overrides(manifest, args.set)
+    else:
+        config = config_from_manifest(manifest)
+    index = GraphIndex(store, manifest, config)
+    result = index.global_search(args.question, level=args.level)
+    if args.json:
+        print(json.dumps({
+            "answer": result.answer, "level": result.level, "report_ids": result.report_ids,
+            "points": [p.__dict__ for p in result.points], "map_calls": result.map_calls,
+            "reduce_calls": result.reduce_calls, "context_tokens": result.context_tokens,
+            "usage": result.usage.as_dict(), "failures": result.failures}, indent=2))
+        return 0
+    print(result.answer)
+    print()
+    print(f"[level {result.level}; reports used: {', '.join(map(str, result.report_ids)) or 'none'}; "
+          f"{result.map_calls} map + {result.reduce_calls} reduce LLM calls; "
+          f"{result.context_tokens} context tokens]")
+    for failure in result.failures:
+        _eprint(f"warning: {failure}")
+    return 0
+
+
+def _manifest_config_with_overrides(manifest: dict, overrides: list[str]) -> GraphRagConfig:
+    import tempfile
+
+    from graphrag_ray.api import config_from_manifest
+
+    base = config_from_manifest(manifest).model_dump(mode="json")
+    base["llm"]["api_key"] = config_from_manifest(manifest).llm.api_key.get_secret_value()
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(base, handle)
+    try:
+        return load_config(handle.name, overrides)
+    finally:
+        Path(handle.name).unlink(missing_ok=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="graphrag-ray",
+                                     description="GraphRAG indexing and querying on Ray")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    init = sub.add_parser("init", help="write a starter settings.yaml and editable prompts")
+    init.add_argument("dir")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.set_defaults(func=cmd_init)
+
+    def config_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="settings.yaml (defaults apply without it)")
+        p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                       help="override a config key, e.g. --set chunks.size=1200 (repeatable)")
+
+    index = sub.add_parser("index", help="build a graph index from documents")
+    index.add_argument("--input", required=True, help="folder, file or fsspec URL of documents")
+    index.add_argument("--output", required=True, help="folder or fsspec URL for the index")
+    config_options(index)
+    index.set_defaults(func=cmd_index)
+
+    query = sub.add_parser("query", help="answer a question from an index")
+    query.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    query.add_argument("--method", default="global", choices=["global"])
+    query.add_argument("--level", type=int, default=None,
+                       help="community level (0 = root); defaults to global_search.default_level")
+    query.add_argument("--json", action="store_true", help="print the result as JSON")
+    config_options(query)
+    query.add_argument("question")
+    query.set_defaults(func=cmd_query)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except GraphRagError as exc:
+        _eprint(f"error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        _eprint("interrupted")
+        return 130

@@ -1,0 +1,227 @@
+"""The one typed configuration model, its defaults, and loading from YAML.
+
+Every default lives here and nowhere else. YAML values may reference the environment as
+`${NAME}` or `${NAME:-fallback}`; `--set a.b=value` overrides are applied before validation,
+so a typo in either place is reported with its key path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from graphrag_ray.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class InputConfig(_Section):
+    file_types: list[str] = ["txt", "md", "csv", "jsonl", "parquet"]
+    text_column: str = "text"
+    title_column: str = "title"
+    encoding: str = "utf-8"
+    # Used, with a recorded warning, when a file is not valid in `encoding`; never drops text.
+    fallback_encoding: str = "cp1252"
+
+
+class ChunksConfig(_Section):
+    size: int = Field(600, gt=0)
+    overlap: int = Field(100, ge=0)
+    encoding_model: str = "cl100k_base"
+
+
+class ExtractionConfig(_Section):
+    method: Literal["nlp", "llm"] = "nlp"
+    entity_types: list[str] = ["organization", "person", "geo", "event"]
+    max_gleanings: int = Field(1, ge=0)
+    # logit_bias forces a one-token Y/N answer; endpoints that reject it fall back to parsing.
+    use_logit_bias: bool = True
+    tuple_delimiter: str = "<|>"
+    record_delimiter: str = "##"
+    completion_delimiter: str = "<|COMPLETE|>"
+    max_output_tokens: int = Field(2000, gt=0)
+    # nlp method: longest description kept per instance (characters).
+    nlp_max_description_chars: int = Field(400, gt=0)
+
+
+class ClaimsConfig(_Section):
+    enabled: bool = False
+    description: str = "Any claims or facts that could be relevant to information discovery."
+    max_output_tokens: int = Field(2000, gt=0)
+
+
+StageMethod = Literal["auto", "llm", "extractive"]
+
+
+class SummarizeConfig(_Section):
+    method: StageMethod = "auto"
+    max_length: int = Field(300, gt=0, description="target tokens of a merged description")
+    max_input_tokens: int = Field(4000, gt=0)
+
+
+class CommunitiesConfig(_Section):
+    max_cluster_size: int = Field(10, gt=0)
+    max_levels: int = Field(6, gt=0)
+    seed: int = 0xDEADBEEF
+    resolution: float = Field(1.0, gt=0)
+    # Connected components smaller than this are pooled into one community per level
+    # instead of producing one near-empty report each.
+    min_component_size: int = Field(3, ge=1)
+
+
+class ReportsConfig(_Section):
+    method: StageMethod = "auto"
+    max_input_tokens: int = Field(8000, gt=0)
+    max_output_tokens: int = Field(1500, gt=0)
+    max_findings: int = Field(8, gt=0)
+
+
+class GlobalSearchConfig(_Section):
+    method: StageMethod = "auto"
+    default_level: int = Field(2, ge=0)
+    map_context_tokens: int = Field(8000, gt=0)
+    reduce_context_tokens: int = Field(8000, gt=0)
+    map_max_output_tokens: int = Field(1000, gt=0)
+    reduce_max_output_tokens: int = Field(1500, gt=0)
+    shuffle_seed: int = 86
+    concurrency: int = Field(8, gt=0)
+    response_type: str = "multiple paragraphs"
+
+
+class LLMConfig(_Section):
+    api_base: str | None = None
+    api_key: SecretStr = SecretStr("")
+    model: str = "gpt-4o-mini"
+    request_timeout: float = Field(120.0, gt=0)
+    max_retries: int = Field(6, ge=0)
+    temperature: float = 0.0
+    # Concurrent requests inside one worker actor (LLM calls are I/O bound).
+    concurrent_requests: int = Field(8, gt=0)
+    # Times a malformed (unparseable) reply is re-requested before the item is marked failed.
+    max_parse_retries: int = Field(2, ge=0)
+
+
+class RuntimeConfig(_Section):
+    engine: Literal["ray", "local"] = "ray"
+    ray_address: str | None = None
+    num_workers: int = Field(2, gt=0, description="max actors per stage pool")
+    batch_size: int = Field(16, gt=0, description="rows per map_batches call")
+    num_cpus: int | None = None
+
+
+class PromptsConfig(_Section):
+    # Folder holding overrides of the prompt files; missing files fall back to the built-ins.
+    dir: str | None = None
+
+
+class GraphRagConfig(_Section):
+    input: InputConfig = InputConfig()
+    chunks: ChunksConfig = ChunksConfig()
+    extraction: ExtractionConfig = ExtractionConfig()
+    claims: ClaimsConfig = ClaimsConfig()
+    summarize: SummarizeConfig = SummarizeConfig()
+    communities: CommunitiesConfig = CommunitiesConfig()
+    reports: ReportsConfig = ReportsConfig()
+    global_search: GlobalSearchConfig = GlobalSearchConfig()
+    llm: LLMConfig = LLMConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
+    prompts: PromptsConfig = PromptsConfig()
+
+    def uses_llm(self, method: str) -> bool:
+        """Resolve a stage's `auto` method: the LLM is used iff extraction uses it."""
+        if method == "auto":
+            return self.extraction.method == "llm"
+        return method == "llm"
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as plain data with secrets removed, fit for manifests and logs."""
+        data = self.model_dump(mode="json")
+        data["llm"].pop("api_key", None)
+        return data
+
+
+_ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def interpolate_env(text: str, env: dict[str, str] | None = None) -> str:
+    """Replace ${NAME} / ${NAME:-default}; an unset variable without default becomes ''."""
+    env = os.environ if env is None else env
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        return env.get(name, default if default is not None else "")
+
+    return _ENV_PATTERN.sub(replace, text)
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one `a.b.c=value` override; the value is parsed as YAML (numbers, lists, bools)."""
+    if "=" not in assignment:
+        raise ConfigError(f"--set expects key.path=value, got {assignment!r}")
+    path, raw = assignment.split("=", 1)
+    keys = [k for k in path.strip().split(".") if k]
+    if not keys:
+        raise ConfigError(f"--set has an empty key in {assignment!r}")
+    node = data
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {path}: {key!r} is not a section")
+        node = child
+    node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> GraphRagConfig:
+    """Load settings.yaml (optional), apply overrides, validate. Errors name the key and file."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        try:
+            loaded = yaml.safe_load(interpolate_env(text))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{path} must hold a mapping of sections, got {type(loaded).__name__}")
+        data = loaded or {}
+        prompts = data.get("prompts") or {}
+        if isinstance(prompts, dict) and prompts.get("dir"):
+            # Relative prompt folders are relative to the config file, not the shell's cwd.
+            prompt_dir = Path(prompts["dir"])
+            if not prompt_dir.is_absolute():
+                prompts["dir"] = str((Path(path).parent / prompt_dir).resolve())
+    for assignment in overrides or []:
+        apply_override(data, assignment)
+        source = f"{source} + --set"
+    try:
+        config = GraphRagConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe_validation_error(exc, source)) from None
+    if config.chunks.overlap >= config.chunks.size:
+        raise ConfigError(
+            f"chunks.overlap ({config.chunks.overlap}) must be smaller than chunks.size "
+            f"({config.chunks.size}) in {source}"
+        )
+    return config
+
+
+def _describe_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for err in exc.errors():
+        key = ".".join(str(part) for part in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key")
+        else:
+            lines.append(f"  {key}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""The thin layer that runs a stage's worker class over a table: Ray Data actor pools, or
+in-process for small jobs and debugging (`runtime.engine: local`). Both give the same rows."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pyarrow as pa
+
+from graphrag_ray.config import RuntimeConfig
+
+log = logging.getLogger(__name__)
+
+
+def ensure_ray(runtime: RuntimeConfig) -> None:
+    """Join the cluster we run in (ray job submit / RAY_ADDRESS / runtime.ray_address) or start
+    a local instance; reuse one that is already initialised."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=runtime.num_cpus, **kwargs)
+    from ray.data import DataContext
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+
+
+def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
+    return [table.slice(start, rows_per_block) for start in range(0, table.num_rows, rows_per_block)]
+
+
+def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
+              *, output_schema: pa.Schema, num_cpus: float = 1.0,
+              batch_size: int | None = None) -> pa.Table:
+    """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
+    arbitrary order (callers join by key)."""
+    if table.num_rows == 0:
+        return output_schema.empty_table()
+    batch_size = batch_size or runtime.batch_size
+    if runtime.engine == "local":
+        worker = worker_cls(**constructor_kwargs)
+        return pa.concat_tables([worker(block) for block in split_table(table, batch_size)])
+
+    import ray
+    from ray.data import ActorPoolStrategy
+
+    ensure_ray(runtime)
+    blocks = split_table(table, batch_size)
+    dataset = ray.data.from_arrow(blocks).map_batches(
+        worker_cls,
+        fn_constructor_kwargs=constructor_kwargs,
+        compute=ActorPoolStrategy(min_size=1, max_size=max(1, min(runtime.num_workers, len(blocks)))),
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        num_cpus=num_cpus,
+    )
+    results = [t for t in ray.get(dataset.to_arrow_refs()) if t.num_rows]
+    if not results:
+        return output_schema.empty_table()
+    return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])

@@ -1,0 +1,50 @@
+"""Documents -> text units: fixed-size token windows with overlap, never spanning documents."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+
+from graphrag_ray.config import ChunksConfig
+from graphrag_ray.tokens import get_encoding
+
+
+def token_windows(n_tokens: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    """[start, end) windows covering 0..n_tokens; the last window ends exactly at n_tokens."""
+    if n_tokens == 0:
+        return []
+    step = size - overlap
+    windows = []
+    start = 0
+    while True:
+        end = min(start + size, n_tokens)
+        windows.append((start, end))
+        if end >= n_tokens:
+            return windows
+        start += step
+
+
+def chunk_id(document_id: str, start: int, text: str) -> str:
+    return hashlib.sha256(f"{document_id}\x00{start}\x00{text}".encode("utf-8")).hexdigest()
+
+
+def chunk_documents(documents: pa.Table, config: ChunksConfig) -> pa.Table:
+    """One row per chunk, in document order; ids depend only on the document and the window."""
+    encoding = get_encoding(config.encoding_model)
+    ids, texts, n_tokens, doc_ids = [], [], [], []
+    for doc_id, text in zip(documents.column("id").to_pylist(), documents.column("text").to_pylist()):
+        tokens = encoding.encode_ordinary(text)
+        for start, end in token_windows(len(tokens), config.size, config.overlap):
+            chunk_text = encoding.decode(tokens[start:end])
+            ids.append(chunk_id(doc_id, start, chunk_text))
+            texts.append(chunk_text)
+            n_tokens.append(end - start)
+            doc_ids.append(doc_id)
+    return pa.table({
+        "id": pa.array(ids, pa.string()),
+        "human_readable_id": pa.array(range(len(ids)), pa.int64()),
+        "text": pa.array(texts, pa.string()),
+        "n_tokens": pa.array(n_tokens, pa.int64()),
+        "document_id": pa.array(doc_ids, pa.string()),
+    })

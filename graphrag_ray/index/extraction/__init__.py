@@ -1,0 +1,1 @@
+"""Chunk -> element instances (entities, relationships, claims), by LLM or offline NLP."""

@@ -1,0 +1,106 @@
+"""Extraction over a batch of text units: the worker class Ray Data runs in an actor pool.
+
+One output row per input chunk, always: status "ok" with its records, or "failed" with the
+reason, so no chunk disappears. Instance tables are flattened from these rows afterwards.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.extraction.llm_extractor import GraphExtractor
+from graphrag_ray.index.extraction.nlp_extractor import extract_nlp
+from graphrag_ray.index.extraction.tuples import CLAIM_FIELDS, ParsedRecords
+from graphrag_ray.llm.client import ChatClient, FatalLLMError
+
+ENTITY_STRUCT = pa.struct([("title", pa.string()), ("type", pa.string()),
+                           ("description", pa.string())])
+RELATIONSHIP_STRUCT = pa.struct([("source", pa.string()), ("target", pa.string()),
+                                 ("description", pa.string()), ("strength", pa.float64())])
+CLAIM_STRUCT = pa.struct([(name, pa.string()) for name in CLAIM_FIELDS])
+
+EXTRACTION_SCHEMA = pa.schema([
+    ("text_unit_id", pa.string()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("entities", pa.list_(ENTITY_STRUCT)),
+    ("relationships", pa.list_(RELATIONSHIP_STRUCT)),
+    ("claims", pa.list_(CLAIM_STRUCT)),
+    ("malformed_records", pa.int64()),
+    ("llm_calls", pa.int64()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+])
+
+
+class ExtractionWorker:
+    """Heavy setup once per actor (client, prompts); `__call__` handles one batch."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+        self.config = config
+        self.llm_mode = config.extraction.method == "llm"
+        self.prompts = prompts
+        self.fatal: str | None = None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        ids = batch.column("id").to_pylist()
+        texts = batch.column("text").to_pylist()
+        if not self.llm_mode:
+            rows = [self._nlp_row(i, t) for i, t in zip(ids, texts)]
+        else:
+            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+                rows = list(pool.map(self._llm_row, ids, texts))
+        return pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
+
+    def _nlp_row(self, text_unit_id: str, text: str) -> dict:
+        records = extract_nlp(text, self.config.extraction.nlp_max_description_chars)
+        return _row(text_unit_id, records)
+
+    def _llm_row(self, text_unit_id: str, text: str) -> dict:
+        if self.fatal:
+            return _failed_row(text_unit_id, self.fatal)
+        chat = ChatClient(self.config.llm)  # one per chunk: usage is counted per chunk
+        try:
+            records = GraphExtractor(self.config, self.prompts, chat).extract(text)
+        except FatalLLMError as exc:
+            self.fatal = str(exc)  # Every further call would fail the same way: stop calling.
+            return _failed_row(text_unit_id, str(exc), chat)
+        except LLMError as exc:
+            return _failed_row(text_unit_id, str(exc), chat)
+        return _row(text_unit_id, records, chat)
+
+
+def _usage(chat: ChatClient | None) -> dict:
+    usage = chat.usage if chat else None
+    return {"llm_calls": usage.calls if usage else 0,
+            "prompt_tokens": usage.prompt_tokens if usage else 0,
+            "completion_tokens": usage.completion_tokens if usage else 0}
+
+
+def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = None) -> dict:
+    return {"text_unit_id": text_unit_id, "status": "ok", "error": None,
+            "entities": records.entities, "relationships": records.relationships,
+            "claims": records.claims, "malformed_records": len(records.malformed),
+            **_usage(chat)}
+
+
+def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
+    return {"text_unit_id": text_unit_id, "status": "failed", "error": reason,
+            "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
+            **_usage(chat)}
+
+
+def flatten_instances(extraction: pa.Table, column: str) -> pa.Table:
+    """One row per extracted instance, tagged with the chunk it came from."""
+    lists = extraction.column(column).combine_chunks()
+    values = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    flat = (pa.Table.from_struct_array(values) if len(values)
+            else pa.schema(list(lists.type.value_type)).empty_table())
+    chunk_ids = pc.take(extraction.column("text_unit_id"), parents)
+    return flat.append_column("text_unit_id", chunk_ids)

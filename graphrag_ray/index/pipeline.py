@@ -1,0 +1,396 @@
+"""The index build, top to bottom: load -> chunk -> extract -> merge -> summarize -> communities
+-> reports -> write. Each stage is a function over tables; `map_table` distributes the heavy ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from datetime import datetime, timezone
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray import schema
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import map_table
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.chunking import chunk_documents
+from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
+from graphrag_ray.index.merge import add_degrees, element_id, merge_elements
+from graphrag_ray.index.report_context import (
+    GraphElements, context_record, render_context, select_elements, select_with_sub_reports)
+from graphrag_ray.index.reports import REPORT_RESULT_SCHEMA, ReportWorker, full_content
+from graphrag_ray.index.summarize import SUMMARY_SCHEMA, SummarizeWorker
+from graphrag_ray.input.loader import load_documents
+from graphrag_ray.llm.client import check_endpoint
+from graphrag_ray.prompts_loader import load_prompts, prompt_version
+from graphrag_ray.storage import IndexStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+class StageTimer:
+    def __init__(self, progress: Progress):
+        self.timings: dict[str, float] = {}
+        self.progress = progress
+
+    def run(self, name: str, fn: Callable, *args, **kwargs):
+        self.progress(f"[{name}] ...")
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        self.timings[name] = round(time.perf_counter() - start, 3)
+        self.progress(f"[{name}] done in {self.timings[name]:.2f}s")
+        return result
+
+
+def build_index(input_url: str, output_url: str, config: GraphRagConfig,
+                progress: Progress = log.info) -> dict:
+    """Build the index and publish it at `output_url`; returns the manifest."""
+    started = time.perf_counter()
+    timer = StageTimer(progress)
+    prompts = load_prompts(config)
+    if config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
+            or config.uses_llm(config.reports.method):
+        check_endpoint(config.llm)
+
+    loaded = timer.run("load_documents", load_documents, input_url, config.input)
+    for warning in loaded.warnings:
+        progress(f"warning: {warning}")
+    for skipped in loaded.skipped:
+        progress(f"skipped {skipped['path']}: {skipped['reason']}")
+    documents = loaded.documents
+    text_units = timer.run("chunk", chunk_documents, documents, config.chunks)
+    progress(f"{documents.num_rows} documents -> {text_units.num_rows} chunks "
+             f"({sum(text_units.column('n_tokens').to_pylist())} tokens)")
+
+    extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
+                           {"config": config, "prompts": prompts}, config.runtime,
+                           output_schema=EXTRACTION_SCHEMA,
+                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25)
+    failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
+    if failed.num_rows:
+        reasons = failed.column("error").to_pylist()
+        progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed extraction; "
+                 f"first reason: {reasons[0]}")
+        if failed.num_rows == text_units.num_rows:
+            raise LLMError(f"every chunk failed extraction: {reasons[0]}")
+
+    entities, relationships, merge_stats = timer.run(
+        "merge", merge_elements, flatten_instances(extraction, "entities"),
+        flatten_instances(extraction, "relationships"))
+    entities, relationships = timer.run("summarize", summarize_elements, entities, relationships,
+                                        config, prompts)
+    entities, relationships = add_degrees(entities, relationships)
+    entities = _finalize_entities(entities)
+    relationships = _finalize_relationships(relationships)
+    covariates = _covariates(flatten_instances(extraction, "claims"), entities)
+
+    communities_list = timer.run("communities", detect_communities, entities, relationships,
+                                 config)
+    communities = communities_table(communities_list, entities, relationships)
+    reports = timer.run("reports", generate_reports, communities_list, entities, relationships,
+                        covariates, config, prompts)
+
+    text_units = _finalize_text_units(text_units, extraction, entities, relationships, covariates)
+    documents = _finalize_documents(documents, text_units)
+
+    tables = {schema.DOCUMENTS: documents, schema.TEXT_UNITS: text_units,
+              schema.ENTITIES: entities, schema.RELATIONSHIPS: relationships,
+              schema.COMMUNITIES: communities, schema.COMMUNITY_REPORTS: reports}
+    if config.claims.enabled:
+        tables[schema.COVARIATES] = covariates
+
+    store = IndexStore(output_url)
+    store.remove_manifest()
+    timer.run("write", _write_tables, store, tables)
+    levels = sorted(set(communities.column("level").to_pylist()))
+    usage = {k: int(sum(extraction.column(k).to_pylist()))
+             for k in ("llm_calls", "prompt_tokens", "completion_tokens")}
+    manifest = {
+        "format_version": schema.INDEX_FORMAT_VERSION,
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "input": input_url,
+        "config": config.public_dict(),
+        "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
+        "tables": {name: table.num_rows for name, table in tables.items()},
+        "levels": levels,
+        "communities_per_level": {str(level): int(sum(1 for c in communities_list if c.level == level))
+                                  for level in levels},
+        "pooled_small_component_entities": int(sum(len(c.members) for c in communities_list
+                                                   if c.pooled and c.level == 0)),
+        "merge": asdict(merge_stats),
+        "extraction": {
+            "chunks": text_units.num_rows, "failed_chunks": failed.num_rows,
+            "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
+            "usage": usage,
+        },
+        "reports_by_generation": _count(reports.column("generation").to_pylist()),
+        "skipped_inputs": loaded.skipped,
+        "input_warnings": loaded.warnings,
+        "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
+    }
+    store.write_manifest(manifest)  # Last: publishing the index.
+    return manifest
+
+
+def _count(values: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for value in values:
+        counts[value.split(" (")[0]] += 1
+    return dict(counts)
+
+
+def _write_tables(store: IndexStore, tables: dict[str, pa.Table]) -> None:
+    for name, table in tables.items():
+        store.write_table(name, table)
+
+
+def summarize_elements(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
+                       prompts: dict[str, str]) -> tuple[pa.Table, pa.Table]:
+    """Fill `description`: single descriptions as they are, lists through SummarizeWorker."""
+    entity_descriptions = entities.column("descriptions").to_pylist()
+    edge_descriptions = relationships.column("descriptions").to_pylist()
+    names = entities.column("title").to_pylist() + [
+        f"{s} -> {t}" for s, t in zip(relationships.column("source").to_pylist(),
+                                      relationships.column("target").to_pylist())]
+    all_descriptions = entity_descriptions + edge_descriptions
+    results = [d[0] if len(d) == 1 else "" for d in all_descriptions]
+    todo = [i for i, d in enumerate(all_descriptions) if len(d) > 1]
+    if todo:
+        work = pa.table({"key": pa.array(todo, pa.int64()), "name": [names[i] for i in todo],
+                         "descriptions": [all_descriptions[i] for i in todo]})
+        summaries = map_table(work, SummarizeWorker, {"config": config, "prompts": prompts},
+                              config.runtime, output_schema=SUMMARY_SCHEMA,
+                              num_cpus=1.0 if not config.uses_llm(config.summarize.method) else 0.25,
+                              batch_size=max(config.runtime.batch_size, 64))
+        for key, description in zip(summaries.column("key").to_pylist(),
+                                    summaries.column("description").to_pylist()):
+            results[key] = description
+    n = entities.num_rows
+    entities = entities.append_column("description", pa.array(results[:n], pa.string()))
+    relationships = relationships.append_column("description", pa.array(results[n:], pa.string()))
+    return entities, relationships
+
+
+def _finalize_entities(entities: pa.Table) -> pa.Table:
+    n = entities.num_rows
+    entities = entities.append_column("human_readable_id", pa.array(range(n), pa.int64()))
+    entities = entities.append_column("x", pa.array([0.0] * n, pa.float64()))
+    entities = entities.append_column("y", pa.array([0.0] * n, pa.float64()))
+    return entities.select(schema.ENTITY_COLUMNS)
+
+
+def _finalize_relationships(relationships: pa.Table) -> pa.Table:
+    n = relationships.num_rows
+    relationships = relationships.append_column("human_readable_id", pa.array(range(n), pa.int64()))
+    return relationships.select(schema.RELATIONSHIP_COLUMNS)
+
+
+def _covariates(claims: pa.Table, entities: pa.Table) -> pa.Table:
+    n = claims.num_rows
+    columns = {name: claims.column(name) for name in claims.column_names}
+    ids = [element_id("claim", *map(str, row.values())) + f"-{i}"
+           for i, row in enumerate(claims.to_pylist())]
+    table = pa.table({
+        "id": pa.array(ids, pa.string()),
+        "human_readable_id": pa.array(range(n), pa.int64()),
+        "covariate_type": pa.array(["claim"] * n, pa.string()),
+        **{k: columns[k] for k in ("type", "description", "subject_id", "object_id", "status",
+                                   "start_date", "end_date", "source_text", "text_unit_id")},
+    })
+    return table.select(schema.COVARIATE_COLUMNS)
+
+
+def detect_communities(entities: pa.Table, relationships: pa.Table,
+                       config: GraphRagConfig) -> list[Community]:
+    index = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
+    sources = np.array([index[s] for s in relationships.column("source").to_pylist()], dtype=np.int64)
+    targets = np.array([index[t] for t in relationships.column("target").to_pylist()], dtype=np.int64)
+    weights = relationships.column("weight").to_numpy()
+    graph = build_graph(entities.num_rows, sources, targets, weights)
+    return hierarchical_leiden(graph, config.communities)
+
+
+def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
+                    encoding: str) -> GraphElements:
+    entity_rows = entities.select(["human_readable_id", "title", "type", "description",
+                                   "degree"]).to_pylist()
+    edge_rows = relationships.select(["human_readable_id", "source", "target", "description",
+                                      "combined_degree"]).to_pylist()
+    index = {row["title"]: i for i, row in enumerate(entity_rows)}
+    claims_by_entity: dict[int, list[dict]] = defaultdict(list)
+    for claim in covariates.select(["human_readable_id", "subject_id", "type", "status",
+                                    "description"]).to_pylist():
+        if claim["subject_id"] in index:
+            claims_by_entity[index[claim["subject_id"]]].append(claim)
+    return GraphElements(
+        entities=entity_rows, relationships=edge_rows,
+        edge_source=np.array([index[r["source"]] for r in edge_rows], dtype=np.int64),
+        edge_target=np.array([index[r["target"]] for r in edge_rows], dtype=np.int64),
+        claims_by_entity=dict(claims_by_entity), encoding=encoding)
+
+
+def communities_table(communities: list[Community], entities: pa.Table,
+                      relationships: pa.Table) -> pa.Table:
+    entity_ids = entities.column("id").to_pylist()
+    titles = entities.column("title").to_pylist()
+    index = {t: i for i, t in enumerate(titles)}
+    edge_ends = [(index[s], index[t]) for s, t in zip(relationships.column("source").to_pylist(),
+                                                       relationships.column("target").to_pylist())]
+    edge_ids = relationships.column("id").to_pylist()
+    edge_units = relationships.column("text_unit_ids").to_pylist()
+    rows = []
+    for community in communities:
+        members = set(community.members.tolist())
+        inside = [i for i, (s, t) in enumerate(edge_ends) if s in members and t in members]
+        units = list(dict.fromkeys(u for i in inside for u in edge_units[i]))
+        rows.append({
+            "id": element_id("community", str(community.level), str(community.id),
+                             *[entity_ids[m] for m in community.members[:50]]),
+            "human_readable_id": community.id, "community": community.id,
+            "level": community.level, "parent": community.parent,
+            "children": community.children,
+            "title": f"Community {community.id}" + (" (pooled small components)"
+                                                     if community.pooled else ""),
+            "entity_ids": [entity_ids[m] for m in community.members],
+            "relationship_ids": [edge_ids[i] for i in inside],
+            "text_unit_ids": units,
+            "period": datetime.now(timezone.utc).date().isoformat(),
+            "size": len(community.members),
+        })
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
+        ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
+        ("title", pa.string()), ("entity_ids", pa.list_(pa.string())),
+        ("relationship_ids", pa.list_(pa.string())), ("text_unit_ids", pa.list_(pa.string())),
+        ("period", pa.string()), ("size", pa.int64())]))
+    return table.select(schema.COMMUNITY_COLUMNS)
+
+
+def generate_reports(communities: list[Community], entities: pa.Table, relationships: pa.Table,
+                     covariates: pa.Table, config: GraphRagConfig,
+                     prompts: dict[str, str]) -> pa.Table:
+    """Bottom-up by level: a level's contexts can substitute its children's finished reports."""
+    elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
+    budget = config.reports.max_input_tokens
+    by_id = {c.id: c for c in communities}
+    reports: dict[int, dict] = {}
+    generation: dict[int, str] = {}
+    for level in sorted({c.level for c in communities}, reverse=True):
+        work = []
+        for community in (c for c in communities if c.level == level):
+            children = [by_id[i] for i in community.children]
+            if len(children) == 1 and len(children[0].members) == len(community.members):
+                # Carried down unchanged: the same community, so the same report.
+                reports[community.id] = dict(reports[children[0].id], community=community.id)
+                generation[community.id] = generation[children[0].id]
+                continue
+            if children:
+                selection = select_with_sub_reports(
+                    elements, community.members,
+                    [(child.members, reports[child.id]) for child in children], budget)
+            else:
+                selection = select_elements(elements, community.members, budget)
+            work.append({"community": community.id,
+                         "context_text": render_context(elements, selection),
+                         "context_json": context_record(elements, selection)})
+        if not work:
+            continue
+        results = map_table(pa.Table.from_pylist(work), ReportWorker,
+                            {"config": config, "prompts": prompts}, config.runtime,
+                            output_schema=REPORT_RESULT_SCHEMA,
+                            num_cpus=1.0 if not config.uses_llm(config.reports.method) else 0.25,
+                            batch_size=max(1, min(config.runtime.batch_size, 8)))
+        for row in results.to_pylist():
+            report = json.loads(row["report_json"])
+            report["community"] = row["community"]
+            report["rank"] = report["rating"]
+            reports[row["community"]] = report
+            generation[row["community"]] = row["generation"]
+    return _reports_table(communities, reports, generation)
+
+
+def _reports_table(communities: list[Community], reports: dict[int, dict],
+                   generation: dict[int, str]) -> pa.Table:
+    rows = []
+    for community in communities:
+        report = reports[community.id]
+        rows.append({
+            "id": element_id("report", str(community.id), report["title"]),
+            "human_readable_id": community.id, "community": community.id,
+            "level": community.level, "parent": community.parent, "children": community.children,
+            "title": report["title"], "summary": report["summary"],
+            "full_content": full_content(report), "rank": float(report["rating"]),
+            "rating_explanation": report["rating_explanation"],
+            "findings": report["findings"],
+            "full_content_json": json.dumps({k: report[k] for k in (
+                "title", "summary", "rating", "rating_explanation", "findings")}),
+            "period": datetime.now(timezone.utc).date().isoformat(),
+            "size": len(community.members), "generation": generation[community.id],
+        })
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
+        ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
+        ("title", pa.string()), ("summary", pa.string()), ("full_content", pa.string()),
+        ("rank", pa.float64()), ("rating_explanation", pa.string()),
+        ("findings", pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))),
+        ("full_content_json", pa.string()), ("period", pa.string()), ("size", pa.int64()),
+        ("generation", pa.string())]))
+    return table.select(schema.COMMUNITY_REPORT_COLUMNS)
+
+
+def _finalize_text_units(text_units: pa.Table, extraction: pa.Table, entities: pa.Table,
+                         relationships: pa.Table, covariates: pa.Table) -> pa.Table:
+    def ids_by_unit(table: pa.Table, unit_column: str) -> dict[str, list[str]]:
+        result: dict[str, list[str]] = defaultdict(list)
+        for element, units in zip(table.column("id").to_pylist(),
+                                  table.column(unit_column).to_pylist()):
+            for unit in (units if isinstance(units, list) else [units]):
+                result[unit].append(element)
+        return result
+
+    entity_ids = ids_by_unit(entities, "text_unit_ids")
+    relationship_ids = ids_by_unit(relationships, "text_unit_ids")
+    covariate_ids = ids_by_unit(covariates, "text_unit_id")
+    status = dict(zip(extraction.column("text_unit_id").to_pylist(),
+                      zip(extraction.column("status").to_pylist(),
+                          extraction.column("error").to_pylist())))
+    unit_ids = text_units.column("id").to_pylist()
+    missing = [u for u in unit_ids if u not in status]
+    if missing:
+        raise RuntimeError(f"{len(missing)} chunks came back from extraction without a result")
+    return pa.table({
+        "id": text_units.column("id"),
+        "human_readable_id": text_units.column("human_readable_id"),
+        "text": text_units.column("text"),
+        "n_tokens": text_units.column("n_tokens"),
+        "document_ids": [[d] for d in text_units.column("document_id").to_pylist()],
+        "entity_ids": pa.array([entity_ids.get(u, []) for u in unit_ids], pa.list_(pa.string())),
+        "relationship_ids": pa.array([relationship_ids.get(u, []) for u in unit_ids],
+                                     pa.list_(pa.string())),
+        "covariate_ids": pa.array([covariate_ids.get(u, []) for u in unit_ids],
+                                  pa.list_(pa.string())),
+        "document_id": text_units.column("document_id"),
+        "extraction_status": [status[u][0] for u in unit_ids],
+        "extraction_error": pa.array([status[u][1] for u in unit_ids], pa.string()),
+    }).select(schema.TEXT_UNIT_COLUMNS)
+
+
+def _finalize_documents(documents: pa.Table, text_units: pa.Table) -> pa.Table:
+    units: dict[str, list[str]] = defaultdict(list)
+    for unit, document in zip(text_units.column("id").to_pylist(),
+                              text_units.column("document_id").to_pylist()):
+        units[document].append(unit)
+    documents = documents.append_column(
+        "text_unit_ids", pa.array([units[d] for d in documents.column("id").to_pylist()],
+                                  pa.list_(pa.string())))
+    return documents.select(schema.DOCUMENT_COLUMNS)

@@ -1,0 +1,153 @@
+"""Community contexts -> reports {title, summary, rating, rating_explanation, findings}.
+
+LLM reports are parsed and validated; a reply that stays malformed after `max_parse_retries`
+re-requests, or a call that fails, yields an extractive report with the reason recorded in the
+`generation` column, so every community still has a report and the failure is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.llm.client import ChatClient, parse_json_object
+from graphrag_ray.prompts_loader import render
+
+
+def validate_report(data: dict) -> dict:
+    """A report dict with the required keys and types, or ValueError naming what is wrong."""
+    for key in ("title", "summary"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise ValueError(f"report has no {key!r} string")
+    try:
+        rating = float(data.get("rating", 0))
+    except (TypeError, ValueError):
+        raise ValueError("report 'rating' is not a number") from None
+    findings = data.get("findings", [])
+    if not isinstance(findings, list):
+        raise ValueError("report 'findings' is not a list")
+    clean_findings = []
+    for finding in findings:
+        if isinstance(finding, dict) and finding.get("summary"):
+            clean_findings.append({"summary": str(finding["summary"]),
+                                   "explanation": str(finding.get("explanation", ""))})
+        elif isinstance(finding, str) and finding.strip():
+            clean_findings.append({"summary": finding.strip(), "explanation": ""})
+    return {"title": data["title"].strip(), "summary": data["summary"].strip(),
+            "rating": min(10.0, max(0.0, rating)),
+            "rating_explanation": str(data.get("rating_explanation", "")),
+            "findings": clean_findings}
+
+
+def _title_case(name: str) -> str:
+    return " ".join(w.capitalize() if w.isupper() and len(w) > 3 else w for w in name.split())
+
+
+def _first_sentence(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    for end in (". ", "! ", "? "):
+        pos = text.find(end)
+        if 0 < pos < limit:
+            return text[: pos + 1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def extractive_report(context: dict, max_findings: int) -> dict:
+    """A report assembled from the context's own text: most connected entities, strongest
+    relationships and sub-community reports. No LLM, no invented facts."""
+    entities = sorted(context["entities"], key=lambda e: (-e["degree"], e["title"]))
+    edges = context["relationships"]  # already in priority order
+    reports = sorted(context["reports"], key=lambda r: (-r["rank"], r["community"]))
+    names = [_title_case(e["title"]) for e in entities[:3]] or \
+        [r["title"] for r in reports[:2]]
+    title = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else \
+        (names[0] if names else "Empty community")
+    n_entities = len(entities) + sum(1 for _ in reports)
+    summary_parts = []
+    if entities:
+        summary_parts.append(f"This community centres on {title}.")
+        summary_parts.extend(_first_sentence(e["description"]) for e in entities[:2]
+                             if e["description"])
+    if reports:
+        summary_parts.append("It brings together: " + "; ".join(r["title"] for r in reports[:5]) + ".")
+    findings = []
+    for report in reports:
+        findings.append({"summary": report["title"],
+                         "explanation": f"{report['summary']} [Data: Reports ({report['community']})]"})
+    for edge in edges:
+        findings.append({
+            "summary": f"{_title_case(edge['source'])} and {_title_case(edge['target'])}",
+            "explanation": f"{edge['description']} [Data: Relationships ({edge['human_readable_id']})]"})
+    for entity in entities:
+        if entity["description"]:
+            findings.append({"summary": _title_case(entity["title"]),
+                             "explanation": f"{entity['description']} "
+                                            f"[Data: Entities ({entity['human_readable_id']})]"})
+    connectivity = sum(e["degree"] for e in entities) + sum(r["rank"] for r in reports)
+    rating = round(min(10.0, 2.0 * math.log10(1 + connectivity) + 1.0), 1)
+    return {
+        "title": title, "summary": " ".join(summary_parts) or title, "rating": rating,
+        "rating_explanation": f"Rated by size and connectivity: {len(entities)} entities, "
+                              f"{len(edges)} relationships, {len(reports)} sub-community reports.",
+        "findings": findings[:max_findings] if n_entities or findings else [],
+    }
+
+
+def full_content(report: dict) -> str:
+    lines = [f"# {report['title']}", "", report["summary"], ""]
+    for finding in report["findings"]:
+        lines += [f"## {finding['summary']}", "", finding["explanation"], ""]
+    return "\n".join(lines).strip()
+
+
+REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.string()),
+                                  ("generation", pa.string())])
+
+
+class ReportWorker:
+    """Rows: community, context_text, context_json -> community, report_json, generation."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+        self.config = config
+        self.template = prompts["community_report"]
+        self.use_llm = config.uses_llm(config.reports.method)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        rows = list(zip(batch.column("community").to_pylist(),
+                        batch.column("context_text").to_pylist(),
+                        batch.column("context_json").to_pylist()))
+        if self.use_llm:
+            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+                out = list(pool.map(lambda r: self._llm(*r), rows))
+        else:
+            out = [self._extractive(c, j, "extractive") for c, _, j in rows]
+        return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
+
+    def _extractive(self, community: int, context_json: str, generation: str) -> dict:
+        report = extractive_report(json.loads(context_json), self.config.reports.max_findings)
+        return {"community": community, "report_json": json.dumps(report), "generation": generation}
+
+    def _llm(self, community: int, context_text: str, context_json: str) -> dict:
+        prompt = render(self.template, input_text=context_text,
+                        max_findings=self.config.reports.max_findings)
+        chat = ChatClient(self.config.llm)
+        problem = ""
+        for _ in range(self.config.llm.max_parse_retries + 1):
+            try:
+                reply = chat.complete([{"role": "user", "content": prompt}],
+                                      max_tokens=self.config.reports.max_output_tokens)
+            except LLMError as exc:
+                problem = f"LLM call failed: {exc}"
+                break
+            try:
+                report = validate_report(parse_json_object(reply))
+            except ValueError as exc:
+                problem = f"malformed report JSON: {exc}"
+                continue
+            return {"community": community, "report_json": json.dumps(report), "generation": "llm"}
+        return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500])

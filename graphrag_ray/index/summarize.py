@@ -1,0 +1,84 @@
+"""Element description lists -> one description each (LLM prompt, or extractive offline).
+
+Only elements with more than one distinct description need work; the full list stays in the
+`descriptions` column, so nothing a summary leaves out is lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.llm.client import ChatClient
+from graphrag_ray.prompts_loader import render
+from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str = "cl100k_base") -> str:
+    """Keep the most central descriptions (sharing most words with the rest) within the budget,
+    in their original order."""
+    if len(descriptions) <= 1:
+        return descriptions[0] if descriptions else ""
+    word_sets = [set(_WORDS.findall(d.lower())) for d in descriptions]
+    frequency = Counter(w for words in word_sets for w in words)
+    centrality = [sum(frequency[w] for w in words) / (1 + len(words)) ** 0.5 for words in word_sets]
+    order = sorted(range(len(descriptions)), key=lambda i: (-centrality[i], i))
+    chosen, used = [], 0
+    for index in order:
+        tokens = count_tokens(descriptions[index], encoding)
+        if used + tokens > max_tokens and chosen:
+            continue
+        chosen.append(index)
+        used += tokens
+    text = " ".join(descriptions[i] for i in sorted(chosen))
+    return truncate_to_tokens(text, max_tokens, encoding)
+
+
+SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
+                            ("error", pa.string())])
+
+
+class SummarizeWorker:
+    """Rows: key, name, descriptions -> key, description, error (fallback used when set)."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+        self.config = config
+        self.template = prompts["summarize_descriptions"]
+        self.use_llm = config.uses_llm(config.summarize.method)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(),
+                        batch.column("descriptions").to_pylist()))
+        if self.use_llm:
+            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+                out = list(pool.map(lambda r: self._llm(*r), rows))
+        else:
+            out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
+        return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
+
+    def _extractive(self, key: int, descriptions: list[str], error: str | None = None) -> dict:
+        summary = extractive_summary(descriptions, self.config.summarize.max_length,
+                                     self.config.chunks.encoding_model)
+        return {"key": key, "description": summary, "error": error}
+
+    def _llm(self, key: int, name: str, descriptions: list[str]) -> dict:
+        cfg = self.config.summarize
+        listing = truncate_to_tokens("\n".join(f"- {d}" for d in descriptions),
+                                     cfg.max_input_tokens, self.config.chunks.encoding_model)
+        prompt = render(self.template, entity_name=name, description_list=listing,
+                        max_length=cfg.max_length)
+        try:
+            text = ChatClient(self.config.llm).complete(
+                [{"role": "user", "content": prompt}], max_tokens=cfg.max_length * 2)
+        except LLMError as exc:
+            return self._extractive(key, descriptions, f"LLM summary failed, extractive used: {exc}")
+        if not text.strip():
+            return self._extractive(key, descriptions, "LLM returned an empty summary")
+        return {"key": key, "description": text.strip(), "error": None}

@@ -1,0 +1,177 @@
+"""Read input documents from a folder, a file or any fsspec URL into a documents table.
+
+Every file ends up either as documents or in the `skipped` list with its reason; text that is not
+valid in the configured encoding is decoded with the fallback encoding and reported, never lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import fsspec
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from graphrag_ray.config import InputConfig
+from graphrag_ray.errors import InputError
+
+_BINARY_PROBE_BYTES = 8192
+
+
+@dataclass
+class LoadedInput:
+    documents: pa.Table
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def document_id(source: str, row: int | None, text: str) -> str:
+    """Stable id: the same file (path relative to the input root) and text give the same id."""
+    key = f"{source}\x00{'' if row is None else row}\x00{text}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def list_input_files(url: str, config: InputConfig) -> tuple[fsspec.AbstractFileSystem, str, list[str]]:
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise InputError(f"cannot open input {url}: {exc}") from None
+    if not fs.exists(root):
+        raise InputError(f"input not found: {url}")
+    suffixes = tuple(f".{ext.lower().lstrip('.')}" for ext in config.file_types)
+    if fs.isfile(root):
+        files = [root]
+        root = root.rsplit("/", 1)[0] if "/" in root else ""
+    else:
+        files = sorted(p for p in fs.find(root) if p.lower().endswith(suffixes))
+    if not files:
+        raise InputError(
+            f"no input documents under {url} (looked for {', '.join('*' + s for s in suffixes)})"
+        )
+    return fs, root, files
+
+
+def load_documents(url: str, config: InputConfig) -> LoadedInput:
+    fs, root, files = list_input_files(url, config)
+    rows: list[dict] = []
+    result = LoadedInput(documents=pa.table({}))
+    for path in files:
+        relative = path[len(root):].lstrip("/") if root and path.startswith(root) else path
+        with fs.open(path, "rb") as handle:
+            data = handle.read()
+        info = fs.info(path)
+        created = _creation_date(info)
+        try:
+            file_rows = _read_file(relative, data, config, result)
+        except InputError as exc:
+            result.skipped.append({"path": relative, "reason": str(exc)})
+            continue
+        for row in file_rows:
+            row.setdefault("creation_date", created)
+            rows.append(row)
+    if not rows:
+        reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in result.skipped[:10])
+        raise InputError(f"no readable documents under {url} ({reasons})")
+    rows.sort(key=lambda r: (r["_source"], r["_row"]))
+    result.documents = pa.table({
+        "id": [r["id"] for r in rows],
+        "human_readable_id": list(range(len(rows))),
+        "title": [r["title"] for r in rows],
+        "text": [r["text"] for r in rows],
+        "creation_date": [r["creation_date"] for r in rows],
+        "metadata": [json.dumps({"source": r["_source"], **r.get("metadata", {})}) for r in rows],
+    })
+    return result
+
+
+def _creation_date(info: dict) -> str:
+    for key in ("created", "mtime", "LastModified", "last_modified"):
+        value = info.get(key)
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+        if isinstance(value, datetime):
+            return value.isoformat()
+    return ""
+
+
+def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> list[dict]:
+    if not data.strip():
+        raise InputError("empty file")
+    suffix = relative.lower().rsplit(".", 1)[-1]
+    if suffix == "parquet":
+        return _tabular_rows(relative, pq.read_table(io.BytesIO(data)), config)
+    if b"\x00" in data[:_BINARY_PROBE_BYTES]:
+        raise InputError("binary file (contains NUL bytes), not text")
+    text = _decode(relative, data, config, result)
+    if suffix in ("txt", "md"):
+        title = relative.rsplit("/", 1)[-1]
+        return [{"id": document_id(relative, None, text), "title": title, "text": text,
+                 "_source": relative, "_row": 0}]
+    if suffix == "csv":
+        try:
+            table = pa_csv.read_csv(io.BytesIO(text.encode("utf-8")))
+        except pa.ArrowInvalid as exc:
+            raise InputError(f"not a readable CSV: {exc}") from None
+        return _tabular_rows(relative, table, config)
+    if suffix == "jsonl":
+        records = []
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"line {line_no} is not JSON: {exc.msg}") from None
+            if not isinstance(record, dict):
+                raise InputError(f"line {line_no} is not a JSON object")
+            records.append(record)
+        return _records_to_rows(relative, records, config)
+    raise InputError(f"unsupported file type .{suffix}")
+
+
+def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> str:
+    encoding = "utf-8-sig" if config.encoding.lower().replace("_", "-") == "utf-8" else config.encoding
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        result.warnings.append(
+            f"{relative}: not valid {config.encoding} (byte {exc.start}); "
+            f"decoded as {config.fallback_encoding} with replacement characters"
+        )
+        return data.decode(config.fallback_encoding, errors="replace")
+
+
+def _tabular_rows(relative: str, table: pa.Table, config: InputConfig) -> list[dict]:
+    return _records_to_rows(relative, table.to_pylist(), config)
+
+
+def _records_to_rows(relative: str, records: list[dict], config: InputConfig) -> list[dict]:
+    if records and config.text_column not in records[0]:
+        columns = ", ".join(map(str, records[0].keys()))
+        raise InputError(
+            f"has no column {config.text_column!r} (columns: {columns}); "
+            "set input.text_column"
+        )
+    rows = []
+    for index, record in enumerate(records):
+        text = record.get(config.text_column)
+        if text is None or not str(text).strip():
+            continue
+        text = str(text)
+        title = record.get(config.title_column)
+        title = str(title) if title not in (None, "") else f"{relative}#{index}"
+        metadata = {k: v for k, v in record.items()
+                    if k not in (config.text_column, config.title_column)}
+        rows.append({
+            "id": document_id(relative, index, text), "title": title, "text": text,
+            "_source": relative, "_row": index,
+            "metadata": json.loads(json.dumps(metadata, default=str)),
+        })
+    if not rows:
+        raise InputError(f"no non-empty {config.text_column!r} values")
+    return rows

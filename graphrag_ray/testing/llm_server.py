@@ -1,0 +1,393 @@
+"""An OpenAI-compatible test server: deterministic answers that follow each prompt's format.
+
+It recognises the task from the prompt text (graph extraction, gleaning check and continuation,
+claims, description summaries, community reports, global map and reduce) and answers in the
+requested format, using the prompt's own text, so the pipeline builds a real graph from it.
+
+Switches simulate providers: latency, HTTP 429 with Retry-After, 5xx, hung requests (timeouts),
+malformed output, an API key that must match, and endpoints that reject `logit_bias`. Faults are
+decided by a seeded hash of (request, attempt number), so a retried request can succeed and every
+run is the same.
+
+    python -m graphrag_ray.testing.llm_server --port 8765 --latency-ms 200 --rate-429 0.1
+    # in tests:  with run_test_server(rate_5xx=0.2) as server: server.url, server.stats()
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
+_STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "You", "In", "On",
+         "At", "Of", "To", "As", "If", "So", "Then", "There", "This", "That", "What", "When",
+         "Where", "Why", "How", "Who", "His", "Her", "Their", "Our", "My", "Yes", "No", "Oh",
+         "Well", "Now", "Not", "For", "With", "From", "By", "All", "One", "Some", "Text",
+         "Output", "Step", "Entity", "Worked"}
+
+
+@dataclass
+class Switches:
+    latency_ms: float = 0.0
+    latency_per_output_token_ms: float = 0.0
+    rate_429: float = 0.0
+    retry_after_s: float = 0.05
+    rate_5xx: float = 0.0
+    rate_timeout: float = 0.0
+    timeout_sleep_s: float = 3.0
+    rate_malformed: float = 0.0
+    glean_yes_rounds: int = 1
+    reject_logit_bias: bool = False
+    api_key: str | None = None
+    seed: int = 0
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    by_kind: Counter = field(default_factory=Counter)
+    by_status: Counter = field(default_factory=Counter)
+    successful: Counter = field(default_factory=Counter)  # request hash -> successful answers
+    log: list = field(default_factory=list)  # (time, kind, status, request hash)
+
+    def as_dict(self) -> dict:
+        return {"requests": self.requests, "by_kind": dict(self.by_kind),
+                "by_status": {str(k): v for k, v in self.by_status.items()},
+                "successful_requests": sum(self.successful.values()),
+                "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1)}
+
+
+def _fraction(*parts: object) -> float:
+    digest = hashlib.sha256("\x00".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64
+
+
+def classify(messages: list[dict]) -> str:
+    last = messages[-1]["content"] if messages else ""
+    first = messages[0]["content"] if messages else ""
+    if "single letter" in last and ("Y " in last or "Y if" in last):
+        return "glean_check"
+    if "MANY entities were missed" in last:
+        return "glean_continue"
+    if '("claim"' in first:
+        return "claims"
+    if '("entity"' in first:
+        return "extract_graph"
+    if "Description List:" in first:
+        return "summarize"
+    if '"findings"' in first:
+        return "community_report"
+    if '"points"' in first:
+        return "global_map"
+    if "---Analyst Reports---" in first:
+        return "global_reduce"
+    return "other"
+
+
+def _section(text: str, start: str, end: str | None = None) -> str:
+    pos = text.rfind(start)
+    if pos < 0:
+        return ""
+    body = text[pos + len(start):]
+    if end and end in body:
+        body = body[: body.rfind(end)]
+    return body.strip()
+
+
+def _delimiters(prompt: str) -> tuple[str, str, str]:
+    tuple_match = re.search(r'\("entity"(.+?)NAME\1TYPE', prompt)
+    record_match = re.search(r"separated by (\S+?),? in English|separated by (\S+?)[.;]", prompt)
+    completion_match = re.search(r"Write (\S+) when you are done", prompt)
+    record = (record_match.group(1) or record_match.group(2)) if record_match else "##"
+    return (tuple_match.group(1) if tuple_match else "<|>", record,
+            completion_match.group(1) if completion_match else "<|COMPLETE|>")
+
+
+def _names(text: str) -> list[str]:
+    names = []
+    for match in _NAME.finditer(text):
+        words = [w for w in match.group().split() if w not in _STOP]
+        if words:
+            names.append(" ".join(words).upper())
+    return list(dict.fromkeys(names))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+
+
+def _graph_records(text: str, names: list[str], prompt: str, entity_types: list[str]) -> str:
+    t, r, c = _delimiters(prompt)
+    records = []
+    wanted = set(names)
+    for name in names:
+        sentence = next((s for s in _sentences(text) if name in s.upper()), text[:200])
+        kind = entity_types[int(_fraction(name) * len(entity_types))] if entity_types else "THING"
+        records.append(f'("entity"{t}{name}{t}{kind.upper()}{t}{" ".join(sentence.split())[:300]})')
+    for sentence in _sentences(text):
+        present = [n for n in _names(sentence) if n in wanted]
+        for a, b in zip(present, present[1:]):
+            if a != b:
+                strength = 1 + int(_fraction(a, b) * 10)
+                records.append(f'("relationship"{t}{a}{t}{b}{t}'
+                               f'{" ".join(sentence.split())[:300]}{t}{strength})')
+    return f"\n{r}\n".join(records) + f"\n{c}"
+
+
+def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
+    first = messages[0]["content"]
+    if kind == "glean_check":
+        rounds = sum(1 for m in messages if m["role"] == "user"
+                     and "MANY entities were missed" in m["content"])
+        return "Y" if rounds < switches.glean_yes_rounds else "N"
+    if kind in ("extract_graph", "glean_continue"):
+        text = _section(first, "Text:\n", "\nOutput:")
+        types_line = _section(first, "Entity types: ", "\nText:").split("\n")[0]
+        entity_types = [x.strip() for x in types_line.split(",") if x.strip()]
+        names = _names(text)
+        half = (len(names) + 1) // 2
+        # The first pass "misses" the second half of the names; gleaning finds them.
+        chosen = names[:half] if kind == "extract_graph" else names[half:]
+        if kind == "glean_continue" and sum(1 for m in messages if m["role"] == "user"
+                                            and "MANY entities were missed" in m["content"]) > 1:
+            chosen = []
+        return _graph_records(text, chosen, first, entity_types)
+    if kind == "claims":
+        t, r, c = _delimiters(first)
+        text = _section(first, "Text:\n", "\nOutput:")
+        names = _names(text)[:2]
+        claims = [f'("claim"{t}{n}{t}NONE{t}MENTION{t}TRUE{t}NONE{t}NONE{t}'
+                  f'{n} is mentioned in the text.{t}{text[:80]})' for n in names]
+        return f"\n{r}\n".join(claims) + f"\n{c}"
+    if kind == "summarize":
+        name = _section(first, "Element: ", "\nDescription List:").split("\n")[0]
+        items = [line[2:] for line in _section(first, "Description List:\n", "\n\nMerged").split("\n")
+                 if line.startswith("- ")]
+        return f"{name}: " + " ".join(dict.fromkeys(s.split(". ")[0].rstrip(".") + "." for s in items))
+    if kind == "community_report":
+        data = _section(first, "Data:\n", "\n\nJSON report:")
+        names = [row.split("|")[1] for row in data.split("\n")
+                 if row.count("|") >= 4 and row.split("|")[0].isdigit()]
+        titles = [row.split("|")[1] for row in _section(data, "-----Sub-community reports-----",
+                                                        "-----").split("\n")[1:] if "|" in row]
+        key = names[:3] or titles[:2] or ["unnamed"]
+        findings = [{"summary": f"{n} is central", "explanation": f"{n} appears in this community "
+                     f"[Data: Entities ({i})]"} for i, n in enumerate(names[:5])]
+        return json.dumps({"title": " and ".join(key).title(),
+                           "summary": f"A community of {len(names)} entities and "
+                                      f"{len(titles)} sub-communities around {', '.join(key)}.",
+                           "rating": min(10, 1 + len(names) / 2),
+                           "rating_explanation": "Rated by the number of entities.",
+                           "findings": findings})
+    if kind == "global_map":
+        question = set(w.lower() for w in re.findall(r"\w+", _section(first, "Question: ",
+                                                                      "\n\nReports:")))
+        points = []
+        for row in _section(first, "id|title|rank|content\n", "\n\nJSON:").split("\n"):
+            parts = row.split("|")
+            if len(parts) < 4 or not parts[0].isdigit():
+                continue
+            overlap = len(question & set(w.lower() for w in re.findall(r"\w+", parts[3])))
+            points.append({"description": f"{parts[1]} is relevant [Data: Reports ({parts[0]})]",
+                           "score": min(100, overlap * 10)})
+        return json.dumps({"points": points})
+    if kind == "global_reduce":
+        points = re.findall(r"Importance Score: [\d.]+\n(.+)", first)
+        return "Summary of the analysts' points:\n" + "\n".join(f"- {p}" for p in points[:10])
+    return "OK"
+
+
+def _malformed(kind: str) -> str:
+    if kind in ("community_report", "global_map"):
+        return "Sorry, here is the report: {title: broken"
+    if kind in ("extract_graph", "glean_continue", "claims"):
+        return '("entity"<|>ONLY A NAME)##(garbage without delimiters)##<|COMPLETE|>'
+    return ""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "TestLLMServer"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
+        payload = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        try:
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _authorised(self) -> bool:
+        key = self.server.switches.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._send(401, {"error": {"message": "Incorrect API key provided",
+                                       "type": "invalid_request_error", "code": "invalid_api_key"}})
+            return False
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/").endswith("/stats"):
+            self._send(200, self.server.stats())
+        elif self.path.rstrip("/").endswith("/models"):
+            if self._authorised():
+                self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/").endswith("/reset"):
+            self.server.reset()
+            self._send(200, {"ok": True})
+            return
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if not self._authorised():
+            return
+        self.server.handle_chat(self, body)
+
+
+class TestLLMServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, switches: Switches | None = None):
+        super().__init__((host, port), _Handler)
+        self.switches = switches or Switches()
+        self._lock = threading.Lock()
+        self._stats = Stats()
+        self._attempts: Counter = Counter()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server_address[0]}:{self.server_address[1]}/v1"
+
+    def stats(self) -> dict:
+        with self._lock:
+            return self._stats.as_dict()
+
+    def request_log(self) -> list:
+        with self._lock:
+            return list(self._stats.log)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._stats = Stats()
+            self._attempts = Counter()
+
+    def _record(self, kind: str, status: int, request_hash: str) -> None:
+        with self._lock:
+            self._stats.by_status[status] += 1
+            self._stats.log.append((time.time(), kind, status, request_hash))
+            if status == 200:
+                self._stats.successful[request_hash] += 1
+
+    def handle_chat(self, handler: _Handler, body: dict) -> None:
+        s = self.switches
+        messages = body.get("messages") or []
+        kind = classify(messages)
+        request_hash = hashlib.sha256(json.dumps(
+            {k: body.get(k) for k in ("model", "messages", "max_tokens", "temperature",
+                                      "logit_bias")}, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            self._stats.requests += 1
+            self._stats.by_kind[kind] += 1
+            attempt = self._attempts[request_hash]
+            self._attempts[request_hash] += 1
+        if s.latency_ms:
+            time.sleep(s.latency_ms / 1000)
+        if s.reject_logit_bias and body.get("logit_bias"):
+            self._record(kind, 400, request_hash)
+            handler._send(400, {"error": {"message": "logit_bias is not supported by this model",
+                                          "type": "invalid_request_error", "param": "logit_bias"}})
+            return
+        roll = _fraction(s.seed, request_hash, attempt)
+        if roll < s.rate_429:
+            self._record(kind, 429, request_hash)
+            handler._send(429, {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
+                          {"Retry-After": f"{s.retry_after_s:g}"})
+            return
+        roll -= s.rate_429
+        if roll < s.rate_5xx:
+            self._record(kind, 503, request_hash)
+            handler._send(503, {"error": {"message": "The server is overloaded"}})
+            return
+        roll -= s.rate_5xx
+        if roll < s.rate_timeout:
+            self._record(kind, 0, request_hash)
+            time.sleep(s.timeout_sleep_s)
+            return  # The client has given up; answering now would be ignored.
+        roll -= s.rate_timeout
+        content = _malformed(kind) if roll < s.rate_malformed else _answer(kind, messages, s)
+        max_tokens = body.get("max_tokens") or 4096
+        words = content.split()
+        if len(words) > max_tokens:
+            content = " ".join(words[:max_tokens])
+        if s.latency_per_output_token_ms:
+            time.sleep(len(content.split()) * s.latency_per_output_token_ms / 1000)
+        prompt_tokens = sum(len(m.get("content", "")) for m in messages) // 4
+        completion_tokens = max(1, len(content) // 4)
+        self._record(kind, 200, request_hash)
+        handler._send(200, {
+            "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model", "test-model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
+
+
+@contextmanager
+def run_test_server(port: int = 0, **switches) -> Iterator[TestLLMServer]:
+    server = TestLLMServer(port=port, switches=Switches(**switches))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    for name, default in Switches().__dict__.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_true")
+        else:
+            parser.add_argument(flag, type=type(default) if default is not None else str,
+                                default=default)
+    args = vars(parser.parse_args(argv))
+    host, port = args.pop("host"), args.pop("port")
+    server = TestLLMServer(host, port, Switches(**args))
+    print(f"test LLM server on {server.url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
