@@ -62,7 +62,8 @@ class GraphIndex:
             raise GraphRagError("the question is empty")
         used_level = self.resolve_level(level)
         reports = self.table(schema.COMMUNITY_REPORTS,
-                             ["community", "level", "title", "rank", "full_content", "findings"])
+                             ["community", "level", "title", "summary", "rank", "full_content",
+                              "findings"])
         reports = reports.filter(pc.equal(reports.column("level"), used_level))
         return global_search(question, reports, self.config, load_prompts(self.config), used_level)
 

@@ -161,6 +161,18 @@ def interpolate_env(text: str, env: dict[str, str] | None = None) -> str:
     return _ENV_PATTERN.sub(replace, text)
 
 
+def interpolate_tree(value: Any) -> Any:
+    """Interpolate env references inside parsed YAML strings, so values never alter the
+    document's structure and an unset variable gives '' rather than null."""
+    if isinstance(value, str):
+        return interpolate_env(value)
+    if isinstance(value, dict):
+        return {k: interpolate_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate_tree(v) for v in value]
+    return value
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one `a.b.c=value` override; the value is parsed as YAML (numbers, lists, bools)."""
     if "=" not in assignment:
@@ -189,7 +201,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
         try:
-            loaded = yaml.safe_load(interpolate_env(text))
+            loaded = interpolate_tree(yaml.safe_load(text))
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path} is not valid YAML: {exc}") from None
         if loaded is not None and not isinstance(loaded, dict):

@@ -44,8 +44,20 @@ def validate_report(data: dict) -> dict:
             "findings": clean_findings}
 
 
+_LOWER_JOINERS = {"OF", "THE", "AND", "DE", "DU", "DA", "VAN", "VON"}
+
+
 def _title_case(name: str) -> str:
-    return " ".join(w.capitalize() if w.isupper() and len(w) > 3 else w for w in name.split())
+    """'BANK OF ENGLAND' -> 'Bank of England'; two-letter words stay (AI, UK)."""
+    words = []
+    for index, word in enumerate(name.split()):
+        if index and word in _LOWER_JOINERS:
+            words.append(word.lower())
+        elif word.isupper() and len(word) > 2:
+            words.append(word.capitalize())
+        else:
+            words.append(word)
+    return " ".join(words)
 
 
 def _first_sentence(text: str, limit: int = 300) -> str:

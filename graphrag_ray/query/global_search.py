@@ -133,7 +133,8 @@ def _terms(text: str) -> list[str]:
 
 def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]]) -> list[Point]:
     """Score each report finding by idf-weighted overlap with the question (0-100). When no
-    question term occurs anywhere (a thematic question), rank by report importance instead."""
+    question term occurs anywhere (a thematic question), each report's summary becomes one point
+    scored by the report's importance, so the answer surveys the communities."""
     findings = []
     for number, batch in enumerate(batches):
         for report, _, _ in batch:
@@ -143,15 +144,17 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]]) ->
                 findings.append((number, report, text, set(_terms(text))))
     question_terms = set(_terms(question))
     document_frequency = Counter(t for *_, terms in findings for t in terms & question_terms)
+    if not document_frequency:
+        return [Point(f"{report['title']}: {report['summary']} "
+                      f"[Data: Reports ({report['community']})]",
+                      max(1.0, 10.0 * float(report["rank"])), [report["community"]], number)
+                for number, batch in enumerate(batches) for report, _, _ in batch]
     n = max(1, len(findings))
     idf = {t: math.log(1 + n / document_frequency[t]) for t in document_frequency}
-    best = sum(idf.values()) or 1.0
+    best = sum(idf.values())
     points = []
     for number, report, text, terms in findings:
-        if idf:
-            score = 100.0 * sum(idf.get(t, 0.0) for t in terms & question_terms) / best
-        else:
-            score = 10.0 * float(report["rank"])
+        score = 100.0 * sum(idf.get(t, 0.0) for t in terms & question_terms) / best
         if score > 0:
             description = re.sub(r"\s*\[Data:[^\]]*\]", "", text)
             points.append(Point(f"{description} [Data: Reports ({report['community']})]",
@@ -184,7 +187,8 @@ def global_search(question: str, reports: pa.Table, config: GraphRagConfig, prom
                   level: int) -> GlobalSearchResult:
     cfg = config.global_search
     encoding = config.chunks.encoding_model
-    rows = reports.select(["community", "title", "rank", "full_content", "findings"]).to_pylist()
+    rows = reports.select(["community", "title", "summary", "rank", "full_content",
+                           "findings"]).to_pylist()
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding)
     result = GlobalSearchResult(answer=NO_ANSWER, level=level)
     result.context_tokens = sum(t for batch in batches for _, _, t in batch)

@@ -45,6 +45,10 @@ class Switches:
     rate_timeout: float = 0.0
     timeout_sleep_s: float = 3.0
     rate_malformed: float = 0.0
+    # The first `fail_first` attempts of every distinct request get `fail_status` (429 carries
+    # Retry-After): exact, seed-free faults for retry tests.
+    fail_first: int = 0
+    fail_status: int = 429
     glean_yes_rounds: int = 1
     reject_logit_bias: bool = False
     api_key: str | None = None
@@ -317,6 +321,12 @@ class TestLLMServer(ThreadingHTTPServer):
             self._record(kind, 400, request_hash)
             handler._send(400, {"error": {"message": "logit_bias is not supported by this model",
                                           "type": "invalid_request_error", "param": "logit_bias"}})
+            return
+        if attempt < s.fail_first:
+            self._record(kind, s.fail_status, request_hash)
+            headers = {"Retry-After": f"{s.retry_after_s:g}"} if s.fail_status == 429 else {}
+            handler._send(s.fail_status, {"error": {"message": f"injected failure {s.fail_status}"}},
+                          headers)
             return
         roll = _fraction(s.seed, request_hash, attempt)
         if roll < s.rate_429:

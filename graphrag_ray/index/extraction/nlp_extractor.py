@@ -102,7 +102,7 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> str:
     upper = [w.upper().strip(".") for w in words]
     if upper[0] in _HONORIFICS:
         return "PERSON"
-    if upper[-1] in _ORG_WORDS or (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
+    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
         return "ORGANIZATION"
     if upper[-1] in _PLACE_WORDS:
         return "GEO"

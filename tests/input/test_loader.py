@@ -1,0 +1,63 @@
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag_ray.config import InputConfig
+from graphrag_ray.errors import InputError
+from graphrag_ray.input.loader import load_documents
+
+
+def test_empty_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no input documents"):
+        load_documents(str(tmp_path), InputConfig())
+
+
+def test_missing_input(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        load_documents(str(tmp_path / "missing"), InputConfig())
+
+
+def test_bad_files_are_skipped_with_reasons_and_text_is_never_lost(tmp_path):
+    (tmp_path / "good.txt").write_text("Alice met Bob in Paris.", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary")
+    (tmp_path / "latin.txt").write_bytes("Café Müller met Zoë.".encode("cp1252"))
+    loaded = load_documents(str(tmp_path), InputConfig())
+    reasons = {s["path"]: s["reason"] for s in loaded.skipped}
+    assert reasons == {"blob.txt": "binary file (contains NUL bytes), not text",
+                       "empty.txt": "empty file"}
+    texts = dict(zip(loaded.documents.column("title").to_pylist(),
+                     loaded.documents.column("text").to_pylist()))
+    assert texts["latin.txt"] == "Café Müller met Zoë."
+    assert any("latin.txt" in w and "not valid utf-8" in w for w in loaded.warnings)
+
+
+def test_only_bad_files_is_an_error_listing_reasons(tmp_path):
+    (tmp_path / "empty.md").write_text("  \n")
+    with pytest.raises(InputError, match="empty.md: empty file"):
+        load_documents(str(tmp_path), InputConfig())
+
+
+def test_tabular_inputs_with_configured_columns(tmp_path):
+    (tmp_path / "a.csv").write_text("headline,body\nFirst,Alpha text\nSecond,Beta text\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"headline": "Third", "body": "Gamma"}) + "\n")
+    pq.write_table(pa.table({"headline": ["Fourth"], "body": ["Delta"]}), tmp_path / "c.parquet")
+    config = InputConfig(text_column="body", title_column="headline")
+    docs = load_documents(str(tmp_path), config).documents
+    assert docs.column("title").to_pylist() == ["First", "Second", "Third", "Fourth"]
+    assert docs.column("text").to_pylist() == ["Alpha text", "Beta text", "Gamma", "Delta"]
+
+
+def test_missing_text_column_names_file_and_column(tmp_path):
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(InputError, match="a.csv: has no column 'text'"):
+        load_documents(str(tmp_path), InputConfig())
+
+
+def test_ids_are_deterministic(tmp_path):
+    (tmp_path / "a.txt").write_text("Same text")
+    first = load_documents(str(tmp_path), InputConfig()).documents.column("id").to_pylist()
+    second = load_documents(str(tmp_path), InputConfig()).documents.column("id").to_pylist()
+    assert first == second

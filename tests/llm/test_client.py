@@ -1,0 +1,86 @@
+"""The LLM layer against the project's test server, through the real openai client."""
+
+import socket
+import time
+
+import pytest
+
+from graphrag_ray.config import LLMConfig
+from graphrag_ray.llm.client import (
+    ChatClient, FatalLLMError, LLMCallError, check_endpoint, parse_json_object)
+from graphrag_ray.errors import LLMError
+from graphrag_ray.testing.llm_server import run_test_server
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def _config(server, **kwargs):
+    return LLMConfig(api_base=server.url, model="test-model", **kwargs)
+
+
+def test_retry_after_is_honoured_on_429():
+    with run_test_server(fail_first=2, fail_status=429, retry_after_s=0.3) as server:
+        started = time.perf_counter()
+        reply = ChatClient(_config(server, max_retries=3)).complete(MESSAGES, max_tokens=10)
+        elapsed = time.perf_counter() - started
+        log = server.request_log()
+    assert reply == "OK"
+    assert [status for _, _, status, _ in log] == [429, 429, 200]
+    gaps = [b[0] - a[0] for a, b in zip(log, log[1:])]
+    assert all(gap >= 0.28 for gap in gaps) and elapsed >= 0.58
+
+
+def test_5xx_is_retried_then_succeeds():
+    with run_test_server(fail_first=1, fail_status=503) as server:
+        client = ChatClient(_config(server, max_retries=2))
+        assert client.complete(MESSAGES, max_tokens=10) == "OK"
+        assert client.usage.calls == 1
+        assert server.stats()["by_status"] == {"503": 1, "200": 1}
+
+
+def test_exhausted_retries_raise_a_call_error_with_the_status():
+    with run_test_server(fail_first=10, fail_status=503) as server:
+        client = ChatClient(_config(server, max_retries=1))
+        with pytest.raises(LLMCallError, match="HTTP 503"):
+            client.complete(MESSAGES, max_tokens=10)
+        assert client.usage.failed_calls == 1
+
+
+def test_timeouts_are_reported():
+    with run_test_server(rate_timeout=1.0, timeout_sleep_s=1.5) as server:
+        client = ChatClient(_config(server, max_retries=0, request_timeout=0.3))
+        with pytest.raises(LLMCallError, match="timed out"):
+            client.complete(MESSAGES, max_tokens=10)
+
+
+def test_bad_api_key_is_fatal_and_never_echoed():
+    with run_test_server(api_key="right-key") as server:
+        config = _config(server, api_key="wrong-key-123")
+        with pytest.raises(FatalLLMError, match="rejected the API key") as info:
+            ChatClient(config).complete(MESSAGES, max_tokens=10)
+        assert "wrong-key-123" not in str(info.value)
+        with pytest.raises(FatalLLMError, match="rejected the API key"):
+            check_endpoint(config)
+        assert ChatClient(_config(server, api_key="right-key")).complete(MESSAGES, max_tokens=5)
+
+
+def test_unreachable_endpoint_is_a_clear_error():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = LLMConfig(api_base=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    with pytest.raises(LLMError, match=f"cannot reach LLM endpoint http://127.0.0.1:{port}/v1"):
+        check_endpoint(config)
+
+
+def test_missing_api_base_is_a_clear_error():
+    with pytest.raises(LLMError, match="llm.api_base is not set"):
+        ChatClient(LLMConfig())
+
+
+def test_parse_json_object_tolerates_fences_and_prose():
+    assert parse_json_object('Here:\n```json\n{"a": {"b": 1}}\n```') == {"a": {"b": 1}}
+    with pytest.raises(ValueError):
+        parse_json_object("no json here")
+    with pytest.raises(ValueError):
+        parse_json_object("{broken")

@@ -1,0 +1,59 @@
+from graphrag_ray.query.global_search import (
+    NO_ANSWER, Point, extractive_map, pack_reduce_context, pack_report_batches, parse_map_points,
+    parse_report_ids, rank_points)
+from graphrag_ray.tokens import count_tokens
+
+
+def _reports(n):
+    return [{"community": i, "title": f"Report {i}", "rank": float(i % 10),
+             "full_content": f"# Report {i}\n\n" + "content words " * (20 + i),
+             "summary": f"Summary of report {i}",
+             "findings": [{"summary": f"finding {i}", "explanation": "about whales" if i % 3 == 0
+                           else "about ships"}]} for i in range(n)]
+
+
+def test_batches_are_shuffled_complete_and_within_budget():
+    batches = pack_report_batches(_reports(30), max_tokens=300, seed=1)
+    ids = [r["community"] for batch in batches for r, _, _ in batch]
+    assert sorted(ids) == list(range(30)) and ids != list(range(30))
+    for batch in batches:
+        text = "\n".join(["id|title|rank|content"] + [row for _, row, _ in batch])
+        assert count_tokens(text) <= 300
+    assert pack_report_batches(_reports(30), 300, seed=1)[0][0][1] == batches[0][0][1]
+
+
+def test_map_points_parse_and_rank():
+    reply = ('```json\n{"points": [{"description": "Whales matter [Data: Reports (3, 99)]", '
+             '"score": 80}, {"description": "noise", "score": 0}, {"description": "x", '
+             '"score": "bad"}, {"description": "Ships [Data: Reports (4)]", "score": 95}]}\n```')
+    points = parse_map_points(reply, batch=0, batch_report_ids=[3, 4])
+    assert [p.report_ids for p in points] == [[3], [3, 4], [4]]
+    ranked = rank_points(points)
+    assert [p.score for p in ranked] == [95, 80]
+
+
+def test_reduce_context_respects_limit_and_order():
+    points = [Point(f"point {i} " + "words " * 30, 100 - i, [i], 0) for i in range(20)]
+    context, used, tokens = pack_reduce_context(points, max_tokens=200)
+    assert tokens <= 200 and count_tokens(context) <= 200
+    assert [p.score for p in used] == sorted((p.score for p in used), reverse=True)
+    assert 0 < len(used) < 20
+
+
+def test_parse_report_ids():
+    assert parse_report_ids("a [Data: Reports (1, 2, +more)] b Report (7)") == [1, 2, 7]
+
+
+def test_extractive_map_scores_lexical_matches():
+    batches = pack_report_batches(_reports(9), 10_000, seed=0)
+    points = extractive_map("What about whales?", batches)
+    assert points and all("whales" in p.description for p in points)
+    assert {p.report_ids[0] for p in points} == {0, 3, 6}
+    assert NO_ANSWER
+
+
+def test_extractive_map_surveys_reports_for_thematic_questions():
+    batches = pack_report_batches(_reports(5), 10_000, seed=0)
+    points = extractive_map("What are the main themes?", batches)
+    assert sorted(p.report_ids[0] for p in points) == [0, 1, 2, 3, 4]
+    assert all(p.score > 0 for p in points)

@@ -1,0 +1,58 @@
+import pytest
+
+from graphrag_ray.config import GraphRagConfig, interpolate_env, load_config
+from graphrag_ray.errors import ConfigError
+
+
+def test_env_interpolation_with_default_and_unset():
+    env = {"KEY": "secret"}
+    assert interpolate_env("a: ${KEY}\nb: ${MISSING:-fallback}\nc: '${MISSING}'", env) == \
+        "a: secret\nb: fallback\nc: ''"
+
+
+def test_yaml_env_and_set_overrides(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEST_API_KEY", "sk-test-123")
+    path = tmp_path / "settings.yaml"
+    path.write_text("llm:\n  api_key: ${TEST_API_KEY}\n  model: m1\nchunks:\n  size: 300\n")
+    config = load_config(path, ["chunks.overlap=50", "extraction.entity_types=[person, ship]"])
+    assert config.llm.api_key.get_secret_value() == "sk-test-123"
+    assert config.chunks.size == 300 and config.chunks.overlap == 50
+    assert config.extraction.entity_types == ["person", "ship"]
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    path = tmp_path / "settings.yaml"
+    path.write_text("chunks:\n  sise: 300\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "chunks.sise" in str(info.value) and str(path) in str(info.value)
+
+
+def test_bad_value_and_bad_set():
+    with pytest.raises(ConfigError, match="chunks.size"):
+        load_config(None, ["chunks.size=-5"])
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_config(None, ["chunks.size"])
+    with pytest.raises(ConfigError, match="overlap"):
+        load_config(None, ["chunks.size=100", "chunks.overlap=100"])
+
+
+def test_missing_file_and_invalid_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("chunks: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_public_dict_never_holds_the_api_key():
+    config = load_config(None, ["llm.api_key=sk-very-secret"])
+    assert "sk-very-secret" not in str(config.public_dict())
+    assert "sk-very-secret" not in repr(config)
+
+
+def test_auto_methods_follow_extraction():
+    assert not GraphRagConfig().uses_llm("auto")
+    assert load_config(None, ["extraction.method=llm"]).uses_llm("auto")
+    assert GraphRagConfig().uses_llm("llm")

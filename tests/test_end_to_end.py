@@ -1,0 +1,148 @@
+"""The product as a user runs it: CLI and API, offline and through the test LLM server, on Ray."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag_ray import GraphIndex, schema
+from graphrag_ray.cli import main
+from graphrag_ray.config import load_config
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import CAROL_DIR, llm_config
+
+pytestmark = pytest.mark.slow
+
+
+def _check_index(path_or_url, config=None):
+    store = IndexStore(str(path_or_url))
+    manifest = store.read_manifest()
+    tables = {name: store.read_table(name) for name in (
+        schema.DOCUMENTS, schema.TEXT_UNITS, schema.ENTITIES, schema.RELATIONSHIPS,
+        schema.COMMUNITIES, schema.COMMUNITY_REPORTS)}
+    assert tables[schema.ENTITIES].column_names == schema.ENTITY_COLUMNS
+    assert tables[schema.RELATIONSHIPS].column_names == schema.RELATIONSHIP_COLUMNS
+    assert tables[schema.COMMUNITY_REPORTS].column_names == schema.COMMUNITY_REPORT_COLUMNS
+    assert tables[schema.TEXT_UNITS].column_names == schema.TEXT_UNIT_COLUMNS
+    communities = tables[schema.COMMUNITIES].to_pylist()
+    entity_ids = set(tables[schema.ENTITIES].column("id").to_pylist())
+    for level in manifest["levels"]:
+        members = [e for c in communities if c["level"] == level for e in c["entity_ids"]]
+        assert sorted(members) == sorted(entity_ids), f"level {level} is not a partition"
+    assert tables[schema.COMMUNITY_REPORTS].num_rows == len(communities)
+    assert manifest["extraction"]["chunks"] == tables[schema.TEXT_UNITS].num_rows
+    return manifest, tables
+
+
+def test_offline_cli_index_and_query_on_ray(tmp_path):
+    out = tmp_path / "index"
+    run = subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
+                          "--output", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "communities per level" in run.stdout
+    manifest, tables = _check_index(out)
+    assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
+    assert manifest["extraction"]["usage"]["llm_calls"] == 0
+    query = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index", str(out),
+                            "--method", "global", "--level", "1", "--json",
+                            "Who is Bob Cratchit?"], capture_output=True, text=True, timeout=300)
+    assert query.returncode == 0, query.stderr[-3000:]
+    result = json.loads(query.stdout)
+    assert "Cratchit" in result["answer"] and result["level"] == 1
+    reports = tables[schema.COMMUNITY_REPORTS].to_pylist()
+    level_one = {r["community"] for r in reports if r["level"] == 1}
+    assert result["report_ids"] and set(result["report_ids"]) <= level_one
+
+
+def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
+    out = tmp_path / "index"
+    with run_test_server() as server:
+        config = llm_config(server, "claims.enabled=true", "runtime.num_workers=2")
+        manifest = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)
+        stats = server.stats()
+        manifest, tables = _check_index(out)
+        assert manifest["extraction"]["failed_chunks"] == 0
+        chunks = manifest["extraction"]["chunks"]
+        assert stats["by_kind"]["extract_graph"] == chunks
+        assert stats["by_kind"]["claims"] == chunks
+        assert manifest["reports_by_generation"] == {"llm": tables[schema.COMMUNITY_REPORTS].num_rows}
+        covariates = pq.read_table(out / "covariates.parquet")
+        assert covariates.num_rows > 0 and covariates.column_names == schema.COVARIATE_COLUMNS
+        index = GraphIndex.open(str(out), config=config)
+        result = index.global_search("What happens to Scrooge and Marley?", level=0)
+        assert result.reduce_calls == 1 and result.map_calls >= 1
+        assert result.answer.startswith("Summary of the analysts' points")
+        level_zero = {r["community"] for r in tables[schema.COMMUNITY_REPORTS].to_pylist()
+                      if r["level"] == 0}
+        assert result.report_ids and set(result.report_ids) <= level_zero
+        assert result.usage.calls == result.map_calls + 1 and result.usage.prompt_tokens > 0
+        scores = [p.score for p in result.points]
+        assert scores == sorted(scores, reverse=True) and min(scores) > 0
+
+
+def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
+    """5xx without retries fails some chunks: they are recorded with reasons, the rest indexed;
+    malformed replies are counted and reports fall back visibly."""
+    with run_test_server(rate_5xx=0.3, rate_malformed=0.2, seed=4) as server:
+        config = llm_config(server, "llm.max_retries=0", "runtime.engine=local",
+                            "extraction.max_gleanings=0", "llm.max_parse_retries=0")
+        manifest = build_index(str(carol_excerpt), str(tmp_path / "i"), config,
+                               progress=lambda _: None)
+    units = pq.read_table(tmp_path / "i" / "text_units.parquet").to_pylist()
+    failed = [u for u in units if u["extraction_status"] == "failed"]
+    assert 0 < len(failed) < len(units)
+    assert all("HTTP 503" in u["extraction_error"] for u in failed)
+    assert manifest["extraction"]["failed_chunks"] == len(failed)
+    assert manifest["extraction"]["malformed_records"] > 0
+    generations = manifest["reports_by_generation"]
+    assert generations.get("extractive fallback", 0) > 0 and generations.get("llm", 0) > 0
+
+
+def test_every_chunk_failing_is_an_error(carol_excerpt, tmp_path):
+    with run_test_server(fail_first=100, fail_status=503) as server:
+        config = llm_config(server, "llm.max_retries=0", "runtime.engine=local")
+        with pytest.raises(LLMError, match="every chunk failed extraction"):
+            build_index(str(carol_excerpt), str(tmp_path / "i"), config, progress=lambda _: None)
+    assert not (tmp_path / "i" / schema.MANIFEST).exists()
+
+
+def test_index_on_a_non_local_filesystem(carol_excerpt):
+    config = load_config(None, ["runtime.engine=local"])
+    build_index(str(carol_excerpt), "memory://indexes/carol", config, progress=lambda _: None)
+    index = GraphIndex.open("memory://indexes/carol")
+    assert index.levels and index.table(schema.ENTITIES).num_rows > 10
+    result = index.global_search("Who is Marley?", level=0)
+    assert "Marley" in result.answer and result.report_ids
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["index", "--input", str(empty), "--output", str(tmp_path / "o"),
+                 "--set", "runtime.engine=local"]) == 2
+    assert "error: no input documents" in capsys.readouterr().err
+    assert main(["index", "--input", str(empty), "--output", str(tmp_path / "o"),
+                 "--set", "chunks.sise=3"]) == 2
+    assert "chunks.sise: unknown key" in capsys.readouterr().err
+    assert main(["index", "--input", str(CAROL_DIR), "--output", str(tmp_path / "o"),
+                 "--set", "extraction.method=llm", "--set", "llm.api_base=http://127.0.0.1:9/v1",
+                 "--set", "llm.max_retries=0"]) == 2
+    assert "cannot reach LLM endpoint http://127.0.0.1:9/v1" in capsys.readouterr().err
+    assert main(["query", "--index", str(tmp_path / "nothing"), "question"]) == 2
+    assert "no index at" in capsys.readouterr().err
+
+
+def test_init_writes_settings_that_load(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "proj")]) == 0
+    settings = tmp_path / "proj" / "settings.yaml"
+    config = load_config(settings)
+    assert config.prompts.dir == str((tmp_path / "proj" / "prompts").resolve())
+    assert (tmp_path / "proj" / "prompts" / "extract_graph.txt").exists()
+    assert main(["init", str(tmp_path / "proj")]) == 2
+    assert "--force" in capsys.readouterr().err
