@@ -109,7 +109,10 @@ class LLMConfig(_Section):
 
 
 class RuntimeConfig(_Section):
-    engine: Literal["ray", "local"] = "ray"
+    # auto: Ray when connected to a cluster or the corpus has more than `local_max_chunks`
+    # chunks; in-process otherwise, where Ray's start-up would cost more than the work.
+    engine: Literal["auto", "ray", "local"] = "auto"
+    local_max_chunks: int = Field(256, ge=0)
     ray_address: str | None = None
     num_workers: int = Field(2, gt=0, description="max actors per stage pool")
     batch_size: int = Field(16, gt=0, description="rows per map_batches call")

@@ -10,28 +10,39 @@ import pyarrow as pa
 
 from graphrag_ray.config import RuntimeConfig
 
-log = logging.getLogger(__name__)
 
 
 def ensure_ray(runtime: RuntimeConfig) -> None:
     """Join the cluster we run in (ray job submit / RAY_ADDRESS / runtime.ray_address) or start
     a local instance; reuse one that is already initialised."""
     import ray
-
-    if ray.is_initialized():
-        return
-    address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=runtime.num_cpus, **kwargs)
     from ray.data import DataContext
+
+    if not ray.is_initialized():
+        address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
+        kwargs = {"include_dashboard": False, "log_to_driver": False,
+                  "logging_level": logging.WARNING}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=runtime.num_cpus, **kwargs)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     context = DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
+
+
+def resolve_engine(runtime: RuntimeConfig, n_chunks: int) -> str:
+    if runtime.engine != "auto":
+        return runtime.engine
+    if runtime.ray_address or os.environ.get("RAY_ADDRESS"):
+        return "ray"
+    import sys
+
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return "ray"
+    return "ray" if n_chunks > runtime.local_max_chunks else "local"
 
 
 def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
@@ -46,6 +57,8 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     if table.num_rows == 0:
         return output_schema.empty_table()
     batch_size = batch_size or runtime.batch_size
+    if runtime.engine == "auto":
+        raise ValueError("resolve runtime.engine before calling map_table")
     if runtime.engine == "local":
         worker = worker_cls(**constructor_kwargs)
         return pa.concat_tables([worker(block) for block in split_table(table, batch_size)])

@@ -35,7 +35,7 @@ def main() -> int:
     parser.add_argument("--output", default=None)
     parser.add_argument("--llm", action="store_true", help="use the test LLM server")
     parser.add_argument("--latency-ms", type=float, default=0.0)
-    parser.add_argument("--engine", default="ray", choices=["ray", "local"])
+    parser.add_argument("--engine", default="auto", choices=["auto", "ray", "local"])
     parser.add_argument("--question", default="What are the main themes?")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args()

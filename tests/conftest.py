@@ -21,7 +21,10 @@ def ray_session():
     from graphrag_ray.config import RuntimeConfig
     from graphrag_ray.distributed import ensure_ray
 
-    ensure_ray(RuntimeConfig(num_cpus=2))
+    # Workers import test-defined worker classes from tests/ too.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
+    ensure_ray(RuntimeConfig())
     yield ray
     ray.shutdown()
 

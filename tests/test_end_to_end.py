@@ -43,7 +43,8 @@ def _check_index(path_or_url, config=None):
 def test_offline_cli_index_and_query_on_ray(tmp_path):
     out = tmp_path / "index"
     run = subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
-                          "--output", str(out)], capture_output=True, text=True, timeout=600)
+                          "--output", str(out), "--set", "runtime.engine=ray"],
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "communities per level" in run.stdout
     manifest, tables = _check_index(out)
@@ -63,7 +64,8 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
 def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
     out = tmp_path / "index"
     with run_test_server() as server:
-        config = llm_config(server, "claims.enabled=true", "runtime.num_workers=2")
+        config = llm_config(server, "claims.enabled=true", "runtime.num_workers=2",
+                            "runtime.engine=ray")
         manifest = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)
         stats = server.stats()
         manifest, tables = _check_index(out)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_table
+from graphrag_ray.distributed import map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
@@ -69,8 +69,11 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         progress(f"skipped {skipped['path']}: {skipped['reason']}")
     documents = loaded.documents
     text_units = timer.run("chunk", chunk_documents, documents, config.chunks)
+    config = config.model_copy(deep=True)
+    config.runtime.engine = resolve_engine(config.runtime, text_units.num_rows)
     progress(f"{documents.num_rows} documents -> {text_units.num_rows} chunks "
-             f"({sum(text_units.column('n_tokens').to_pylist())} tokens)")
+             f"({sum(text_units.column('n_tokens').to_pylist())} tokens); "
+             f"engine: {config.runtime.engine}")
 
     extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
                            {"config": config, "prompts": prompts}, config.runtime,
