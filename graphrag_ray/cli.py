@@ -67,6 +67,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(f"extraction: {extraction['chunks']} chunks, {extraction['failed_chunks']} failed, "
           f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + "
           f"{usage['completion_tokens']} completion tokens")
+    if manifest["tables"]["entities"] == 0:
+        _eprint("warning: no entities were extracted, so there is nothing to query; with "
+                "extraction.method=nlp only capitalised names are found")
     if extraction["failed_chunks"]:
         print(f"warning: {extraction['failed_chunks']} chunks failed; their reasons are in "
               "text_units.extraction_error", file=sys.stderr)

@@ -148,3 +148,12 @@ def test_init_writes_settings_that_load(tmp_path, capsys):
     assert (tmp_path / "proj" / "prompts" / "extract_graph.txt").exists()
     assert main(["init", str(tmp_path / "proj")]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_corpus_without_entities_indexes_and_query_says_why(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("nothing to see here. only lower case words.")
+    assert main(["index", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "o")]) == 0
+    assert "no entities were extracted" in capsys.readouterr().err
+    assert main(["query", "--index", str(tmp_path / "o"), "anything?"]) == 2
+    assert "the index has no communities" in capsys.readouterr().err
