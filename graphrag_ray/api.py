@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray import schema
-from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.config import GraphRagConfig, config_from_data
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.query.global_search import GlobalSearchResult, global_search
@@ -68,9 +69,9 @@ class GraphIndex:
         return global_search(question, reports, self.config, load_prompts(self.config), used_level)
 
 
-def config_from_manifest(manifest: dict) -> GraphRagConfig:
-    data = dict(manifest.get("config", {}))
-    llm = dict(data.get("llm", {}))
-    llm["api_key"] = os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-    data["llm"] = llm
-    return GraphRagConfig.model_validate(data)
+def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
+    """The build's config (it holds no API key: that comes from the environment)."""
+    data = copy.deepcopy(manifest.get("config", {}))
+    data.setdefault("llm", {})["api_key"] = (
+        os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or "")
+    return config_from_data(data, overrides, source="the index manifest")

@@ -84,11 +84,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise GraphRagError(f"query method {args.method!r} is not available yet; use --method global")
     store = IndexStore(args.index)
     manifest = store.read_manifest()
-    if args.config or args.set:
-        config = load_config(args.config, args.set) if args.config else \
-            _manifest_config_with_overrides(manifest, args.set)
-    else:
-        config = config_from_manifest(manifest)
+    config = (load_config(args.config, args.set) if args.config
+              else config_from_manifest(manifest, args.set))
     index = GraphIndex(store, manifest, config)
     result = index.global_search(args.question, level=args.level)
     if args.json:
@@ -106,21 +103,6 @@ def cmd_query(args: argparse.Namespace) -> int:
     for failure in result.failures:
         _eprint(f"warning: {failure}")
     return 0
-
-
-def _manifest_config_with_overrides(manifest: dict, overrides: list[str]) -> GraphRagConfig:
-    import tempfile
-
-    from graphrag_ray.api import config_from_manifest
-
-    base = config_from_manifest(manifest).model_dump(mode="json")
-    base["llm"]["api_key"] = config_from_manifest(manifest).llm.api_key.get_secret_value()
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
-        yaml.safe_dump(base, handle)
-    try:
-        return load_config(handle.name, overrides)
-    finally:
-        Path(handle.name).unlink(missing_ok=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -216,6 +216,13 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             prompt_dir = Path(prompts["dir"])
             if not prompt_dir.is_absolute():
                 prompts["dir"] = str((Path(path).parent / prompt_dir).resolve())
+    return config_from_data(data, overrides, source)
+
+
+def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
+                     source: str = "defaults") -> GraphRagConfig:
+    """Validate plain config data after applying `--set` overrides."""
+    data = dict(data)
     for assignment in overrides or []:
         apply_override(data, assignment)
         source = f"{source} + --set"

@@ -157,3 +157,13 @@ def test_corpus_without_entities_indexes_and_query_says_why(tmp_path, capsys):
     assert "no entities were extracted" in capsys.readouterr().err
     assert main(["query", "--index", str(tmp_path / "o"), "anything?"]) == 2
     assert "the index has no communities" in capsys.readouterr().err
+
+
+def test_query_overrides_apply_on_top_of_the_manifest_config(carol_excerpt, tmp_path, capsys):
+    build_index(str(carol_excerpt), str(tmp_path / "i"), load_config(None, ["runtime.engine=local"]),
+                progress=lambda _: None)
+    assert main(["query", "--index", str(tmp_path / "i"), "--json", "--set",
+                 "global_search.default_level=0", "Who is Marley?"]) == 0
+    assert json.loads(capsys.readouterr().out)["level"] == 0
+    assert main(["query", "--index", str(tmp_path / "i"), "--set", "nope.key=1", "q"]) == 2
+    assert "nope: unknown key" in capsys.readouterr().err

@@ -95,7 +95,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     entities, relationships = add_degrees(entities, relationships)
     entities = _finalize_entities(entities)
     relationships = _finalize_relationships(relationships)
-    covariates = _covariates(flatten_instances(extraction, "claims"), entities)
+    covariates = _covariates(flatten_instances(extraction, "claims"))
 
     communities_list = timer.run("communities", detect_communities, entities, relationships,
                                  config)
@@ -198,7 +198,7 @@ def _finalize_relationships(relationships: pa.Table) -> pa.Table:
     return relationships.select(schema.RELATIONSHIP_COLUMNS)
 
 
-def _covariates(claims: pa.Table, entities: pa.Table) -> pa.Table:
+def _covariates(claims: pa.Table) -> pa.Table:
     n = claims.num_rows
     columns = {name: claims.column(name) for name in claims.column_names}
     ids = [element_id("claim", *map(str, row.values())) + f"-{i}"

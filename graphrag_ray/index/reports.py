@@ -79,7 +79,6 @@ def extractive_report(context: dict, max_findings: int) -> dict:
         [r["title"] for r in reports[:2]]
     title = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else \
         (names[0] if names else "Empty community")
-    n_entities = len(entities) + sum(1 for _ in reports)
     summary_parts = []
     if entities:
         summary_parts.append(f"This community centres on {title}.")
@@ -106,7 +105,7 @@ def extractive_report(context: dict, max_findings: int) -> dict:
         "title": title, "summary": " ".join(summary_parts) or title, "rating": rating,
         "rating_explanation": f"Rated by size and connectivity: {len(entities)} entities, "
                               f"{len(edges)} relationships, {len(reports)} sub-community reports.",
-        "findings": findings[:max_findings] if n_entities or findings else [],
+        "findings": findings[:max_findings],
     }
 
 
