@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig, config_from_data
 from graphrag_ray.errors import GraphRagError
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.query.global_search import GlobalSearchResult, global_search
 from graphrag_ray.storage import IndexStore
@@ -66,12 +68,15 @@ class GraphIndex:
                              ["community", "level", "title", "summary", "rank", "full_content",
                               "findings"])
         reports = reports.filter(pc.equal(reports.column("level"), used_level))
-        return global_search(question, reports, self.config, load_prompts(self.config), used_level)
+        services = LLMServices(limiter=LocalRateLimiter(self.config.llm))
+        return global_search(question, reports, self.config, load_prompts(self.config), used_level,
+                             services)
 
 
 def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
     """The build's config (it holds no API key: that comes from the environment)."""
     data = copy.deepcopy(manifest.get("config", {}))
-    data.setdefault("llm", {})["api_key"] = (
-        os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or "")
+    key = os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
+    data.setdefault("llm", {})["api_key"] = key
+    data.setdefault("embeddings", {})["api_key"] = key
     return config_from_data(data, overrides, source="the index manifest")

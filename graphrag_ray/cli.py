@@ -41,6 +41,7 @@ def starter_settings() -> str:
     """Every key with its default (from the config model), plus the env-var API key."""
     data = GraphRagConfig().public_dict()
     data["llm"]["api_key"] = "${OPENAI_API_KEY}"
+    data["embeddings"]["api_key"] = "${OPENAI_API_KEY}"
     data["prompts"]["dir"] = "prompts"
     header = (
         "# graphrag-ray settings. Every key shows its default; delete what you do not change.\n"
@@ -54,19 +55,22 @@ def starter_settings() -> str:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_ray.index.pipeline import build_index
+    from graphrag_ray.llm.accounting import format_usage_table
 
-    config = load_config(args.config, args.set)
+    overrides = args.set + (["cache.enabled=false"] if args.no_cache else [])
+    config = load_config(args.config, overrides)
     started = time.perf_counter()
-    manifest = build_index(args.input, args.output, config, progress=_eprint)
+    manifest = build_index(args.input, args.output, config, progress=_eprint, progress_bars=True)
     extraction = manifest["extraction"]
     print(f"index written to {args.output} in {time.perf_counter() - started:.1f}s")
     print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     print("communities per level: " + ", ".join(
         f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
-    usage = extraction["usage"]
     print(f"extraction: {extraction['chunks']} chunks, {extraction['failed_chunks']} failed, "
-          f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + "
-          f"{usage['completion_tokens']} completion tokens")
+          f"{extraction['malformed_records']} malformed records")
+    usage = manifest["llm_usage"]
+    print(f"LLM usage ({usage['model']}):")
+    print(format_usage_table({**usage["stages"], "total": usage["total"]}))
     if manifest["tables"]["entities"] == 0:
         _eprint("warning: no entities were extracted, so there is nothing to query; with "
                 "extraction.method=nlp only capitalised names are found")
@@ -123,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build a graph index from documents")
     index.add_argument("--input", required=True, help="folder, file or fsspec URL of documents")
     index.add_argument("--output", required=True, help="folder or fsspec URL for the index")
+    index.add_argument("--no-cache", action="store_true",
+                       help="bypass the LLM response cache (neither read nor written)")
     config_options(index)
     index.set_defaults(func=cmd_index)
 

@@ -95,17 +95,52 @@ class GlobalSearchConfig(_Section):
     response_type: str = "multiple paragraphs"
 
 
+# USD per 1M tokens (prompt, completion) for cost estimates; `llm.prices` adds or overrides.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4-turbo": (10.00, 30.00),
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+}
+
+
 class LLMConfig(_Section):
     api_base: str | None = None
     api_key: SecretStr = SecretStr("")
     model: str = "gpt-4o-mini"
     request_timeout: float = Field(120.0, gt=0)
     max_retries: int = Field(6, ge=0)
+    retry_base_delay_s: float = Field(1.0, gt=0, description="first backoff without Retry-After")
     temperature: float = 0.0
+    # The provider's limits; the budget holds across every worker of the job (None: unlimited).
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    max_concurrency: int = Field(32, gt=0)
+    # Pace at this fraction of the limits, with at most this many seconds of burst.
+    rate_limit_headroom: float = Field(0.95, gt=0, le=1)
+    burst_seconds: float = Field(1.0, gt=0)
     # Concurrent requests inside one worker actor (LLM calls are I/O bound).
     concurrent_requests: int = Field(8, gt=0)
     # Times a malformed (unparseable) reply is re-requested before the item is marked failed.
     max_parse_retries: int = Field(2, ge=0)
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict, description="model -> (USD per 1M prompt, per 1M completion)")
+
+    def price(self) -> tuple[float, float] | None:
+        return self.prices.get(self.model) or DEFAULT_PRICES.get(self.model)
+
+
+class EmbeddingsConfig(LLMConfig):
+    model: str = "text-embedding-3-small"
+
+
+class CacheConfig(_Section):
+    enabled: bool = True
+    # fsspec URL; None: `cache/` beside the index output.
+    url: str | None = None
 
 
 class RuntimeConfig(_Section):
@@ -134,6 +169,8 @@ class GraphRagConfig(_Section):
     reports: ReportsConfig = ReportsConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()
     llm: LLMConfig = LLMConfig()
+    embeddings: EmbeddingsConfig = EmbeddingsConfig()
+    cache: CacheConfig = CacheConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     prompts: PromptsConfig = PromptsConfig()
 
@@ -147,6 +184,7 @@ class GraphRagConfig(_Section):
         """The config as plain data with secrets removed, fit for manifests and logs."""
         data = self.model_dump(mode="json")
         data["llm"].pop("api_key", None)
+        data["embeddings"].pop("api_key", None)
         return data
 
 

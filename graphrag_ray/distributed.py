@@ -9,6 +9,7 @@ import os
 import pyarrow as pa
 
 from graphrag_ray.config import RuntimeConfig
+from graphrag_ray.progress import ProgressBar
 
 
 
@@ -51,17 +52,24 @@ def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
 
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
-              batch_size: int | None = None) -> pa.Table:
+              batch_size: int | None = None, progress: ProgressBar | None = None) -> pa.Table:
     """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
-    arbitrary order (callers join by key)."""
+    arbitrary order (callers join by key). `progress` advances as output blocks arrive."""
     if table.num_rows == 0:
         return output_schema.empty_table()
     batch_size = batch_size or runtime.batch_size
     if runtime.engine == "auto":
         raise ValueError("resolve runtime.engine before calling map_table")
+    results = []
     if runtime.engine == "local":
         worker = worker_cls(**constructor_kwargs)
-        return pa.concat_tables([worker(block) for block in split_table(table, batch_size)])
+        for block in split_table(table, batch_size):
+            results.append(worker(block))
+            if progress:
+                progress.update(block.num_rows)
+        if progress:
+            progress.close()
+        return pa.concat_tables(results)
 
     import ray
     from ray.data import ActorPoolStrategy
@@ -76,7 +84,13 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         batch_format="pyarrow",
         num_cpus=num_cpus,
     )
-    results = [t for t in ray.get(dataset.to_arrow_refs()) if t.num_rows]
+    for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+        if block.num_rows:
+            results.append(block)
+            if progress:
+                progress.update(block.num_rows)
+    if progress:
+        progress.close()
     if not results:
         return output_schema.empty_table()
     return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])

@@ -62,7 +62,7 @@ def main() -> int:
         "stage_s": manifest["timings_s"],
         "tables": manifest["tables"],
         "communities_per_level": manifest["communities_per_level"],
-        "extraction_usage": manifest["extraction"]["usage"],
+        "llm_usage": manifest["llm_usage"]["total"],
         "llm_requests_total": server_stats["requests"] if server_stats else 0,
         "llm_requests_by_kind": server_stats["by_kind"] if server_stats else {},
         "query_wall_s": round(query_s, 2),

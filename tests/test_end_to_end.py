@@ -49,7 +49,7 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
     assert "communities per level" in run.stdout
     manifest, tables = _check_index(out)
     assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
-    assert manifest["extraction"]["usage"]["llm_calls"] == 0
+    assert manifest["llm_usage"]["total"]["calls"] == 0
     query = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index", str(out),
                             "--method", "global", "--level", "1", "--json",
                             "Who is Bob Cratchit?"], capture_output=True, text=True, timeout=300)

@@ -29,7 +29,11 @@ from graphrag_ray.index.report_context import (
 from graphrag_ray.index.reports import REPORT_RESULT_SCHEMA, ReportWorker, full_content
 from graphrag_ray.index.summarize import SUMMARY_SCHEMA, SummarizeWorker
 from graphrag_ray.input.loader import load_documents
-from graphrag_ray.llm.client import check_endpoint
+from graphrag_ray.llm.accounting import cost_usd, table_usage
+from graphrag_ray.llm.cache import ResponseCache
+from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
+from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
+from graphrag_ray.progress import ProgressBar
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore
 
@@ -52,14 +56,38 @@ class StageTimer:
         return result
 
 
+def uses_any_llm(config: GraphRagConfig) -> bool:
+    return config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
+        or config.uses_llm(config.reports.method)
+
+
+def default_cache_url(output_url: str) -> str:
+    return f"{output_url.rstrip('/')}/cache"
+
+
+def make_services(config: GraphRagConfig, output_url: str) -> LLMServices:
+    """The job's shared rate budget (a named Ray actor when on Ray) and response cache."""
+    cache = None
+    if config.cache.enabled:
+        cache = ResponseCache(config.cache.url or default_cache_url(output_url))
+    if config.runtime.engine == "ray":
+        from graphrag_ray.distributed import ensure_ray
+
+        ensure_ray(config.runtime)
+        llm = config.llm
+        name = (f"{llm.model}:{llm.requests_per_minute}:{llm.tokens_per_minute}:"
+                f"{llm.max_concurrency}:{llm.api_base}")
+        return LLMServices(cluster_rate_limiter(llm, name), cache)
+    return LLMServices(LocalRateLimiter(config.llm), cache)
+
+
 def build_index(input_url: str, output_url: str, config: GraphRagConfig,
-                progress: Progress = log.info) -> dict:
+                progress: Progress = log.info, progress_bars: bool = False) -> dict:
     """Build the index and publish it at `output_url`; returns the manifest."""
     started = time.perf_counter()
     timer = StageTimer(progress)
     prompts = load_prompts(config)
-    if config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
-            or config.uses_llm(config.reports.method):
+    if uses_any_llm(config):
         check_endpoint(config.llm)
 
     loaded = timer.run("load_documents", load_documents, input_url, config.input)
@@ -75,10 +103,16 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
              f"({sum(text_units.column('n_tokens').to_pylist())} tokens); "
              f"engine: {config.runtime.engine}")
 
+    services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
+
+    def bar(label: str, total: int, unit: str) -> ProgressBar | None:
+        return ProgressBar(label, total, unit) if progress_bars else None
+
     extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
-                           {"config": config, "prompts": prompts}, config.runtime,
-                           output_schema=EXTRACTION_SCHEMA,
-                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25)
+                           {"config": config, "prompts": prompts, "services": services},
+                           config.runtime, output_schema=EXTRACTION_SCHEMA,
+                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
+                           progress=bar("extract", text_units.num_rows, "chunks"))
     failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
     if failed.num_rows:
         reasons = failed.column("error").to_pylist()
@@ -90,8 +124,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     entities, relationships, merge_stats = timer.run(
         "merge", merge_elements, flatten_instances(extraction, "entities"),
         flatten_instances(extraction, "relationships"))
-    entities, relationships = timer.run("summarize", summarize_elements, entities, relationships,
-                                        config, prompts)
+    entities, relationships, summarize_usage = timer.run(
+        "summarize", summarize_elements, entities, relationships, config, prompts, services, bar)
     entities, relationships = add_degrees(entities, relationships)
     entities = _finalize_entities(entities)
     relationships = _finalize_relationships(relationships)
@@ -100,8 +134,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     communities_list = timer.run("communities", detect_communities, entities, relationships,
                                  config)
     communities = communities_table(communities_list, entities, relationships)
-    reports = timer.run("reports", generate_reports, communities_list, entities, relationships,
-                        covariates, config, prompts)
+    reports, reports_usage = timer.run("reports", generate_reports, communities_list, entities,
+                                       relationships, covariates, config, prompts, services, bar)
 
     text_units = _finalize_text_units(text_units, extraction, entities, relationships, covariates)
     documents = _finalize_documents(documents, text_units)
@@ -116,8 +150,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     store.remove_manifest()
     timer.run("write", _write_tables, store, tables)
     levels = sorted(set(communities.column("level").to_pylist()))
-    usage = {k: int(sum(extraction.column(k).to_pylist()))
-             for k in ("llm_calls", "prompt_tokens", "completion_tokens")}
+    llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
+                                "reports": reports_usage}, timer.timings, config)
+    if services.limiter is not None:
+        llm_usage["rate_limiter"] = services.limiter.stats()
     manifest = {
         "format_version": schema.INDEX_FORMAT_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(),
@@ -134,8 +170,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         "extraction": {
             "chunks": text_units.num_rows, "failed_chunks": failed.num_rows,
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
-            "usage": usage,
         },
+        "llm_usage": llm_usage,
         "reports_by_generation": _count(reports.column("generation").to_pylist()),
         "skipped_inputs": loaded.skipped,
         "input_warnings": loaded.warnings,
@@ -143,6 +179,18 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     }
     store.write_manifest(manifest)  # Last: publishing the index.
     return manifest
+
+
+def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],
+                   config: GraphRagConfig) -> dict:
+    summary = {"model": config.llm.model, "stages": {}}
+    total = Usage()
+    for name, usage in stages.items():
+        total.add(usage)
+        summary["stages"][name] = {**usage.as_dict(), "wall_s": timings.get(name),
+                                   "cost_usd": cost_usd(usage, config.llm)}
+    summary["total"] = {**total.as_dict(), "cost_usd": cost_usd(total, config.llm)}
+    return summary
 
 
 def _count(values: list[str]) -> dict[str, int]:
@@ -158,7 +206,9 @@ def _write_tables(store: IndexStore, tables: dict[str, pa.Table]) -> None:
 
 
 def summarize_elements(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
-                       prompts: dict[str, str]) -> tuple[pa.Table, pa.Table]:
+                       prompts: dict[str, str], services: LLMServices,
+                       bar: Callable[[str, int, str], ProgressBar | None]
+                       ) -> tuple[pa.Table, pa.Table, Usage]:
     """Fill `description`: single descriptions as they are, lists through SummarizeWorker."""
     entity_descriptions = entities.column("descriptions").to_pylist()
     edge_descriptions = relationships.column("descriptions").to_pylist()
@@ -168,20 +218,24 @@ def summarize_elements(entities: pa.Table, relationships: pa.Table, config: Grap
     all_descriptions = entity_descriptions + edge_descriptions
     results = [d[0] if len(d) == 1 else "" for d in all_descriptions]
     todo = [i for i, d in enumerate(all_descriptions) if len(d) > 1]
+    usage = Usage()
     if todo:
         work = pa.table({"key": pa.array(todo, pa.int64()), "name": [names[i] for i in todo],
                          "descriptions": [all_descriptions[i] for i in todo]})
-        summaries = map_table(work, SummarizeWorker, {"config": config, "prompts": prompts},
+        summaries = map_table(work, SummarizeWorker,
+                              {"config": config, "prompts": prompts, "services": services},
                               config.runtime, output_schema=SUMMARY_SCHEMA,
                               num_cpus=1.0 if not config.uses_llm(config.summarize.method) else 0.25,
-                              batch_size=max(config.runtime.batch_size, 64))
+                              batch_size=max(config.runtime.batch_size, 64),
+                              progress=bar("summarize", len(todo), "descriptions"))
+        usage = table_usage(summaries)
         for key, description in zip(summaries.column("key").to_pylist(),
                                     summaries.column("description").to_pylist()):
             results[key] = description
     n = entities.num_rows
     entities = entities.append_column("description", pa.array(results[:n], pa.string()))
     relationships = relationships.append_column("description", pa.array(results[n:], pa.string()))
-    return entities, relationships
+    return entities, relationships, usage
 
 
 def _finalize_entities(entities: pa.Table) -> pa.Table:
@@ -280,14 +334,16 @@ def communities_table(communities: list[Community], entities: pa.Table,
 
 
 def generate_reports(communities: list[Community], entities: pa.Table, relationships: pa.Table,
-                     covariates: pa.Table, config: GraphRagConfig,
-                     prompts: dict[str, str]) -> pa.Table:
+                     covariates: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
+                     services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None]
+                     ) -> tuple[pa.Table, Usage]:
     """Bottom-up by level: a level's contexts can substitute its children's finished reports."""
     elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
     budget = config.reports.max_input_tokens
     by_id = {c.id: c for c in communities}
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
+    usage = Usage()
     for level in sorted({c.level for c in communities}, reverse=True):
         work = []
         for community in (c for c in communities if c.level == level):
@@ -309,17 +365,19 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
         if not work:
             continue
         results = map_table(pa.Table.from_pylist(work), ReportWorker,
-                            {"config": config, "prompts": prompts}, config.runtime,
-                            output_schema=REPORT_RESULT_SCHEMA,
+                            {"config": config, "prompts": prompts, "services": services},
+                            config.runtime, output_schema=REPORT_RESULT_SCHEMA,
                             num_cpus=1.0 if not config.uses_llm(config.reports.method) else 0.25,
-                            batch_size=max(1, min(config.runtime.batch_size, 8)))
+                            batch_size=max(1, min(config.runtime.batch_size, 8)),
+                            progress=bar(f"reports level {level}", len(work), "communities"))
+        usage.add(table_usage(results))
         for row in results.to_pylist():
             report = json.loads(row["report_json"])
             report["community"] = row["community"]
             report["rank"] = report["rating"]
             reports[row["community"]] = report
             generation[row["community"]] = row["generation"]
-    return _reports_table(communities, reports, generation)
+    return _reports_table(communities, reports, generation), usage
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

@@ -15,8 +15,9 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
-from graphrag_ray.llm.client import ChatClient, parse_json_object
-from graphrag_ray.prompts_loader import render
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
+from graphrag_ray.prompts_loader import prompt_version, render
 
 
 def validate_report(data: dict) -> dict:
@@ -117,16 +118,19 @@ def full_content(report: dict) -> str:
 
 
 REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.string()),
-                                  ("generation", pa.string())])
+                                  ("generation", pa.string()), *USAGE_SCHEMA_FIELDS])
 
 
 class ReportWorker:
     """Rows: community, context_text, context_json -> community, report_json, generation."""
 
-    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
         self.config = config
         self.template = prompts["community_report"]
+        self.tag = prompt_version(self.template)
         self.use_llm = config.uses_llm(config.reports.method)
+        self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = list(zip(batch.column("community").to_pylist(),
@@ -139,19 +143,23 @@ class ReportWorker:
             out = [self._extractive(c, j, "extractive") for c, _, j in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
 
-    def _extractive(self, community: int, context_json: str, generation: str) -> dict:
+    def _extractive(self, community: int, context_json: str, generation: str,
+                    usage: Usage | None = None) -> dict:
         report = extractive_report(json.loads(context_json), self.config.reports.max_findings)
-        return {"community": community, "report_json": json.dumps(report), "generation": generation}
+        return {"community": community, "report_json": json.dumps(report),
+                "generation": generation, **usage_row(usage)}
 
     def _llm(self, community: int, context_text: str, context_json: str) -> dict:
         prompt = render(self.template, input_text=context_text,
                         max_findings=self.config.reports.max_findings)
-        chat = ChatClient(self.config.llm)
+        chat = self.chat.scoped()
         problem = ""
-        for _ in range(self.config.llm.max_parse_retries + 1):
+        for attempt in range(self.config.llm.max_parse_retries + 1):
             try:
+                # A re-request after a malformed reply must not be answered from the cache.
                 reply = chat.complete([{"role": "user", "content": prompt}],
-                                      max_tokens=self.config.reports.max_output_tokens)
+                                      max_tokens=self.config.reports.max_output_tokens,
+                                      cache_tag=f"{self.tag}:{attempt}")
             except LLMError as exc:
                 problem = f"LLM call failed: {exc}"
                 break
@@ -160,5 +168,7 @@ class ReportWorker:
             except ValueError as exc:
                 problem = f"malformed report JSON: {exc}"
                 continue
-            return {"community": community, "report_json": json.dumps(report), "generation": "llm"}
-        return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500])
+            return {"community": community, "report_json": json.dumps(report),
+                    "generation": "llm", **usage_row(chat.usage)}
+        return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500],
+                                chat.usage)

@@ -14,8 +14,9 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
-from graphrag_ray.llm.client import ChatClient
-from graphrag_ray.prompts_loader import render
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.prompts_loader import prompt_version, render
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -42,16 +43,19 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
 
 
 SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
-                            ("error", pa.string())])
+                            ("error", pa.string()), *USAGE_SCHEMA_FIELDS])
 
 
 class SummarizeWorker:
     """Rows: key, name, descriptions -> key, description, error (fallback used when set)."""
 
-    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
         self.config = config
         self.template = prompts["summarize_descriptions"]
+        self.tag = prompt_version(self.template)
         self.use_llm = config.uses_llm(config.summarize.method)
+        self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(),
@@ -63,10 +67,11 @@ class SummarizeWorker:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
         return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
 
-    def _extractive(self, key: int, descriptions: list[str], error: str | None = None) -> dict:
+    def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
+                    usage: Usage | None = None) -> dict:
         summary = extractive_summary(descriptions, self.config.summarize.max_length,
                                      self.config.chunks.encoding_model)
-        return {"key": key, "description": summary, "error": error}
+        return {"key": key, "description": summary, "error": error, **usage_row(usage)}
 
     def _llm(self, key: int, name: str, descriptions: list[str]) -> dict:
         cfg = self.config.summarize
@@ -74,11 +79,13 @@ class SummarizeWorker:
                                      cfg.max_input_tokens, self.config.chunks.encoding_model)
         prompt = render(self.template, entity_name=name, description_list=listing,
                         max_length=cfg.max_length)
+        chat = self.chat.scoped()
         try:
-            text = ChatClient(self.config.llm).complete(
-                [{"role": "user", "content": prompt}], max_tokens=cfg.max_length * 2)
+            text = chat.complete([{"role": "user", "content": prompt}],
+                                 max_tokens=cfg.max_length * 2, cache_tag=self.tag)
         except LLMError as exc:
-            return self._extractive(key, descriptions, f"LLM summary failed, extractive used: {exc}")
+            return self._extractive(key, descriptions,
+                                    f"LLM summary failed, extractive used: {exc}", chat.usage)
         if not text.strip():
-            return self._extractive(key, descriptions, "LLM returned an empty summary")
-        return {"key": key, "description": text.strip(), "error": None}
+            return self._extractive(key, descriptions, "LLM returned an empty summary", chat.usage)
+        return {"key": key, "description": text.strip(), "error": None, **usage_row(chat.usage)}

@@ -1,28 +1,38 @@
 """Chat calls to any OpenAI-compatible endpoint through the official `openai` client.
 
-Transient failures (429, 5xx, timeouts, connection errors) are retried by the client, which
-honours Retry-After. What is left after retries is raised as `LLMCallError`; errors no retry can
-fix (bad key, unknown model, bad request) as `FatalLLMError`, so callers can stop early.
+Each call: response cache lookup -> a lease from the shared rate budget (estimate = prompt
+tokens + max output) -> the request -> the lease reconciled with reported usage -> cache write.
+Failures that can pass (429, 408, 409, 5xx, timeouts, connection errors) are retried with
+exponential backoff and full jitter, waiting exactly what Retry-After / retry-after-ms /
+x-ratelimit-reset-* say when the provider says it; 429s also shrink the shared concurrency.
+Errors no retry can fix raise `FatalLLMError` at once (bad key, unknown model, bad request); a
+prompt too long for the model, or retries exhausted, raise `LLMCallError` for that item only.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass
 
 import openai
 
 from graphrag_ray.config import LLMConfig
 from graphrag_ray.errors import LLMError
+from graphrag_ray.llm.cache import ResponseCache, cache_key
+from graphrag_ray.tokens import count_tokens
 
 # The client requires a key; local servers (vLLM, Ollama, llama.cpp) ignore it.
 _PLACEHOLDER_KEY = "not-needed"
+_MAX_BACKOFF_S = 60.0
+_RETRYABLE_STATUS = {408, 409, 429}
 
 
 class LLMCallError(LLMError):
-    """A call that failed after all retries; the item it served is recorded as failed."""
+    """A call that failed for this item (retries exhausted, prompt too long)."""
 
 
 class FatalLLMError(LLMError):
@@ -32,61 +42,172 @@ class FatalLLMError(LLMError):
 @dataclass
 class Usage:
     calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    failed_calls: int = 0
 
-    def add(self, other: "Usage") -> None:
-        for key, value in asdict(other).items():
-            setattr(self, key, getattr(self, key) + value)
+    def add(self, other: "Usage | dict") -> None:
+        values = other if isinstance(other, dict) else asdict(other)
+        for key in asdict(self):
+            setattr(self, key, getattr(self, key) + int(values.get(key, 0) or 0))
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
 
+USAGE_FIELDS = tuple(asdict(Usage()))
+
+
+class LLMServices:
+    """What a worker needs besides config to call the LLM: the shared budget and the cache.
+    Travels to Ray actors (the limiter as an actor handle, the cache as its URL)."""
+
+    def __init__(self, limiter=None, cache: ResponseCache | None = None):
+        self.limiter = limiter
+        self.cache = cache
+
+    def chat(self, config: LLMConfig) -> "ChatClient":
+        return ChatClient(config, limiter=self.limiter, cache=self.cache)
+
+
 class ChatClient:
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
+                 encoding: str = "cl100k_base"):
         if not config.api_base:
             raise LLMError("llm.api_base is not set: give the endpoint URL (e.g. http://host:8000/v1)")
         self.config = config
+        self.limiter = limiter
+        self.cache = cache
+        self.encoding = encoding
         self._client = openai.OpenAI(
             base_url=config.api_base,
             api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
             timeout=config.request_timeout,
-            max_retries=config.max_retries,
+            max_retries=0,  # We retry ourselves, under the shared budget.
         )
         self._lock = threading.Lock()
         self.usage = Usage()
 
-    def complete(self, messages: list[dict], *, max_tokens: int,
-                 logit_bias: dict[int, int] | None = None) -> str:
-        kwargs = {}
-        if logit_bias:
-            kwargs["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
-        try:
-            response = self._client.chat.completions.create(
-                model=self.config.model, messages=messages, max_tokens=max_tokens,
-                temperature=self.config.temperature, **kwargs)
-        except openai.APIError as exc:
-            with self._lock:
-                self.usage.failed_calls += 1
-            raise classify_error(exc, self.config) from None
-        usage = response.usage
+    def scoped(self) -> "ChatClient":
+        """A client sharing this one's connection pool, budget and cache, with its own usage."""
+        clone = object.__new__(ChatClient)
+        clone.__dict__.update(self.__dict__)
+        clone._lock = threading.Lock()
+        clone.usage = Usage()
+        return clone
+
+    def _count(self, **deltas: int) -> None:
         with self._lock:
-            self.usage.calls += 1
-            if usage is not None:
-                self.usage.prompt_tokens += usage.prompt_tokens or 0
-                self.usage.completion_tokens += usage.completion_tokens or 0
-        if not response.choices:
-            raise LLMCallError("the endpoint returned no choices")
-        return response.choices[0].message.content or ""
+            for key, value in deltas.items():
+                setattr(self.usage, key, getattr(self.usage, key) + value)
+
+    def complete(self, messages: list[dict], *, max_tokens: int,
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
+        params: dict = {"max_tokens": max_tokens, "temperature": self.config.temperature}
+        if logit_bias:
+            params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
+        key = cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
+        if key is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._count(cache_hits=1)
+                return hit["content"]
+        estimate = sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
+        estimate += max_tokens
+        for attempt in range(self.config.max_retries + 1):
+            lease = self.limiter.acquire(estimate) if self.limiter else None
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.config.model, messages=messages, **params)
+            except openai.APIError as exc:
+                status = getattr(exc, "status_code", None)
+                retry_after = retry_after_seconds(exc)
+                if lease is not None:
+                    self.limiter.release(lease, 0 if status == 429 else estimate,
+                                         rate_limited=status == 429, retry_after=retry_after)
+                error = classify_error(exc, self.config)
+                retryable = isinstance(exc, openai.APIConnectionError) or \
+                    status in _RETRYABLE_STATUS or (status is not None and status >= 500)
+                if status == 429:
+                    self._count(rate_limited=1)
+                if not retryable or attempt == self.config.max_retries:
+                    self._count(failed_calls=1)
+                    raise error from None
+                self._count(retries=1)
+                time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
+                continue
+            reported = response.usage
+            prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
+            completion_tokens = (reported.completion_tokens or 0) if reported else 0
+            if lease is not None:
+                self.limiter.release(lease, prompt_tokens + completion_tokens if reported else estimate)
+            self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            if not response.choices:
+                raise LLMCallError("the endpoint returned no choices")
+            content = response.choices[0].message.content or ""
+            if key is not None:
+                self.cache.put(key, {"content": content, "model": self.config.model,
+                                     "usage": {"prompt_tokens": prompt_tokens,
+                                               "completion_tokens": completion_tokens}})
+            return content
+        raise AssertionError("unreachable: the loop returns or raises")
+
+
+def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:
+    """The provider's word when given (plus a little jitter so callers do not stampede);
+    otherwise exponential backoff with full jitter."""
+    if retry_after is not None:
+        return retry_after * random.uniform(1.0, 1.1)
+    return random.uniform(0, min(_MAX_BACKOFF_S, base * 2 ** attempt))
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(value: str) -> float | None:
+    """'20ms', '1.5s', '6m0s', '1h2m' -> seconds; a bare number is seconds."""
+    value = value.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(value)
+    if not parts:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(number) * scale[unit] for number, unit in parts)
+
+
+def retry_after_seconds(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    if headers.get("retry-after"):
+        seconds = parse_duration(headers["retry-after"])
+        if seconds is not None:
+            return seconds
+    resets = [parse_duration(headers[h]) for h in ("x-ratelimit-reset-requests",
+                                                   "x-ratelimit-reset-tokens") if headers.get(h)]
+    resets = [r for r in resets if r is not None]
+    if resets and getattr(exc, "status_code", None) == 429:
+        return max(resets)
+    return None
 
 
 def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
     endpoint = config.api_base
     if isinstance(exc, openai.APITimeoutError):
         return LLMCallError(f"request to {endpoint} timed out after {config.request_timeout:g}s "
-                            f"and {config.max_retries} retries")
+                            f"({config.max_retries} retries)")
     if isinstance(exc, openai.APIConnectionError):
         return LLMCallError(f"cannot reach LLM endpoint {endpoint}: {exc}")
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
@@ -96,10 +217,19 @@ def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
         return FatalLLMError(f"{endpoint} does not know model {config.model!r} or the path "
                              f"(HTTP 404): {_short(exc)}")
     if isinstance(exc, openai.BadRequestError):
+        if _is_context_length(exc):
+            return LLMCallError(f"the prompt exceeds {config.model!r}'s context window "
+                                f"(HTTP 400): {_short(exc)}")
         return FatalLLMError(f"{endpoint} refused the request (HTTP 400): {_short(exc)}")
     status = getattr(exc, "status_code", None)
     return LLMCallError(f"{endpoint} failed after {config.max_retries} retries "
                         f"(HTTP {status}): {_short(exc)}")
+
+
+def _is_context_length(exc: openai.APIError) -> bool:
+    code = getattr(exc, "code", None) or ""
+    text = f"{code} {exc}".lower()
+    return "context_length" in text or "context length" in text or "maximum context" in text
 
 
 def _short(exc: Exception) -> str:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
-from graphrag_ray.llm.client import ChatClient, Usage, parse_json_object
+from graphrag_ray.llm.client import ChatClient, LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
@@ -184,7 +184,7 @@ def extractive_reduce(question: str, points: list[Point]) -> str:
 
 
 def global_search(question: str, reports: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
-                  level: int) -> GlobalSearchResult:
+                  level: int, services: LLMServices | None = None) -> GlobalSearchResult:
     cfg = config.global_search
     encoding = config.chunks.encoding_model
     rows = reports.select(["community", "title", "summary", "rank", "full_content",
@@ -192,8 +192,10 @@ def global_search(question: str, reports: pa.Table, config: GraphRagConfig, prom
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding)
     result = GlobalSearchResult(answer=NO_ANSWER, level=level)
     result.context_tokens = sum(t for batch in batches for _, _, t in batch)
-    if config.uses_llm(cfg.method):
-        points = _llm_map(question, batches, config, prompts, result)
+    use_llm = config.uses_llm(cfg.method)
+    chat = (services or LLMServices()).chat(config.llm) if use_llm else None
+    if use_llm:
+        points = _llm_map(question, batches, config, prompts, result, chat)
     else:
         points = extractive_map(question, batches)
     ranked = rank_points(points)
@@ -203,38 +205,38 @@ def global_search(question: str, reports: pa.Table, config: GraphRagConfig, prom
     result.context_tokens += tokens
     if not used:
         return result
-    if config.uses_llm(cfg.method):
-        chat = ChatClient(config.llm)
+    if use_llm:
+        reduce_chat = chat.scoped()
         prompt = render(prompts["global_reduce"], question=question, report_data=context,
                         response_type=cfg.response_type)
-        result.answer = chat.complete([{"role": "user", "content": prompt}],
-                                      max_tokens=cfg.reduce_max_output_tokens).strip()
+        result.answer = reduce_chat.complete([{"role": "user", "content": prompt}],
+                                             max_tokens=cfg.reduce_max_output_tokens).strip()
         result.reduce_calls = 1
-        result.usage.add(chat.usage)
+        result.usage.add(reduce_chat.usage)
     else:
         result.answer = extractive_reduce(question, used)
     return result
 
 
 def _llm_map(question: str, batches: list[list[tuple[dict, str, int]]], config: GraphRagConfig,
-             prompts: dict[str, str], result: GlobalSearchResult) -> list[Point]:
+             prompts: dict[str, str], result: GlobalSearchResult, chat: ChatClient) -> list[Point]:
     def run(numbered: tuple[int, list[tuple[dict, str, int]]]) -> tuple[list[Point], Usage, str]:
         number, batch = numbered
         context = "\n".join([REPORT_CONTEXT_HEADER] + [row for _, row, _ in batch])
         prompt = render(prompts["global_map"], question=question, context_data=context)
         ids = [report["community"] for report, _, _ in batch]
-        chat = ChatClient(config.llm)
+        map_chat = chat.scoped()
         problem = ""
         for _ in range(config.llm.max_parse_retries + 1):
             try:
-                reply = chat.complete([{"role": "user", "content": prompt}],
-                                      max_tokens=config.global_search.map_max_output_tokens)
-                return parse_map_points(reply, number, ids), chat.usage, ""
+                reply = map_chat.complete([{"role": "user", "content": prompt}],
+                                          max_tokens=config.global_search.map_max_output_tokens)
+                return parse_map_points(reply, number, ids), map_chat.usage, ""
             except LLMError as exc:
-                return [], chat.usage, f"map batch {number}: {exc}"
+                return [], map_chat.usage, f"map batch {number}: {exc}"
             except ValueError as exc:
                 problem = f"map batch {number}: malformed reply ({exc})"
-        return [], chat.usage, problem
+        return [], map_chat.usage, problem
 
     points: list[Point] = []
     with ThreadPoolExecutor(config.global_search.concurrency) as pool:

@@ -13,13 +13,13 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.extraction.tuples import (
     Delimiters, ParsedRecords, parse_claim_records, parse_graph_records)
 from graphrag_ray.llm.client import FatalLLMError
-from graphrag_ray.prompts_loader import render
+from graphrag_ray.prompts_loader import prompt_version, render
 from graphrag_ray.tokens import get_encoding
 
 
 class Chat(Protocol):
     def complete(self, messages: list[dict], *, max_tokens: int,
-                 logit_bias: dict[int, int] | None = None) -> str: ...
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str: ...
 
 
 def yes_no_logit_bias(encoding_name: str) -> dict[int, int]:
@@ -47,12 +47,15 @@ class GraphExtractor:
                                       claim_description=config.claims.description, **shared)
         self.logit_bias = (yes_no_logit_bias(config.chunks.encoding_model)
                            if ex.use_logit_bias else None)
-        self.gleanings_done = 0
+        self.graph_tag = prompt_version(self.extract_template + self.check_prompt
+                                        + self.continue_prompt)
+        self.claims_tag = prompt_version(self.claims_template)
 
     def extract(self, text: str) -> ParsedRecords:
         ex = self.config.extraction
         messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
-        reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens)
+        reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens,
+                                   cache_tag=self.graph_tag)
         records = parse_graph_records(reply, self.delimiters)
         for _ in range(ex.max_gleanings):
             messages = messages + [{"role": "assistant", "content": reply},
@@ -62,8 +65,8 @@ class GraphExtractor:
                 break
             messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"},
                                    {"role": "user", "content": self.continue_prompt}]
-            reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens)
-            self.gleanings_done += 1
+            reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens,
+                                       cache_tag=self.graph_tag)
             gleaned = parse_graph_records(reply, self.delimiters)
             if not gleaned.entities and not gleaned.relationships:
                 records.malformed.extend(gleaned.malformed)
@@ -76,17 +79,19 @@ class GraphExtractor:
     def _ask_yes_no(self, messages: list[dict]) -> str:
         if self.logit_bias is not None:
             try:
-                return self.chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias)
+                return self.chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
+                                          cache_tag=self.graph_tag)
             except FatalLLMError as exc:
                 if "logit_bias" not in str(exc).lower():
                     raise
                 self.logit_bias = None  # This endpoint rejects logit_bias: parse a free reply.
-        return self.chat.complete(messages, max_tokens=5)
+        return self.chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
 
     def extract_claims(self, text: str, graph: ParsedRecords) -> ParsedRecords:
         names = sorted({e["title"] for e in graph.entities})
         entity_specs = ", ".join(names) if names else ", ".join(self.config.extraction.entity_types)
         prompt = render(self.claims_template, entity_specs=entity_specs, input_text=text)
         reply = self.chat.complete([{"role": "user", "content": prompt}],
-                                   max_tokens=self.config.claims.max_output_tokens)
+                                   max_tokens=self.config.claims.max_output_tokens,
+                                   cache_tag=self.claims_tag)
         return parse_claim_records(reply, self.delimiters)

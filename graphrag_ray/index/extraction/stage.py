@@ -16,7 +16,8 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.index.extraction.llm_extractor import GraphExtractor
 from graphrag_ray.index.extraction.nlp_extractor import extract_nlp
 from graphrag_ray.index.extraction.tuples import CLAIM_FIELDS, ParsedRecords
-from graphrag_ray.llm.client import ChatClient, FatalLLMError
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.llm.client import ChatClient, FatalLLMError, LLMServices
 
 ENTITY_STRUCT = pa.struct([("title", pa.string()), ("type", pa.string()),
                            ("description", pa.string())])
@@ -32,19 +33,19 @@ EXTRACTION_SCHEMA = pa.schema([
     ("relationships", pa.list_(RELATIONSHIP_STRUCT)),
     ("claims", pa.list_(CLAIM_STRUCT)),
     ("malformed_records", pa.int64()),
-    ("llm_calls", pa.int64()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
+    *USAGE_SCHEMA_FIELDS,
 ])
 
 
 class ExtractionWorker:
     """Heavy setup once per actor (client, prompts); `__call__` handles one batch."""
 
-    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
         self.config = config
         self.llm_mode = config.extraction.method == "llm"
         self.prompts = prompts
+        self.chat = (services or LLMServices()).chat(config.llm) if self.llm_mode else None
         self.fatal: str | None = None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -64,7 +65,7 @@ class ExtractionWorker:
     def _llm_row(self, text_unit_id: str, text: str) -> dict:
         if self.fatal:
             return _failed_row(text_unit_id, self.fatal)
-        chat = ChatClient(self.config.llm)  # one per chunk: usage is counted per chunk
+        chat = self.chat.scoped()  # usage is counted per chunk
         try:
             records = GraphExtractor(self.config, self.prompts, chat).extract(text)
         except FatalLLMError as exc:
@@ -75,24 +76,17 @@ class ExtractionWorker:
         return _row(text_unit_id, records, chat)
 
 
-def _usage(chat: ChatClient | None) -> dict:
-    usage = chat.usage if chat else None
-    return {"llm_calls": usage.calls if usage else 0,
-            "prompt_tokens": usage.prompt_tokens if usage else 0,
-            "completion_tokens": usage.completion_tokens if usage else 0}
-
-
 def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = None) -> dict:
     return {"text_unit_id": text_unit_id, "status": "ok", "error": None,
             "entities": records.entities, "relationships": records.relationships,
             "claims": records.claims, "malformed_records": len(records.malformed),
-            **_usage(chat)}
+            **usage_row(chat.usage if chat else None)}
 
 
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
     return {"text_unit_id": text_unit_id, "status": "failed", "error": reason,
             "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
-            **_usage(chat)}
+            **usage_row(chat.usage if chat else None)}
 
 
 def flatten_instances(extraction: pa.Table, column: str) -> pa.Table:
