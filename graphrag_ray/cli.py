@@ -59,6 +59,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     overrides = args.set + (["cache.enabled=false"] if args.no_cache else [])
     config = load_config(args.config, overrides)
+    if args.dry_run:
+        from graphrag_ray.index.estimate import estimate_index, format_estimate
+
+        estimate = estimate_index(args.input, config)
+        print(json.dumps(estimate, indent=2) if args.json else format_estimate(estimate))
+        return 0
     started = time.perf_counter()
     manifest = build_index(args.input, args.output, config, progress=_eprint, progress_bars=True)
     extraction = manifest["extraction"]
@@ -129,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--output", required=True, help="folder or fsspec URL for the index")
     index.add_argument("--no-cache", action="store_true",
                        help="bypass the LLM response cache (neither read nor written)")
+    index.add_argument("--dry-run", action="store_true",
+                       help="print expected LLM calls, tokens and cost per stage; call nothing")
+    index.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     config_options(index)
     index.set_defaults(func=cmd_index)
 

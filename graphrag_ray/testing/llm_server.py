@@ -19,6 +19,8 @@ import argparse
 import hashlib
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections import Counter
@@ -37,7 +39,7 @@ _STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "
 
 @dataclass
 class Switches:
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  # of a successful answer, plus the per-output-token part
     latency_per_output_token_ms: float = 0.0
     rate_429: float = 0.0
     retry_after_s: float = 0.05
@@ -49,8 +51,14 @@ class Switches:
     # Retry-After): exact, seed-free faults for retry tests.
     fail_first: int = 0
     fail_status: int = 429
+    # Provider limits, enforced over a sliding window: beyond them 429 + Retry-After.
+    # Tokens are the usage the response reports (prompt + completion), counted at admission.
+    rpm_limit: float = 0.0
+    tpm_limit: float = 0.0
+    limit_window_s: float = 60.0
     glean_yes_rounds: int = 1
     reject_logit_bias: bool = False
+    context_window: int = 0  # > 0: prompts longer than this (in tokens) get HTTP 400
     api_key: str | None = None
     seed: int = 0
 
@@ -60,7 +68,8 @@ class Stats:
     requests: int = 0
     by_kind: Counter = field(default_factory=Counter)
     by_status: Counter = field(default_factory=Counter)
-    successful: Counter = field(default_factory=Counter)  # request hash -> successful answers
+    # request hash -> answers delivered to a client that was still there to read them
+    successful: Counter = field(default_factory=Counter)
     log: list = field(default_factory=list)  # (time, kind, status, request hash)
 
     def as_dict(self) -> dict:
@@ -224,8 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         pass
 
-    def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
+    def _send(self, status: int, body: dict, headers: dict | None = None) -> bool:
+        """False when the client was gone before the reply was written."""
         payload = json.dumps(body).encode("utf-8")
+        if self._peer_closed():
+            return False
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -234,8 +246,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             self.wfile.write(payload)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            return False
+        return True
+
+    def _peer_closed(self) -> bool:
+        """True when the client has closed its end (e.g. its process was killed)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _authorised(self) -> bool:
         key = self.server.switches.api_key
@@ -278,6 +300,7 @@ class TestLLMServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._stats = Stats()
         self._attempts: Counter = Counter()
+        self._admitted: list[tuple[float, int]] = []  # (time, tokens) inside the limit window
 
     @property
     def url(self) -> str:
@@ -295,13 +318,43 @@ class TestLLMServer(ThreadingHTTPServer):
         with self._lock:
             self._stats = Stats()
             self._attempts = Counter()
+            self._admitted = []
+
+    def _admit(self, tokens: int) -> float | None:
+        """None when the request fits the rate limits (and is counted), else seconds to wait."""
+        s = self.switches
+        if not (s.rpm_limit or s.tpm_limit):
+            return None
+        with self._lock:
+            now = time.monotonic()
+            window = s.limit_window_s
+            self._admitted = [(t, n) for t, n in self._admitted if t > now - window]
+            scale = window / 60.0
+            waits = []
+            if s.rpm_limit and len(self._admitted) + 1 > s.rpm_limit * scale:
+                waits.append(self._admitted[0][0] + window - now)
+            used = sum(n for _, n in self._admitted)
+            if s.tpm_limit and used + tokens > s.tpm_limit * scale and self._admitted:
+                freed, wait = 0, 0.0
+                for t, n in self._admitted:
+                    freed += n
+                    wait = t + window - now
+                    if used - freed + tokens <= s.tpm_limit * scale:
+                        break
+                waits.append(wait)
+            if waits:
+                return max(0.001, max(waits))
+            self._admitted.append((now, tokens))
+            return None
 
     def _record(self, kind: str, status: int, request_hash: str) -> None:
         with self._lock:
             self._stats.by_status[status] += 1
             self._stats.log.append((time.time(), kind, status, request_hash))
-            if status == 200:
-                self._stats.successful[request_hash] += 1
+
+    def _delivered(self, request_hash: str) -> None:
+        with self._lock:
+            self._stats.successful[request_hash] += 1
 
     def handle_chat(self, handler: _Handler, body: dict) -> None:
         s = self.switches
@@ -315,8 +368,13 @@ class TestLLMServer(ThreadingHTTPServer):
             self._stats.by_kind[kind] += 1
             attempt = self._attempts[request_hash]
             self._attempts[request_hash] += 1
-        if s.latency_ms:
-            time.sleep(s.latency_ms / 1000)
+        prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        if s.context_window and prompt_tokens > s.context_window:
+            self._record(kind, 400, request_hash)
+            handler._send(400, {"error": {
+                "message": f"This model's maximum context length is {s.context_window} tokens.",
+                "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            return
         if s.reject_logit_bias and body.get("logit_bias"):
             self._record(kind, 400, request_hash)
             handler._send(400, {"error": {"message": "logit_bias is not supported by this model",
@@ -350,12 +408,17 @@ class TestLLMServer(ThreadingHTTPServer):
         words = content.split()
         if len(words) > max_tokens:
             content = " ".join(words[:max_tokens])
-        if s.latency_per_output_token_ms:
-            time.sleep(len(content.split()) * s.latency_per_output_token_ms / 1000)
-        prompt_tokens = sum(len(m.get("content", "")) for m in messages) // 4
         completion_tokens = max(1, len(content) // 4)
-        self._record(kind, 200, request_hash)
-        handler._send(200, {
+        wait = self._admit(prompt_tokens + completion_tokens)
+        if wait is not None:
+            self._record(kind, 429, request_hash)
+            handler._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
+                                          "code": "rate_limit_exceeded"}},
+                          {"Retry-After": f"{wait:.3f}", "retry-after-ms": f"{wait * 1000:.0f}"})
+            return
+        self._record(kind, 200, request_hash)  # logged at admission, as a provider counts it
+        time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
+        delivered = handler._send(200, {
             "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "test-model"),
             "choices": [{"index": 0, "finish_reason": "stop",
@@ -363,6 +426,8 @@ class TestLLMServer(ThreadingHTTPServer):
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })
+        if delivered:
+            self._delivered(request_hash)
 
 
 @contextmanager

@@ -84,3 +84,22 @@ def test_parse_json_object_tolerates_fences_and_prose():
         parse_json_object("no json here")
     with pytest.raises(ValueError):
         parse_json_object("{broken")
+
+
+def test_context_length_fails_the_item_at_once():
+    with run_test_server(context_window=10) as server:
+        client = ChatClient(_config(server, max_retries=5))
+        with pytest.raises(LLMCallError, match="context window"):
+            client.complete([{"role": "user", "content": "word " * 200}], max_tokens=5)
+        assert server.stats()["requests"] == 1  # no retries
+
+
+def test_retry_after_headers_are_parsed():
+    from graphrag_ray.llm.client import backoff_delay, parse_duration
+
+    assert parse_duration("20ms") == pytest.approx(0.02)
+    assert parse_duration("6m0s") == pytest.approx(360)
+    assert parse_duration("1.5") == pytest.approx(1.5)
+    assert parse_duration("soon") is None
+    assert 2.0 <= backoff_delay(5, 2.0, base=1.0) <= 2.2
+    assert 0 <= backoff_delay(3, None, base=1.0) <= 8

@@ -1,0 +1,174 @@
+"""`index --dry-run`: expected LLM calls, tokens and cost per stage, without calling the LLM.
+
+Extraction is counted exactly from the chunks: one call per chunk, plus a yes/no check and a
+continuation per gleaning round (an upper bound: every check answered yes), plus one claims
+call when claims are on; prompt tokens are the rendered prompts, conversation included.
+Summaries and reports depend on the graph the LLM will find, which we cannot know; we build
+the offline (nlp) graph of the same corpus as a proxy and count its elements with several
+descriptions and its communities that need their own report. Completion tokens are
+assumptions stated in the output.
+"""
+
+from __future__ import annotations
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import map_table
+from graphrag_ray.index.chunking import chunk_documents
+from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
+from graphrag_ray.index.merge import merge_elements
+from graphrag_ray.input.loader import load_documents
+from graphrag_ray.llm.accounting import cost_usd
+from graphrag_ray.prompts_loader import load_prompts, render
+from graphrag_ray.tokens import count_tokens
+
+# Assumed completion sizes (fractions of the configured maxima, or of the input).
+EXTRACTION_OUTPUT_PER_INPUT_TOKEN = 0.5
+GLEANING_OUTPUT_FRACTION = 0.5  # a gleaning round finds about half as much again
+CHECK_OUTPUT_TOKENS = 1
+REPORT_OUTPUT_FRACTION = 0.6
+SUMMARY_OUTPUT_FRACTION = 0.5
+REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, before the cap
+
+
+def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
+    encoding = config.chunks.encoding_model
+    prompts = load_prompts(config)
+    documents = load_documents(input_url, config.input).documents
+    text_units = chunk_documents(documents, config.chunks)
+    chunk_tokens = text_units.column("n_tokens").to_pylist()
+    ex = config.extraction
+    shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
+                  completion_delimiter=ex.completion_delimiter)
+
+    def template_tokens(name: str, **values: object) -> int:
+        return count_tokens(render(prompts[name], **shared, **values), encoding)
+
+    base = template_tokens("extract_graph", entity_types=", ".join(ex.entity_types), input_text="")
+    check = template_tokens("glean_check")
+    cont = template_tokens("glean_continue")
+    stages: dict[str, dict] = {}
+    calls = prompt = completion = 0
+    for tokens in chunk_tokens:
+        first_out = min(ex.max_output_tokens, int(tokens * EXTRACTION_OUTPUT_PER_INPUT_TOKEN))
+        conversation = base + tokens
+        calls += 1
+        prompt += conversation
+        completion += first_out
+        out = first_out
+        for _ in range(ex.max_gleanings):
+            conversation += out + check
+            calls += 2
+            prompt += conversation + (conversation + CHECK_OUTPUT_TOKENS + cont)
+            conversation += CHECK_OUTPUT_TOKENS + cont
+            out = int(out * GLEANING_OUTPUT_FRACTION)
+            completion += CHECK_OUTPUT_TOKENS + out
+    stages["extract"] = {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion}
+    if config.claims.enabled:
+        claims_base = template_tokens("extract_claims", claim_description=config.claims.description,
+                                      entity_specs="", input_text="")
+        stages["extract_claims"] = {
+            "calls": len(chunk_tokens),
+            "prompt_tokens": sum(claims_base + t + 50 for t in chunk_tokens),
+            "completion_tokens": int(len(chunk_tokens) * config.claims.max_output_tokens * 0.2)}
+
+    proxy = _proxy_graph(text_units, config, prompts)
+    summary_base = template_tokens("summarize_descriptions", entity_name="",
+                                   description_list="", max_length=config.summarize.max_length)
+    stages["summarize"] = {
+        "calls": proxy["multi_description_elements"],
+        "prompt_tokens": proxy["multi_description_elements"] * summary_base
+        + proxy["description_tokens_to_summarize"],
+        "completion_tokens": int(proxy["multi_description_elements"] * config.summarize.max_length
+                                 * SUMMARY_OUTPUT_FRACTION)}
+    report_base = template_tokens("community_report", input_text="",
+                                  max_findings=config.reports.max_findings)
+    stages["reports"] = {
+        "calls": len(proxy["report_sizes"]),
+        "prompt_tokens": sum(report_base + min(config.reports.max_input_tokens,
+                                               REPORT_INPUT_TOKENS_PER_ENTITY * size)
+                             for size in proxy["report_sizes"]),
+        "completion_tokens": int(len(proxy["report_sizes"]) * config.reports.max_output_tokens
+                                 * REPORT_OUTPUT_FRACTION)}
+    if not config.uses_llm(config.summarize.method):
+        stages["summarize"] = dict.fromkeys(stages["summarize"], 0)
+    if not config.uses_llm(config.reports.method):
+        stages["reports"] = dict.fromkeys(stages["reports"], 0)
+    if ex.method != "llm":
+        stages["extract"] = dict.fromkeys(stages["extract"], 0)
+        stages.pop("extract_claims", None)
+    for figures in stages.values():
+        figures["cost_usd"] = cost_usd(figures, config.llm)
+    total = {key: sum(f[key] for f in stages.values()) for key in
+             ("calls", "prompt_tokens", "completion_tokens")}
+    total["cost_usd"] = cost_usd(total, config.llm)
+    return {
+        "documents": documents.num_rows, "chunks": text_units.num_rows,
+        "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
+        "stages": stages, "total": total,
+        "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
+        "minutes_at_rate_limits": _minutes(total, config),
+    }
+
+
+def _minutes(total: dict, config: GraphRagConfig) -> float | None:
+    bounds = []
+    if config.llm.requests_per_minute:
+        bounds.append(total["calls"] / config.llm.requests_per_minute)
+    if config.llm.tokens_per_minute:
+        bounds.append((total["prompt_tokens"] + total["completion_tokens"])
+                      / config.llm.tokens_per_minute)
+    return round(max(bounds), 2) if bounds else None
+
+
+def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) -> dict:
+    """Counts from the offline graph of the same chunks (in-process, no LLM)."""
+    from graphrag_ray.index.communities import Community
+    from graphrag_ray.index.pipeline import detect_communities
+
+    proxy_config = config.model_copy(deep=True)
+    proxy_config.extraction.method = "nlp"
+    proxy_config.runtime.engine = "local"
+    extraction = map_table(text_units.select(["id", "text"]), ExtractionWorker,
+                           {"config": proxy_config, "prompts": prompts}, proxy_config.runtime,
+                           output_schema=EXTRACTION_SCHEMA)
+    entities, relationships, _ = merge_elements(flatten_instances(extraction, "entities"),
+                                                flatten_instances(extraction, "relationships"))
+    lists = entities.column("descriptions").to_pylist() + \
+        relationships.column("descriptions").to_pylist()
+    multi = [d for d in lists if len(d) > 1]
+    encoding = config.chunks.encoding_model
+    communities: list[Community] = detect_communities(entities, relationships, config) \
+        if entities.num_rows else []
+    by_id = {c.id: c for c in communities}
+    needing_report = [c for c in communities
+                      if not (len(c.children) == 1
+                              and len(by_id[c.children[0]].members) == len(c.members))]
+    return {
+        "entities": entities.num_rows, "relationships": relationships.num_rows,
+        "communities": len(communities),
+        "multi_description_elements": len(multi),
+        "description_tokens_to_summarize": sum(
+            min(config.summarize.max_input_tokens, count_tokens("\n".join(d), encoding))
+            for d in multi),
+        "report_sizes": [len(c.members) for c in needing_report],
+    }
+
+
+def format_estimate(estimate: dict) -> str:
+    lines = [f"dry run: {estimate['documents']} documents, {estimate['chunks']} chunks, "
+             f"{estimate['corpus_tokens']} tokens; model {estimate['model']}",
+             f"{'stage':<16}{'calls':>10}{'prompt_tokens':>16}{'completion_tokens':>19}"
+             f"{'cost_usd':>12}"]
+    for name, figures in {**estimate["stages"], "total": estimate["total"]}.items():
+        cost = "-" if figures["cost_usd"] is None else f"{figures['cost_usd']:.4f}"
+        lines.append(f"{name:<16}{figures['calls']:>10}{figures['prompt_tokens']:>16}"
+                     f"{figures['completion_tokens']:>19}{cost:>12}")
+    proxy = estimate["proxy_graph"]
+    lines.append(f"summaries and reports are estimated from the offline graph of this corpus "
+                 f"({proxy['entities']} entities, {proxy['relationships']} relationships, "
+                 f"{proxy['communities']} communities); extraction counts assume every "
+                 "gleaning check says yes")
+    if estimate["minutes_at_rate_limits"] is not None:
+        lines.append(f"at the configured rate limits this takes at least "
+                     f"{estimate['minutes_at_rate_limits']} minutes")
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""Indexing through the LLM layer: warm cache, reruns after failures, crash and resume,
+dry-run estimates. Engine `local` keeps these fast; the Ray path has its own tests."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag_ray.index.estimate import estimate_index
+from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import llm_config
+
+pytestmark = pytest.mark.slow
+
+
+def _build(server, source, out, *overrides):
+    config = llm_config(server, "runtime.engine=local", *overrides)
+    return build_index(str(source), str(out), config, progress=lambda _: None)
+
+
+def test_warm_cache_rerun_makes_no_llm_call(carol_excerpt, tmp_path):
+    with run_test_server() as server:
+        first = _build(server, carol_excerpt, tmp_path / "i")
+        calls = server.stats()["requests"]
+        assert first["llm_usage"]["total"]["calls"] == calls > 0
+        second = _build(server, carol_excerpt, tmp_path / "i", "llm.api_key=another-key")
+        assert server.stats()["requests"] == calls
+        assert second["llm_usage"]["total"]["calls"] == 0
+        assert second["llm_usage"]["total"]["cache_hits"] == calls
+        assert second["tables"] == first["tables"]
+        _build(server, carol_excerpt, tmp_path / "i", "cache.enabled=false")
+        assert server.stats()["requests"] == 2 * calls
+
+
+def test_rerun_after_failures_calls_only_for_the_failed_chunks(carol_excerpt, tmp_path):
+    overrides = ("extraction.max_gleanings=0", "llm.max_retries=0")
+    with run_test_server(rate_5xx=0.3, seed=11) as flaky:
+        first = _build(flaky, carol_excerpt, tmp_path / "i", *overrides)
+    failed = first["extraction"]["failed_chunks"]
+    assert failed > 0
+    with run_test_server() as healthy:
+        second = _build(healthy, carol_excerpt, tmp_path / "i", *overrides)
+        assert healthy.stats()["by_kind"]["extract_graph"] == failed
+    extract = second["llm_usage"]["stages"]["extract"]
+    assert extract["calls"] == failed
+    assert extract["cache_hits"] == first["extraction"]["chunks"] - failed
+    assert second["extraction"]["failed_chunks"] == 0
+
+
+def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tmp_path):
+    out = tmp_path / "index"
+    with run_test_server(latency_ms=40) as server:
+        command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(carol_excerpt),
+                   "--output", str(out), "--set", "extraction.method=llm",
+                   "--set", f"llm.api_base={server.url}", "--set", "runtime.engine=local",
+                   "--set", "llm.concurrent_requests=4"]
+        victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        deadline = time.monotonic() + 120
+        while server.stats()["by_kind"].get("extract_graph", 0) < 10:
+            assert time.monotonic() < deadline and victim.poll() is None
+            time.sleep(0.05)
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        before = server.stats()
+        assert "summarize" not in before["by_kind"]  # killed mid-extraction
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        after = server.stats()
+    assert after["repeated_successes"] == 0
+    assert after["successful_requests"] > before["successful_requests"]
+    units = pq.read_table(out / "text_units.parquet")
+    assert len(set(units.column("id").to_pylist())) == units.num_rows
+    assert set(units.column("extraction_status").to_pylist()) == {"ok"}
+
+
+def test_dry_run_predicts_extraction_calls(carol_excerpt, tmp_path):
+    with run_test_server() as server:
+        config = llm_config(server, "runtime.engine=local", "extraction.max_gleanings=1")
+        estimate = estimate_index(str(carol_excerpt), config)
+        assert server.stats()["requests"] == 0  # a dry run calls nothing
+        manifest = build_index(str(carol_excerpt), str(tmp_path / "i"), config,
+                               progress=lambda _: None)
+    predicted = estimate["stages"]["extract"]["calls"]
+    actual = manifest["llm_usage"]["stages"]["extract"]["calls"]
+    assert abs(predicted - actual) <= 0.1 * actual
+    assert estimate["total"]["calls"] > predicted  # summaries and reports are estimated too
