@@ -86,6 +86,11 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         assert result.usage.calls == result.map_calls + 1 and result.usage.prompt_tokens > 0
         scores = [p.score for p in result.points]
         assert scores == sorted(scores, reverse=True) and min(scores) > 0
+        # Rows come back from Ray in completion order; the rerun must still hit the cache.
+        requests = server.stats()["requests"]
+        rerun = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)
+        assert server.stats()["requests"] == requests
+        assert rerun["llm_usage"]["total"]["calls"] == 0
 
 
 def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):

@@ -113,6 +113,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                            config.runtime, output_schema=EXTRACTION_SCHEMA,
                            num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
                            progress=bar("extract", text_units.num_rows, "chunks"))
+    # Workers return rows in completion order; chunk order makes every later stage (description
+    # lists, prompts, hence cache keys) the same from run to run.
+    extraction = extraction.take(pc.index_in(text_units.column("id"), extraction.column("text_unit_id")))
     failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
     if failed.num_rows:
         reasons = failed.column("error").to_pylist()

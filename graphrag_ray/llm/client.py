@@ -29,6 +29,10 @@ from graphrag_ray.tokens import count_tokens
 _PLACEHOLDER_KEY = "not-needed"
 _MAX_BACKOFF_S = 60.0
 _RETRYABLE_STATUS = {408, 409, 429}
+# Completion-size estimate: max output until this many replies of a prompt were seen, then the
+# largest recent reply plus a margin, so reservations track what calls really use.
+_OUTPUT_SAMPLES = 8
+_OUTPUT_MARGIN = 1.25
 
 
 class LLMCallError(LLMError):
@@ -90,6 +94,18 @@ class ChatClient:
         )
         self._lock = threading.Lock()
         self.usage = Usage()
+        self._outputs: dict[str, list[int]] = {}  # cache tag -> recent completion tokens
+
+    def expected_output(self, tag: str, max_tokens: int) -> int:
+        seen = self._outputs.get(tag, [])
+        if len(seen) < _OUTPUT_SAMPLES:
+            return max_tokens
+        return min(max_tokens, int(max(seen) * _OUTPUT_MARGIN) + 1)
+
+    def _observe_output(self, tag: str, tokens: int) -> None:
+        samples = self._outputs.setdefault(tag, [])
+        samples.append(tokens)
+        del samples[:-32]
 
     def scoped(self) -> "ChatClient":
         """A client sharing this one's connection pool, budget and cache, with its own usage."""
@@ -116,7 +132,7 @@ class ChatClient:
                 self._count(cache_hits=1)
                 return hit["content"]
         estimate = sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
-        estimate += max_tokens
+        estimate += self.expected_output(cache_tag, max_tokens)
         for attempt in range(self.config.max_retries + 1):
             lease = self.limiter.acquire(estimate) if self.limiter else None
             try:
@@ -145,6 +161,8 @@ class ChatClient:
             if lease is not None:
                 self.limiter.release(lease, prompt_tokens + completion_tokens if reported else estimate)
             self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            if reported:
+                self._observe_output(cache_tag, completion_tokens)
             if not response.choices:
                 raise LLMCallError("the endpoint returned no choices")
             content = response.choices[0].message.content or ""
