@@ -94,3 +94,63 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     if not results:
         return output_schema.empty_table()
     return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])
+
+
+class WorkerPool:
+    """Long-lived workers of one class that take batches as they come and hand back results as
+    they finish: for stages whose work appears step by step (a parent community's report can
+    start when its children's are done), where a dataset per step would pay Ray Data's start-up
+    and a barrier each time. Ray: threaded actors spread over the cluster; local: in-process."""
+
+    def __init__(self, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
+                 *, num_cpus: float, concurrency: int, size: int | None = None):
+        self.engine = runtime.engine
+        self._done: list[tuple[object, pa.Table]] = []
+        if self.engine == "local":
+            self._worker = worker_cls(**constructor_kwargs)
+            return
+        import ray
+
+        ensure_ray(runtime)
+        actor_cls = ray.remote(worker_cls).options(
+            num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD")
+        self._actors = [actor_cls.remote(**constructor_kwargs)
+                        for _ in range(size or runtime.num_workers)]
+        self._load = [0] * len(self._actors)
+        self._pending: dict = {}  # object ref -> (tag, actor index)
+
+    def submit(self, tag: object, batch: pa.Table) -> None:
+        if self.engine == "local":
+            self._done.append((tag, self._worker(batch)))
+            return
+        index = min(range(len(self._actors)), key=self._load.__getitem__)
+        ref = self._actors[index].__call__.remote(batch)
+        self._load[index] += 1
+        self._pending[ref] = (tag, index)
+
+    def busy(self) -> bool:
+        return bool(self._done) or (self.engine != "local" and bool(self._pending))
+
+    def completed(self) -> list[tuple[object, pa.Table]]:
+        """Results finished so far; on Ray, waits for at least one if none is ready."""
+        if self.engine == "local" or not self._pending:
+            done, self._done = self._done, []
+            return done
+        import ray
+
+        ready, _ = ray.wait(list(self._pending), num_returns=1)
+        ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0) \
+            if ready else (ready, None)
+        results = []
+        for ref in ready:
+            tag, index = self._pending.pop(ref)
+            self._load[index] -= 1
+            results.append((tag, ray.get(ref)))
+        return results
+
+    def close(self) -> None:
+        if self.engine != "local":
+            import ray
+
+            for actor in self._actors:
+                ray.kill(actor)

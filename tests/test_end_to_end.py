@@ -172,3 +172,15 @@ def test_query_overrides_apply_on_top_of_the_manifest_config(carol_excerpt, tmp_
     assert json.loads(capsys.readouterr().out)["level"] == 0
     assert main(["query", "--index", str(tmp_path / "i"), "--set", "nope.key=1", "q"]) == 2
     assert "nope: unknown key" in capsys.readouterr().err
+
+
+def test_ray_and_local_engines_build_the_same_index(ray_session, carol_excerpt, tmp_path):
+    tables = {}
+    for engine in ("local", "ray"):
+        config = load_config(None, [f"runtime.engine={engine}", "runtime.batch_size=4"])
+        build_index(str(carol_excerpt), str(tmp_path / engine), config, progress=lambda _: None)
+        tables[engine] = {name: pq.read_table(tmp_path / engine / f"{name}.parquet")
+                          for name in (schema.ENTITIES, schema.RELATIONSHIPS,
+                                       schema.COMMUNITIES, schema.COMMUNITY_REPORTS)}
+    for name, table in tables["local"].items():
+        assert table.equals(tables["ray"][name]), name

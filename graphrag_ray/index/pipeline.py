@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_table, resolve_engine
+from graphrag_ray.distributed import WorkerPool, map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
@@ -26,8 +26,8 @@ from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWor
 from graphrag_ray.index.merge import add_degrees, element_id, merge_elements
 from graphrag_ray.index.report_context import (
     GraphElements, context_record, render_context, select_elements, select_with_sub_reports)
-from graphrag_ray.index.reports import REPORT_RESULT_SCHEMA, ReportWorker, full_content
-from graphrag_ray.index.summarize import SUMMARY_SCHEMA, SummarizeWorker
+from graphrag_ray.index.reports import ReportWorker, full_content
+from graphrag_ray.index.summarize import SummarizeWorker
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.cache import ResponseCache
@@ -225,12 +225,11 @@ def summarize_elements(entities: pa.Table, relationships: pa.Table, config: Grap
     if todo:
         work = pa.table({"key": pa.array(todo, pa.int64()), "name": [names[i] for i in todo],
                          "descriptions": [all_descriptions[i] for i in todo]})
-        summaries = map_table(work, SummarizeWorker,
-                              {"config": config, "prompts": prompts, "services": services},
-                              config.runtime, output_schema=SUMMARY_SCHEMA,
-                              num_cpus=1.0 if not config.uses_llm(config.summarize.method) else 0.25,
-                              batch_size=max(config.runtime.batch_size, 64),
-                              progress=bar("summarize", len(todo), "descriptions"))
+        use_llm = config.uses_llm(config.summarize.method)
+        summaries = run_pool(work, SummarizeWorker,
+                             {"config": config, "prompts": prompts, "services": services},
+                             config, rows_per_call=4 if use_llm else 256, use_llm=use_llm,
+                             progress=bar("summarize", len(todo), "descriptions"))
         usage = table_usage(summaries)
         for key, description in zip(summaries.column("key").to_pylist(),
                                     summaries.column("description").to_pylist()):
@@ -239,6 +238,28 @@ def summarize_elements(entities: pa.Table, relationships: pa.Table, config: Grap
     entities = entities.append_column("description", pa.array(results[:n], pa.string()))
     relationships = relationships.append_column("description", pa.array(results[n:], pa.string()))
     return entities, relationships, usage
+
+
+def run_pool(table: pa.Table, worker_cls: type, constructor_kwargs: dict, config: GraphRagConfig,
+             *, rows_per_call: int, use_llm: bool, progress: ProgressBar | None) -> pa.Table:
+    """All rows of `table` through a WorkerPool, in small calls so every worker stays busy."""
+    pool = WorkerPool(worker_cls, constructor_kwargs, config.runtime,
+                      num_cpus=0.25 if use_llm else 1.0,
+                      concurrency=config.llm.concurrent_requests if use_llm else 1)
+    results = []
+    try:
+        for start in range(0, table.num_rows, rows_per_call):
+            pool.submit(None, table.slice(start, rows_per_call))
+        while pool.busy():
+            for _, result in pool.completed():
+                results.append(result)
+                if progress:
+                    progress.update(result.num_rows)
+    finally:
+        pool.close()
+        if progress:
+            progress.close()
+    return pa.concat_tables(results)
 
 
 def _finalize_entities(entities: pa.Table) -> pa.Table:
@@ -340,47 +361,81 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
                      covariates: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
                      services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None]
                      ) -> tuple[pa.Table, Usage]:
-    """Bottom-up by level: a level's contexts can substitute its children's finished reports."""
+    """Bottom-up: a community's context is built, and its report requested, as soon as the
+    reports of all its sub-communities are done (they may replace its element summaries)."""
     elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
     budget = config.reports.max_input_tokens
     by_id = {c.id: c for c in communities}
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
     usage = Usage()
-    for level in sorted({c.level for c in communities}, reverse=True):
-        work = []
-        for community in (c for c in communities if c.level == level):
-            children = [by_id[i] for i in community.children]
-            if len(children) == 1 and len(children[0].members) == len(community.members):
-                # Carried down unchanged: the same community, so the same report.
-                reports[community.id] = dict(reports[children[0].id], community=community.id)
-                generation[community.id] = generation[children[0].id]
-                continue
-            if children:
-                selection = select_with_sub_reports(
-                    elements, community.members,
-                    [(child.members, reports[child.id]) for child in children], budget)
-            else:
-                selection = select_elements(elements, community.members, budget)
-            work.append({"community": community.id,
-                         "context_text": render_context(elements, selection),
-                         "context_json": context_record(elements, selection)})
-        if not work:
-            continue
-        results = map_table(pa.Table.from_pylist(work), ReportWorker,
-                            {"config": config, "prompts": prompts, "services": services},
-                            config.runtime, output_schema=REPORT_RESULT_SCHEMA,
-                            num_cpus=1.0 if not config.uses_llm(config.reports.method) else 0.25,
-                            batch_size=max(1, min(config.runtime.batch_size, 8)),
-                            progress=bar(f"reports level {level}", len(work), "communities"))
-        usage.add(table_usage(results))
-        for row in results.to_pylist():
-            report = json.loads(row["report_json"])
-            report["community"] = row["community"]
-            report["rank"] = report["rating"]
-            reports[row["community"]] = report
-            generation[row["community"]] = row["generation"]
+    waiting = {c.id: len(c.children) for c in communities}
+    ready = [c for c in communities if not c.children]
+    use_llm = config.uses_llm(config.reports.method)
+    rows_per_call = 1 if use_llm else 32
+    progress = bar("reports", sum(1 for c in communities if not _carried_down(c, by_id)),
+                   "communities")
+
+    def finish(community_id: int) -> None:
+        parent = by_id[community_id].parent
+        if parent < 0:
+            return
+        waiting[parent] -= 1
+        if waiting[parent]:
+            return
+        if _carried_down(by_id[parent], by_id):
+            # Carried down unchanged: the same community, so the same report.
+            child = by_id[parent].children[0]
+            reports[parent] = dict(reports[child], community=parent)
+            generation[parent] = generation[child]
+            finish(parent)
+        else:
+            ready.append(by_id[parent])
+
+    def context_row(community: Community) -> dict:
+        if community.children:
+            selection = select_with_sub_reports(
+                elements, community.members,
+                [(by_id[i].members, reports[i]) for i in community.children], budget)
+        else:
+            selection = select_elements(elements, community.members, budget)
+        return {"community": community.id, "context_text": render_context(elements, selection),
+                "context_json": context_record(elements, selection)}
+
+    pool = WorkerPool(ReportWorker, {"config": config, "prompts": prompts, "services": services},
+                      config.runtime, num_cpus=0.25 if use_llm else 1.0,
+                      concurrency=config.llm.concurrent_requests if use_llm else 1)
+    try:
+        while ready or pool.busy():
+            batch, ready[:] = list(ready), []
+            for start in range(0, len(batch), rows_per_call):
+                rows = [context_row(c) for c in batch[start:start + rows_per_call]]
+                pool.submit(None, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
+            for _, result in pool.completed():
+                usage.add(table_usage(result))
+                for row in result.to_pylist():
+                    report = json.loads(row["report_json"])
+                    report["community"] = row["community"]
+                    report["rank"] = report["rating"]
+                    reports[row["community"]] = report
+                    generation[row["community"]] = row["generation"]
+                    finish(row["community"])
+                if progress:
+                    progress.update(result.num_rows)
+    finally:
+        pool.close()
+        if progress:
+            progress.close()
     return _reports_table(communities, reports, generation), usage
+
+
+REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("context_text", pa.string()),
+                                ("context_json", pa.string())])
+
+
+def _carried_down(community: Community, by_id: dict[int, Community]) -> bool:
+    return len(community.children) == 1 and \
+        len(by_id[community.children[0]].members) == len(community.members)
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

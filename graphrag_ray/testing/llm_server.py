@@ -59,6 +59,7 @@ class Switches:
     glean_yes_rounds: int = 1
     reject_logit_bias: bool = False
     context_window: int = 0  # > 0: prompts longer than this (in tokens) get HTTP 400
+    models: str = ""  # comma-separated: chat calls naming another model get HTTP 404
     api_key: str | None = None
     seed: int = 0
 
@@ -301,6 +302,8 @@ class TestLLMServer(ThreadingHTTPServer):
         self._stats = Stats()
         self._attempts: Counter = Counter()
         self._admitted: list[tuple[float, int]] = []  # (time, tokens) inside the limit window
+        self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
+        self._gate.set()
 
     @property
     def url(self) -> str:
@@ -313,6 +316,13 @@ class TestLLMServer(ThreadingHTTPServer):
     def request_log(self) -> list:
         with self._lock:
             return list(self._stats.log)
+
+    def hold_answers(self) -> None:
+        """Answers wait until `release_answers`: no reply is in transit while this holds."""
+        self._gate.clear()
+
+    def release_answers(self) -> None:
+        self._gate.set()
 
     def reset(self) -> None:
         with self._lock:
@@ -369,6 +379,12 @@ class TestLLMServer(ThreadingHTTPServer):
             attempt = self._attempts[request_hash]
             self._attempts[request_hash] += 1
         prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        if s.models and body.get("model") not in s.models.split(","):
+            self._record(kind, 404, request_hash)
+            handler._send(404, {"error": {
+                "message": f"The model `{body.get('model')}` does not exist",
+                "type": "invalid_request_error", "code": "model_not_found"}})
+            return
         if s.context_window and prompt_tokens > s.context_window:
             self._record(kind, 400, request_hash)
             handler._send(400, {"error": {
@@ -418,6 +434,7 @@ class TestLLMServer(ThreadingHTTPServer):
             return
         self._record(kind, 200, request_hash)  # logged at admission, as a provider counts it
         time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
+        self._gate.wait()
         delivered = handler._send(200, {
             "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "test-model"),

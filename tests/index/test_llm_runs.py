@@ -66,8 +66,13 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
         while server.stats()["by_kind"].get("extract_graph", 0) < 10:
             assert time.monotonic() < deadline and victim.poll() is None
             time.sleep(0.05)
+        # Kill while calls are in flight but no answer is on its way: an answer the client
+        # received but had not yet stored would be a repeat the server cannot tell apart.
+        server.hold_answers()
+        time.sleep(0.5)
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
+        server.release_answers()
         before = server.stats()
         assert "summarize" not in before["by_kind"]  # killed mid-extraction
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -91,3 +96,15 @@ def test_dry_run_predicts_extraction_calls(carol_excerpt, tmp_path):
     actual = manifest["llm_usage"]["stages"]["extract"]["calls"]
     assert abs(predicted - actual) <= 0.1 * actual
     assert estimate["total"]["calls"] > predicted  # summaries and reports are estimated too
+
+
+def test_unknown_model_stops_the_run_fast_with_the_message(carol_excerpt, tmp_path):
+    from graphrag_ray.errors import LLMError
+
+    with run_test_server(models="test-model") as server:
+        config = llm_config(server, "runtime.engine=local", "llm.model=no-such-model",
+                            "llm.concurrent_requests=4")
+        with pytest.raises(LLMError, match="does not know model 'no-such-model'"):
+            build_index(str(carol_excerpt), str(tmp_path / "i"), config, progress=lambda _: None)
+        # One worker: at most its concurrent calls go out before it stops calling.
+        assert server.stats()["requests"] <= 4
