@@ -1,7 +1,8 @@
 """Chat calls to any OpenAI-compatible endpoint through the official `openai` client.
 
 Each call: response cache lookup -> a lease from the shared rate budget (estimate = prompt
-tokens + max output) -> the request -> the lease reconciled with reported usage -> cache write.
+tokens + expected output, see rate_limiter) -> the request -> the lease reconciled with the
+reported usage -> cache write.
 Failures that can pass (429, 408, 409, 5xx, timeouts, connection errors) are retried with
 exponential backoff and full jitter, waiting exactly what Retry-After / retry-after-ms /
 x-ratelimit-reset-* say when the provider says it; 429s also shrink the shared concurrency.
@@ -29,10 +30,6 @@ from graphrag_ray.tokens import count_tokens
 _PLACEHOLDER_KEY = "not-needed"
 _MAX_BACKOFF_S = 60.0
 _RETRYABLE_STATUS = {408, 409, 429}
-# Completion-size estimate: max output until this many replies of a prompt were seen, then the
-# largest recent reply plus a margin, so reservations track what calls really use.
-_OUTPUT_SAMPLES = 8
-_OUTPUT_MARGIN = 1.25
 
 
 class LLMCallError(LLMError):
@@ -94,18 +91,6 @@ class ChatClient:
         )
         self._lock = threading.Lock()
         self.usage = Usage()
-        self._outputs: dict[str, list[int]] = {}  # cache tag -> recent completion tokens
-
-    def expected_output(self, tag: str, max_tokens: int) -> int:
-        seen = self._outputs.get(tag, [])
-        if len(seen) < _OUTPUT_SAMPLES:
-            return max_tokens
-        return min(max_tokens, int(max(seen) * _OUTPUT_MARGIN) + 1)
-
-    def _observe_output(self, tag: str, tokens: int) -> None:
-        samples = self._outputs.setdefault(tag, [])
-        samples.append(tokens)
-        del samples[:-32]
 
     def scoped(self) -> "ChatClient":
         """A client sharing this one's connection pool, budget and cache, with its own usage."""
@@ -131,10 +116,11 @@ class ChatClient:
             if hit is not None:
                 self._count(cache_hits=1)
                 return hit["content"]
-        estimate = sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
-        estimate += self.expected_output(cache_tag, max_tokens)
+        prompt_estimate = sum(count_tokens(m.get("content") or "", self.encoding) + 4
+                              for m in messages)
         for attempt in range(self.config.max_retries + 1):
-            lease = self.limiter.acquire(estimate) if self.limiter else None
+            lease = (self.limiter.acquire(prompt_estimate, max_tokens, cache_tag)
+                     if self.limiter else None)
             try:
                 response = self._client.chat.completions.create(
                     model=self.config.model, messages=messages, **params)
@@ -142,7 +128,7 @@ class ChatClient:
                 status = getattr(exc, "status_code", None)
                 retry_after = retry_after_seconds(exc)
                 if lease is not None:
-                    self.limiter.release(lease, 0 if status == 429 else estimate,
+                    self.limiter.release(lease, 0 if status == 429 else lease.tokens,
                                          rate_limited=status == 429, retry_after=retry_after)
                 error = classify_error(exc, self.config)
                 retryable = isinstance(exc, openai.APIConnectionError) or \
@@ -159,10 +145,10 @@ class ChatClient:
             prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
             completion_tokens = (reported.completion_tokens or 0) if reported else 0
             if lease is not None:
-                self.limiter.release(lease, prompt_tokens + completion_tokens if reported else estimate)
+                self.limiter.release(
+                    lease, prompt_tokens + completion_tokens if reported else lease.tokens,
+                    completion_tokens=completion_tokens if reported else None)
             self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-            if reported:
-                self._observe_output(cache_tag, completion_tokens)
             if not response.choices:
                 raise LLMCallError("the endpoint returned no choices")
             content = response.choices[0].message.content or ""

@@ -4,8 +4,10 @@
 - two token buckets (requests, tokens) refilled at `headroom` x the provider's per-minute limit,
   holding at most `burst_seconds` of refill, so any 60 s window admits at most
   headroom x limit + one burst (below the provider's limit: pacing without 429s);
-- a call reserves its estimate (prompt tokens + max output) up front and is reconciled with the
-  usage the response reports when it finishes;
+- a call reserves its estimate up front: prompt tokens + expected output, which is the max
+  output until a few replies to the same prompt template were seen, then a margin over the
+  largest recent reply (learned here, from every worker's replies); when it finishes the
+  reservation is reconciled with the usage the response reports;
 - in-flight calls are capped by a concurrency limit that halves on a 429 (at most once per
   `backoff_cooldown_s`) and grows back by one per limit's-worth of successes (AIMD);
 - a Retry-After from the provider pauses every caller until it passes.
@@ -27,12 +29,16 @@ from dataclasses import dataclass
 from graphrag_ray.config import LLMConfig
 
 _POLL_S = 0.02
+_OUTPUT_SAMPLES = 4
+_OUTPUT_MARGIN = 1.25
+_OUTPUT_WINDOW = 64
 
 
 @dataclass
 class Lease:
     id: int
     tokens: int
+    tag: str = ""
 
 
 class RateBudget:
@@ -54,7 +60,14 @@ class RateBudget:
         self.backoff_cooldown_s = backoff_cooldown_s
         self.updated = now
         self._ids = itertools.count()
+        self.outputs: dict[str, list[int]] = {}  # prompt template tag -> recent completions
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency}
+
+    def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
+        seen = self.outputs.get(tag, [])
+        if len(seen) < _OUTPUT_SAMPLES:
+            return prompt_tokens + max_output
+        return prompt_tokens + min(max_output, int(max(seen) * _OUTPUT_MARGIN) + 1)
 
     def _refill(self, now: float) -> None:
         elapsed = max(0.0, now - self.updated)
@@ -64,8 +77,8 @@ class RateBudget:
         if self.token_rate:
             self.tokens = min(self.token_cap, self.tokens + elapsed * self.token_rate)
 
-    def try_acquire(self, tokens: int, now: float) -> tuple[Lease | None, float]:
-        """A lease, or None and how long to wait before trying again."""
+    def try_acquire(self, tokens: int, now: float, tag: str = "") -> tuple[Lease | None, float]:
+        """A lease for `tokens`, or None and how long to wait before trying again."""
         self._refill(now)
         if now < self.paused_until:
             return None, self.paused_until - now
@@ -83,15 +96,20 @@ class RateBudget:
             self.requests -= 1
         if self.token_rate:
             self.tokens -= tokens
-        lease = Lease(next(self._ids), tokens)
+        lease = Lease(next(self._ids), tokens, tag)
         self.in_flight[lease.id] = tokens
         self.stats["acquired"] += 1
         return lease, 0.0
 
     def release(self, lease_id: int, used_tokens: int | None, now: float,
-                rate_limited: bool = False, retry_after: float | None = None) -> None:
+                rate_limited: bool = False, retry_after: float | None = None,
+                completion_tokens: int | None = None, tag: str = "") -> None:
         """Return the unused part of the estimate; on a 429 back off (AIMD) and pause."""
         self._refill(now)
+        if completion_tokens is not None:
+            samples = self.outputs.setdefault(tag, [])
+            samples.append(completion_tokens)
+            del samples[:-_OUTPUT_WINDOW]
         estimate = self.in_flight.pop(lease_id, 0)
         if self.token_rate and used_tokens is not None:
             self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
@@ -121,18 +139,20 @@ class LocalRateLimiter:
         self._budget = budget_from_config(config)
         self._lock = threading.Lock()
 
-    def acquire(self, tokens: int) -> Lease:
+    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
         while True:
             with self._lock:
-                lease, wait = self._budget.try_acquire(tokens, time.monotonic())
+                tokens = self._budget.estimate(prompt_tokens, max_output, tag)
+                lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
             if lease is not None:
                 return lease
             time.sleep(min(wait, 0.5))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None) -> None:
+                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
         with self._lock:
-            self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after)
+            self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited,
+                                 retry_after, completion_tokens, lease.tag)
 
     def stats(self) -> dict:
         with self._lock:
@@ -145,16 +165,18 @@ class RateLimiterActor:
     def __init__(self, config: LLMConfig):
         self._budget = budget_from_config(config)
 
-    async def acquire(self, tokens: int) -> Lease:
+    async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
         while True:
-            lease, wait = self._budget.try_acquire(tokens, time.monotonic())
+            tokens = self._budget.estimate(prompt_tokens, max_output, tag)
+            lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
             if lease is not None:
                 return lease
             await asyncio.sleep(min(wait, 0.5))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None) -> None:
-        self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after)
+                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
+        self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
+                             completion_tokens, lease.tag)
 
     def stats(self) -> dict:
         return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
@@ -166,14 +188,14 @@ class RayRateLimiter:
     def __init__(self, actor):
         self.actor = actor
 
-    def acquire(self, tokens: int) -> Lease:
+    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
         import ray
 
-        return ray.get(self.actor.acquire.remote(tokens))
+        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None) -> None:
-        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after)
+                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
+        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after, completion_tokens)
 
     def stats(self) -> dict:
         import ray

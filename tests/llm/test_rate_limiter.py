@@ -94,3 +94,13 @@ def test_several_actors_share_one_budget(ray_session):
     assert stats["by_status"] == {"200": total}  # not a single 429
     assert elapsed >= (total - 2) / 10  # paced: the limit is 10 requests/s
     assert elapsed <= total / 9.5 + 4  # and close to it
+
+
+def test_output_estimate_learns_from_replies_of_the_same_template():
+    budget = RateBudget(None, tokens_per_minute=60_000, max_concurrency=10, now=0.0)
+    assert budget.estimate(100, 2000, "extract") == 2100  # nothing seen yet: max output
+    for _ in range(4):
+        lease, _ = budget.try_acquire(budget.estimate(100, 2000, "extract"), 0.0, "extract")
+        budget.release(lease.id, 300, 0.0, completion_tokens=200, tag="extract")
+    assert budget.estimate(100, 2000, "extract") == 100 + 251  # 1.25 x largest reply
+    assert budget.estimate(100, 2000, "report") == 2100  # other templates learn separately
