@@ -96,35 +96,59 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])
 
 
-class WorkerPool:
-    """Long-lived workers of one class that take batches as they come and hand back results as
-    they finish: for stages whose work appears step by step (a parent community's report can
-    start when its children's are done), where a dataset per step would pay Ray Data's start-up
-    and a barrier each time. Ray: threaded actors spread over the cluster; local: in-process."""
+class _WorkerHost:
+    """One pool actor: builds each bound worker class once, then runs its batches."""
 
-    def __init__(self, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
-                 *, num_cpus: float, concurrency: int, size: int | None = None):
+    def __init__(self):
+        self.workers: dict[str, object] = {}
+
+    def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table) -> pa.Table:
+        if key not in self.workers:
+            self.workers[key] = worker_cls(**constructor_kwargs)
+        return self.workers[key](batch)
+
+
+class WorkerPool:
+    """Long-lived workers that take batches as they come and hand back results as they finish:
+    for stages whose work appears step by step (a parent community's report can start when its
+    children's are done), where a dataset per step would pay Ray Data's start-up and a barrier
+    each time. One pool serves several stages (`bind` a worker class per stage), so actors start
+    once, and can start early. Ray: threaded actors spread over the cluster; local: in-process."""
+
+    def __init__(self, runtime: RuntimeConfig, *, num_cpus: float, concurrency: int,
+                 size: int | None = None):
         self.engine = runtime.engine
+        self._host = _WorkerHost()
+        self._bound: dict[str, tuple[type, object]] = {}
         self._done: list[tuple[object, pa.Table]] = []
         if self.engine == "local":
-            self._worker = worker_cls(**constructor_kwargs)
             return
         import ray
 
         ensure_ray(runtime)
-        actor_cls = ray.remote(worker_cls).options(
+        actor_cls = ray.remote(_WorkerHost).options(
             num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD")
-        self._actors = [actor_cls.remote(**constructor_kwargs)
-                        for _ in range(size or runtime.num_workers)]
+        self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
         self._load = [0] * len(self._actors)
         self._pending: dict = {}  # object ref -> (tag, actor index)
 
-    def submit(self, tag: object, batch: pa.Table) -> None:
+    def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
+        key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
         if self.engine == "local":
-            self._done.append((tag, self._worker(batch)))
+            self._bound[key] = (worker_cls, constructor_kwargs)
+        else:
+            import ray
+
+            self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
+        return key
+
+    def submit(self, key: str, tag: object, batch: pa.Table) -> None:
+        worker_cls, kwargs = self._bound[key]
+        if self.engine == "local":
+            self._done.append((tag, self._host.run(key, worker_cls, kwargs, batch)))
             return
         index = min(range(len(self._actors)), key=self._load.__getitem__)
-        ref = self._actors[index].__call__.remote(batch)
+        ref = self._actors[index].run.remote(key, worker_cls, kwargs, batch)
         self._load[index] += 1
         self._pending[ref] = (tag, index)
 
@@ -139,8 +163,7 @@ class WorkerPool:
         import ray
 
         ready, _ = ray.wait(list(self._pending), num_returns=1)
-        ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0) \
-            if ready else (ready, None)
+        ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
             tag, index = self._pending.pop(ref)

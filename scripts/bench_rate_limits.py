@@ -68,9 +68,18 @@ def run(args: argparse.Namespace, server, source: Path, output: Path) -> dict:
     tokens = usage["total"]["prompt_tokens"] + usage["total"]["completion_tokens"]
     bound_s = max(calls / args.rpm, tokens / args.tpm) * 60
     rate_limited = sum(1 for _, _, status, _ in log if status == 429)
+    per_stage = {}
+    for stage in LLM_STAGES:
+        figures = usage["stages"][stage]
+        stage_tokens = figures["prompt_tokens"] + figures["completion_tokens"]
+        stage_bound = max(figures["calls"] / args.rpm, stage_tokens / args.tpm) * 60
+        wall_s = manifest["timings_s"][stage]
+        per_stage[stage] = {"calls": figures["calls"], "tokens": stage_tokens,
+                            "wall_s": wall_s, "bound_s": round(stage_bound, 1),
+                            "utilization": round(stage_bound / wall_s, 3) if wall_s else None}
     return {
         "index_wall_s": round(wall, 1), "llm_stages_wall_s": round(llm_wall, 1),
-        "stage_wall_s": {s: manifest["timings_s"][s] for s in LLM_STAGES},
+        "stages": per_stage,
         "llm_calls": calls, "tokens": tokens,
         "bound_s": round(bound_s, 1),
         "utilization": round(bound_s / llm_wall, 3) if llm_wall else None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -74,10 +75,9 @@ def make_services(config: GraphRagConfig, output_url: str) -> LLMServices:
         from graphrag_ray.distributed import ensure_ray
 
         ensure_ray(config.runtime)
-        llm = config.llm
-        name = (f"{llm.model}:{llm.requests_per_minute}:{llm.tokens_per_minute}:"
-                f"{llm.max_concurrency}:{llm.api_base}")
-        return LLMServices(cluster_rate_limiter(llm, name), cache)
+        # One budget per build and model; every worker of the build gets the same handle.
+        name = f"{config.llm.model}:{uuid.uuid4().hex[:12]}"
+        return LLMServices(cluster_rate_limiter(config.llm, name), cache)
     return LLMServices(LocalRateLimiter(config.llm), cache)
 
 
@@ -104,84 +104,102 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
              f"engine: {config.runtime.engine}")
 
     services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
+    # LLM work is I/O bound: the pool for summaries and reports starts now, its actors warming
+    # up while extraction runs. CPU-bound (offline) work gets its pool after extraction.
+    pool = make_pool(config) if uses_any_llm(config) else None
+    try:
 
-    def bar(label: str, total: int, unit: str) -> ProgressBar | None:
-        return ProgressBar(label, total, unit) if progress_bars else None
+        def bar(label: str, total: int, unit: str) -> ProgressBar | None:
+            return ProgressBar(label, total, unit) if progress_bars else None
 
-    extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
-                           {"config": config, "prompts": prompts, "services": services},
-                           config.runtime, output_schema=EXTRACTION_SCHEMA,
-                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
-                           progress=bar("extract", text_units.num_rows, "chunks"))
-    # Workers return rows in completion order; chunk order makes every later stage (description
-    # lists, prompts, hence cache keys) the same from run to run.
-    extraction = extraction.take(pc.index_in(text_units.column("id"), extraction.column("text_unit_id")))
-    failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
-    if failed.num_rows:
-        reasons = failed.column("error").to_pylist()
-        progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed extraction; "
-                 f"first reason: {reasons[0]}")
-        if failed.num_rows == text_units.num_rows:
-            raise LLMError(f"every chunk failed extraction: {reasons[0]}")
+        extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
+                               {"config": config, "prompts": prompts, "services": services},
+                               config.runtime, output_schema=EXTRACTION_SCHEMA,
+                               num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
+                               progress=bar("extract", text_units.num_rows, "chunks"))
+        # Workers return rows in completion order; chunk order makes every later stage (description
+        # lists, prompts, hence cache keys) the same from run to run.
+        extraction = extraction.take(pc.index_in(text_units.column("id"), extraction.column("text_unit_id")))
+        failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
+        if failed.num_rows:
+            reasons = failed.column("error").to_pylist()
+            progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed extraction; "
+                     f"first reason: {reasons[0]}")
+            if failed.num_rows == text_units.num_rows:
+                raise LLMError(f"every chunk failed extraction: {reasons[0]}")
 
-    entities, relationships, merge_stats = timer.run(
-        "merge", merge_elements, flatten_instances(extraction, "entities"),
-        flatten_instances(extraction, "relationships"))
-    entities, relationships, summarize_usage = timer.run(
-        "summarize", summarize_elements, entities, relationships, config, prompts, services, bar)
-    entities, relationships = add_degrees(entities, relationships)
-    entities = _finalize_entities(entities)
-    relationships = _finalize_relationships(relationships)
-    covariates = _covariates(flatten_instances(extraction, "claims"))
+        if pool is None:
+            pool = make_pool(config)
+        entities, relationships, merge_stats = timer.run(
+            "merge", merge_elements, flatten_instances(extraction, "entities"),
+            flatten_instances(extraction, "relationships"))
+        entities, relationships, summarize_usage = timer.run(
+            "summarize", summarize_elements, entities, relationships, config, prompts, services, pool,
+            bar)
+        entities, relationships = add_degrees(entities, relationships)
+        entities = _finalize_entities(entities)
+        relationships = _finalize_relationships(relationships)
+        covariates = _covariates(flatten_instances(extraction, "claims"))
 
-    communities_list = timer.run("communities", detect_communities, entities, relationships,
-                                 config)
-    communities = communities_table(communities_list, entities, relationships)
-    reports, reports_usage = timer.run("reports", generate_reports, communities_list, entities,
-                                       relationships, covariates, config, prompts, services, bar)
+        communities_list = timer.run("communities", detect_communities, entities, relationships,
+                                     config)
+        communities = communities_table(communities_list, entities, relationships)
+        reports, reports_usage = timer.run("reports", generate_reports, communities_list, entities,
+                                           relationships, covariates, config, prompts, services, pool,
+                                           bar)
 
-    text_units = _finalize_text_units(text_units, extraction, entities, relationships, covariates)
-    documents = _finalize_documents(documents, text_units)
+        text_units = _finalize_text_units(text_units, extraction, entities, relationships, covariates)
+        documents = _finalize_documents(documents, text_units)
 
-    tables = {schema.DOCUMENTS: documents, schema.TEXT_UNITS: text_units,
-              schema.ENTITIES: entities, schema.RELATIONSHIPS: relationships,
-              schema.COMMUNITIES: communities, schema.COMMUNITY_REPORTS: reports}
-    if config.claims.enabled:
-        tables[schema.COVARIATES] = covariates
+        tables = {schema.DOCUMENTS: documents, schema.TEXT_UNITS: text_units,
+                  schema.ENTITIES: entities, schema.RELATIONSHIPS: relationships,
+                  schema.COMMUNITIES: communities, schema.COMMUNITY_REPORTS: reports}
+        if config.claims.enabled:
+            tables[schema.COVARIATES] = covariates
 
-    store = IndexStore(output_url)
-    store.remove_manifest()
-    timer.run("write", _write_tables, store, tables)
-    levels = sorted(set(communities.column("level").to_pylist()))
-    llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
-                                "reports": reports_usage}, timer.timings, config)
-    if services.limiter is not None:
-        llm_usage["rate_limiter"] = services.limiter.stats()
-    manifest = {
-        "format_version": schema.INDEX_FORMAT_VERSION,
-        "created_at": datetime.now(timezone.utc).isoformat(),
-        "input": input_url,
-        "config": config.public_dict(),
-        "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
-        "tables": {name: table.num_rows for name, table in tables.items()},
-        "levels": levels,
-        "communities_per_level": {str(level): int(sum(1 for c in communities_list if c.level == level))
-                                  for level in levels},
-        "pooled_small_component_entities": int(sum(len(c.members) for c in communities_list
-                                                   if c.pooled and c.level == 0)),
-        "merge": asdict(merge_stats),
-        "extraction": {
-            "chunks": text_units.num_rows, "failed_chunks": failed.num_rows,
-            "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
-        },
-        "llm_usage": llm_usage,
-        "reports_by_generation": _count(reports.column("generation").to_pylist()),
-        "skipped_inputs": loaded.skipped,
-        "input_warnings": loaded.warnings,
-        "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
-    }
-    store.write_manifest(manifest)  # Last: publishing the index.
-    return manifest
+        store = IndexStore(output_url)
+        store.remove_manifest()
+        timer.run("write", _write_tables, store, tables)
+        levels = sorted(set(communities.column("level").to_pylist()))
+        llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
+                                    "reports": reports_usage}, timer.timings, config)
+        if services.limiter is not None:
+            llm_usage["rate_limiter"] = services.limiter.stats()
+        manifest = {
+            "format_version": schema.INDEX_FORMAT_VERSION,
+            "created_at": datetime.now(timezone.utc).isoformat(),
+            "input": input_url,
+            "config": config.public_dict(),
+            "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
+            "tables": {name: table.num_rows for name, table in tables.items()},
+            "levels": levels,
+            "communities_per_level": {str(level): int(sum(1 for c in communities_list if c.level == level))
+                                      for level in levels},
+            "pooled_small_component_entities": int(sum(len(c.members) for c in communities_list
+                                                       if c.pooled and c.level == 0)),
+            "merge": asdict(merge_stats),
+            "extraction": {
+                "chunks": text_units.num_rows, "failed_chunks": failed.num_rows,
+                "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
+            },
+            "llm_usage": llm_usage,
+            "reports_by_generation": _count(reports.column("generation").to_pylist()),
+            "skipped_inputs": loaded.skipped,
+            "input_warnings": loaded.warnings,
+            "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
+        }
+        store.write_manifest(manifest)  # Last: publishing the index.
+        return manifest
+    finally:
+        if pool is not None:
+            pool.close()
+        services.close()
+
+
+def make_pool(config: GraphRagConfig) -> WorkerPool:
+    if uses_any_llm(config):
+        return WorkerPool(config.runtime, num_cpus=0.1, concurrency=config.llm.concurrent_requests)
+    return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
 def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],
@@ -209,7 +227,7 @@ def _write_tables(store: IndexStore, tables: dict[str, pa.Table]) -> None:
 
 
 def summarize_elements(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
-                       prompts: dict[str, str], services: LLMServices,
+                       prompts: dict[str, str], services: LLMServices, pool: WorkerPool,
                        bar: Callable[[str, int, str], ProgressBar | None]
                        ) -> tuple[pa.Table, pa.Table, Usage]:
     """Fill `description`: single descriptions as they are, lists through SummarizeWorker."""
@@ -226,9 +244,8 @@ def summarize_elements(entities: pa.Table, relationships: pa.Table, config: Grap
         work = pa.table({"key": pa.array(todo, pa.int64()), "name": [names[i] for i in todo],
                          "descriptions": [all_descriptions[i] for i in todo]})
         use_llm = config.uses_llm(config.summarize.method)
-        summaries = run_pool(work, SummarizeWorker,
-                             {"config": config, "prompts": prompts, "services": services},
-                             config, rows_per_call=4 if use_llm else 256, use_llm=use_llm,
+        key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts, "services": services})
+        summaries = run_pool(pool, key, work, rows_per_call=4 if use_llm else 256,
                              progress=bar("summarize", len(todo), "descriptions"))
         usage = table_usage(summaries)
         for key, description in zip(summaries.column("key").to_pylist(),
@@ -240,25 +257,19 @@ def summarize_elements(entities: pa.Table, relationships: pa.Table, config: Grap
     return entities, relationships, usage
 
 
-def run_pool(table: pa.Table, worker_cls: type, constructor_kwargs: dict, config: GraphRagConfig,
-             *, rows_per_call: int, use_llm: bool, progress: ProgressBar | None) -> pa.Table:
-    """All rows of `table` through a WorkerPool, in small calls so every worker stays busy."""
-    pool = WorkerPool(worker_cls, constructor_kwargs, config.runtime,
-                      num_cpus=0.25 if use_llm else 1.0,
-                      concurrency=config.llm.concurrent_requests if use_llm else 1)
+def run_pool(pool: WorkerPool, key: str, table: pa.Table, *, rows_per_call: int,
+             progress: ProgressBar | None) -> pa.Table:
+    """All rows of `table` through the pool, in small calls so every worker stays busy."""
     results = []
-    try:
-        for start in range(0, table.num_rows, rows_per_call):
-            pool.submit(None, table.slice(start, rows_per_call))
-        while pool.busy():
-            for _, result in pool.completed():
-                results.append(result)
-                if progress:
-                    progress.update(result.num_rows)
-    finally:
-        pool.close()
-        if progress:
-            progress.close()
+    for start in range(0, table.num_rows, rows_per_call):
+        pool.submit(key, None, table.slice(start, rows_per_call))
+    while pool.busy():
+        for _, result in pool.completed():
+            results.append(result)
+            if progress:
+                progress.update(result.num_rows)
+    if progress:
+        progress.close()
     return pa.concat_tables(results)
 
 
@@ -359,7 +370,8 @@ def communities_table(communities: list[Community], entities: pa.Table,
 
 def generate_reports(communities: list[Community], entities: pa.Table, relationships: pa.Table,
                      covariates: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
-                     services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None]
+                     services: LLMServices, pool: WorkerPool,
+                     bar: Callable[[str, int, str], ProgressBar | None]
                      ) -> tuple[pa.Table, Usage]:
     """Bottom-up: a community's context is built, and its report requested, as soon as the
     reports of all its sub-communities are done (they may replace its element summaries)."""
@@ -402,15 +414,13 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
         return {"community": community.id, "context_text": render_context(elements, selection),
                 "context_json": context_record(elements, selection)}
 
-    pool = WorkerPool(ReportWorker, {"config": config, "prompts": prompts, "services": services},
-                      config.runtime, num_cpus=0.25 if use_llm else 1.0,
-                      concurrency=config.llm.concurrent_requests if use_llm else 1)
+    key = pool.bind(ReportWorker, {"config": config, "prompts": prompts, "services": services})
     try:
         while ready or pool.busy():
             batch, ready[:] = list(ready), []
             for start in range(0, len(batch), rows_per_call):
                 rows = [context_row(c) for c in batch[start:start + rows_per_call]]
-                pool.submit(None, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
+                pool.submit(key, None, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
             for _, result in pool.completed():
                 usage.add(table_usage(result))
                 for row in result.to_pylist():
@@ -423,7 +433,6 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
                 if progress:
                     progress.update(result.num_rows)
     finally:
-        pool.close()
         if progress:
             progress.close()
     return _reports_table(communities, reports, generation), usage

@@ -73,6 +73,10 @@ class LLMServices:
     def chat(self, config: LLMConfig) -> "ChatClient":
         return ChatClient(config, limiter=self.limiter, cache=self.cache)
 
+    def close(self) -> None:
+        if self.limiter is not None:
+            self.limiter.close()
+
 
 class ChatClient:
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,

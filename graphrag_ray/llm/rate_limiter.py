@@ -158,6 +158,9 @@ class LocalRateLimiter:
         with self._lock:
             return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
 
+    def close(self) -> None:
+        pass
+
 
 class RateLimiterActor:
     """Async Ray actor holding one budget; created with `ray.remote(...).options(name=...)`."""
@@ -202,9 +205,15 @@ class RayRateLimiter:
 
         return ray.get(self.actor.stats.remote())
 
+    def close(self) -> None:
+        import ray
+
+        ray.kill(self.actor)
+
 
 def cluster_rate_limiter(config: LLMConfig, name: str) -> RayRateLimiter:
-    """The named limiter actor for `name` (one per model and job), created on first use."""
+    """The named limiter actor for `name`, created on first use. Its creator must keep the
+    handle (a non-detached actor dies with its last owner handle) and `close` it when done."""
     import ray
 
     actor_cls = ray.remote(num_cpus=0, max_concurrency=10_000)(RateLimiterActor)
