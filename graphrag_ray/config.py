@@ -119,6 +119,9 @@ class LLMConfig(_Section):
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     max_concurrency: int = Field(32, gt=0)
+    # How the provider counts a call against tokens_per_minute: the usage it reports
+    # (reservations are reconciled), or the requested prompt + max_tokens (no refund).
+    tokens_counted: Literal["usage", "requested"] = "usage"
     # Pace at this fraction of the limits, with at most this many seconds of burst.
     rate_limit_headroom: float = Field(0.95, gt=0, le=1)
     burst_seconds: float = Field(1.0, gt=0)

@@ -44,7 +44,8 @@ class Lease:
 class RateBudget:
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None,
                  max_concurrency: int, headroom: float = 0.95, burst_seconds: float = 1.0,
-                 backoff_cooldown_s: float = 2.0, now: float | None = None):
+                 backoff_cooldown_s: float = 2.0, now: float | None = None,
+                 count_requested: bool = False):
         now = time.monotonic() if now is None else now
         self.request_rate = headroom * requests_per_minute / 60 if requests_per_minute else None
         self.token_rate = headroom * tokens_per_minute / 60 if tokens_per_minute else None
@@ -61,11 +62,13 @@ class RateBudget:
         self.updated = now
         self._ids = itertools.count()
         self.outputs: dict[str, list[int]] = {}  # prompt template tag -> recent completions
+        # The provider charges prompt + max_tokens at admission: reserve that and keep it.
+        self.count_requested = count_requested
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency}
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         seen = self.outputs.get(tag, [])
-        if len(seen) < _OUTPUT_SAMPLES:
+        if self.count_requested or len(seen) < _OUTPUT_SAMPLES:
             return prompt_tokens + max_output
         return prompt_tokens + min(max_output, int(max(seen) * _OUTPUT_MARGIN) + 1)
 
@@ -111,7 +114,7 @@ class RateBudget:
             samples.append(completion_tokens)
             del samples[:-_OUTPUT_WINDOW]
         estimate = self.in_flight.pop(lease_id, 0)
-        if self.token_rate and used_tokens is not None:
+        if self.token_rate and used_tokens is not None and not self.count_requested:
             self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
         if rate_limited:
             self.stats["rate_limited"] += 1
@@ -129,7 +132,8 @@ class RateBudget:
 
 def budget_from_config(config: LLMConfig) -> RateBudget:
     return RateBudget(config.requests_per_minute, config.tokens_per_minute,
-                      config.max_concurrency, config.rate_limit_headroom, config.burst_seconds)
+                      config.max_concurrency, config.rate_limit_headroom, config.burst_seconds,
+                      count_requested=config.tokens_counted == "requested")
 
 
 class LocalRateLimiter:

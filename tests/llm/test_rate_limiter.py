@@ -104,3 +104,13 @@ def test_output_estimate_learns_from_replies_of_the_same_template():
         budget.release(lease.id, 300, 0.0, completion_tokens=200, tag="extract")
     assert budget.estimate(100, 2000, "extract") == 100 + 251  # 1.25 x largest reply
     assert budget.estimate(100, 2000, "report") == 2100  # other templates learn separately
+
+
+def test_providers_that_count_requested_tokens_get_no_refund():
+    budget = RateBudget(None, tokens_per_minute=6000, max_concurrency=10, headroom=1.0,
+                        now=0.0, count_requested=True)
+    assert budget.estimate(100, 2000, "t") == 2100
+    lease, _ = budget.try_acquire(50, 0.0)
+    budget.release(lease.id, used_tokens=10, now=0.0, completion_tokens=5, tag="t")
+    assert budget.tokens == pytest.approx(50.0)  # 100 cap - 50 reserved, nothing returned
+    assert budget.estimate(100, 2000, "t") == 2100  # never learns a smaller output
