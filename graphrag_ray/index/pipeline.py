@@ -107,60 +107,41 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     # LLM work is I/O bound: the pool for summaries and reports starts now, its actors warming
     # up while extraction runs. CPU-bound (offline) work gets its pool after extraction.
     pool = make_pool(config) if uses_any_llm(config) else None
+
+    def bar(label: str, total: int, unit: str) -> ProgressBar | None:
+        return ProgressBar(label, total, unit) if progress_bars else None
+
     try:
-
-        def bar(label: str, total: int, unit: str) -> ProgressBar | None:
-            return ProgressBar(label, total, unit) if progress_bars else None
-
-        extraction = timer.run("extract", map_table, text_units.select(["id", "text"]), ExtractionWorker,
-                               {"config": config, "prompts": prompts, "services": services},
-                               config.runtime, output_schema=EXTRACTION_SCHEMA,
-                               num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
-                               progress=bar("extract", text_units.num_rows, "chunks"))
-        # Workers return rows in completion order; chunk order makes every later stage (description
-        # lists, prompts, hence cache keys) the same from run to run.
-        extraction = extraction.take(pc.index_in(text_units.column("id"), extraction.column("text_unit_id")))
-        failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
-        if failed.num_rows:
-            reasons = failed.column("error").to_pylist()
-            progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed extraction; "
-                     f"first reason: {reasons[0]}")
-            if failed.num_rows == text_units.num_rows:
-                raise LLMError(f"every chunk failed extraction: {reasons[0]}")
-
-        if pool is None:
-            pool = make_pool(config)
+        extraction = timer.run("extract", extract_chunks, text_units, config, prompts, services,
+                               bar, progress)
+        pool = pool or make_pool(config)
         entities, relationships, merge_stats = timer.run(
             "merge", merge_elements, flatten_instances(extraction, "entities"),
             flatten_instances(extraction, "relationships"))
         entities, relationships, summarize_usage = timer.run(
-            "summarize", summarize_elements, entities, relationships, config, prompts, services, pool,
-            bar)
+            "summarize", summarize_elements, entities, relationships, config, prompts, services,
+            pool, bar)
         entities, relationships = add_degrees(entities, relationships)
         entities = _finalize_entities(entities)
         relationships = _finalize_relationships(relationships)
         covariates = _covariates(flatten_instances(extraction, "claims"))
-
         communities_list = timer.run("communities", detect_communities, entities, relationships,
                                      config)
-        communities = communities_table(communities_list, entities, relationships)
-        reports, reports_usage = timer.run("reports", generate_reports, communities_list, entities,
-                                           relationships, covariates, config, prompts, services, pool,
-                                           bar)
-
-        text_units = _finalize_text_units(text_units, extraction, entities, relationships, covariates)
-        documents = _finalize_documents(documents, text_units)
-
-        tables = {schema.DOCUMENTS: documents, schema.TEXT_UNITS: text_units,
-                  schema.ENTITIES: entities, schema.RELATIONSHIPS: relationships,
-                  schema.COMMUNITIES: communities, schema.COMMUNITY_REPORTS: reports}
+        reports, reports_usage = timer.run(
+            "reports", generate_reports, communities_list, entities, relationships, covariates,
+            config, prompts, services, pool, bar)
+        text_units = _finalize_text_units(text_units, extraction, entities, relationships,
+                                          covariates)
+        tables = {schema.DOCUMENTS: _finalize_documents(documents, text_units),
+                  schema.TEXT_UNITS: text_units, schema.ENTITIES: entities,
+                  schema.RELATIONSHIPS: relationships,
+                  schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
+                  schema.COMMUNITY_REPORTS: reports}
         if config.claims.enabled:
             tables[schema.COVARIATES] = covariates
-
         store = IndexStore(output_url)
         store.remove_manifest()
         timer.run("write", _write_tables, store, tables)
-        levels = sorted(set(communities.column("level").to_pylist()))
         llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
                                     "reports": reports_usage}, timer.timings, config)
         if services.limiter is not None:
@@ -172,14 +153,12 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "config": config.public_dict(),
             "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
             "tables": {name: table.num_rows for name, table in tables.items()},
-            "levels": levels,
-            "communities_per_level": {str(level): int(sum(1 for c in communities_list if c.level == level))
-                                      for level in levels},
-            "pooled_small_component_entities": int(sum(len(c.members) for c in communities_list
-                                                       if c.pooled and c.level == 0)),
+            **_community_figures(communities_list),
             "merge": asdict(merge_stats),
             "extraction": {
-                "chunks": text_units.num_rows, "failed_chunks": failed.num_rows,
+                "chunks": text_units.num_rows,
+                "failed_chunks": extraction.num_rows - sum(
+                    s == "ok" for s in extraction.column("status").to_pylist()),
                 "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             },
             "llm_usage": llm_usage,
@@ -194,6 +173,40 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         if pool is not None:
             pool.close()
         services.close()
+
+
+def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
+                   services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None],
+                   progress: Progress) -> pa.Table:
+    """One extraction row per chunk, in chunk order; stops if every chunk failed."""
+    extraction = map_table(text_units.select(["id", "text"]), ExtractionWorker,
+                           {"config": config, "prompts": prompts, "services": services},
+                           config.runtime, output_schema=EXTRACTION_SCHEMA,
+                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
+                           progress=bar("extract", text_units.num_rows, "chunks"))
+    # Workers return rows in completion order; chunk order makes every later stage
+    # (description lists, prompts, hence cache keys) the same from run to run.
+    extraction = extraction.take(pc.index_in(text_units.column("id"),
+                                             extraction.column("text_unit_id")))
+    failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
+    if failed.num_rows:
+        reasons = failed.column("error").to_pylist()
+        progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed "
+                 f"extraction; first reason: {reasons[0]}")
+        if failed.num_rows == text_units.num_rows:
+            raise LLMError(f"every chunk failed extraction: {reasons[0]}")
+    return extraction
+
+
+def _community_figures(communities: list[Community]) -> dict:
+    levels = sorted({c.level for c in communities})
+    return {
+        "levels": levels,
+        "communities_per_level": {str(level): sum(1 for c in communities if c.level == level)
+                                  for level in levels},
+        "pooled_small_component_entities": int(sum(len(c.members) for c in communities
+                                                   if c.pooled and c.level == 0)),
+    }
 
 
 def make_pool(config: GraphRagConfig) -> WorkerPool:
