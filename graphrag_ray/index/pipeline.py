@@ -211,7 +211,9 @@ def _community_figures(communities: list[Community]) -> dict:
 
 def make_pool(config: GraphRagConfig) -> WorkerPool:
     if uses_any_llm(config):
-        return WorkerPool(config.runtime, num_cpus=0.1, concurrency=config.llm.concurrent_requests)
+        # Threads waiting on HTTP use no CPU to speak of; a fractional CPU per actor would
+        # fragment small nodes so that Ray Data's 1-CPU tasks no longer fit anywhere.
+        return WorkerPool(config.runtime, num_cpus=0, concurrency=config.llm.concurrent_requests)
     return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
