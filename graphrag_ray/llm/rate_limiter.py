@@ -141,25 +141,27 @@ class LocalRateLimiter:
 
     def __init__(self, config: LLMConfig):
         self._budget = budget_from_config(config)
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
 
     def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
-        while True:
-            with self._lock:
+        with self._changed:
+            while True:
                 tokens = self._budget.estimate(prompt_tokens, max_output, tag)
                 lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
-            if lease is not None:
-                return lease
-            time.sleep(min(wait, 0.5))
+                if lease is not None:
+                    return lease
+                # A release (refund, free slot) wakes us before the refill time is up.
+                self._changed.wait(min(wait, 0.5))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
                 retry_after: float | None = None, completion_tokens: int | None = None) -> None:
-        with self._lock:
+        with self._changed:
             self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited,
                                  retry_after, completion_tokens, lease.tag)
+            self._changed.notify_all()
 
     def stats(self) -> dict:
-        with self._lock:
+        with self._changed:
             return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
 
     def close(self) -> None:
@@ -171,21 +173,32 @@ class RateLimiterActor:
 
     def __init__(self, config: LLMConfig):
         self._budget = budget_from_config(config)
+        self._changed: asyncio.Event | None = None  # created on the actor's event loop
 
     async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
+        if self._changed is None:
+            self._changed = asyncio.Event()
         while True:
             tokens = self._budget.estimate(prompt_tokens, max_output, tag)
             lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
             if lease is not None:
                 return lease
-            await asyncio.sleep(min(wait, 0.5))
+            # A release (refund, free slot) wakes every waiter before the refill time is up.
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=min(wait, 0.5))
+            except asyncio.TimeoutError:
+                pass
 
-    def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
+    async def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
+                      retry_after: float | None = None,
+                      completion_tokens: int | None = None) -> None:
         self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
                              completion_tokens, lease.tag)
+        if self._changed is not None:
+            self._changed.set()
 
-    def stats(self) -> dict:
+    async def stats(self) -> dict:
         return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
 
 
