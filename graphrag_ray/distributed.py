@@ -120,7 +120,7 @@ class WorkerPool:
         self.engine = runtime.engine
         self._host = _WorkerHost()
         self._bound: dict[str, tuple[type, object]] = {}
-        self._done: list[tuple[object, pa.Table]] = []
+        self._done: list[pa.Table] = []
         if self.engine == "local":
             return
         import ray
@@ -130,7 +130,7 @@ class WorkerPool:
             num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD")
         self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
         self._load = [0] * len(self._actors)
-        self._pending: dict = {}  # object ref -> (tag, actor index)
+        self._pending: dict = {}  # object ref -> actor index
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -142,20 +142,20 @@ class WorkerPool:
             self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
         return key
 
-    def submit(self, key: str, tag: object, batch: pa.Table) -> None:
+    def submit(self, key: str, batch: pa.Table) -> None:
         worker_cls, kwargs = self._bound[key]
         if self.engine == "local":
-            self._done.append((tag, self._host.run(key, worker_cls, kwargs, batch)))
+            self._done.append(self._host.run(key, worker_cls, kwargs, batch))
             return
         index = min(range(len(self._actors)), key=self._load.__getitem__)
         ref = self._actors[index].run.remote(key, worker_cls, kwargs, batch)
         self._load[index] += 1
-        self._pending[ref] = (tag, index)
+        self._pending[ref] = index
 
     def busy(self) -> bool:
         return bool(self._done) or (self.engine != "local" and bool(self._pending))
 
-    def completed(self) -> list[tuple[object, pa.Table]]:
+    def completed(self) -> list[pa.Table]:
         """Results finished so far; on Ray, waits for at least one if none is ready."""
         if self.engine == "local" or not self._pending:
             done, self._done = self._done, []
@@ -166,9 +166,8 @@ class WorkerPool:
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
-            tag, index = self._pending.pop(ref)
-            self._load[index] -= 1
-            results.append((tag, ray.get(ref)))
+            self._load[self._pending.pop(ref)] -= 1
+            results.append(ray.get(ref))
         return results
 
     def close(self) -> None:

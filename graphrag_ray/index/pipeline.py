@@ -277,9 +277,9 @@ def run_pool(pool: WorkerPool, key: str, table: pa.Table, *, rows_per_call: int,
     """All rows of `table` through the pool, in small calls so every worker stays busy."""
     results = []
     for start in range(0, table.num_rows, rows_per_call):
-        pool.submit(key, None, table.slice(start, rows_per_call))
+        pool.submit(key, table.slice(start, rows_per_call))
     while pool.busy():
-        for _, result in pool.completed():
+        for result in pool.completed():
             results.append(result)
             if progress:
                 progress.update(result.num_rows)
@@ -435,8 +435,8 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
             batch, ready[:] = list(ready), []
             for start in range(0, len(batch), rows_per_call):
                 rows = [context_row(c) for c in batch[start:start + rows_per_call]]
-                pool.submit(key, None, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
-            for _, result in pool.completed():
+                pool.submit(key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
+            for result in pool.completed():
                 usage.add(table_usage(result))
                 for row in result.to_pylist():
                     report = json.loads(row["report_json"])
