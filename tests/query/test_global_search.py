@@ -1,6 +1,6 @@
 from graphrag_ray.query.global_search import (
-    NO_ANSWER, Point, extractive_map, pack_reduce_context, pack_report_batches, parse_map_points,
-    parse_report_ids, rank_points)
+    NO_ANSWER, Point, extractive_map, extractive_reduce, pack_reduce_context, pack_report_batches,
+    parse_map_points, parse_report_ids, rank_points)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -49,7 +49,12 @@ def test_extractive_map_scores_lexical_matches():
     points = extractive_map("What about whales?", batches)
     assert points and all("whales" in p.description for p in points)
     assert {p.report_ids[0] for p in points} == {0, 3, 6}
-    assert NO_ANSWER
+
+
+def test_extractive_reduce_without_points_says_so():
+    assert extractive_reduce("Anything?", []) == NO_ANSWER
+    answer = extractive_reduce("Whales?", [Point("x" * 1000 + " [Data: Reports (3)]", 50, [3], 0)])
+    assert answer.endswith("… [Data: Reports (3)]")  # shortened, reference kept
 
 
 def test_extractive_map_surveys_reports_for_thematic_questions():
