@@ -128,6 +128,13 @@ def _split(graph: ig.Graph, community: Community, component_labels: np.ndarray,
     return _groups(members, labels)
 
 
+def carried_down(community: Community, by_id: dict[int, Community]) -> bool:
+    """A community whose only child has the same members: the same community one level down,
+    so it shares that child's report."""
+    return len(community.children) == 1 and \
+        len(by_id[community.children[0]].members) == len(community.members)
+
+
 def membership_by_level(communities: list[Community], n_nodes: int) -> dict[int, np.ndarray]:
     """level -> array mapping node index to its community id at that level."""
     result: dict[int, np.ndarray] = {}

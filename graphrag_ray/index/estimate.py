@@ -14,8 +14,10 @@ from __future__ import annotations
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_table
 from graphrag_ray.index.chunking import chunk_documents
+from graphrag_ray.index.communities import Community, carried_down
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
 from graphrag_ray.index.merge import merge_elements
+from graphrag_ray.index.pipeline import detect_communities
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.prompts_loader import load_prompts, render
@@ -122,9 +124,6 @@ def _minutes(total: dict, config: GraphRagConfig) -> float | None:
 
 def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) -> dict:
     """Counts from the offline graph of the same chunks (in-process, no LLM)."""
-    from graphrag_ray.index.communities import Community
-    from graphrag_ray.index.pipeline import detect_communities
-
     proxy_config = config.model_copy(deep=True)
     proxy_config.extraction.method = "nlp"
     proxy_config.runtime.engine = "local"
@@ -140,9 +139,7 @@ def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) ->
     communities: list[Community] = detect_communities(entities, relationships, config) \
         if entities.num_rows else []
     by_id = {c.id: c for c in communities}
-    needing_report = [c for c in communities
-                      if not (len(c.children) == 1
-                              and len(by_id[c.children[0]].members) == len(c.members))]
+    needing_report = [c for c in communities if not carried_down(c, by_id)]
     return {
         "entities": entities.num_rows, "relationships": relationships.num_rows,
         "communities": len(communities),

@@ -19,10 +19,11 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import WorkerPool, map_table, resolve_engine
+from graphrag_ray.distributed import WorkerPool, ensure_ray, map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
-from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.communities import (
+    Community, build_graph, carried_down, hierarchical_leiden)
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
 from graphrag_ray.index.merge import add_degrees, element_id, merge_elements
 from graphrag_ray.index.report_context import (
@@ -72,8 +73,6 @@ def make_services(config: GraphRagConfig, output_url: str) -> LLMServices:
     if config.cache.enabled:
         cache = ResponseCache(config.cache.url or default_cache_url(output_url))
     if config.runtime.engine == "ray":
-        from graphrag_ray.distributed import ensure_ray
-
         ensure_ray(config.runtime)
         # One budget per build and model; every worker of the build gets the same handle.
         name = f"{config.llm.model}:{uuid.uuid4().hex[:12]}"
@@ -400,7 +399,7 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
     ready = [c for c in communities if not c.children]
     use_llm = config.uses_llm(config.reports.method)
     rows_per_call = 1 if use_llm else 32
-    progress = bar("reports", sum(1 for c in communities if not _carried_down(c, by_id)),
+    progress = bar("reports", sum(1 for c in communities if not carried_down(c, by_id)),
                    "communities")
 
     def finish(community_id: int) -> None:
@@ -410,7 +409,7 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
         waiting[parent] -= 1
         if waiting[parent]:
             return
-        if _carried_down(by_id[parent], by_id):
+        if carried_down(by_id[parent], by_id):
             # Carried down unchanged: the same community, so the same report.
             child = by_id[parent].children[0]
             reports[parent] = dict(reports[child], community=parent)
@@ -455,11 +454,6 @@ def generate_reports(communities: list[Community], entities: pa.Table, relations
 
 REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("context_text", pa.string()),
                                 ("context_json", pa.string())])
-
-
-def _carried_down(community: Community, by_id: dict[int, Community]) -> bool:
-    return len(community.children) == 1 and \
-        len(by_id[community.children[0]].members) == len(community.members)
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

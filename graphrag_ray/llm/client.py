@@ -32,6 +32,12 @@ _MAX_BACKOFF_S = 60.0
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
+def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> openai.OpenAI:
+    return openai.OpenAI(base_url=config.api_base,
+                         api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
+                         timeout=timeout, max_retries=max_retries)
+
+
 class LLMCallError(LLMError):
     """A call that failed for this item (retries exhausted, prompt too long)."""
 
@@ -87,12 +93,8 @@ class ChatClient:
         self.limiter = limiter
         self.cache = cache
         self.encoding = encoding
-        self._client = openai.OpenAI(
-            base_url=config.api_base,
-            api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
-            timeout=config.request_timeout,
-            max_retries=0,  # We retry ourselves, under the shared budget.
-        )
+        # We retry ourselves, under the shared budget.
+        self._client = _openai_client(config, config.request_timeout, max_retries=0)
         self._lock = threading.Lock()
         self.usage = Usage()
 
@@ -246,10 +248,7 @@ def _short(exc: Exception) -> str:
 
 def check_endpoint(config: LLMConfig) -> None:
     """Fail before any work when the endpoint is unreachable or rejects the key."""
-    client = openai.OpenAI(
-        base_url=config.api_base,
-        api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
-        timeout=min(config.request_timeout, 15.0), max_retries=1)
+    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
     try:
         client.models.list()
     except (openai.APIConnectionError, openai.AuthenticationError,
