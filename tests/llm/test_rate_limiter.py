@@ -85,15 +85,17 @@ def test_several_actors_share_one_budget(ray_session):
                            burst_seconds=0.2, max_retries=0)
         limiter = cluster_rate_limiter(config, f"test-several-actors-{time.time()}")
         callers = [Caller.remote(config, limiter) for _ in range(actors)]
-        started = time.monotonic()
         usages = ray.get([c.run.remote(calls_per_actor, f"actor{i}") for i, c in enumerate(callers)])
-        elapsed = time.monotonic() - started
         stats = server.stats()
+        # Pacing is measured where the provider sees it: from first to last admission, so the
+        # actors' start-up (process spawn, imports) on a busy machine does not count.
+        admitted = [t for t, _, status, _ in server.request_log() if status == 200]
+        span = max(admitted) - min(admitted)
     total = calls_per_actor * actors
     assert sum(u["calls"] for u in usages) == total
     assert stats["by_status"] == {"200": total}  # not a single 429
-    assert elapsed >= (total - 2) / 10  # paced: the limit is 10 requests/s
-    assert elapsed <= total / 9.5 + 4  # and close to it
+    assert span >= (total - 2) / 10  # paced: the limit is 10 requests/s
+    assert span <= total / 9.5 + 4  # and close to it
 
 
 def test_output_estimate_learns_from_replies_of_the_same_template():
