@@ -2,6 +2,7 @@
 
     from graphrag_ray import GraphIndex
     index = GraphIndex.open("s3://bucket/index")        # or a local path, memory://, gs://...
+    index.manifest["version"]                           # the published version it opened
     result = index.global_search("What are the main themes?", level=2)
     result.answer, result.points, result.report_ids, result.usage
 """
@@ -21,21 +22,23 @@ from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.query.global_search import GlobalSearchResult, global_search
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, IndexVersion
 
 
 class GraphIndex:
-    def __init__(self, store: IndexStore, manifest: dict, config: GraphRagConfig):
+    def __init__(self, store: IndexVersion, manifest: dict, config: GraphRagConfig):
         self.store = store
         self.manifest = manifest
         self.config = config
         self._tables: dict[str, pa.Table] = {}
 
     @classmethod
-    def open(cls, url: str, config: GraphRagConfig | None = None, **storage_options) -> "GraphIndex":
-        """Open a published index. Without `config`, the one it was built with is used (its API
-        key is never stored: it comes from GRAPHRAG_API_KEY or OPENAI_API_KEY)."""
-        store = IndexStore(url, **storage_options)
+    def open(cls, url: str, config: GraphRagConfig | None = None, version: str | None = None,
+             **storage_options) -> "GraphIndex":
+        """Open the published version of an index (or an older published `version`). Without
+        `config`, the one it was built with is used (its API key is never stored: it comes
+        from GRAPHRAG_API_KEY or OPENAI_API_KEY)."""
+        store = IndexStore(url, **storage_options).open(version)
         manifest = store.read_manifest()
         if config is None:
             config = config_from_manifest(manifest)

@@ -1,4 +1,4 @@
-"""Command line: `graphrag-ray init | index | query` (also `python -m graphrag_ray`)."""
+"""Command line: `graphrag-ray init | index | query | versions` (also `python -m graphrag_ray`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_ray.index.pipeline import build_index
     from graphrag_ray.llm.accounting import format_usage_table
 
-    overrides = args.set + (["cache.enabled=false"] if args.no_cache else [])
+    overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (
+        [f"output.keep_versions={args.keep}"] if args.keep else [])
     config = load_config(args.config, overrides)
     if args.dry_run:
         from graphrag_ray.index.estimate import estimate_index, format_estimate
@@ -68,7 +69,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     manifest = build_index(args.input, args.output, config, progress=_eprint, progress_bars=True)
     extraction = manifest["extraction"]
-    print(f"index written to {args.output} in {time.perf_counter() - started:.1f}s")
+    print(f"index version {manifest['version']} published at {args.output} in "
+          f"{time.perf_counter() - started:.1f}s")
     print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     print("communities per level: " + ", ".join(
         f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
@@ -92,7 +94,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     if args.method != "global":
         raise GraphRagError(f"query method {args.method!r} is not available yet; use --method global")
-    store = IndexStore(args.index)
+    store = IndexStore(args.index).open(args.version)
     manifest = store.read_manifest()
     config = (load_config(args.config, args.set) if args.config
               else config_from_manifest(manifest, args.set))
@@ -112,6 +114,22 @@ def cmd_query(args: argparse.Namespace) -> int:
           f"{result.context_tokens} context tokens]")
     for failure in result.failures:
         _eprint(f"warning: {failure}")
+    return 0
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    from graphrag_ray.storage import IndexStore
+
+    store = IndexStore(args.index)
+    if args.prune:
+        for version in store.prune(args.prune):
+            print(f"pruned {version}")
+    current = store.published_version()
+    for version in store.versions():
+        manifest = store.read_manifest(version)
+        marker = "*" if version == current else " "
+        print(f"{marker} {version}  {manifest['created_at']}  "
+              + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     return 0
 
 
@@ -138,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--dry-run", action="store_true",
                        help="print expected LLM calls, tokens and cost per stage; call nothing")
     index.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
+    index.add_argument("--keep", type=int, metavar="N",
+                       help="after publishing, keep only the newest N index versions")
     config_options(index)
     index.set_defaults(func=cmd_index)
 
@@ -147,9 +167,16 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--level", type=int, default=None,
                        help="community level (0 = root); defaults to global_search.default_level")
     query.add_argument("--json", action="store_true", help="print the result as JSON")
+    query.add_argument("--version", help="an older published index version (default: current)")
     config_options(query)
     query.add_argument("question")
     query.set_defaults(func=cmd_query)
+
+    versions = sub.add_parser("versions", help="list an index's published versions (* = current)")
+    versions.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    versions.add_argument("--prune", type=int, metavar="N",
+                          help="first delete all but the newest N versions and abandoned builds")
+    versions.set_defaults(func=cmd_versions)
     return parser
 
 

@@ -146,6 +146,12 @@ class CacheConfig(_Section):
     url: str | None = None
 
 
+class OutputConfig(_Section):
+    # Published versions to keep after a build (older ones and abandoned builds are deleted);
+    # None keeps them all.
+    keep_versions: int | None = Field(None, ge=1)
+
+
 class RuntimeConfig(_Section):
     # auto: Ray when connected to a cluster or the corpus has more than `local_max_chunks`
     # chunks; in-process otherwise, where Ray's start-up would cost more than the work.
@@ -174,6 +180,7 @@ class GraphRagConfig(_Section):
     llm: LLMConfig = LLMConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     cache: CacheConfig = CacheConfig()
+    output: OutputConfig = OutputConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     prompts: PromptsConfig = PromptsConfig()
 

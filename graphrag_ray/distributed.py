@@ -52,9 +52,14 @@ def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
 
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
-              batch_size: int | None = None, progress: ProgressBar | None = None) -> pa.Table:
+              batch_size: int | None = None, concurrent_batches: int = 1,
+              progress: ProgressBar | None = None) -> pa.Table:
     """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
-    arbitrary order (callers join by key). `progress` advances as output blocks arrive."""
+    arbitrary order (callers join by key). `progress` advances as output blocks arrive.
+
+    `concurrent_batches` > 1 runs that many batches at once in each actor (threads; the worker
+    must be thread-safe): for I/O-bound work, so one batch's slowest row does not idle the actor.
+    """
     if table.num_rows == 0:
         return output_schema.empty_table()
     batch_size = batch_size or runtime.batch_size
@@ -76,10 +81,17 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
 
     ensure_ray(runtime)
     blocks = split_table(table, batch_size)
+    pool_size = max(1, min(runtime.num_workers, len(blocks)))
     dataset = ray.data.from_arrow(blocks).map_batches(
         worker_cls,
         fn_constructor_kwargs=constructor_kwargs,
-        compute=ActorPoolStrategy(min_size=1, max_size=max(1, min(runtime.num_workers, len(blocks)))),
+        # A fixed pool, every actor started at once: it is sized to the work, and an LLM-bound
+        # pool that grows one actor at a time leaves the rate budget idle for seconds.
+        compute=ActorPoolStrategy(
+            size=pool_size,
+            max_tasks_in_flight_per_actor=max(2, concurrent_batches),
+            max_concurrent_calls_per_actor=concurrent_batches,
+            enable_true_multi_threading=concurrent_batches > 1),
         batch_size=batch_size,
         batch_format="pyarrow",
         num_cpus=num_cpus,
@@ -113,7 +125,7 @@ class WorkerPool:
     for stages whose work appears step by step (a parent community's report can start when its
     children's are done), where a dataset per step would pay Ray Data's start-up and a barrier
     each time. One pool serves several stages (`bind` a worker class per stage), so actors start
-    once, and can start early. Ray: threaded actors spread over the cluster; local: in-process."""
+    once. Ray: threaded actors spread over the cluster; local: in-process."""
 
     def __init__(self, runtime: RuntimeConfig, *, num_cpus: float, concurrency: int,
                  size: int | None = None):
@@ -126,8 +138,11 @@ class WorkerPool:
         import ray
 
         ensure_ray(runtime)
+        # A lost actor (its node died) restarts elsewhere and its pending batches run again:
+        # workers are idempotent, and finished LLM calls come back from the cache.
         actor_cls = ray.remote(_WorkerHost).options(
-            num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD")
+            num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD",
+            max_restarts=-1, max_task_retries=-1)
         self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
         self._load = [0] * len(self._actors)
         self._pending: dict = {}  # object ref -> actor index

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -57,8 +58,15 @@ def run(args: argparse.Namespace, server, source: Path, output: Path) -> dict:
         f"runtime.num_workers={args.workers}", *args.set])
     before = server.stats()
     log_start = len(server.request_log())
+    stage_ends: dict[str, float] = {}
+
+    def note_stage_end(message: str) -> None:
+        done = re.match(r"\[(\w+)\] done in", message)
+        if done:
+            stage_ends[done.group(1)] = time.time()
+
     started = time.perf_counter()
-    manifest = build_index(str(source), str(output), config, progress=lambda _: None)
+    manifest = build_index(str(source), str(output), config, progress=note_stage_end)
     wall = time.perf_counter() - started
     after = server.stats()
     log = server.request_log()[log_start:]
@@ -74,9 +82,16 @@ def run(args: argparse.Namespace, server, source: Path, output: Path) -> dict:
         stage_tokens = figures["prompt_tokens"] + figures["completion_tokens"]
         stage_bound = max(figures["calls"] / args.rpm, stage_tokens / args.tpm) * 60
         wall_s = manifest["timings_s"][stage]
+        end = stage_ends[stage]
+        admitted = [t for t, _, status, _ in log if status == 200 and end - wall_s <= t <= end]
         per_stage[stage] = {"calls": figures["calls"], "tokens": stage_tokens,
                             "wall_s": wall_s, "bound_s": round(stage_bound, 1),
-                            "utilization": round(stage_bound / wall_s, 3) if wall_s else None}
+                            "utilization": round(stage_bound / wall_s, 3) if wall_s else None,
+                            # Where the rest goes: before the first admission (start-up) and
+                            # after the last (the last answers' latency).
+                            "before_first_call_s": round(admitted[0] - (end - wall_s), 1)
+                            if admitted else None,
+                            "after_last_call_s": round(end - admitted[-1], 1) if admitted else None}
     return {
         "index_wall_s": round(wall, 1), "llm_stages_wall_s": round(llm_wall, 1),
         "stages": per_stage,

@@ -49,3 +49,53 @@ def carol_excerpt(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "carol.txt").write_text(text[start:start + 50_000], encoding="utf-8")
     return folder
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+S3_SECRET = "s3-secret-never-to-be-written-anywhere"
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A local S3-compatible server (moto in server mode); s3fs finds it, and its credentials,
+    through the standard AWS environment variables, as on a real cluster node."""
+    import os
+
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test-key-id",
+           "AWS_SECRET_ACCESS_KEY": S3_SECRET, "AWS_DEFAULT_REGION": "us-east-1"}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server):
+    import uuid
+
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem()
+    bucket = f"graphrag-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    yield bucket

@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import pyarrow.parquet as pq
 import pytest
 
 from graphrag_ray import GraphIndex, schema
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def _check_index(path_or_url, config=None):
-    store = IndexStore(str(path_or_url))
+    store = IndexStore(str(path_or_url)).open()
     manifest = store.read_manifest()
     tables = {name: store.read_table(name) for name in (
         schema.DOCUMENTS, schema.TEXT_UNITS, schema.ENTITIES, schema.RELATIONSHIPS,
@@ -74,7 +73,7 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         assert stats["by_kind"]["extract_graph"] == chunks
         assert stats["by_kind"]["claims"] == chunks
         assert manifest["reports_by_generation"] == {"llm": tables[schema.COMMUNITY_REPORTS].num_rows}
-        covariates = pq.read_table(out / "covariates.parquet")
+        covariates = IndexStore(str(out)).open().read_table(schema.COVARIATES)
         assert covariates.num_rows > 0 and covariates.column_names == schema.COVARIATE_COLUMNS
         index = GraphIndex.open(str(out), config=config)
         result = index.global_search("What happens to Scrooge and Marley?", level=0)
@@ -101,7 +100,7 @@ def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
                             "extraction.max_gleanings=0", "llm.max_parse_retries=0")
         manifest = build_index(str(carol_excerpt), str(tmp_path / "i"), config,
                                progress=lambda _: None)
-    units = pq.read_table(tmp_path / "i" / "text_units.parquet").to_pylist()
+    units = IndexStore(str(tmp_path / "i")).open().read_table(schema.TEXT_UNITS).to_pylist()
     failed = [u for u in units if u["extraction_status"] == "failed"]
     assert 0 < len(failed) < len(units)
     assert all("HTTP 503" in u["extraction_error"] for u in failed)
@@ -179,7 +178,7 @@ def test_ray_and_local_engines_build_the_same_index(ray_session, carol_excerpt, 
     for engine in ("local", "ray"):
         config = load_config(None, [f"runtime.engine={engine}", "runtime.batch_size=4"])
         build_index(str(carol_excerpt), str(tmp_path / engine), config, progress=lambda _: None)
-        tables[engine] = {name: pq.read_table(tmp_path / engine / f"{name}.parquet")
+        tables[engine] = {name: IndexStore(str(tmp_path / engine)).open().read_table(name)
                           for name in (schema.ENTITIES, schema.RELATIONSHIPS,
                                        schema.COMMUNITIES, schema.COMMUNITY_REPORTS)}
     for name, table in tables["local"].items():

@@ -37,7 +37,7 @@ from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.progress import ProgressBar
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, IndexVersion
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +103,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
              f"engine: {config.runtime.engine}")
 
     services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
-    # LLM work is I/O bound: the pool for summaries and reports starts now, its actors warming
-    # up while extraction runs. CPU-bound (offline) work gets its pool after extraction.
-    pool = make_pool(config) if uses_any_llm(config) else None
+    # The pool for summaries and reports starts after extraction: started earlier, its actors'
+    # imports compete for the CPUs with the extraction actors' and delay the first LLM call.
+    pool = None
 
     def bar(label: str, total: int, unit: str) -> ProgressBar | None:
         return ProgressBar(label, total, unit) if progress_bars else None
@@ -113,7 +113,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     try:
         extraction = timer.run("extract", extract_chunks, text_units, config, prompts, services,
                                bar, progress)
-        pool = pool or make_pool(config)
+        pool = make_pool(config)
         entities, relationships, merge_stats = timer.run(
             "merge", merge_elements, flatten_instances(extraction, "entities"),
             flatten_instances(extraction, "relationships"))
@@ -139,8 +139,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         if config.claims.enabled:
             tables[schema.COVARIATES] = covariates
         store = IndexStore(output_url)
-        store.remove_manifest()
-        timer.run("write", _write_tables, store, tables)
+        staged = store.stage()
+        timer.run("write", _write_tables, staged, tables)
         llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
                                     "reports": reports_usage}, timer.timings, config)
         if services.limiter is not None:
@@ -166,7 +166,11 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "input_warnings": loaded.warnings,
             "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
         }
-        store.write_manifest(manifest)  # Last: publishing the index.
+        store.publish(staged, manifest)  # Last: readers now open this version.
+        manifest["version"] = staged.version
+        if config.output.keep_versions:
+            for pruned in store.prune(config.output.keep_versions):
+                progress(f"pruned index version {pruned}")
         return manifest
     finally:
         if pool is not None:
@@ -174,14 +178,27 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         services.close()
 
 
+LLM_CHUNKS_PER_BATCH = 4
+# An actor waiting on HTTP uses little CPU, but it asks for some: that demand is what makes an
+# autoscaling cluster add workers (a head started with CPU: 0 then keeps only the driver).
+LLM_ACTOR_CPUS = 0.25
+
+
 def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
                    services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None],
                    progress: Progress) -> pa.Table:
     """One extraction row per chunk, in chunk order; stops if every chunk failed."""
+    if config.extraction.method == "llm":
+        # Small batches, several at once per actor: `llm.concurrent_requests` chunks in flight
+        # per actor, and a slow chunk holds back only its own small batch.
+        batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": LLM_CHUNKS_PER_BATCH,
+                    "concurrent_batches": max(1, config.llm.concurrent_requests
+                                              // LLM_CHUNKS_PER_BATCH)}
+    else:
+        batching = {"num_cpus": 1.0}
     extraction = map_table(text_units.select(["id", "text"]), ExtractionWorker,
                            {"config": config, "prompts": prompts, "services": services},
-                           config.runtime, output_schema=EXTRACTION_SCHEMA,
-                           num_cpus=1.0 if config.extraction.method == "nlp" else 0.25,
+                           config.runtime, output_schema=EXTRACTION_SCHEMA, **batching,
                            progress=bar("extract", text_units.num_rows, "chunks"))
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.
@@ -210,9 +227,8 @@ def _community_figures(communities: list[Community]) -> dict:
 
 def make_pool(config: GraphRagConfig) -> WorkerPool:
     if uses_any_llm(config):
-        # Threads waiting on HTTP use no CPU to speak of; a fractional CPU per actor would
-        # fragment small nodes so that Ray Data's 1-CPU tasks no longer fit anywhere.
-        return WorkerPool(config.runtime, num_cpus=0, concurrency=config.llm.concurrent_requests)
+        return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS,
+                          concurrency=config.llm.concurrent_requests)
     return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
@@ -235,7 +251,7 @@ def _count(values: list[str]) -> dict[str, int]:
     return dict(counts)
 
 
-def _write_tables(store: IndexStore, tables: dict[str, pa.Table]) -> None:
+def _write_tables(store: IndexVersion, tables: dict[str, pa.Table]) -> None:
     for name, table in tables.items():
         store.write_table(name, table)
 

@@ -41,14 +41,17 @@ def list_input_files(url: str, config: InputConfig) -> tuple[fsspec.AbstractFile
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
         raise InputError(f"cannot open input {url}: {exc}") from None
-    if not fs.exists(root):
-        raise InputError(f"input not found: {url}")
     suffixes = tuple(f".{ext.lower().lstrip('.')}" for ext in config.file_types)
-    if fs.isfile(root):
-        files = [root]
-        root = root.rsplit("/", 1)[0] if "/" in root else ""
-    else:
-        files = sorted(p for p in fs.find(root) if p.lower().endswith(suffixes))
+    try:
+        if not fs.exists(root):
+            raise InputError(f"input not found: {url}")
+        if fs.isfile(root):
+            files = [root]
+            root = root.rsplit("/", 1)[0] if "/" in root else ""
+        else:
+            files = sorted(p for p in fs.find(root) if p.lower().endswith(suffixes))
+    except OSError as exc:  # denied, unreachable endpoint, bad credentials
+        raise InputError(f"cannot list input {url}: {exc}") from None
     if not files:
         raise InputError(
             f"no input documents under {url} (looked for {', '.join('*' + s for s in suffixes)})"

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from typing import Any
 
 import fsspec
+
+from graphrag_ray.storage.atomic import write_atomically
 
 
 def cache_key(model: str, messages: list[dict], params: dict[str, Any], template_version: str) -> str:
@@ -27,8 +28,6 @@ class ResponseCache:
         self.url = url
         self.fs, root = fsspec.core.url_to_fs(url, **storage_options)
         self.root = root.rstrip("/")
-        self._local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
-                                 else (self.fs.protocol,))
 
     def __getstate__(self) -> dict:
         # Filesystems re-open in each Ray worker; only the URL travels.
@@ -52,11 +51,4 @@ class ResponseCache:
     def put(self, key: str, value: dict) -> None:
         data = json.dumps(value, ensure_ascii=False).encode("utf-8")
         path = self._path(key)
-        if self._local:
-            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-            temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-            with self.fs.open(temporary, "wb") as handle:
-                handle.write(data)
-            self.fs.mv(temporary, path)
-        else:
-            self.fs.pipe_file(path, data)
+        write_atomically(self.fs, path, data)

@@ -233,6 +233,8 @@ def cluster_rate_limiter(config: LLMConfig, name: str) -> RayRateLimiter:
     handle (a non-detached actor dies with its last owner handle) and `close` it when done."""
     import ray
 
-    actor_cls = ray.remote(num_cpus=0, max_concurrency=10_000)(RateLimiterActor)
+    # On the head node: losing a worker node must not lose the budget's state.
+    actor_cls = ray.remote(num_cpus=0, max_concurrency=10_000,
+                           resources={"node:__internal_head__": 0.001})(RateLimiterActor)
     actor = actor_cls.options(name=f"graphrag-ray-limiter:{name}", get_if_exists=True).remote(config)
     return RayRateLimiter(actor)

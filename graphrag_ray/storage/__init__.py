@@ -1,5 +1,5 @@
-"""Index storage on any fsspec URL."""
+"""Index storage on any fsspec URL: versioned tables, published atomically."""
 
-from graphrag_ray.storage.index_store import IndexStore
+from graphrag_ray.storage.index_store import IndexStore, IndexVersion
 
-__all__ = ["IndexStore"]
+__all__ = ["IndexStore", "IndexVersion"]

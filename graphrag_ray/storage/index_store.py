@@ -1,11 +1,22 @@
-"""Parquet tables and a JSON manifest under one fsspec URL (local path, memory://, s3://...).
+"""Versioned indexes under one fsspec URL (local path, memory://, s3://, gs://...).
 
-The manifest is written last: a folder without one is not an index a reader may open.
+    <index url>/
+      index.json             the published version: written last, in one PUT
+      versions/<version>/    one build's Parquet tables, then its manifest.json
+      cache/                 LLM responses, shared by every build of this index
+
+A build writes its tables into a fresh version folder, writes that version's manifest, and
+only then points `index.json` at it. Object stores have no atomic rename, but a single small
+object is replaced atomically, so a reader sees either the old version or the new one whole.
+A killed build leaves a version folder without a manifest: no pointer leads to it, and
+`prune` removes it.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+from datetime import datetime, timezone
 from typing import Any
 
 import fsspec
@@ -13,15 +24,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_ray import schema
-from graphrag_ray.errors import IndexNotFoundError
+from graphrag_ray.errors import GraphRagError, IndexNotFoundError
+from graphrag_ray.storage.atomic import write_atomically
+
+POINTER = "index.json"
+VERSIONS = "versions"
 
 
-class IndexStore:
-    def __init__(self, url: str, **storage_options):
-        filesystem, root = fsspec.core.url_to_fs(url, **storage_options)
+def new_version_id() -> str:
+    """Sorts by creation time; the random tail keeps concurrent builds apart."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+class IndexVersion:
+    """The tables and manifest of one version (published or being staged)."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, url: str, version: str):
+        self.fs = fs
+        self.root = root
         self.url = url
-        self.fs = filesystem
-        self.root = root.rstrip("/")
+        self.version = version
 
     def _path(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -36,10 +59,12 @@ class IndexStore:
 
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         path = self._path(f"{name}.parquet")
-        if not self.fs.exists(path):
-            raise IndexNotFoundError(f"table {name!r} is missing from the index at {self.url}")
-        with self.fs.open(path, "rb") as handle:
-            return pq.read_table(handle, columns=columns)
+        try:
+            with self.fs.open(path, "rb") as handle:
+                return pq.read_table(handle, columns=columns)
+        except FileNotFoundError:
+            raise IndexNotFoundError(
+                f"table {name!r} is missing from version {self.version} of {self.url}") from None
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.fs.makedirs(self.root, exist_ok=True)
@@ -47,17 +72,79 @@ class IndexStore:
             json.dump(manifest, handle, indent=2, sort_keys=True, default=str)
 
     def read_manifest(self) -> dict[str, Any]:
-        path = self._path(schema.MANIFEST)
-        if not self.fs.exists(path):
+        try:
+            with self.fs.open(self._path(schema.MANIFEST), "r") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
             raise IndexNotFoundError(
-                f"no index at {self.url}: {schema.MANIFEST} is missing "
-                "(run `graphrag-ray index` first, or the build did not finish)"
-            )
-        with self.fs.open(path, "r") as handle:
-            return json.load(handle)
+                f"version {self.version} of {self.url} was never published "
+                "(its build did not finish)") from None
 
-    def remove_manifest(self) -> None:
-        """Unpublish before overwriting, so a reader never sees new tables under an old manifest."""
-        path = self._path(schema.MANIFEST)
-        if self.fs.exists(path):
-            self.fs.rm(path)
+
+class IndexStore:
+    def __init__(self, url: str, **storage_options):
+        filesystem, root = fsspec.core.url_to_fs(url, **storage_options)
+        self.url = url
+        self.fs = filesystem
+        self.root = root.rstrip("/")
+
+    def _version(self, version: str) -> IndexVersion:
+        return IndexVersion(self.fs, f"{self.root}/{VERSIONS}/{version}", self.url, version)
+
+    def stage(self) -> IndexVersion:
+        """A fresh, unpublished version to write tables into."""
+        return self._version(new_version_id())
+
+    def publish(self, staged: IndexVersion, manifest: dict[str, Any]) -> None:
+        staged.write_manifest({**manifest, "version": staged.version})
+        self.fs.makedirs(self.root, exist_ok=True)
+        pointer = {"version": staged.version,
+                   "published_at": datetime.now(timezone.utc).isoformat()}
+        write_atomically(self.fs, f"{self.root}/{POINTER}", json.dumps(pointer).encode("utf-8"))
+
+    def published_version(self) -> str:
+        try:
+            pointer = json.loads(self.fs.cat_file(f"{self.root}/{POINTER}"))
+        except FileNotFoundError:
+            raise IndexNotFoundError(
+                f"no index at {self.url}: {POINTER} is missing "
+                "(run `graphrag-ray index` first, or no build has finished)") from None
+        return pointer["version"]
+
+    def open(self, version: str | None = None) -> IndexVersion:
+        """The published version, or a named one (which must have been published)."""
+        opened = self._version(version or self.published_version())
+        if version and not self.fs.exists(opened._path(schema.MANIFEST)):
+            raise IndexNotFoundError(f"version {version} of {self.url} was never published; "
+                                     f"published versions: {', '.join(self.versions()) or 'none'}")
+        return opened
+
+    def read_manifest(self, version: str | None = None) -> dict[str, Any]:
+        return self.open(version).read_manifest()
+
+    def _version_ids(self) -> list[str]:
+        try:
+            entries = self.fs.ls(f"{self.root}/{VERSIONS}", detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in entries)
+
+    def versions(self) -> list[str]:
+        """Published versions, oldest first."""
+        return [v for v in self._version_ids()
+                if self.fs.exists(self._version(v)._path(schema.MANIFEST))]
+
+    def prune(self, keep: int) -> list[str]:
+        """Delete all but the newest `keep` published versions (never the one `index.json`
+        names), and abandoned builds older than the oldest version kept. Returns what went."""
+        if keep < 1:
+            raise GraphRagError(f"keep must be at least 1, got {keep}")
+        published = self.versions()
+        current = self.published_version()
+        kept = set(published[-keep:]) | {current}
+        oldest_kept = min(kept)
+        doomed = [v for v in self._version_ids()
+                  if v not in kept and (v in published or v < oldest_kept)]
+        for version in doomed:
+            self.fs.rm(self._version(version).root, recursive=True)
+        return doomed

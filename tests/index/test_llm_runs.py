@@ -7,11 +7,12 @@ import subprocess
 import sys
 import time
 
-import pyarrow.parquet as pq
 import pytest
 
+from graphrag_ray import schema
 from graphrag_ray.index.estimate import estimate_index
 from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import llm_config
@@ -80,7 +81,7 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
         after = server.stats()
     assert after["repeated_successes"] == 0
     assert after["successful_requests"] > before["successful_requests"]
-    units = pq.read_table(out / "text_units.parquet")
+    units = IndexStore(str(out)).open().read_table(schema.TEXT_UNITS)
     assert len(set(units.column("id").to_pylist())) == units.num_rows
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
 

@@ -1,0 +1,61 @@
+import json
+
+import pyarrow as pa
+import pytest
+
+from graphrag_ray.errors import IndexNotFoundError
+from graphrag_ray.storage import IndexStore
+
+
+def _publish(store: IndexStore, rows: int) -> str:
+    staged = store.stage()
+    staged.write_table("entities", pa.table({"id": [str(i) for i in range(rows)]}))
+    store.publish(staged, {"tables": {"entities": rows}})
+    return staged.version
+
+
+def test_readers_open_only_the_published_version(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    with pytest.raises(IndexNotFoundError, match="no build has finished"):
+        store.open()
+    first = _publish(store, 2)
+    # A second build that dies after writing its tables: nothing points at it.
+    abandoned = store.stage()
+    abandoned.write_table("entities", pa.table({"id": ["x"]}))
+    assert store.open().version == first
+    assert store.open().read_table("entities").num_rows == 2
+    assert store.read_manifest()["version"] == first
+    with pytest.raises(IndexNotFoundError, match="never published"):
+        store.open(abandoned.version)
+    second = _publish(store, 3)
+    assert store.open().read_table("entities").num_rows == 3
+    assert store.open(first).read_table("entities").num_rows == 2  # older versions stay
+    assert store.versions() == [first, second]
+
+
+def test_prune_keeps_the_newest_versions_and_clears_abandoned_builds(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    first = _publish(store, 1)
+    abandoned = store.stage()
+    abandoned.write_table("entities", pa.table({"id": ["x"]}))
+    second = _publish(store, 2)
+    third = _publish(store, 3)
+    assert sorted(store.prune(keep=2)) == sorted([first, abandoned.version])
+    assert store.versions() == [second, third]
+    assert store.open().version == third
+    assert store.prune(keep=5) == []
+
+
+def test_pointer_is_a_small_json_object(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    version = _publish(store, 1)
+    pointer = json.loads((tmp_path / "index" / "index.json").read_text())
+    assert pointer["version"] == version
+    assert not list((tmp_path / "index").glob("*.tmp"))  # the temporary file was renamed
+
+
+def test_works_on_any_fsspec_filesystem():
+    store = IndexStore("memory://graphrag-ray-test/index")
+    version = _publish(store, 4)
+    assert IndexStore("memory://graphrag-ray-test/index").open().version == version
+    assert store.open().read_table("entities", columns=["id"]).num_rows == 4
