@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import pyarrow as pa
 
@@ -113,10 +114,12 @@ class _WorkerHost:
 
     def __init__(self):
         self.workers: dict[str, object] = {}
+        self._building = threading.Lock()  # the actor runs batches in several threads
 
     def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table) -> pa.Table:
-        if key not in self.workers:
-            self.workers[key] = worker_cls(**constructor_kwargs)
+        with self._building:
+            if key not in self.workers:
+                self.workers[key] = worker_cls(**constructor_kwargs)
         return self.workers[key](batch)
 
 

@@ -32,7 +32,31 @@ _MAX_BACKOFF_S = 60.0
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
+_models_ready = threading.Lock()
+_models_built = False
+
+
+def _build_response_models() -> None:
+    """Parse one response before any thread does. The openai models build their pydantic
+    schemas lazily, and threads racing through the first parse in a fresh process can see a
+    half-built model ("BaseModel cannot be instantiated directly"); seen in new Ray actors."""
+    global _models_built
+    with _models_ready:
+        if _models_built:
+            return
+        from openai._models import construct_type
+        from openai.types.chat import ChatCompletion
+
+        construct_type(type_=ChatCompletion, value={
+            "id": "warm-up", "object": "chat.completion", "created": 0, "model": "warm-up",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": ""}}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+        _models_built = True
+
+
 def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> openai.OpenAI:
+    _build_response_models()
     return openai.OpenAI(base_url=config.api_base,
                          api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
                          timeout=timeout, max_retries=max_retries)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from graphrag_ray import schema
+from graphrag_ray import load_config, schema
 from graphrag_ray.index.estimate import estimate_index
 from graphrag_ray.index.pipeline import build_index
 from graphrag_ray.storage import IndexStore
@@ -56,6 +56,8 @@ def test_rerun_after_failures_calls_only_for_the_failed_chunks(carol_excerpt, tm
 
 def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tmp_path):
     out = tmp_path / "index"
+    earlier = build_index(str(carol_excerpt), str(out), load_config(None, ["runtime.engine=local"]),
+                          progress=lambda _: None)["version"]
     with run_test_server(latency_ms=40) as server:
         command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(carol_excerpt),
                    "--output", str(out), "--set", "extraction.method=llm",
@@ -74,6 +76,9 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
         server.release_answers()
+        # The killed build published nothing: readers still get the earlier version, whole.
+        assert IndexStore(str(out)).open().version == earlier
+        assert IndexStore(str(out)).open().read_table(schema.TEXT_UNITS).num_rows > 0
         before = server.stats()
         assert "summarize" not in before["by_kind"]  # killed mid-extraction
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300)

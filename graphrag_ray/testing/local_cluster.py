@@ -1,0 +1,89 @@
+"""A multi-node Ray cluster on this machine, with the job server, for tests and benchmarks.
+
+    python -m graphrag_ray.testing.local_cluster --workers 1 --dashboard-port 8265
+
+Prints one JSON line (`{"gcs": ..., "dashboard": ..., "nodes": [...]}`) once every node is
+up, then keeps the cluster until its stdin closes (or a line "remove-worker" arrives, which
+kills the first worker node without warning, as a lost machine would). Every node inherits
+this process's environment: set RAY_AUTH_MODE/RAY_AUTH_TOKEN and any storage credentials
+before starting it, and give `ray job submit` the same token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _agent_ports() -> dict[str, int]:
+    """Each node's agents on free ports: the defaults are fixed numbers, taken by any other Ray
+    instance on this machine, and a node whose agent cannot bind cannot take jobs."""
+    return {"dashboard_agent_listen_port": _free_port(), "runtime_env_agent_port": _free_port(),
+            "metrics_export_port": _free_port()}
+
+
+def _wait_for_job_server(address: str, timeout_s: float = 120) -> None:
+    """Until a no-op job runs: the job server answers before its agent can take jobs."""
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client = JobSubmissionClient(address)
+            job = client.submit_job(entrypoint="true")
+            break
+        except (RuntimeError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    while client.get_job_status(job) not in (JobStatus.SUCCEEDED, JobStatus.FAILED,
+                                             JobStatus.STOPPED):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the no-op job on {address} did not finish")
+        time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=1, help="worker nodes besides the head")
+    parser.add_argument("--head-cpus", type=float, default=1)
+    parser.add_argument("--worker-cpus", type=float, default=1)
+    parser.add_argument("--dashboard-port", type=int, default=8265)
+    args = parser.parse_args(argv)
+
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": args.head_cpus, "include_dashboard": True,
+        "dashboard_host": "127.0.0.1", "dashboard_port": args.dashboard_port,
+        **_agent_ports()})
+    workers = [cluster.add_node(num_cpus=args.worker_cpus, **_agent_ports())
+               for _ in range(args.workers)]
+    cluster.wait_for_nodes()
+    dashboard = f"http://127.0.0.1:{args.dashboard_port}"
+    _wait_for_job_server(dashboard)
+    print(json.dumps({"gcs": cluster.address,
+                      "dashboard": dashboard,
+                      "nodes": [cluster.head_node.node_id, *(w.node_id for w in workers)]}),
+          flush=True)
+    try:
+        for line in sys.stdin:
+            if line.strip() == "remove-worker" and workers:
+                cluster.remove_node(workers.pop(0), allow_graceful=False)
+                print(json.dumps({"removed": True}), flush=True)
+    finally:
+        cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""The cluster path as users take it: `ray job submit --working-dir . -- python -m graphrag_ray
+index ...` against a two-node local cluster with the job server and token auth, reading its
+input from S3 and writing the index and cache to S3 (moto); an actor killed and a worker node
+lost in the middle of extraction."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphrag_ray import GraphIndex, schema
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import free_port, llm_config
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class LocalCluster:
+    def __init__(self, env: dict[str, str], workers: int = 1):
+        self.env = env
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers", str(workers),
+             "--dashboard-port", str(free_port())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+        self.info = json.loads(self.process.stdout.readline())
+
+    def remove_worker(self) -> None:
+        self.process.stdin.write("remove-worker\n")
+        self.process.stdin.flush()
+        assert json.loads(self.process.stdout.readline()) == {"removed": True}
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def cluster_env(s3_server):
+    """Token auth on every node and for every client, as Ray 2.60 wants it; S3 credentials
+    and endpoint in the nodes' environment, as instance roles would provide them."""
+    env = {**os.environ, **s3_server, "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _upload_corpus(bucket: str, folder: Path) -> str:
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem()
+    for path in folder.iterdir():
+        fs.put(str(path), f"{bucket}/corpus/{path.name}")
+    return f"s3://{bucket}/corpus/"
+
+
+def _index_args(server, source: str, output: str) -> list[str]:
+    return ["index", "--input", source, "--output", output, "--set", "extraction.method=llm",
+            "--set", f"llm.api_base={server.url}", "--set", "llm.model=test-model",
+            "--set", "extraction.max_gleanings=0", "--set", "runtime.engine=ray",
+            "--set", "runtime.num_workers=2", "--set", "llm.concurrent_requests=4"]
+
+
+def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_excerpt):
+    source = _upload_corpus(s3_bucket, carol_excerpt)
+    output = f"s3://{s3_bucket}/indexes/carol"
+    cluster = LocalCluster(cluster_env)
+    try:
+        address = cluster.info["dashboard"]
+        with run_test_server(latency_ms=20) as server:
+            job_id = f"graphrag-{secrets.token_hex(4)}"
+            submitted = subprocess.run(
+                ["ray", "job", "submit", "--address", address, "--submission-id", job_id,
+                 "--working-dir", str(REPO), "--", "python", "-m", "graphrag_ray",
+                 *_index_args(server, source, output)],
+                capture_output=True, text=True, env=cluster_env, timeout=300)
+            assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+            calls = server.stats()["successful_requests"]
+            logs = subprocess.run(["ray", "job", "logs", "--address", address, job_id],
+                                  capture_output=True, text=True, env=cluster_env, timeout=60)
+            assert "[extract] done in" in logs.stdout and "index version" in logs.stdout
+
+            index = GraphIndex.open(output, config=llm_config(server))
+            assert index.manifest["extraction"]["failed_chunks"] == 0
+            assert index.manifest["config"]["runtime"]["engine"] == "ray"
+            assert calls == index.manifest["llm_usage"]["total"]["calls"] > 0
+            assert index.global_search("Who is Scrooge?", level=0).report_ids
+
+            # A client without the cluster's token is turned away.
+            wrong = {**cluster_env, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+            denied = subprocess.run(["ray", "job", "list", "--address", address],
+                                    capture_output=True, text=True, env=wrong, timeout=60)
+            assert denied.returncode != 0 and "authentication" in denied.stderr.lower()
+
+            # A failing job exits non-zero, with our error as the last log line.
+            failed = subprocess.run(
+                ["ray", "job", "submit", "--address", address, "--working-dir", str(REPO), "--",
+                 "python", "-m", "graphrag_ray", "index", "--input", f"s3://{s3_bucket}/nothing/",
+                 "--output", output],
+                capture_output=True, text=True, env=cluster_env, timeout=300)
+            assert failed.returncode != 0
+            assert f"error: input not found: s3://{s3_bucket}/nothing/" in failed.stdout
+    finally:
+        cluster.close()
+    assert IndexStore(output).versions() == [index.manifest["version"]]  # the failure published nothing
+
+
+def _extraction_actor_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and command.startswith("ray::") and "ExtractionWorker" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _kill_extraction_actor() -> None:
+    """SIGKILL one extraction actor and wait until it is dead and its sockets are closed."""
+    pids = _extraction_actor_pids()
+    assert pids, "no extraction actor process found"
+    os.kill(pids[0], 9)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pids[0]}/status").read_text()
+        except OSError:
+            break
+        if "\nState:\tZ" in status:
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError(f"actor process {pids[0]} survived SIGKILL")
+
+
+@pytest.mark.parametrize("fault", ["extraction actor killed", "worker node lost"])
+def test_faults_mid_extraction_lose_no_chunk_and_repeat_no_call(fault, cluster_env, tmp_path,
+                                                                carol_excerpt):
+    cluster = LocalCluster(cluster_env)
+    output = tmp_path / "index"
+    try:
+        with run_test_server(latency_ms=150) as server:
+            driver = subprocess.Popen(
+                [sys.executable, "-m", "graphrag_ray", *_index_args(server, str(carol_excerpt),
+                                                                    str(output))],
+                env={**cluster_env, "RAY_ADDRESS": cluster.info["gcs"]}, cwd=REPO,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            deadline = time.monotonic() + 180
+            while server.stats()["by_kind"].get("extract_graph", 0) < 8:
+                assert time.monotonic() < deadline and driver.poll() is None
+                time.sleep(0.05)
+            # No answer in transit while the node dies: a reply that reached a worker that then
+            # died before caching it would be repeated, and the server could not tell.
+            server.hold_answers()
+            time.sleep(0.5)
+            if fault == "worker node lost":
+                cluster.remove_worker()
+            else:
+                _kill_extraction_actor()
+            # The kernel closes a dead process's many descriptors one by one after it stops
+            # running: wait a moment, so that the server sees those connections closed.
+            time.sleep(0.5)
+            server.release_answers()
+            log, _ = driver.communicate(timeout=300)
+            assert driver.returncode == 0, log[-3000:]
+            stats = server.stats()
+    finally:
+        cluster.close()
+    assert stats["repeated_successes"] == 0
+    store = IndexStore(str(output)).open()
+    units = store.read_table(schema.TEXT_UNITS)
+    assert len(set(units.column("id").to_pylist())) == units.num_rows
+    assert set(units.column("extraction_status").to_pylist()) == {"ok"}
+    assert store.read_manifest()["extraction"]["chunks"] == units.num_rows
