@@ -123,7 +123,7 @@ class LLMConfig(_Section):
     # (reservations are reconciled), or the requested prompt + max_tokens (no refund).
     tokens_counted: Literal["usage", "requested"] = "usage"
     # Pace at this fraction of the limits, with at most this many seconds of burst.
-    rate_limit_headroom: float = Field(0.95, gt=0, le=1)
+    rate_limit_headroom: float = Field(0.98, gt=0, le=1)
     burst_seconds: float = Field(1.0, gt=0)
     # Concurrent requests inside one worker actor (LLM calls are I/O bound).
     concurrent_requests: int = Field(8, gt=0)

@@ -1,10 +1,9 @@
-"""The index build, top to bottom: load -> chunk -> extract -> merge -> summarize -> communities
--> reports -> write. Each stage is a function over tables; `map_table` distributes the heavy ones.
+"""The index build, top to bottom: load -> chunk -> extract -> merge -> communities ->
+summaries and reports (one schedule) -> write. Each stage is a function over tables; `map_table` distributes the heavy ones.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -22,14 +21,10 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool, ensure_ray, map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
-from graphrag_ray.index.communities import (
-    Community, build_graph, carried_down, hierarchical_leiden)
+from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
 from graphrag_ray.index.merge import add_degrees, element_id, merge_elements
-from graphrag_ray.index.report_context import (
-    GraphElements, context_record, render_context, select_elements, select_with_sub_reports)
-from graphrag_ray.index.reports import ReportWorker, full_content
-from graphrag_ray.index.summarize import SummarizeWorker
+from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.cache import ResponseCache
@@ -117,18 +112,16 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         entities, relationships, merge_stats = timer.run(
             "merge", merge_elements, flatten_instances(extraction, "entities"),
             flatten_instances(extraction, "relationships"))
-        entities, relationships, summarize_usage = timer.run(
-            "summarize", summarize_elements, entities, relationships, config, prompts, services,
-            pool, bar)
         entities, relationships = add_degrees(entities, relationships)
-        entities = _finalize_entities(entities)
-        relationships = _finalize_relationships(relationships)
         covariates = _covariates(flatten_instances(extraction, "claims"))
         communities_list = timer.run("communities", detect_communities, entities, relationships,
                                      config)
-        reports, reports_usage = timer.run(
-            "reports", generate_reports, communities_list, entities, relationships, covariates,
-            config, prompts, services, pool, bar)
+        described = timer.run("summaries_and_reports", summarize_and_report, entities,
+                              relationships, covariates, communities_list, config, prompts,
+                              services, pool, bar)
+        entities = _finalize_entities(described.entities)
+        relationships = _finalize_relationships(described.relationships)
+        reports = described.reports
         text_units = _finalize_text_units(text_units, extraction, entities, relationships,
                                           covariates)
         tables = {schema.DOCUMENTS: _finalize_documents(documents, text_units),
@@ -141,8 +134,11 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         store = IndexStore(output_url)
         staged = store.stage()
         timer.run("write", _write_tables, staged, tables)
-        llm_usage = _usage_summary({"extract": table_usage(extraction), "summarize": summarize_usage,
-                                    "reports": reports_usage}, timer.timings, config)
+        llm_usage = _usage_summary(
+            {"extract": table_usage(extraction), "summarize": described.summarize_usage,
+             "reports": described.reports_usage},
+            {"extract": timer.timings["extract"], "summarize": described.summarize_wall_s,
+             "reports": described.reports_wall_s}, config)
         if services.limiter is not None:
             llm_usage["rate_limiter"] = services.limiter.stats()
         manifest = {
@@ -256,53 +252,6 @@ def _write_tables(store: IndexVersion, tables: dict[str, pa.Table]) -> None:
         store.write_table(name, table)
 
 
-def summarize_elements(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
-                       prompts: dict[str, str], services: LLMServices, pool: WorkerPool,
-                       bar: Callable[[str, int, str], ProgressBar | None]
-                       ) -> tuple[pa.Table, pa.Table, Usage]:
-    """Fill `description`: single descriptions as they are, lists through SummarizeWorker."""
-    entity_descriptions = entities.column("descriptions").to_pylist()
-    edge_descriptions = relationships.column("descriptions").to_pylist()
-    names = entities.column("title").to_pylist() + [
-        f"{s} -> {t}" for s, t in zip(relationships.column("source").to_pylist(),
-                                      relationships.column("target").to_pylist())]
-    all_descriptions = entity_descriptions + edge_descriptions
-    results = [d[0] if len(d) == 1 else "" for d in all_descriptions]
-    todo = [i for i, d in enumerate(all_descriptions) if len(d) > 1]
-    usage = Usage()
-    if todo:
-        work = pa.table({"key": pa.array(todo, pa.int64()), "name": [names[i] for i in todo],
-                         "descriptions": [all_descriptions[i] for i in todo]})
-        use_llm = config.uses_llm(config.summarize.method)
-        key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts, "services": services})
-        summaries = run_pool(pool, key, work, rows_per_call=4 if use_llm else 256,
-                             progress=bar("summarize", len(todo), "descriptions"))
-        usage = table_usage(summaries)
-        for key, description in zip(summaries.column("key").to_pylist(),
-                                    summaries.column("description").to_pylist()):
-            results[key] = description
-    n = entities.num_rows
-    entities = entities.append_column("description", pa.array(results[:n], pa.string()))
-    relationships = relationships.append_column("description", pa.array(results[n:], pa.string()))
-    return entities, relationships, usage
-
-
-def run_pool(pool: WorkerPool, key: str, table: pa.Table, *, rows_per_call: int,
-             progress: ProgressBar | None) -> pa.Table:
-    """All rows of `table` through the pool, in small calls so every worker stays busy."""
-    results = []
-    for start in range(0, table.num_rows, rows_per_call):
-        pool.submit(key, table.slice(start, rows_per_call))
-    while pool.busy():
-        for result in pool.completed():
-            results.append(result)
-            if progress:
-                progress.update(result.num_rows)
-    if progress:
-        progress.close()
-    return pa.concat_tables(results)
-
-
 def _finalize_entities(entities: pa.Table) -> pa.Table:
     n = entities.num_rows
     entities = entities.append_column("human_readable_id", pa.array(range(n), pa.int64()))
@@ -342,25 +291,6 @@ def detect_communities(entities: pa.Table, relationships: pa.Table,
     return hierarchical_leiden(graph, config.communities)
 
 
-def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
-                    encoding: str) -> GraphElements:
-    entity_rows = entities.select(["human_readable_id", "title", "type", "description",
-                                   "degree"]).to_pylist()
-    edge_rows = relationships.select(["human_readable_id", "source", "target", "description",
-                                      "combined_degree"]).to_pylist()
-    index = {row["title"]: i for i, row in enumerate(entity_rows)}
-    claims_by_entity: dict[int, list[dict]] = defaultdict(list)
-    for claim in covariates.select(["human_readable_id", "subject_id", "type", "status",
-                                    "description"]).to_pylist():
-        if claim["subject_id"] in index:
-            claims_by_entity[index[claim["subject_id"]]].append(claim)
-    return GraphElements(
-        entities=entity_rows, relationships=edge_rows,
-        edge_source=np.array([index[r["source"]] for r in edge_rows], dtype=np.int64),
-        edge_target=np.array([index[r["target"]] for r in edge_rows], dtype=np.int64),
-        claims_by_entity=dict(claims_by_entity), encoding=encoding)
-
-
 def communities_table(communities: list[Community], entities: pa.Table,
                       relationships: pa.Table) -> pa.Table:
     entity_ids = entities.column("id").to_pylist()
@@ -396,109 +326,6 @@ def communities_table(communities: list[Community], entities: pa.Table,
         ("relationship_ids", pa.list_(pa.string())), ("text_unit_ids", pa.list_(pa.string())),
         ("period", pa.string()), ("size", pa.int64())]))
     return table.select(schema.COMMUNITY_COLUMNS)
-
-
-def generate_reports(communities: list[Community], entities: pa.Table, relationships: pa.Table,
-                     covariates: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
-                     services: LLMServices, pool: WorkerPool,
-                     bar: Callable[[str, int, str], ProgressBar | None]
-                     ) -> tuple[pa.Table, Usage]:
-    """Bottom-up: a community's context is built, and its report requested, as soon as the
-    reports of all its sub-communities are done (they may replace its element summaries)."""
-    elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
-    budget = config.reports.max_input_tokens
-    by_id = {c.id: c for c in communities}
-    reports: dict[int, dict] = {}
-    generation: dict[int, str] = {}
-    usage = Usage()
-    waiting = {c.id: len(c.children) for c in communities}
-    ready = [c for c in communities if not c.children]
-    use_llm = config.uses_llm(config.reports.method)
-    rows_per_call = 1 if use_llm else 32
-    progress = bar("reports", sum(1 for c in communities if not carried_down(c, by_id)),
-                   "communities")
-
-    def finish(community_id: int) -> None:
-        parent = by_id[community_id].parent
-        if parent < 0:
-            return
-        waiting[parent] -= 1
-        if waiting[parent]:
-            return
-        if carried_down(by_id[parent], by_id):
-            # Carried down unchanged: the same community, so the same report.
-            child = by_id[parent].children[0]
-            reports[parent] = dict(reports[child], community=parent)
-            generation[parent] = generation[child]
-            finish(parent)
-        else:
-            ready.append(by_id[parent])
-
-    def context_row(community: Community) -> dict:
-        if community.children:
-            selection = select_with_sub_reports(
-                elements, community.members,
-                [(by_id[i].members, reports[i]) for i in community.children], budget)
-        else:
-            selection = select_elements(elements, community.members, budget)
-        return {"community": community.id, "context_text": render_context(elements, selection),
-                "context_json": context_record(elements, selection)}
-
-    key = pool.bind(ReportWorker, {"config": config, "prompts": prompts, "services": services})
-    try:
-        while ready or pool.busy():
-            batch, ready[:] = list(ready), []
-            for start in range(0, len(batch), rows_per_call):
-                rows = [context_row(c) for c in batch[start:start + rows_per_call]]
-                pool.submit(key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
-            for result in pool.completed():
-                usage.add(table_usage(result))
-                for row in result.to_pylist():
-                    report = json.loads(row["report_json"])
-                    report["community"] = row["community"]
-                    report["rank"] = report["rating"]
-                    reports[row["community"]] = report
-                    generation[row["community"]] = row["generation"]
-                    finish(row["community"])
-                if progress:
-                    progress.update(result.num_rows)
-    finally:
-        if progress:
-            progress.close()
-    return _reports_table(communities, reports, generation), usage
-
-
-REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("context_text", pa.string()),
-                                ("context_json", pa.string())])
-
-
-def _reports_table(communities: list[Community], reports: dict[int, dict],
-                   generation: dict[int, str]) -> pa.Table:
-    rows = []
-    for community in communities:
-        report = reports[community.id]
-        rows.append({
-            "id": element_id("report", str(community.id), report["title"]),
-            "human_readable_id": community.id, "community": community.id,
-            "level": community.level, "parent": community.parent, "children": community.children,
-            "title": report["title"], "summary": report["summary"],
-            "full_content": full_content(report), "rank": float(report["rating"]),
-            "rating_explanation": report["rating_explanation"],
-            "findings": report["findings"],
-            "full_content_json": json.dumps({k: report[k] for k in (
-                "title", "summary", "rating", "rating_explanation", "findings")}),
-            "period": datetime.now(timezone.utc).date().isoformat(),
-            "size": len(community.members), "generation": generation[community.id],
-        })
-    table = pa.Table.from_pylist(rows, schema=pa.schema([
-        ("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
-        ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
-        ("title", pa.string()), ("summary", pa.string()), ("full_content", pa.string()),
-        ("rank", pa.float64()), ("rating_explanation", pa.string()),
-        ("findings", pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))),
-        ("full_content_json", pa.string()), ("period", pa.string()), ("size", pa.int64()),
-        ("generation", pa.string())]))
-    return table.select(schema.COMMUNITY_REPORT_COLUMNS)
 
 
 def _finalize_text_units(text_units: pa.Table, extraction: pa.Table, entities: pa.Table,

@@ -28,6 +28,16 @@ def _cell(value: object) -> str:
     return str(value).replace("|", "/").replace("\n", " ")
 
 
+def _entity_row(entity: dict) -> str:
+    return "|".join(_cell(entity[k]) for k in ("human_readable_id", "title", "type",
+                                               "description", "degree"))
+
+
+def _edge_row(edge: dict) -> str:
+    return "|".join(_cell(edge[k]) for k in ("human_readable_id", "source", "target",
+                                             "description", "combined_degree"))
+
+
 @dataclass
 class GraphElements:
     """Rendered rows and token counts of every element, computed once for all communities."""
@@ -45,12 +55,8 @@ class GraphElements:
     header_tokens: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.entity_rows = [
-            "|".join(_cell(e[k]) for k in ("human_readable_id", "title", "type", "description",
-                                           "degree")) for e in self.entities]
-        self.edge_rows = [
-            "|".join(_cell(r[k]) for k in ("human_readable_id", "source", "target", "description",
-                                           "combined_degree")) for r in self.relationships]
+        self.entity_rows = [_entity_row(e) for e in self.entities]
+        self.edge_rows = [_edge_row(r) for r in self.relationships]
         self.entity_tokens = np.array([count_tokens(r, self.encoding) + 1 for r in self.entity_rows],
                                       dtype=np.int64)
         self.edge_tokens = np.array([count_tokens(r, self.encoding) + 1 for r in self.edge_rows],
@@ -62,6 +68,17 @@ class GraphElements:
             for node, claims in self.claims_by_entity.items()}
         self.header_tokens = sum(count_tokens(h, self.encoding) + 2 for h in (
             ENTITY_HEADER, CLAIM_HEADER, RELATIONSHIP_HEADER, REPORT_HEADER))
+
+    def set_entity_description(self, node: int, description: str) -> None:
+        """A summary arrived: the entity's row and token count follow it."""
+        self.entities[node]["description"] = description
+        self.entity_rows[node] = _entity_row(self.entities[node])
+        self.entity_tokens[node] = count_tokens(self.entity_rows[node], self.encoding) + 1
+
+    def set_edge_description(self, edge: int, description: str) -> None:
+        self.relationships[edge]["description"] = description
+        self.edge_rows[edge] = _edge_row(self.relationships[edge])
+        self.edge_tokens[edge] = count_tokens(self.edge_rows[edge], self.encoding) + 1
 
     def edges_within(self, members: np.ndarray) -> np.ndarray:
         """Edges with both ends in `members`, by combined degree descending (ties: edge order)."""

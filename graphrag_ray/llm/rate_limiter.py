@@ -43,7 +43,7 @@ class Lease:
 
 class RateBudget:
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None,
-                 max_concurrency: int, headroom: float = 0.95, burst_seconds: float = 1.0,
+                 max_concurrency: int, headroom: float = 0.98, burst_seconds: float = 1.0,
                  backoff_cooldown_s: float = 2.0, now: float | None = None,
                  count_requested: bool = False):
         now = time.monotonic() if now is None else now

@@ -82,7 +82,7 @@ def test_several_actors_share_one_budget(ray_session):
     # at 95% with a 0.2 s burst, which stays under it in any window of that length.
     with run_test_server(rpm_limit=600, limit_window_s=5.0) as server:
         config = LLMConfig(api_base=server.url, model="test-model", requests_per_minute=600,
-                           burst_seconds=0.2, max_retries=0)
+                           rate_limit_headroom=0.95, burst_seconds=0.2, max_retries=0)
         limiter = cluster_rate_limiter(config, f"test-several-actors-{time.time()}")
         callers = [Caller.remote(config, limiter) for _ in range(actors)]
         usages = ray.get([c.run.remote(calls_per_actor, f"actor{i}") for i, c in enumerate(callers)])
