@@ -66,6 +66,13 @@ class SummarizeConfig(_Section):
     max_input_tokens: int = Field(4000, gt=0)
 
 
+class MergeConfig(_Section):
+    # Hash partitions the element instances are merged in (in parallel on Ray); None: one per
+    # `instances_per_shard` instances, so small corpora merge in one piece.
+    shards: int | None = Field(None, gt=0)
+    instances_per_shard: int = Field(250_000, gt=0)
+
+
 class CommunitiesConfig(_Section):
     max_cluster_size: int = Field(10, gt=0)
     max_levels: int = Field(6, gt=0)
@@ -150,6 +157,8 @@ class OutputConfig(_Section):
     # Published versions to keep after a build (older ones and abandoned builds are deleted);
     # None keeps them all.
     keep_versions: int | None = Field(None, ge=1)
+    # Tables longer than this are written as numbered parts in a folder (read back as one).
+    rows_per_part: int = Field(1_000_000, gt=0)
 
 
 class RuntimeConfig(_Section):
@@ -174,6 +183,7 @@ class GraphRagConfig(_Section):
     extraction: ExtractionConfig = ExtractionConfig()
     claims: ClaimsConfig = ClaimsConfig()
     summarize: SummarizeConfig = SummarizeConfig()
+    merge: MergeConfig = MergeConfig()
     communities: CommunitiesConfig = CommunitiesConfig()
     reports: ReportsConfig = ReportsConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()

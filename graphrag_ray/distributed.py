@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Callable
 
 import pyarrow as pa
 
@@ -107,6 +108,17 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     if not results:
         return output_schema.empty_table()
     return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])
+
+
+def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0) -> list:
+    """`[fn(item) for item in items]`, as parallel Ray tasks when the engine is Ray."""
+    if runtime.engine == "local" or len(items) <= 1:
+        return [fn(item) for item in items]
+    import ray
+
+    ensure_ray(runtime)
+    task = ray.remote(num_cpus=num_cpus)(fn)
+    return ray.get([task.remote(item) for item in items])
 
 
 class _WorkerHost:

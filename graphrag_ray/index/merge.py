@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Callable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def element_id(*parts: str) -> str:
@@ -28,6 +31,7 @@ class MergeStats:
     self_loops_dropped: int = 0
     entities_added_from_relationships: int = 0
     type_conflicts: int = 0
+    shards: int = 0  # hash partitions merged (set by the merge functions, not summed)
 
 
 def _unique(values: list[str]) -> list[str]:
@@ -45,31 +49,94 @@ def _majority(types: list[str]) -> str:
 def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
                    ) -> tuple[pa.Table, pa.Table, MergeStats]:
     """Returns (entities, relationships) with description lists, before summarization."""
-    stats = MergeStats(entity_instances=entity_instances.num_rows,
-                       relationship_instances=relationship_instances.num_rows)
+    entities, entity_stats = merge_entities(entity_instances,
+                                            endpoint_mentions(relationship_instances))
+    relationships, relationship_stats = merge_relationships(relationship_instances)
+    stats = _sum_stats([entity_stats, relationship_stats])
+    stats.shards = 1
+    return entities, with_weights(relationships), stats
+
+
+def merge_sharded(entity_instances: pa.Table, relationship_instances: pa.Table, n_shards: int,
+                  map_shards: Callable[[Callable, list], list] = lambda fn, items: list(map(fn, items))
+                  ) -> tuple[pa.Table, pa.Table, MergeStats]:
+    """The same result as `merge_elements`, merged in `n_shards` independent pieces.
+
+    Instances are hash-partitioned by their key (entity title; relationship endpoint pair), and
+    each relationship's endpoints are also routed, as mentions, to their entities' shards, so
+    every shard holds everything its keys need. `map_shards(fn, shards)` runs the pieces (in
+    parallel on Ray); only the weights need the global maximum, applied after."""
+    mentions = endpoint_mentions(relationship_instances)
+    entity_parts = _partition(entity_instances, entity_instances.column("title"), n_shards)
+    mention_parts = _partition(mentions, mentions.column("title"), n_shards)
+    pair_keys = [_pair_key(s, t) for s, t in zip(relationship_instances.column("source").to_pylist(),
+                                                 relationship_instances.column("target").to_pylist())]
+    relationship_parts = _partition(relationship_instances, pa.array(pair_keys, pa.string()),
+                                    n_shards)
+    merged_entities = map_shards(lambda parts: merge_entities(*parts),
+                                 list(zip(entity_parts, mention_parts)))
+    merged_relationships = map_shards(merge_relationships, relationship_parts)
+    entities = pa.concat_tables([t for t, _ in merged_entities])
+    relationships = pa.concat_tables([t for t, _ in merged_relationships])
+    stats = _sum_stats([s for _, s in merged_entities] + [s for _, s in merged_relationships])
+    stats.shards = n_shards
+    # One order however many shards: by title, and by endpoint pair.
+    entities = entities.sort_by("title")
+    relationships = relationships.sort_by([("source", "ascending"), ("target", "ascending")])
+    return entities, with_weights(relationships), stats
+
+
+def shard_of(keys: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarray:
+    """Stable across processes and runs (Python's str hash is salted per process)."""
+    return np.array([int.from_bytes(hashlib.blake2b(k.encode("utf-8"), digest_size=8).digest(),
+                                    "big") % n_shards for k in keys.to_pylist()], dtype=np.int64)
+
+
+def _partition(table: pa.Table, keys: pa.Array | pa.ChunkedArray, n_shards: int) -> list[pa.Table]:
+    shards = shard_of(keys, n_shards)
+    return [table.filter(pa.array(shards == i)) for i in range(n_shards)]
+
+
+def _pair_key(source: str, target: str) -> str:
+    return f"{source}\x00{target}" if source < target else f"{target}\x00{source}"
+
+
+def _sum_stats(parts: list[MergeStats]) -> MergeStats:
+    total = MergeStats()
+    for part in parts:
+        for name, value in asdict(part).items():
+            setattr(total, name, getattr(total, name) + value)
+    return total
+
+
+def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
+    """Each endpoint of each relationship instance (self-loops dropped): the text units it
+    adds to its entity, and the entities no entity record named."""
+    titles, units = [], []
+    for row in relationship_instances.select(["source", "target", "text_unit_id"]).to_pylist():
+        if row["source"] == row["target"]:
+            continue
+        for name in sorted((row["source"], row["target"])):
+            titles.append(name)
+            units.append(row["text_unit_id"])
+    return pa.table({"title": pa.array(titles, pa.string()),
+                     "text_unit_id": pa.array(units, pa.string())})
+
+
+def merge_entities(entity_instances: pa.Table, mentions: pa.Table) -> tuple[pa.Table, MergeStats]:
+    stats = MergeStats(entity_instances=entity_instances.num_rows)
     entities: dict[str, dict] = {}
     for row in entity_instances.to_pylist():
         entry = entities.setdefault(row["title"], {"types": [], "descriptions": [], "units": []})
         entry["types"].append(row["type"])
         entry["descriptions"].append(row["description"])
         entry["units"].append(row["text_unit_id"])
-
-    pairs: dict[tuple[str, str], dict] = {}
-    for row in relationship_instances.to_pylist():
-        source, target = row["source"], row["target"]
-        if source == target:
-            stats.self_loops_dropped += 1
-            continue
-        key = (source, target) if source < target else (target, source)
-        entry = pairs.setdefault(key, {"descriptions": [], "units": [], "count": 0})
-        entry["descriptions"].append(row["description"])
-        entry["units"].append(row["text_unit_id"])
-        entry["count"] += 1
-        for name in key:
-            if name not in entities:
-                stats.entities_added_from_relationships += 1
-                entities[name] = {"types": [], "descriptions": [], "units": []}
-            entities[name]["units"].append(row["text_unit_id"])
+    for title, unit in zip(mentions.column("title").to_pylist(),
+                           mentions.column("text_unit_id").to_pylist()):
+        if title not in entities:
+            stats.entities_added_from_relationships += 1
+            entities[title] = {"types": [], "descriptions": [], "units": []}
+        entities[title]["units"].append(unit)
 
     titles = sorted(entities)
     types, descriptions, units, frequency = [], [], [], []
@@ -82,23 +149,48 @@ def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
         unit_ids = _unique(entry["units"])
         units.append(unit_ids)
         frequency.append(len(unit_ids))
-    entity_table = pa.table({
-        "id": [element_id("entity", t) for t in titles],
-        "title": titles, "type": types, "descriptions": descriptions,
-        "text_unit_ids": units, "frequency": pa.array(frequency, pa.int64()),
-    })
+    return pa.table({
+        "id": pa.array([element_id("entity", t) for t in titles], pa.string()),
+        "title": pa.array(titles, pa.string()), "type": pa.array(types, pa.string()),
+        "descriptions": pa.array(descriptions, pa.list_(pa.string())),
+        "text_unit_ids": pa.array(units, pa.list_(pa.string())),
+        "frequency": pa.array(frequency, pa.int64()),
+    }), stats
 
+
+def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, MergeStats]:
+    """Merged by unordered endpoint pair, with instance counts; `with_weights` adds weights."""
+    stats = MergeStats(relationship_instances=relationship_instances.num_rows)
+    pairs: dict[tuple[str, str], dict] = {}
+    for row in relationship_instances.to_pylist():
+        source, target = row["source"], row["target"]
+        if source == target:
+            stats.self_loops_dropped += 1
+            continue
+        key = (source, target) if source < target else (target, source)
+        entry = pairs.setdefault(key, {"descriptions": [], "units": [], "count": 0})
+        entry["descriptions"].append(row["description"])
+        entry["units"].append(row["text_unit_id"])
+        entry["count"] += 1
     keys = sorted(pairs)
-    max_count = max((pairs[k]["count"] for k in keys), default=1)
-    relationship_table = pa.table({
-        "id": [element_id("relationship", s, t) for s, t in keys],
-        "source": [s for s, _ in keys], "target": [t for _, t in keys],
-        "descriptions": [_unique(pairs[k]["descriptions"]) for k in keys],
-        "text_unit_ids": [_unique(pairs[k]["units"]) for k in keys],
+    return pa.table({
+        "id": pa.array([element_id("relationship", s, t) for s, t in keys], pa.string()),
+        "source": pa.array([s for s, _ in keys], pa.string()),
+        "target": pa.array([t for _, t in keys], pa.string()),
+        "descriptions": pa.array([_unique(pairs[k]["descriptions"]) for k in keys],
+                                 pa.list_(pa.string())),
+        "text_unit_ids": pa.array([_unique(pairs[k]["units"]) for k in keys],
+                                  pa.list_(pa.string())),
         "instance_count": pa.array([pairs[k]["count"] for k in keys], pa.int64()),
-        "weight": pa.array([pairs[k]["count"] / max_count for k in keys], pa.float64()),
-    })
-    return entity_table, relationship_table, stats
+    }), stats
+
+
+def with_weights(relationships: pa.Table) -> pa.Table:
+    """Weight = instance count / the largest instance count in the whole graph."""
+    counts = relationships.column("instance_count")
+    max_count = pc.max(counts).as_py() or 1 if relationships.num_rows else 1
+    return relationships.append_column(
+        "weight", pc.divide(pc.cast(counts, pa.float64()), float(max_count)))
 
 
 def add_degrees(entities: pa.Table, relationships: pa.Table) -> tuple[pa.Table, pa.Table]:

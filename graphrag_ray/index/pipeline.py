@@ -18,12 +18,12 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import WorkerPool, ensure_ray, map_table, resolve_engine
+from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
-from graphrag_ray.index.merge import add_degrees, element_id, merge_elements
+from graphrag_ray.index.merge import MergeStats, add_degrees, element_id, merge_sharded
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd, table_usage
@@ -98,8 +98,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
              f"engine: {config.runtime.engine}")
 
     services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
-    # The pool for summaries and reports starts after extraction: started earlier, its actors'
-    # imports compete for the CPUs with the extraction actors' and delay the first LLM call.
+    # The pool for summaries and reports starts after extraction and merge: started earlier,
+    # its actors' imports compete for the CPUs with the extraction actors' and delay the first
+    # LLM call.
     pool = None
 
     def bar(label: str, total: int, unit: str) -> ProgressBar | None:
@@ -108,10 +109,11 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     try:
         extraction = timer.run("extract", extract_chunks, text_units, config, prompts, services,
                                bar, progress)
-        pool = make_pool(config)
         entities, relationships, merge_stats = timer.run(
-            "merge", merge_elements, flatten_instances(extraction, "entities"),
-            flatten_instances(extraction, "relationships"))
+            "merge", merge_instances, flatten_instances(extraction, "entities"),
+            flatten_instances(extraction, "relationships"), config)
+        # After the merge: its Ray tasks need the CPUs an offline pool's actors would hold.
+        pool = make_pool(config)
         entities, relationships = add_degrees(entities, relationships)
         covariates = _covariates(flatten_instances(extraction, "claims"))
         communities_list = timer.run("communities", detect_communities, entities, relationships,
@@ -133,7 +135,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             tables[schema.COVARIATES] = covariates
         store = IndexStore(output_url)
         staged = store.stage()
-        timer.run("write", _write_tables, staged, tables)
+        timer.run("write", _write_tables, staged, tables, config.output.rows_per_part)
         llm_usage = _usage_summary(
             {"extract": table_usage(extraction), "summarize": described.summarize_usage,
              "reports": described.reports_usage},
@@ -172,6 +174,15 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         if pool is not None:
             pool.close()
         services.close()
+
+
+def merge_instances(entity_instances: pa.Table, relationship_instances: pa.Table,
+                    config: GraphRagConfig) -> tuple[pa.Table, pa.Table, MergeStats]:
+    """Hash-partitioned merge; the shards run as parallel Ray tasks on the Ray engine."""
+    instances = entity_instances.num_rows + relationship_instances.num_rows
+    shards = config.merge.shards or max(1, -(-instances // config.merge.instances_per_shard))
+    return merge_sharded(entity_instances, relationship_instances, shards,
+                         lambda fn, items: map_items(fn, items, config.runtime))
 
 
 LLM_CHUNKS_PER_BATCH = 4
@@ -247,9 +258,9 @@ def _count(values: list[str]) -> dict[str, int]:
     return dict(counts)
 
 
-def _write_tables(store: IndexVersion, tables: dict[str, pa.Table]) -> None:
+def _write_tables(store: IndexVersion, tables: dict[str, pa.Table], rows_per_part: int) -> None:
     for name, table in tables.items():
-        store.write_table(name, table)
+        store.write_table(name, table, rows_per_part)
 
 
 def _finalize_entities(entities: pa.Table) -> pa.Table:

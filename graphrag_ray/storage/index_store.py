@@ -49,22 +49,42 @@ class IndexVersion:
     def _path(self, name: str) -> str:
         return f"{self.root}/{name}"
 
-    def write_table(self, name: str, table: pa.Table) -> None:
-        self.fs.makedirs(self.root, exist_ok=True)
-        with self.fs.open(self._path(f"{name}.parquet"), "wb") as handle:
-            pq.write_table(table, handle, compression="zstd")
+    def write_table(self, name: str, table: pa.Table, rows_per_part: int | None = None) -> None:
+        """`<name>.parquet`, or, for tables longer than `rows_per_part`, the parts
+        `<name>/part-00000.parquet`, ... that readers put back together in order."""
+        if rows_per_part is None or table.num_rows <= rows_per_part:
+            self.fs.makedirs(self.root, exist_ok=True)
+            with self.fs.open(self._path(f"{name}.parquet"), "wb") as handle:
+                pq.write_table(table, handle, compression="zstd")
+            return
+        self.fs.makedirs(self._path(name), exist_ok=True)
+        for part, start in enumerate(range(0, table.num_rows, rows_per_part)):
+            with self.fs.open(self._path(f"{name}/part-{part:05d}.parquet"), "wb") as handle:
+                pq.write_table(table.slice(start, rows_per_part), handle, compression="zstd")
 
     def has_table(self, name: str) -> bool:
-        return self.fs.exists(self._path(f"{name}.parquet"))
+        return self.fs.exists(self._path(f"{name}.parquet")) or self.fs.exists(self._path(name))
 
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        path = self._path(f"{name}.parquet")
+        """One logical table, whether it was written whole or in parts."""
         try:
-            with self.fs.open(path, "rb") as handle:
+            with self.fs.open(self._path(f"{name}.parquet"), "rb") as handle:
                 return pq.read_table(handle, columns=columns)
         except FileNotFoundError:
+            pass
+        try:
+            parts = sorted(p for p in self.fs.ls(self._path(name), detail=False)
+                           if p.endswith(".parquet"))
+        except FileNotFoundError:
+            parts = []
+        if not parts:
             raise IndexNotFoundError(
-                f"table {name!r} is missing from version {self.version} of {self.url}") from None
+                f"table {name!r} is missing from version {self.version} of {self.url}")
+        tables = []
+        for part in parts:
+            with self.fs.open(part, "rb") as handle:
+                tables.append(pq.read_table(handle, columns=columns))
+        return pa.concat_tables(tables)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.fs.makedirs(self.root, exist_ok=True)

@@ -51,3 +51,38 @@ def test_degrees():
     ents, rels = add_degrees(ents, rels)
     assert ents.column("degree").to_pylist() == [2, 1, 1]
     assert rels.column("combined_degree").to_pylist() == [3, 3]
+
+
+def _carol_instances(carol_excerpt):
+    from graphrag_ray.config import load_config
+    from graphrag_ray.index.chunking import chunk_documents
+    from graphrag_ray.index.extraction.stage import ExtractionWorker, flatten_instances
+    from graphrag_ray.input.loader import load_documents
+    from graphrag_ray.prompts_loader import load_prompts
+
+    config = load_config(None, ["runtime.engine=local"])
+    units = chunk_documents(load_documents(str(carol_excerpt), config.input).documents,
+                            config.chunks)
+    extraction = ExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
+    return (flatten_instances(extraction, "entities"),
+            flatten_instances(extraction, "relationships"))
+
+
+@pytest.mark.parametrize("n_shards", [1, 3, 16])
+def test_sharded_merge_equals_the_unsharded_merge(carol_excerpt, n_shards):
+    from graphrag_ray.index.merge import merge_sharded
+
+    entity_instances, relationship_instances = _carol_instances(carol_excerpt)
+    # Conflicting types and self-loops, so every merge rule crosses shard boundaries.
+    entity_instances = pa.concat_tables([entity_instances, _entities([
+        {"title": entity_instances.column("title")[0].as_py(), "type": "ODD",
+         "description": "another view", "text_unit_id": "t-extra"}]).cast(entity_instances.schema)])
+    entities, relationships, stats = merge_elements(entity_instances, relationship_instances)
+    sharded_entities, sharded_relationships, sharded_stats = merge_sharded(
+        entity_instances, relationship_instances, n_shards)
+    assert entities.num_rows > 50 and relationships.num_rows > 50
+    assert sharded_entities.equals(entities)
+    assert sharded_relationships.equals(relationships)  # weights, description lists, units
+    assert sharded_stats.shards == n_shards
+    sharded_stats.shards = stats.shards
+    assert sharded_stats == stats and stats.type_conflicts >= 1

@@ -59,3 +59,17 @@ def test_works_on_any_fsspec_filesystem():
     version = _publish(store, 4)
     assert IndexStore("memory://graphrag-ray-test/index").open().version == version
     assert store.open().read_table("entities", columns=["id"]).num_rows == 4
+
+
+def test_long_tables_are_written_in_parts_and_read_as_one(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    staged = store.stage()
+    table = pa.table({"id": [f"e{i}" for i in range(25)], "n": list(range(25))})
+    staged.write_table("entities", table, rows_per_part=10)
+    store.publish(staged, {"tables": {"entities": 25}})
+    parts = sorted(p.name for p in (tmp_path / "index" / "versions" / staged.version / "entities").iterdir())
+    assert parts == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    opened = store.open()
+    assert opened.has_table("entities")
+    assert opened.read_table("entities").equals(table)
+    assert opened.read_table("entities", columns=["n"]).column("n").to_pylist() == list(range(25))
