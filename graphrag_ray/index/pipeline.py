@@ -21,7 +21,8 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_table, resolve_engine
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
-from graphrag_ray.index.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.communities import (
+    Community, build_graph, hierarchical_leiden, membership_by_level)
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
 from graphrag_ray.index.merge import MergeStats, add_degrees, element_id, merge_sharded
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
@@ -307,14 +308,26 @@ def communities_table(communities: list[Community], entities: pa.Table,
     entity_ids = entities.column("id").to_pylist()
     titles = entities.column("title").to_pylist()
     index = {t: i for i, t in enumerate(titles)}
-    edge_ends = [(index[s], index[t]) for s, t in zip(relationships.column("source").to_pylist(),
-                                                       relationships.column("target").to_pylist())]
+    sources = np.array([index[s] for s in relationships.column("source").to_pylist()],
+                       dtype=np.int64)
+    targets = np.array([index[t] for t in relationships.column("target").to_pylist()],
+                       dtype=np.int64)
     edge_ids = relationships.column("id").to_pylist()
     edge_units = relationships.column("text_unit_ids").to_pylist()
+    # Edges inside each community, level by level: both ends carry the same label. One pass
+    # over the edges per level, not one per community.
+    edges_inside: dict[int, np.ndarray] = {}
+    for labels in membership_by_level(communities, len(titles)).values():
+        same = np.flatnonzero((labels[sources] == labels[targets]) & (labels[sources] >= 0))
+        owners = labels[sources[same]]
+        order = np.argsort(owners, kind="stable")
+        grouped, starts = np.unique(owners[order], return_index=True)
+        for community_id, part in zip(grouped, np.split(same[order], starts[1:])):
+            edges_inside[int(community_id)] = part
+    empty = np.zeros(0, dtype=np.int64)
     rows = []
     for community in communities:
-        members = set(community.members.tolist())
-        inside = [i for i, (s, t) in enumerate(edge_ends) if s in members and t in members]
+        inside = edges_inside.get(community.id, empty).tolist()
         units = list(dict.fromkeys(u for i in inside for u in edge_units[i]))
         rows.append({
             "id": element_id("community", str(community.level), str(community.id),
