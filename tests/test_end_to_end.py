@@ -49,6 +49,7 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
     manifest, tables = _check_index(out)
     assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
     assert manifest["llm_usage"]["total"]["calls"] == 0
+    assert 50 < manifest["driver_peak_rss_mb"] < 2048
     query = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index", str(out),
                             "--method", "global", "--level", "1", "--json",
                             "Who is Bob Cratchit?"], capture_output=True, text=True, timeout=300)

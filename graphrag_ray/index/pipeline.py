@@ -5,6 +5,7 @@ summaries and reports (one schedule) -> write. Each stage is a function over tab
 from __future__ import annotations
 
 import logging
+import resource
 import time
 import uuid
 from collections import defaultdict
@@ -164,6 +165,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "skipped_inputs": loaded.skipped,
             "input_warnings": loaded.warnings,
             "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
+            # The driver holds the graph for Leiden: its peak is what sizes the head node.
+            "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         }
         store.publish(staged, manifest)  # Last: readers now open this version.
         manifest["version"] = staged.version
