@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,26 @@ def carol_excerpt(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "carol.txt").write_text(text[start:start + 50_000], encoding="utf-8")
     return folder
+
+
+def wait_for_calls(server, kind: str, count: int, process, timeout_s: float) -> None:
+    """Until the server has seen `count` calls of `kind`, while `process` is still running."""
+    deadline = time.monotonic() + timeout_s
+    while server.stats()["by_kind"].get(kind, 0) < count:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+
+
+def kill_with_no_answer_in_transit(server, kill) -> None:
+    """Run `kill` while calls are in flight but no answer is on its way: an answer that reached
+    a client which then died before caching it would be a repeat the server cannot tell apart.
+    Answers go out again once the kernel has closed the dead processes' connections (it closes
+    their many descriptors one by one after they stop running)."""
+    server.hold_answers()
+    time.sleep(0.5)
+    kill()
+    time.sleep(0.5)
+    server.release_answers()
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from graphrag_ray import GraphIndex, schema
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
-from conftest import free_port, llm_config
+from conftest import free_port, kill_with_no_answer_in_transit, llm_config, wait_for_calls
 
 pytestmark = pytest.mark.slow
 
@@ -158,22 +158,10 @@ def test_faults_mid_extraction_lose_no_chunk_and_repeat_no_call(fault, cluster_e
                                                                     str(output))],
                 env={**cluster_env, "RAY_ADDRESS": cluster.info["gcs"]}, cwd=REPO,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            deadline = time.monotonic() + 180
-            while server.stats()["by_kind"].get("extract_graph", 0) < 8:
-                assert time.monotonic() < deadline and driver.poll() is None
-                time.sleep(0.05)
-            # No answer in transit while the node dies: a reply that reached a worker that then
-            # died before caching it would be repeated, and the server could not tell.
-            server.hold_answers()
-            time.sleep(0.5)
-            if fault == "worker node lost":
-                cluster.remove_worker()
-            else:
-                _kill_extraction_actor()
-            # The kernel closes a dead process's many descriptors one by one after it stops
-            # running: wait a moment, so that the server sees those connections closed.
-            time.sleep(0.5)
-            server.release_answers()
+            wait_for_calls(server, "extract_graph", 8, driver, timeout_s=180)
+            kill_with_no_answer_in_transit(
+                server, cluster.remove_worker if fault == "worker node lost"
+                else _kill_extraction_actor)
             log, _ = driver.communicate(timeout=300)
             assert driver.returncode == 0, log[-3000:]
             stats = server.stats()

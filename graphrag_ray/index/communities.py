@@ -142,3 +142,18 @@ def membership_by_level(communities: list[Community], n_nodes: int) -> dict[int,
         labels = result.setdefault(community.level, np.full(n_nodes, -1, dtype=np.int64))
         labels[community.members] = community.id
     return result
+
+
+def edges_by_community(communities: list[Community], sources: np.ndarray, targets: np.ndarray,
+                       n_nodes: int) -> dict[int, np.ndarray]:
+    """community id -> the edges with both ends in it, ascending. One pass over the edges per
+    level (both ends carry the same label), not one per community."""
+    inside: dict[int, np.ndarray] = {}
+    for labels in membership_by_level(communities, n_nodes).values():
+        same = np.flatnonzero((labels[sources] == labels[targets]) & (labels[sources] >= 0))
+        owners = labels[sources[same]]
+        order = np.argsort(owners, kind="stable")
+        grouped, starts = np.unique(owners[order], return_index=True)
+        for community_id, part in zip(grouped, np.split(same[order], starts[1:])):
+            inside[int(community_id)] = part
+    return inside

@@ -97,8 +97,13 @@ def _partition(table: pa.Table, keys: pa.Array | pa.ChunkedArray, n_shards: int)
     return [table.filter(pa.array(shards == i)) for i in range(n_shards)]
 
 
+def _ordered_pair(source: str, target: str) -> tuple[str, str]:
+    """Relationships are undirected: A->B and B->A are one pair."""
+    return (source, target) if source < target else (target, source)
+
+
 def _pair_key(source: str, target: str) -> str:
-    return f"{source}\x00{target}" if source < target else f"{target}\x00{source}"
+    return "\x00".join(_ordered_pair(source, target))
 
 
 def _sum_stats(parts: list[MergeStats]) -> MergeStats:
@@ -116,7 +121,7 @@ def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
     for row in relationship_instances.select(["source", "target", "text_unit_id"]).to_pylist():
         if row["source"] == row["target"]:
             continue
-        for name in sorted((row["source"], row["target"])):
+        for name in _ordered_pair(row["source"], row["target"]):
             titles.append(name)
             units.append(row["text_unit_id"])
     return pa.table({"title": pa.array(titles, pa.string()),
@@ -167,7 +172,7 @@ def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, Mer
         if source == target:
             stats.self_loops_dropped += 1
             continue
-        key = (source, target) if source < target else (target, source)
+        key = _ordered_pair(source, target)
         entry = pairs.setdefault(key, {"descriptions": [], "units": [], "count": 0})
         entry["descriptions"].append(row["description"])
         entry["units"].append(row["text_unit_id"])
@@ -188,9 +193,19 @@ def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, Mer
 def with_weights(relationships: pa.Table) -> pa.Table:
     """Weight = instance count / the largest instance count in the whole graph."""
     counts = relationships.column("instance_count")
-    max_count = pc.max(counts).as_py() or 1 if relationships.num_rows else 1
+    max_count = (pc.max(counts).as_py() if relationships.num_rows else None) or 1
     return relationships.append_column(
         "weight", pc.divide(pc.cast(counts, pa.float64()), float(max_count)))
+
+
+def edge_endpoints(entities: pa.Table, relationships: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Each relationship's source and target as row indices into `entities`."""
+    index = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
+    sources = np.array([index[s] for s in relationships.column("source").to_pylist()],
+                       dtype=np.int64)
+    targets = np.array([index[t] for t in relationships.column("target").to_pylist()],
+                       dtype=np.int64)
+    return sources, targets
 
 
 def add_degrees(entities: pa.Table, relationships: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -1,5 +1,6 @@
 """The index build, top to bottom: load -> chunk -> extract -> merge -> communities ->
-summaries and reports (one schedule) -> write. Each stage is a function over tables; `map_table` distributes the heavy ones.
+summaries and reports (one schedule) -> write. Each stage is a function over tables;
+`map_table` and the worker pool distribute the heavy ones.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_tabl
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import (
-    Community, build_graph, hierarchical_leiden, membership_by_level)
+    Community, build_graph, edges_by_community, hierarchical_leiden)
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
-from graphrag_ray.index.merge import MergeStats, add_degrees, element_id, merge_sharded
+from graphrag_ray.index.merge import (
+    MergeStats, add_degrees, edge_endpoints, element_id, merge_sharded)
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd, table_usage
@@ -298,9 +300,7 @@ def _covariates(claims: pa.Table) -> pa.Table:
 
 def detect_communities(entities: pa.Table, relationships: pa.Table,
                        config: GraphRagConfig) -> list[Community]:
-    index = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
-    sources = np.array([index[s] for s in relationships.column("source").to_pylist()], dtype=np.int64)
-    targets = np.array([index[t] for t in relationships.column("target").to_pylist()], dtype=np.int64)
+    sources, targets = edge_endpoints(entities, relationships)
     weights = relationships.column("weight").to_numpy()
     graph = build_graph(entities.num_rows, sources, targets, weights)
     return hierarchical_leiden(graph, config.communities)
@@ -309,24 +309,10 @@ def detect_communities(entities: pa.Table, relationships: pa.Table,
 def communities_table(communities: list[Community], entities: pa.Table,
                       relationships: pa.Table) -> pa.Table:
     entity_ids = entities.column("id").to_pylist()
-    titles = entities.column("title").to_pylist()
-    index = {t: i for i, t in enumerate(titles)}
-    sources = np.array([index[s] for s in relationships.column("source").to_pylist()],
-                       dtype=np.int64)
-    targets = np.array([index[t] for t in relationships.column("target").to_pylist()],
-                       dtype=np.int64)
     edge_ids = relationships.column("id").to_pylist()
     edge_units = relationships.column("text_unit_ids").to_pylist()
-    # Edges inside each community, level by level: both ends carry the same label. One pass
-    # over the edges per level, not one per community.
-    edges_inside: dict[int, np.ndarray] = {}
-    for labels in membership_by_level(communities, len(titles)).values():
-        same = np.flatnonzero((labels[sources] == labels[targets]) & (labels[sources] >= 0))
-        owners = labels[sources[same]]
-        order = np.argsort(owners, kind="stable")
-        grouped, starts = np.unique(owners[order], return_index=True)
-        for community_id, part in zip(grouped, np.split(same[order], starts[1:])):
-            edges_inside[int(community_id)] = part
+    edges_inside = edges_by_community(communities, *edge_endpoints(entities, relationships),
+                                      entities.num_rows)
     empty = np.zeros(0, dtype=np.int64)
     rows = []
     for community in communities:

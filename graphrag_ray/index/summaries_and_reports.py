@@ -24,7 +24,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.communities import Community, carried_down, membership_by_level
-from graphrag_ray.index.merge import element_id
+from graphrag_ray.index.merge import edge_endpoints, element_id
 from graphrag_ray.index.report_context import (
     GraphElements, context_record, render_context, select_elements, select_with_sub_reports)
 from graphrag_ray.index.reports import ReportWorker, full_content
@@ -65,7 +65,9 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
     schedule = _Schedule(communities, by_id, _communities_holding(
         todo, n_entities, elements, membership_by_level(communities, n_entities)))
     started = time.perf_counter()
-    spans = {"summarize": [0.0, 0.0], "reports": [None, 0.0]}
+    # Seconds since `started`; summaries are all requested at 0.
+    marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
+                                      "last_report": 0.0}
 
     summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
                                               "services": services})
@@ -102,8 +104,8 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
 
     def submit_ready() -> None:
         ready = schedule.take_ready()
-        if ready and spans["reports"][0] is None:
-            spans["reports"][0] = time.perf_counter() - started
+        if ready and marks["first_report"] is None:
+            marks["first_report"] = time.perf_counter() - started
         for start in range(0, len(ready), rows_per_report_call):
             rows = [context_row(c) for c in ready[start:start + rows_per_report_call]]
             pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
@@ -122,7 +124,7 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                             # Carried down: the same community one level up, the same report.
                             reports[community_id] = dict(report, community=community_id)
                             generation[community_id] = row["generation"]
-                    spans["reports"][1] = time.perf_counter() - started
+                    marks["last_report"] = time.perf_counter() - started
                     if report_bar:
                         report_bar.update(result.num_rows)
                 else:
@@ -135,7 +137,7 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                         else:
                             elements.set_edge_description(key - n_entities, text)
                         schedule.summary_done(key)
-                    spans["summarize"][1] = time.perf_counter() - started
+                    marks["last_summary"] = time.perf_counter() - started
                     if summary_bar:
                         summary_bar.update(result.num_rows)
                 submit_ready()
@@ -153,8 +155,8 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
             "description", pa.array(descriptions[n_entities:], pa.string())),
         reports=_reports_table(communities, reports, generation),
         summarize_usage=summarize_usage, reports_usage=reports_usage,
-        summarize_wall_s=round(spans["summarize"][1] - spans["summarize"][0], 3),
-        reports_wall_s=round(spans["reports"][1] - (spans["reports"][0] or 0.0), 3))
+        summarize_wall_s=round(marks["last_summary"], 3),
+        reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
 
 
 class _Schedule:
@@ -245,11 +247,10 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.
                                     "description"]).to_pylist():
         if claim["subject_id"] in index:
             claims_by_entity[index[claim["subject_id"]]].append(claim)
+    edge_source, edge_target = edge_endpoints(entities, relationships)
     return GraphElements(
-        entities=entity_rows, relationships=edge_rows,
-        edge_source=np.array([index[r["source"]] for r in edge_rows], dtype=np.int64),
-        edge_target=np.array([index[r["target"]] for r in edge_rows], dtype=np.int64),
-        claims_by_entity=dict(claims_by_entity), encoding=encoding)
+        entities=entity_rows, relationships=edge_rows, edge_source=edge_source,
+        edge_target=edge_target, claims_by_entity=dict(claims_by_entity), encoding=encoding)
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -15,7 +14,7 @@ from graphrag_ray.index.pipeline import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
-from conftest import llm_config
+from conftest import kill_with_no_answer_in_transit, llm_config, wait_for_calls
 
 pytestmark = pytest.mark.slow
 
@@ -65,17 +64,13 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
                    "--set", "llm.concurrent_requests=4"]
         victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
-        deadline = time.monotonic() + 120
-        while server.stats()["by_kind"].get("extract_graph", 0) < 10:
-            assert time.monotonic() < deadline and victim.poll() is None
-            time.sleep(0.05)
-        # Kill while calls are in flight but no answer is on its way: an answer the client
-        # received but had not yet stored would be a repeat the server cannot tell apart.
-        server.hold_answers()
-        time.sleep(0.5)
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait()
-        server.release_answers()
+        wait_for_calls(server, "extract_graph", 10, victim, timeout_s=120)
+
+        def kill_driver() -> None:
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim.wait()
+
+        kill_with_no_answer_in_transit(server, kill_driver)
         # The killed build published nothing: readers still get the earlier version, whole.
         assert IndexStore(str(out)).open().version == earlier
         assert IndexStore(str(out)).open().read_table(schema.TEXT_UNITS).num_rows > 0
