@@ -2,27 +2,43 @@
 
     from graphrag_ray import GraphIndex
     index = GraphIndex.open("s3://bucket/index")        # or a local path, memory://, gs://...
-    index.manifest["version"]                           # the published version it opened
     result = index.global_search("What are the main themes?", level=2)
-    result.answer, result.points, result.report_ids, result.usage
+    result = index.local_search("Who is Scrooge?", history=[{"role": "user", "content": ...}])
+    result.answer, result.sources, result.usage, result.context_tokens, result.details
+    async for piece in index.stream("drift", "What changes Scrooge?"): print(piece, end="")
+
+Tables are read when a method first needs them, only the columns it uses, and kept.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
+import threading
+import uuid
+from typing import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig, config_from_data
-from graphrag_ray.errors import GraphRagError
+from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.rate_limiter import LocalRateLimiter
+from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.query.global_search import GlobalSearchResult, global_search
+from graphrag_ray.query.basic_search import basic_search, units_by_id
+from graphrag_ray.query.drift_search import drift_search
+from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.query.global_search import REPORT_COLUMNS, global_search
+from graphrag_ray.query.local_search import LocalData, local_data, local_search
+from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.text_search import text_search
+from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.storage import IndexStore, IndexVersion
+
+METHODS = ("global", "local", "drift", "basic", "text")
+OnToken = Callable[[str], None]
 
 
 class GraphIndex:
@@ -31,6 +47,13 @@ class GraphIndex:
         self.manifest = manifest
         self.config = config
         self._tables: dict[str, pa.Table] = {}
+        self._lock = threading.Lock()
+        self._prompts: dict[str, str] | None = None
+        self._services: LLMServices | None = None
+        self._embedder = None
+        self._local: LocalData | None = None
+        self._vectors: dict[str, VectorTable] = {}
+        self.fan_out = FanOut(config.runtime)
 
     @classmethod
     def open(cls, url: str, config: GraphRagConfig | None = None, version: str | None = None,
@@ -50,9 +73,12 @@ class GraphIndex:
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         key = f"{name}:{','.join(columns or [])}"
-        if key not in self._tables:
-            self._tables[key] = self.store.read_table(name, columns)
-        return self._tables[key]
+        with self._lock:
+            if key not in self._tables:
+                if not self.store.has_table(name):
+                    raise IndexNotFoundError(_missing_table_message(name))
+                self._tables[key] = self.store.read_table(name, columns)
+            return self._tables[key]
 
     def resolve_level(self, level: int | None) -> int:
         if not self.levels:
@@ -63,17 +89,148 @@ class GraphIndex:
         # A level below the deepest one is the deepest (communities are carried down).
         return min(wanted, max(self.levels))
 
-    def global_search(self, question: str, level: int | None = None) -> GlobalSearchResult:
+    # -- what the methods share -------------------------------------------------------------
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        if self._prompts is None:
+            self._prompts = load_prompts(self.config)
+        return self._prompts
+
+    @property
+    def services(self) -> LLMServices:
+        """One rate budget for this index's queries: a named Ray actor when the calls fan out
+        across actors, a lock in this process otherwise."""
+        if self._services is None:
+            embeddings = self.config.embeddings
+            use_api = embeddings.resolved_method() == "api"
+            if self.fan_out.use_ray:
+                from graphrag_ray.distributed import ensure_ray
+
+                ensure_ray(self.config.runtime)
+                name = f"query:{uuid.uuid4().hex[:12]}"
+                self._services = LLMServices(
+                    cluster_rate_limiter(self.config.llm, f"{self.config.llm.model}:{name}"),
+                    embedding_limiter=cluster_rate_limiter(
+                        embeddings, f"{embeddings.model}:{name}") if use_api else None)
+            else:
+                self._services = LLMServices(
+                    LocalRateLimiter(self.config.llm),
+                    embedding_limiter=LocalRateLimiter(embeddings) if use_api else None)
+        return self._services
+
+    def embed(self, texts: list[str]):
+        if self._embedder is None:
+            self._embedder = self.services.embedder(self.config.embeddings)
+        return self._embedder.embed(texts)
+
+    def vectors(self, name: str) -> VectorTable:
+        if name not in self._vectors:
+            self._vectors[name] = VectorTable.from_table(self.table(name, ["id", "vector"]))
+        return self._vectors[name]
+
+    def local_data(self) -> LocalData:
+        if self._local is None:
+            self._local = local_data(self.table, self.store.has_table(schema.COVARIATES))
+        return self._local
+
+    @staticmethod
+    def _check(question: str) -> None:
         if not question.strip():
             raise GraphRagError("the question is empty")
-        used_level = self.resolve_level(level)
-        reports = self.table(schema.COMMUNITY_REPORTS,
-                             ["community", "level", "title", "summary", "rank", "full_content",
-                              "findings"])
-        reports = reports.filter(pc.equal(reports.column("level"), used_level))
-        services = LLMServices(limiter=LocalRateLimiter(self.config.llm))
-        return global_search(question, reports, self.config, load_prompts(self.config), used_level,
-                             services)
+
+    # -- the methods -----------------------------------------------------------------------
+
+    def global_search(self, question: str, level: int | None = None, *,
+                      dynamic: bool | None = None, history: list[dict] | None = None,
+                      on_token: OnToken | None = None) -> SearchResult:
+        """Map-reduce over one level's reports, or (`dynamic`, default from
+        global_search.dynamic.enabled) over the reports rated relevant from the root down."""
+        self._check(question)
+        if dynamic is None:
+            dynamic = self.config.global_search.dynamic.enabled and level is None
+        used_level = None if dynamic else self.resolve_level(level)
+        if dynamic and not self.levels:
+            raise GraphRagError("the index has no communities (no relationships were extracted)")
+        return global_search(question, self.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS),
+                             used_level, self.config, self.prompts, self.services, self.fan_out,
+                             self.table, history=history, on_token=on_token)
+
+    def local_search(self, question: str, *, history: list[dict] | None = None,
+                     on_token: OnToken | None = None) -> SearchResult:
+        self._check(question)
+        return local_search(question, self.local_data(), self.config, self.prompts,
+                            self.services, self.embed, self.table, history=history,
+                            on_token=on_token)
+
+    def drift_search(self, question: str, *, history: list[dict] | None = None,
+                     on_token: OnToken | None = None) -> SearchResult:
+        self._check(question)
+        return drift_search(question, self.vectors(schema.REPORT_EMBEDDINGS), self.local_data(),
+                            self.config, self.prompts, self.services, self.fan_out, self.embed,
+                            self.table, history=history, on_token=on_token)
+
+    def basic_search(self, question: str, *, history: list[dict] | None = None,
+                     on_token: OnToken | None = None) -> SearchResult:
+        self._check(question)
+        units = self.table(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])
+        return basic_search(question, self.vectors(schema.TEXT_UNIT_EMBEDDINGS),
+                            lambda ids: units_by_id(units, ids), self.config, self.prompts,
+                            self.services, self.embed, self.table, history=history,
+                            on_token=on_token)
+
+    def text_search(self, question: str, *, history: list[dict] | None = None,
+                    on_token: OnToken | None = None) -> SearchResult:
+        self._check(question)
+        return text_search(question, self.table(schema.TEXT_UNITS, [
+            "id", "human_readable_id", "document_id", "text"]),
+            self.table(schema.DOCUMENTS, ["id", "title"]), self.config, self.prompts,
+            self.services, self.fan_out, self.table, history=history, on_token=on_token)
+
+    def search(self, method: str, question: str, **options) -> SearchResult:
+        if method not in METHODS:
+            raise GraphRagError(f"unknown query method {method!r}; one of {', '.join(METHODS)}")
+        return getattr(self, f"{method}_search")(question, **options)
+
+    def stream(self, method: str, question: str, **options) -> "AnswerStream":
+        """`async for piece in index.stream(...)`: the answer as it is written; the whole
+        SearchResult is `stream.result` afterwards."""
+        return AnswerStream(lambda on_token: self.search(method, question, on_token=on_token,
+                                                         **options))
+
+    def close(self) -> None:
+        self.fan_out.close()
+        if self._services is not None:
+            self._services.close()
+
+
+class AnswerStream:
+    def __init__(self, run: Callable[[OnToken], SearchResult]):
+        self._run = run
+        self.result: SearchResult | None = None
+
+    def __aiter__(self):
+        return self._pieces()
+
+    async def _pieces(self):
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        done = object()
+        future = loop.run_in_executor(
+            None, self._run, lambda piece: loop.call_soon_threadsafe(queue.put_nowait, piece))
+        future.add_done_callback(lambda _: queue.put_nowait(done))
+        while (piece := await queue.get()) is not done:
+            yield piece
+        self.result = await future
+
+
+def _missing_table_message(name: str) -> str:
+    if name.startswith("embeddings_"):
+        return (f"the index has no {name} table: it was built before embeddings were part of "
+                "the index; rebuild it (cached LLM calls are not repeated)")
+    if name == schema.COVARIATES:
+        return "the index has no claims (covariates): build it with claims.enabled=true"
+    return f"the index has no {name} table"
 
 
 def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
@@ -82,4 +239,6 @@ def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> 
     key = os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
     data.setdefault("llm", {})["api_key"] = key
     data.setdefault("embeddings", {})["api_key"] = key
+    # The build's engine is not a query preference: queries use Ray only when attached to it.
+    data.setdefault("runtime", {})["engine"] = "auto"
     return config_from_data(data, overrides, source="the index manifest")

@@ -92,29 +92,81 @@ def cmd_query(args: argparse.Namespace) -> int:
     from graphrag_ray.api import GraphIndex, config_from_manifest
     from graphrag_ray.storage import IndexStore
 
-    if args.method != "global":
-        raise GraphRagError(f"query method {args.method!r} is not available yet; use --method global")
     store = IndexStore(args.index).open(args.version)
     manifest = store.read_manifest()
     config = (load_config(args.config, args.set) if args.config
               else config_from_manifest(manifest, args.set))
     index = GraphIndex(store, manifest, config)
-    result = index.global_search(args.question, level=args.level)
+    options: dict = {"history": _read_history(args.history)}
+    if args.method == "global":
+        options.update(level=args.level, dynamic=args.dynamic or None)
+    elif args.level is not None or args.dynamic:
+        raise GraphRagError("--level and --dynamic apply to --method global only")
+    streaming = args.stream and not args.json
+    if streaming:
+        options["on_token"] = lambda piece: print(piece, end="", flush=True)
+    try:
+        result = index.search(args.method, args.question, **options)
+    finally:
+        index.close()
     if args.json:
-        print(json.dumps({
-            "answer": result.answer, "level": result.level, "report_ids": result.report_ids,
-            "points": [p.__dict__ for p in result.points], "map_calls": result.map_calls,
-            "reduce_calls": result.reduce_calls, "context_tokens": result.context_tokens,
-            "usage": result.usage.as_dict(), "failures": result.failures}, indent=2))
+        print(json.dumps(result.as_dict(), indent=2, default=str))
         return 0
-    print(result.answer)
+    print("" if streaming else result.answer)
     print()
-    print(f"[level {result.level}; reports used: {', '.join(map(str, result.report_ids)) or 'none'}; "
-          f"{result.map_calls} map + {result.reduce_calls} reduce LLM calls; "
-          f"{result.context_tokens} context tokens]")
+    print(format_sources(result))
     for failure in result.failures:
         _eprint(f"warning: {failure}")
     return 0
+
+
+def _read_history(path: str | None) -> list[dict] | None:
+    if not path:
+        return None
+    try:
+        history = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GraphRagError(f"--history {path}: {exc}") from None
+    if not isinstance(history, list) or not all(isinstance(t, dict) and "content" in t
+                                                for t in history):
+        raise GraphRagError(f"--history {path} must hold a JSON list of "
+                            '{"role": ..., "content": ...} turns')
+    return history
+
+
+def format_sources(result) -> str:
+    """The provenance under an answer: what was cited, and the documents it comes from."""
+    sources = result.sources
+    details = result.details
+    lines = ["Sources:"]
+    if sources.reports:
+        lines.append(f"  reports (communities): {_some(sources.reports)}")
+    for label, ids in (("entities", sources.entities), ("relationships", sources.relationships),
+                       ("claims", sources.claims), ("text units", sources.text_units)):
+        if ids:
+            lines.append(f"  {label}: {len(ids)}")
+    if sources.documents:
+        lines.append("  documents: " + _some([d["title"] or d["id"] for d in sources.documents]))
+    if len(lines) == 1:
+        lines.append("  none")
+    figures = [f"method {result.method}"]
+    if "level" in details:
+        figures.append(f"level {details['level']}")
+    if "dynamic" in details:
+        dynamic = details["dynamic"]
+        figures.append(f"dynamic selection: {dynamic['reports_selected']} of "
+                       f"{dynamic['reports_total']} reports, {dynamic['rating_calls']} ratings, "
+                       f"{dynamic['saved_tokens']} tokens saved vs level "
+                       f"{dynamic['deepest_level']}")
+    figures.append(f"{result.llm_calls} LLM calls")
+    figures.append(f"{result.context_tokens} context tokens")
+    lines.append("[" + "; ".join(figures) + "]")
+    return "\n".join(lines)
+
+
+def _some(values: list, limit: int = 10) -> str:
+    shown = ", ".join(map(str, values[:limit]))
+    return shown + (f" (+{len(values) - limit} more)" if len(values) > limit else "")
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
@@ -163,9 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = sub.add_parser("query", help="answer a question from an index")
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")
-    query.add_argument("--method", default="global", choices=["global"])
+    query.add_argument("--method", default="global",
+                       choices=["global", "local", "drift", "basic", "text"],
+                       help="global: map-reduce over community reports; local: entity-centred "
+                            "context; drift: reports then follow-ups; basic: vector RAG over "
+                            "text units; text: map-reduce over source texts")
     query.add_argument("--level", type=int, default=None,
-                       help="community level (0 = root); defaults to global_search.default_level")
+                       help="global: community level (0 = root); defaults to "
+                            "global_search.default_level")
+    query.add_argument("--dynamic", action="store_true",
+                       help="global: rate reports from the root down and map only relevant ones")
+    query.add_argument("--stream", action="store_true", help="print the answer as it is written")
+    query.add_argument("--history", metavar="FILE",
+                       help='conversation so far: JSON list of {"role", "content"} turns')
     query.add_argument("--json", action="store_true", help="print the result as JSON")
     query.add_argument("--version", help="an older published index version (default: current)")
     config_options(query)

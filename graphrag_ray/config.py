@@ -90,6 +90,16 @@ class ReportsConfig(_Section):
     max_findings: int = Field(8, gt=0)
 
 
+class DynamicSelectionConfig(_Section):
+    # Rate reports from the root level down and map-reduce over the relevant ones only.
+    enabled: bool = False
+    # Ratings run 0-5; a report rated at least this is relevant and its children are rated.
+    threshold: int = Field(1, ge=0, le=5)
+    max_output_tokens: int = Field(300, gt=0)
+    # Report text shown to the rater (tokens).
+    report_tokens: int = Field(1500, gt=0)
+
+
 class GlobalSearchConfig(_Section):
     method: StageMethod = "auto"
     default_level: int = Field(2, ge=0)
@@ -99,6 +109,40 @@ class GlobalSearchConfig(_Section):
     reduce_max_output_tokens: int = Field(1500, gt=0)
     shuffle_seed: int = 86
     concurrency: int = Field(8, gt=0)
+    response_type: str = "multiple paragraphs"
+    dynamic: DynamicSelectionConfig = DynamicSelectionConfig()
+
+
+class LocalSearchConfig(_Section):
+    method: StageMethod = "auto"
+    top_k_entities: int = Field(10, gt=0)
+    top_k_relationships: int = Field(10, gt=0, description="per matched entity, by weight")
+    context_tokens: int = Field(8000, gt=0)
+    # Shares of the context budget; entities, relationships and claims get the rest.
+    text_unit_proportion: float = Field(0.5, ge=0, le=1)
+    community_proportion: float = Field(0.15, ge=0, le=1)
+    max_output_tokens: int = Field(1500, gt=0)
+    response_type: str = "multiple paragraphs"
+
+
+class DriftSearchConfig(_Section):
+    method: StageMethod = "auto"
+    top_k_reports: int = Field(5, gt=0, description="reports the primer starts from")
+    depth: int = Field(2, ge=1, description="rounds of follow-up questions")
+    follow_ups_per_step: int = Field(3, gt=0, description="follow-ups taken per round")
+    primer_context_tokens: int = Field(8000, gt=0)
+    # Each follow-up's local search uses this context budget (smaller than local search's).
+    local_context_tokens: int = Field(4000, gt=0)
+    max_output_tokens: int = Field(1000, gt=0)
+    concurrency: int = Field(8, gt=0)
+    response_type: str = "multiple paragraphs"
+
+
+class BasicSearchConfig(_Section):
+    method: StageMethod = "auto"
+    top_k: int = Field(40, gt=0, description="text units retrieved before the budget cuts")
+    context_tokens: int = Field(8000, gt=0)
+    max_output_tokens: int = Field(1500, gt=0)
     response_type: str = "multiple paragraphs"
 
 
@@ -145,6 +189,21 @@ class LLMConfig(_Section):
 
 class EmbeddingsConfig(LLMConfig):
     model: str = "text-embedding-3-small"
+    # api: the endpoint's /embeddings; hashing: offline signed feature hashing of words and word
+    # pairs (no model to download); auto: api when `embeddings.api_base` is set.
+    method: Literal["auto", "api", "hashing"] = "auto"
+    # Vector size of the hashing method, and asked of endpoints that accept `dimensions`
+    # (None: the model's own size).
+    dimensions: int | None = Field(None, gt=0)
+    hashing_dimensions: int = Field(1024, gt=0)
+    batch_size: int = Field(64, gt=0, description="texts per embeddings request")
+    # Longest text embedded (tokens); longer ones are truncated, as endpoints reject them.
+    max_input_tokens: int = Field(8000, gt=0)
+
+    def resolved_method(self) -> str:
+        if self.method == "auto":
+            return "api" if self.api_base else "hashing"
+        return self.method
 
 
 class CacheConfig(_Section):
@@ -187,6 +246,9 @@ class GraphRagConfig(_Section):
     communities: CommunitiesConfig = CommunitiesConfig()
     reports: ReportsConfig = ReportsConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()
+    local_search: LocalSearchConfig = LocalSearchConfig()
+    drift_search: DriftSearchConfig = DriftSearchConfig()
+    basic_search: BasicSearchConfig = BasicSearchConfig()
     llm: LLMConfig = LLMConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     cache: CacheConfig = CacheConfig()

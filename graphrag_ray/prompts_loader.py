@@ -13,6 +13,8 @@ from graphrag_ray.errors import ConfigError
 PROMPT_NAMES = (
     "extract_graph", "glean_check", "glean_continue", "extract_claims",
     "summarize_descriptions", "community_report", "global_map", "global_reduce",
+    "local_answer", "basic_answer", "text_map", "rate_community", "hypothetical_answer",
+    "drift_step", "drift_reduce",
 )
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")

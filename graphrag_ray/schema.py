@@ -11,6 +11,11 @@ RELATIONSHIPS = "relationships"
 COMMUNITIES = "communities"
 COMMUNITY_REPORTS = "community_reports"
 COVARIATES = "covariates"
+# Vectors (id, vector) for similarity retrieval; the names follow Microsoft GraphRAG's
+# embedding fields (entity.description, text_unit.text, community.full_content).
+ENTITY_DESCRIPTION_EMBEDDINGS = "embeddings_entity_description"
+TEXT_UNIT_EMBEDDINGS = "embeddings_text_unit_text"
+REPORT_EMBEDDINGS = "embeddings_community_full_content"
 
 DOCUMENT_COLUMNS = ["id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date",
                     "metadata"]

@@ -25,6 +25,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
+from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, edge_endpoints, element_id, merge_sharded)
@@ -59,7 +60,11 @@ class StageTimer:
 
 def uses_any_llm(config: GraphRagConfig) -> bool:
     return config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
-        or config.uses_llm(config.reports.method)
+        or config.uses_llm(config.reports.method) or uses_embedding_endpoint(config)
+
+
+def uses_embedding_endpoint(config: GraphRagConfig) -> bool:
+    return config.embeddings.resolved_method() == "api"
 
 
 def default_cache_url(output_url: str) -> str:
@@ -71,12 +76,17 @@ def make_services(config: GraphRagConfig, output_url: str) -> LLMServices:
     cache = None
     if config.cache.enabled:
         cache = ResponseCache(config.cache.url or default_cache_url(output_url))
+    embeddings = uses_embedding_endpoint(config)
     if config.runtime.engine == "ray":
         ensure_ray(config.runtime)
         # One budget per build and model; every worker of the build gets the same handle.
-        name = f"{config.llm.model}:{uuid.uuid4().hex[:12]}"
-        return LLMServices(cluster_rate_limiter(config.llm, name), cache)
-    return LLMServices(LocalRateLimiter(config.llm), cache)
+        build = uuid.uuid4().hex[:12]
+        return LLMServices(
+            cluster_rate_limiter(config.llm, f"{config.llm.model}:{build}"), cache,
+            cluster_rate_limiter(config.embeddings, f"{config.embeddings.model}:{build}")
+            if embeddings else None)
+    return LLMServices(LocalRateLimiter(config.llm), cache,
+                       LocalRateLimiter(config.embeddings) if embeddings else None)
 
 
 def build_index(input_url: str, output_url: str, config: GraphRagConfig,
@@ -85,8 +95,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     started = time.perf_counter()
     timer = StageTimer(progress)
     prompts = load_prompts(config)
-    if uses_any_llm(config):
+    if uses_any_llm(config) and config.llm.api_base:
         check_endpoint(config.llm)
+    if uses_embedding_endpoint(config):
+        check_endpoint(config.embeddings)
 
     loaded = timer.run("load_documents", load_documents, input_url, config.input)
     for warning in loaded.warnings:
@@ -137,14 +149,16 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                   schema.COMMUNITY_REPORTS: reports}
         if config.claims.enabled:
             tables[schema.COVARIATES] = covariates
+        embeddings, embed_usage = timer.run("embed", embed_index, tables, config, services, pool)
+        tables.update(embeddings)
         store = IndexStore(output_url)
         staged = store.stage()
         timer.run("write", _write_tables, staged, tables, config.output.rows_per_part)
         llm_usage = _usage_summary(
             {"extract": table_usage(extraction), "summarize": described.summarize_usage,
-             "reports": described.reports_usage},
+             "reports": described.reports_usage, "embed": embed_usage},
             {"extract": timer.timings["extract"], "summarize": described.summarize_wall_s,
-             "reports": described.reports_wall_s}, config)
+             "reports": described.reports_wall_s, "embed": timer.timings["embed"]}, config)
         if services.limiter is not None:
             llm_usage["rate_limiter"] = services.limiter.stats()
         manifest = {
@@ -154,6 +168,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "config": config.public_dict(),
             "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
             "tables": {name: table.num_rows for name, table in tables.items()},
+            "embeddings": {"method": config.embeddings.resolved_method(),
+                           "model": config.embeddings.model
+                           if uses_embedding_endpoint(config) else "hashing",
+                           "dimensions": _vector_size(embeddings)},
             **_community_figures(communities_list),
             "merge": asdict(merge_stats),
             "extraction": {
@@ -247,14 +265,25 @@ def make_pool(config: GraphRagConfig) -> WorkerPool:
 
 def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],
                    config: GraphRagConfig) -> dict:
+    """`embed` is priced as the embeddings model, every other stage as the chat model."""
     summary = {"model": config.llm.model, "stages": {}}
-    total = Usage()
+    total, costs = Usage(), []
     for name, usage in stages.items():
         total.add(usage)
+        costs.append(cost_usd(usage, config.embeddings if name == "embed" else config.llm)
+                     if usage.calls else 0.0)
         summary["stages"][name] = {**usage.as_dict(), "wall_s": timings.get(name),
-                                   "cost_usd": cost_usd(usage, config.llm)}
-    summary["total"] = {**total.as_dict(), "cost_usd": cost_usd(total, config.llm)}
+                                   "cost_usd": costs[-1]}
+    summary["total"] = {**total.as_dict(),
+                        "cost_usd": None if None in costs else round(sum(costs), 6)}
     return summary
+
+
+def _vector_size(embeddings: dict[str, pa.Table]) -> int | None:
+    for table in embeddings.values():
+        if table.num_rows:
+            return len(table.column("vector")[0])
+    return None
 
 
 def _count(values: list[str]) -> dict[str, int]:

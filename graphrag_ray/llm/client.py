@@ -96,23 +96,35 @@ class LLMServices:
     """What a worker needs besides config to call the LLM: the shared budget and the cache.
     Travels to Ray actors (the limiter as an actor handle, the cache as its URL)."""
 
-    def __init__(self, limiter=None, cache: ResponseCache | None = None):
+    def __init__(self, limiter=None, cache: ResponseCache | None = None,
+                 embedding_limiter=None):
         self.limiter = limiter
         self.cache = cache
+        # Embeddings have their own limits (their own model and keys in the config).
+        self.embedding_limiter = embedding_limiter
 
     def chat(self, config: LLMConfig) -> "ChatClient":
         return ChatClient(config, limiter=self.limiter, cache=self.cache)
 
+    def embedder(self, config):
+        from graphrag_ray.llm.embeddings import Embedder
+
+        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache)
+
     def close(self) -> None:
-        if self.limiter is not None:
-            self.limiter.close()
+        for limiter in (self.limiter, self.embedding_limiter):
+            if limiter is not None:
+                limiter.close()
 
 
-class ChatClient:
+class _EndpointClient:
+    """What chat and embeddings calls share: the budget lease, retries, usage counting."""
+
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
                  encoding: str = "cl100k_base"):
         if not config.api_base:
-            raise LLMError("llm.api_base is not set: give the endpoint URL (e.g. http://host:8000/v1)")
+            raise LLMError(f"{self._section}.api_base is not set: give the endpoint URL "
+                           "(e.g. http://host:8000/v1)")
         self.config = config
         self.limiter = limiter
         self.cache = cache
@@ -122,9 +134,11 @@ class ChatClient:
         self._lock = threading.Lock()
         self.usage = Usage()
 
-    def scoped(self) -> "ChatClient":
+    _section = "llm"
+
+    def scoped(self):
         """A client sharing this one's connection pool, budget and cache, with its own usage."""
-        clone = object.__new__(ChatClient)
+        clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone._lock = threading.Lock()
         clone.usage = Usage()
@@ -135,25 +149,14 @@ class ChatClient:
             for key, value in deltas.items():
                 setattr(self.usage, key, getattr(self.usage, key) + value)
 
-    def complete(self, messages: list[dict], *, max_tokens: int,
-                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
-        params: dict = {"max_tokens": max_tokens, "temperature": self.config.temperature}
-        if logit_bias:
-            params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
-        key = cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
-        if key is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self._count(cache_hits=1)
-                return hit["content"]
-        prompt_estimate = sum(count_tokens(m.get("content") or "", self.encoding) + 4
-                              for m in messages)
+    def _admitted(self, request, prompt_estimate: int, max_tokens: int, tag: str):
+        """`request()` under a lease, retried as the failure allows; returns the response and
+        its lease, which the caller settles with the usage the response reports."""
         for attempt in range(self.config.max_retries + 1):
-            lease = (self.limiter.acquire(prompt_estimate, max_tokens, cache_tag)
+            lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag)
                      if self.limiter else None)
             try:
-                response = self._client.chat.completions.create(
-                    model=self.config.model, messages=messages, **params)
+                return request(), lease
             except openai.APIError as exc:
                 status = getattr(exc, "status_code", None)
                 retry_after = retry_after_seconds(exc)
@@ -170,24 +173,94 @@ class ChatClient:
                     raise error from None
                 self._count(retries=1)
                 time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
-                continue
-            reported = response.usage
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _settle(self, lease, reported, prompt_tokens: int, completion_tokens: int) -> None:
+        if lease is not None:
+            self.limiter.release(
+                lease, prompt_tokens + completion_tokens if reported else lease.tokens,
+                completion_tokens=completion_tokens if reported else None)
+        self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+class ChatClient(_EndpointClient):
+    def _prepare(self, messages: list[dict], max_tokens: int,
+                 logit_bias: dict[int, int] | None, cache_tag: str) -> tuple[dict, str | None]:
+        params: dict = {"max_tokens": max_tokens, "temperature": self.config.temperature}
+        if logit_bias:
+            params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
+        key = cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
+        return params, key
+
+    def _cached(self, key: str | None) -> str | None:
+        if key is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        self._count(cache_hits=1)
+        return hit["content"]
+
+    def _prompt_estimate(self, messages: list[dict]) -> int:
+        return sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
+
+    def _store(self, key: str | None, content: str, prompt_tokens: int,
+               completion_tokens: int) -> None:
+        if key is not None:
+            self.cache.put(key, {"content": content, "model": self.config.model,
+                                 "usage": {"prompt_tokens": prompt_tokens,
+                                           "completion_tokens": completion_tokens}})
+
+    def complete(self, messages: list[dict], *, max_tokens: int,
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
+        params, key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        response, lease = self._admitted(
+            lambda: self._client.chat.completions.create(
+                model=self.config.model, messages=messages, **params),
+            self._prompt_estimate(messages), max_tokens, cache_tag)
+        reported = response.usage
+        prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
+        completion_tokens = (reported.completion_tokens or 0) if reported else 0
+        self._settle(lease, reported, prompt_tokens, completion_tokens)
+        if not response.choices:
+            raise LLMCallError("the endpoint returned no choices")
+        content = response.choices[0].message.content or ""
+        self._store(key, content, prompt_tokens, completion_tokens)
+        return content
+
+    def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
+        """The reply piece by piece as the endpoint sends it (a cached reply comes whole).
+        Retries happen before the first piece; a stream that breaks later raises."""
+        params, key = self._prepare(messages, max_tokens, None, cache_tag)
+        hit = self._cached(key)
+        if hit is not None:
+            yield hit
+            return
+        stream, lease = self._admitted(
+            lambda: self._client.chat.completions.create(
+                model=self.config.model, messages=messages, stream=True,
+                stream_options={"include_usage": True}, **params),
+            self._prompt_estimate(messages), max_tokens, cache_tag)
+        pieces: list[str] = []
+        reported = None
+        try:
+            for chunk in stream:
+                if chunk.usage is not None:
+                    reported = chunk.usage
+                if chunk.choices and chunk.choices[0].delta.content:
+                    pieces.append(chunk.choices[0].delta.content)
+                    yield pieces[-1]
+        except openai.APIError as exc:
+            raise LLMCallError(f"the answer stream from {self.config.api_base} broke: "
+                               f"{_short(exc)}") from None
+        finally:
             prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
             completion_tokens = (reported.completion_tokens or 0) if reported else 0
-            if lease is not None:
-                self.limiter.release(
-                    lease, prompt_tokens + completion_tokens if reported else lease.tokens,
-                    completion_tokens=completion_tokens if reported else None)
-            self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-            if not response.choices:
-                raise LLMCallError("the endpoint returned no choices")
-            content = response.choices[0].message.content or ""
-            if key is not None:
-                self.cache.put(key, {"content": content, "model": self.config.model,
-                                     "usage": {"prompt_tokens": prompt_tokens,
-                                               "completion_tokens": completion_tokens}})
-            return content
-        raise AssertionError("unreachable: the loop returns or raises")
+            self._settle(lease, reported, prompt_tokens, completion_tokens)
+        self._store(key, "".join(pieces), prompt_tokens, completion_tokens)
 
 
 def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:

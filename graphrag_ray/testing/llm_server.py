@@ -1,8 +1,10 @@
 """An OpenAI-compatible test server: deterministic answers that follow each prompt's format.
 
 It recognises the task from the prompt text (graph extraction, gleaning check and continuation,
-claims, description summaries, community reports, global map and reduce) and answers in the
-requested format, using the prompt's own text, so the pipeline builds a real graph from it.
+claims, description summaries, community reports, global map and reduce, local/basic answers,
+DRIFT steps, report ratings) and answers in the requested format, using the prompt's own text,
+so the pipeline builds a real graph from it. It also serves /embeddings (hashed vectors, so
+similar texts are near) and streams answers as server-sent events when asked to.
 
 Switches simulate providers: latency, HTTP 429 with Retry-After, 5xx, hung requests (timeouts),
 malformed output, an API key that must match, and endpoints that reject `logit_bias`. Faults are
@@ -104,7 +106,30 @@ def classify(messages: list[dict]) -> str:
         return "global_map"
     if "---Analyst Reports---" in first:
         return "global_reduce"
+    if '"follow_up_queries"' in first:
+        return "drift_step"
+    if "---Intermediate answers---" in first:
+        return "drift_reduce"
+    if "---Data tables---" in first or "---Source texts---" in first:
+        return "context_answer"
+    if '"rating"' in first and "Rate how relevant" in first:
+        return "rate_report"
+    if "hypothetical answer" in first.lower():
+        return "hypothetical_answer"
     return "other"
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"\w+", text) if len(w) > 3}
+
+
+def _table_rows(text: str) -> tuple[str, list[list[str]]]:
+    """The last `id|...` table in a prompt section: its header and its rows' fields."""
+    lines = text.split("\n")
+    header_at = max((i for i, line in enumerate(lines) if line.startswith("id|")), default=-1)
+    rows = [line.split("|") for line in lines[header_at + 1:]
+            if "|" in line and line.split("|")[0].isdigit()]
+    return (lines[header_at] if header_at >= 0 else ""), rows
 
 
 def _section(text: str, start: str, end: str | None = None) -> str:
@@ -204,16 +229,51 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
                            "findings": findings})
     if kind == "global_map":
         question = set(w.lower() for w in re.findall(r"\w+", _section(first, "Question: ",
-                                                                      "\n\nReports:")))
+                                                                      "\n\n")))
+        header, rows = _table_rows(_section(first, "Question: ", "\n\nJSON:"))
+        source = "Sources" if "text" in header.split("|") else "Reports"
         points = []
-        for row in _section(first, "id|title|rank|content\n", "\n\nJSON:").split("\n"):
-            parts = row.split("|")
-            if len(parts) < 4 or not parts[0].isdigit():
+        for parts in rows:
+            if len(parts) < 3:
                 continue
-            overlap = len(question & set(w.lower() for w in re.findall(r"\w+", parts[3])))
-            points.append({"description": f"{parts[1]} is relevant [Data: Reports ({parts[0]})]",
+            overlap = len(question & set(w.lower() for w in re.findall(r"\w+", parts[-1])))
+            points.append({"description": f"{parts[1]} is relevant "
+                                          f"[Data: {source} ({parts[0]})]",
                            "score": min(100, overlap * 10)})
         return json.dumps({"points": points})
+    if kind == "context_answer":
+        question = _section(first, "Question: ", "\n\nAnswer:")
+        context = _section(first, "---Data tables---", "\n\nQuestion:") or \
+            _section(first, "---Source texts---", "\n\nQuestion:")
+        cited = [line.split("|")[:2] for line in context.split("\n")
+                 if "|" in line and line.split("|")[0].isdigit()][:5]
+        lines = [f"Answer to: {question}"] + [f"- {name[:60]} [Data: Sources ({number})]"
+                                               for number, name in cited]
+        history = first.split("---Conversation so far---")[-1].split("\n\n---")[0].strip()
+        if history and history != "(none)":
+            lines.append(f"(following up on: {history.splitlines()[-1][:80]})")
+        return "\n".join(lines)
+    if kind == "drift_step":
+        query = _section(first, "Current query: ", "\n\nData:")
+        data = _section(first, "Data:\n", "\n\nJSON:")
+        asked = _words(query)
+        names = [n for n in _names(data) if not _words(n) <= asked][:2]
+        return json.dumps({"answer": f"About {query}: the data mentions {', '.join(names) or 'nothing new'}.",
+                           "score": min(100, 10 * len(_words(data) & asked)),
+                           "follow_up_queries": [f"What is the role of {n.title()}?" for n in names]})
+    if kind == "drift_reduce":
+        question = _section(first, "Question: ", "\n\nAnswer:")
+        answers = _section(first, "---Intermediate answers---", "\n\nQuestion:")
+        lines = [f"- {line}" for line in answers.split("\n") if line.strip()][:8]
+        return f"Answer to: {question}\n" + "\n".join(lines)
+    if kind == "rate_report":
+        question = _words(_section(first, "Question: ", "\n\nCommunity report:"))
+        report = _words(_section(first, "Community report:\n", "\n\nJSON:"))
+        rating = min(5, len(question & report))
+        return json.dumps({"rating": rating, "reason": f"{rating} question words appear."})
+    if kind == "hypothetical_answer":
+        question = _section(first, "Question: ", "\n\nHypothetical answer:")
+        return f"A report answering {question} would describe {question.rstrip('?')}."
     if kind == "global_reduce":
         points = re.findall(r"Importance Score: [\d.]+\n(.+)", first)
         return "Summary of the analysts' points:\n" + "\n".join(f"- {p}" for p in points[:10])
@@ -252,6 +312,31 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _send_stream(self, body: dict, content: str) -> bool:
+        """The reply as server-sent events, a few words per event, usage in the last one."""
+        if self._peer_closed():
+            return False
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        words = re.findall(r"\S+\s*|\s+", content)
+        pieces = ["".join(words[i:i + 3]) for i in range(0, len(words), 3)] or [""]
+        frame = {k: body[k] for k in ("id", "created", "model")}
+        events = [{**frame, "object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
+        events.append({**frame, "object": "chat.completion.chunk", "choices": [],
+                       "usage": body["usage"]})
+        try:
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode("utf-8"))
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+        self.close_connection = True
+        return True
+
     def _peer_closed(self) -> bool:
         """True when the client has closed its end (e.g. its process was killed)."""
         try:
@@ -283,6 +368,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/reset"):
             self.server.reset()
             self._send(200, {"ok": True})
+            return
+        if self.path.rstrip("/").endswith("/embeddings") and self._authorised():
+            self.server.handle_embeddings(self, body)
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -435,15 +523,55 @@ class TestLLMServer(ThreadingHTTPServer):
         self._record(kind, 200, request_hash)  # logged at admission, as a provider counts it
         time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
         self._gate.wait()
-        delivered = handler._send(200, {
+        reply = {
             "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "test-model"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-        })
+        }
+        if body.get("stream"):
+            delivered = handler._send_stream(reply, content)
+        else:
+            delivered = handler._send(200, reply)
         if delivered:
+            self._delivered(request_hash)
+
+
+    def handle_embeddings(self, handler: _Handler, body: dict) -> None:
+        """Vectors from the offline hashing method, so similar texts get similar vectors."""
+        from graphrag_ray.llm.embeddings import hashing_embed
+
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            self._stats.requests += 1
+            self._stats.by_kind["embeddings"] += 1
+            attempt = self._attempts[request_hash]
+            self._attempts[request_hash] += 1
+        if attempt < self.switches.fail_first:
+            self._record("embeddings", self.switches.fail_status, request_hash)
+            handler._send(self.switches.fail_status, {"error": {"message": "injected failure"}},
+                          {"Retry-After": f"{self.switches.retry_after_s:g}"})
+            return
+        tokens = sum(len(str(text)) for text in inputs) // 4
+        wait = self._admit(tokens)
+        if wait is not None:
+            self._record("embeddings", 429, request_hash)
+            handler._send(429, {"error": {"message": "Rate limit reached"}},
+                          {"Retry-After": f"{wait:.3f}"})
+            return
+        self._record("embeddings", 200, request_hash)
+        time.sleep(self.switches.latency_ms / 1000)
+        vectors = hashing_embed([str(text) for text in inputs], int(body.get("dimensions") or 256))
+        if handler._send(200, {
+            "object": "list", "model": body.get("model", "test-embedding"),
+            "data": [{"object": "embedding", "index": i, "embedding": vector.tolist()}
+                     for i, vector in enumerate(vectors)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }):
             self._delivered(request_hash)
 
 

@@ -1,0 +1,113 @@
+"""Text embeddings: an OpenAI-compatible /embeddings endpoint, or an offline hashing method.
+
+The offline method is signed feature hashing (the "hashing trick") of content words and
+adjacent word pairs, weighted 1 + log(count) and L2-normalised. It needs no model download,
+so the offline default stays offline, and is deterministic across processes (blake2b, not
+Python's salted hash). It matches by shared vocabulary, not meaning: good for finding the
+entities and passages a question names, weaker than a neural model for paraphrase. Point
+`embeddings.api_base` at an endpoint for neural embeddings.
+
+Endpoint calls go through the same lease / retry / usage machinery as chat calls, under the
+embeddings section's own rate limits, and each text's vector is cached by content.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from functools import lru_cache
+from hashlib import blake2b
+
+import numpy as np
+
+from graphrag_ray.config import EmbeddingsConfig
+from graphrag_ray.llm.cache import cache_key
+from graphrag_ray.llm.client import LLMCallError, _EndpointClient
+from graphrag_ray.terms import content_terms
+from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+
+
+@lru_cache(maxsize=1 << 20)
+def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
+    value = int.from_bytes(blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+    return value % dimensions, 1.0 if value >> 63 else -1.0
+
+
+def hashing_embed(texts: list[str], dimensions: int) -> np.ndarray:
+    vectors = np.zeros((len(texts), dimensions), dtype=np.float32)
+    for row, text in enumerate(texts):
+        words = content_terms(text)
+        features = Counter(words + [f"{a} {b}" for a, b in zip(words, words[1:])])
+        for feature, count in features.items():
+            column, sign = _bucket(feature, dimensions)
+            vectors[row, column] += sign * (1.0 + np.log(count))
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class EmbeddingClient(_EndpointClient):
+    _section = "embeddings"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        config: EmbeddingsConfig = self.config
+        # Endpoints reject empty and over-long inputs.
+        texts = [truncate_to_tokens(t, config.max_input_tokens, self.encoding) or " "
+                 for t in texts]
+        params = {"dimensions": config.dimensions} if config.dimensions else {}
+        keys = [cache_key(config.model, [{"role": "input", "content": t}], params, "embedding")
+                if self.cache else None for t in texts]
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key) if key else None
+            if hit is not None:
+                vectors[i] = np.frombuffer(base64.b64decode(hit["vector"]), dtype=np.float32)
+                self._count(cache_hits=1)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        for start in range(0, len(missing), config.batch_size):
+            batch = missing[start:start + config.batch_size]
+            inputs = [texts[i] for i in batch]
+            response, lease = self._admitted(
+                lambda: self._client.embeddings.create(model=config.model, input=inputs,
+                                                       **params),
+                sum(count_tokens(t, self.encoding) for t in inputs), 0, "embedding")
+            reported = response.usage
+            self._settle(lease, reported, (reported.prompt_tokens or 0) if reported else 0, 0)
+            if len(response.data) != len(batch):
+                raise LLMCallError(f"the embeddings endpoint returned {len(response.data)} "
+                                   f"vectors for {len(batch)} inputs")
+            for item in sorted(response.data, key=lambda d: d.index):
+                i = batch[item.index]
+                vectors[i] = np.asarray(item.embedding, dtype=np.float32)
+                if keys[i]:
+                    self.cache.put(keys[i], {"model": config.model, "vector": base64.b64encode(
+                        vectors[i].tobytes()).decode("ascii")})
+        if not vectors:
+            return np.zeros((0, 0), dtype=np.float32)
+        matrix = np.vstack(vectors)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)
+
+
+class Embedder:
+    """Texts -> unit vectors, by the configured method; one per worker."""
+
+    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None):
+        self.config = config
+        self.method = config.resolved_method()
+        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache)
+                       if self.method == "api" else None)
+
+    @property
+    def usage(self):
+        return self.client.usage if self.client else None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self.client is None:
+            return hashing_embed(texts, self.config.hashing_dimensions)
+        return self.client.embed(texts)
+
+    def scoped(self) -> "Embedder":
+        clone = object.__new__(Embedder)
+        clone.__dict__.update(self.__dict__)
+        clone.client = self.client.scoped() if self.client else None
+        return clone

@@ -1,0 +1,58 @@
+"""Basic search (the paper's SS condition, plain vector RAG): the text units nearest the
+question, in order of similarity until the token budget is full, then one answer."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.prompts_loader import render
+from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.citations import ReadTable, sources_of_records
+from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.local_search import extractive_answer, query_text
+from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.vectors import VectorTable
+
+
+def basic_search(question: str, unit_vectors: VectorTable,
+                 fetch_units: Callable[[list[str]], pa.Table], config: GraphRagConfig,
+                 prompts: dict[str, str], services: LLMServices, embed: Callable,
+                 read: ReadTable, *, history: list[dict] | None = None,
+                 on_token: Callable[[str], None] | None = None) -> SearchResult:
+    """`fetch_units(ids)`: id, human_readable_id, text of those text units."""
+    cfg = config.basic_search
+    query = query_text(question, history)
+    nearest = unit_vectors.nearest(embed([query])[0], cfg.top_k)
+    units = fetch_units([i for i, _ in nearest])
+    rows = {u["id"]: u for u in units.to_pylist()}
+    section = pack_table("Sources", "id|text",
+                         [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")
+                          for i, _ in nearest if i in rows],
+                         cfg.context_tokens, config.chunks.encoding_model)
+    result = SearchResult(method="basic", answer="", context_tokens=section.tokens,
+                          details={"retrieved": len(nearest), "in_context": len(section.keys),
+                                   "similarities": [round(s, 4) for _, s in nearest
+                                                    [:len(section.keys)]]})
+    if config.uses_llm(cfg.method):
+        chat = services.chat(config.llm)
+        prompt = render(prompts["basic_answer"], question=question, context_data=section.text,
+                        response_type=cfg.response_type,
+                        conversation_history=conversation_text(history))
+        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
+        result.usage.add(chat.usage)
+        result.llm_calls = 1
+    else:
+        result.answer = extractive_answer(question, [], [rows[i]["text"] for i in section.keys])
+        if on_token:
+            on_token(result.answer)
+    result.sources = sources_of_records(read, {"text_units": section.keys})
+    return result
+
+
+def units_by_id(units: pa.Table, ids: list[str]) -> pa.Table:
+    return units.filter(pc.is_in(units.column("id"), pa.array(ids, pa.string())))

@@ -1,0 +1,51 @@
+"""Building blocks of query contexts: token-budgeted tables and conversation history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphrag_ray.tokens import count_tokens
+
+NO_HISTORY = "(none)"
+
+
+def conversation_text(history: list[dict] | None, max_turns: int = 6) -> str:
+    """The last turns of a conversation ({"role", "content"} dicts) as prompt text."""
+    if not history:
+        return NO_HISTORY
+    turns = [f"{turn.get('role', 'user')}: {str(turn.get('content', '')).strip()}"
+             for turn in history[-max_turns:] if str(turn.get("content", "")).strip()]
+    return "\n".join(turns) or NO_HISTORY
+
+
+def cell(value: object) -> str:
+    return " ".join(str(value).replace("|", "/").split())
+
+
+@dataclass
+class TableSection:
+    """`-----Title-----` then `header` then the rows that fitted."""
+    text: str
+    keys: list
+    tokens: int
+
+
+def pack_table(title: str, header: str, rows: list[tuple[object, str]], budget: int,
+               encoding: str) -> TableSection:
+    """Rows in the order given until the next one would pass `budget` tokens; a row too long
+    for the whole budget is skipped, not truncated, so every row shown is whole."""
+    lines = [f"-----{title}-----", header]
+    used = count_tokens("\n".join(lines), encoding) + 1
+    if used > budget:
+        return TableSection("", [], 0)
+    keys = []
+    for key, row in rows:
+        tokens = count_tokens(row, encoding) + 1
+        if used + tokens > budget:
+            continue
+        lines.append(row)
+        keys.append(key)
+        used += tokens
+    if not keys:
+        return TableSection("", [], 0)
+    return TableSection("\n".join(lines), keys, used)

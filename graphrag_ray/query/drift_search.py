@@ -1,0 +1,226 @@
+"""DRIFT search: start broad, then drill down. The question (and, with an LLM, a hypothetical
+answer to it, whose embedding looks more like a report than the question does) selects the
+most similar community reports; a primer call answers from them and proposes follow-up
+queries; each round answers the open follow-ups with local-search contexts, in parallel, and
+collects new follow-ups, for `depth` rounds; a reduce call merges the intermediate answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
+from graphrag_ray.prompts_loader import render
+from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.citations import ReadTable, merge_sources, sources_of_records
+from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.query.local_search import (
+    LocalData, build_local_context, extractive_answer, query_text)
+from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.vectors import VectorTable
+from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+
+
+@dataclass
+class DriftTask:
+    question: str
+    query: str
+    context: str
+    template: str
+    config: GraphRagConfig
+    services: LLMServices
+
+
+@dataclass
+class DriftStep:
+    query: str
+    answer: str
+    score: float
+    follow_ups: list[str]
+    usage: Usage = field(default_factory=Usage)
+    failure: str = ""
+    depth: int = 0
+    records: dict = field(default_factory=dict)
+
+
+def parse_step(reply: str) -> tuple[str, float, list[str]]:
+    data = parse_json_object(reply)
+    answer = str(data.get("answer") or data.get("response") or "").strip()
+    if not answer:
+        raise ValueError("no 'answer'")
+    follow_ups = data.get("follow_up_queries") or []
+    if not isinstance(follow_ups, list):
+        raise ValueError("'follow_up_queries' is not a list")
+    try:
+        score = float(data.get("score", 0))
+    except (TypeError, ValueError):
+        score = 0.0
+    return answer, max(0.0, min(100.0, score)), [str(q).strip() for q in follow_ups
+                                                 if str(q).strip()]
+
+
+def run_drift_task(task: DriftTask) -> DriftStep:
+    cfg = task.config.drift_search
+    chat = task.services.chat(task.config.llm)
+    prompt = render(task.template, question=task.question, query=task.query,
+                    context_data=task.context, max_follow_ups=cfg.follow_ups_per_step)
+    problem = ""
+    for _ in range(task.config.llm.max_parse_retries + 1):
+        try:
+            reply = chat.complete([{"role": "user", "content": prompt}],
+                                  max_tokens=cfg.max_output_tokens)
+            answer, score, follow_ups = parse_step(reply)
+            return DriftStep(task.query, answer, score, follow_ups, chat.usage)
+        except LLMError as exc:
+            return DriftStep(task.query, "", 0.0, [], chat.usage, f"{task.query}: {exc}")
+        except ValueError as exc:
+            problem = f"{task.query}: malformed reply ({exc})"
+    return DriftStep(task.query, "", 0.0, [], chat.usage, problem)
+
+
+def drift_search(question: str, report_vectors: VectorTable, data: LocalData, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices, fan_out: FanOut, embed: Callable, read: ReadTable, *,
+                 history: list[dict] | None = None,
+                 on_token: Callable[[str], None] | None = None) -> SearchResult:
+    cfg = config.drift_search
+    reports = data.reports
+    encoding = config.chunks.encoding_model
+    use_llm = config.uses_llm(cfg.method)
+    result = SearchResult(method="drift", answer="")
+    query = query_text(question, history)
+
+    # 1. Primer: the reports nearest the question (or a hypothetical answer to it).
+    probe = query
+    if use_llm and reports:
+        example = max(reports, key=lambda r: (r["rank"], -r["level"]))["full_content"]
+        chat = services.chat(config.llm)
+        probe = chat.complete([{"role": "user", "content": render(
+            prompts["hypothetical_answer"], question=question,
+            example_report=truncate_to_tokens(example, 500, encoding))}],
+            max_tokens=cfg.max_output_tokens).strip() or query
+        result.usage.add(chat.usage)
+        result.llm_calls += 1
+    by_id = {r["id"]: r for r in reports}
+    nearest = [by_id[i] for i, _ in report_vectors.nearest(embed([probe])[0], cfg.top_k_reports)
+               if i in by_id]
+    primer = pack_table("Reports", "id|title|content",
+                        [(r["community"], f"{r['community']}|{cell(r['title'])}|"
+                                          f"{cell(r['full_content'])}") for r in nearest],
+                        cfg.primer_context_tokens, encoding)
+    result.context_tokens += primer.tokens
+    if use_llm:
+        steps = _run_steps([DriftTask(question, question, primer.text, prompts["drift_step"],
+                                      config, services)], fan_out, cfg.concurrency)
+    else:
+        steps = [_extractive_primer(question, [r for r in nearest
+                                               if r["community"] in primer.keys], data)]
+    steps[0].records = {"reports": primer.keys}
+    history_of_steps = list(steps)
+
+    # 2. Follow-ups, round by round, each answered from its own local-search context.
+    asked = {question.strip().lower()}
+    frontier = steps
+    for depth in range(1, cfg.depth + 1):
+        follow_ups = []
+        for step in sorted(frontier, key=lambda s: -s.score):
+            for follow_up in step.follow_ups:
+                if follow_up.strip().lower() not in asked and len(follow_ups) < cfg.follow_ups_per_step:
+                    asked.add(follow_up.strip().lower())
+                    follow_ups.append(follow_up)
+        if not follow_ups:
+            break
+        contexts = [build_local_context(
+            f"{question} {f}", embed([f])[0], data,
+            top_k_entities=config.local_search.top_k_entities,
+            top_k_relationships=config.local_search.top_k_relationships,
+            budget=cfg.local_context_tokens,
+            text_unit_proportion=config.local_search.text_unit_proportion,
+            community_proportion=config.local_search.community_proportion, encoding=encoding)
+            for f in follow_ups]
+        result.context_tokens += sum(c.tokens for c in contexts)
+        if use_llm:
+            frontier = _run_steps([DriftTask(question, f, c.text, prompts["drift_step"], config,
+                                             services) for f, c in zip(follow_ups, contexts)],
+                                  fan_out, cfg.concurrency)
+        else:
+            frontier = [_extractive_step(f, c, data) for f, c in zip(follow_ups, contexts)]
+        for step, context in zip(frontier, contexts):
+            step.depth = depth
+            step.records = context.records
+        history_of_steps += frontier
+
+    for step in history_of_steps:
+        result.usage.add(step.usage)
+        if step.failure:
+            result.failures.append(step.failure)
+    result.llm_calls += sum(1 for _ in history_of_steps) if use_llm else 0
+
+    # 3. Reduce: the primer's answer first, then the follow-ups' by score.
+    answered = [s for s in history_of_steps if s.answer]
+    ordered = answered[:1] + sorted(answered[1:], key=lambda s: (-s.score, s.depth))
+    sections, used = [], 0
+    for number, step in enumerate(ordered, start=1):
+        section = f"----Step {number}: {step.query}----\n{step.answer}"
+        tokens = count_tokens(section, encoding) + 1
+        if used + tokens > config.global_search.reduce_context_tokens:
+            break
+        sections.append(section)
+        used += tokens
+    result.context_tokens += used
+    if not sections:
+        result.answer = "I could not find information in the index that answers this question."
+        if on_token:
+            on_token(result.answer)
+    elif use_llm:
+        chat = services.chat(config.llm)
+        prompt = render(prompts["drift_reduce"], question=question,
+                        context_data="\n\n".join(sections), response_type=cfg.response_type,
+                        conversation_history=conversation_text(history))
+        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
+        result.usage.add(chat.usage)
+        result.llm_calls += 1
+    else:
+        result.answer = "\n\n".join(f"**{s.query}**\n{s.answer}" for s in ordered[:len(sections)])
+        if on_token:
+            on_token(result.answer)
+    result.details = {
+        "primer_reports": primer.keys,
+        "steps": [{"query": s.query, "depth": s.depth, "score": s.score,
+                   "follow_ups": s.follow_ups} for s in history_of_steps],
+        "follow_ups_answered": len(history_of_steps) - 1,
+    }
+    result.sources = merge_sources([sources_of_records(read, s.records)
+                                    for s in history_of_steps], read)
+    return result
+
+
+def _run_steps(tasks: list[DriftTask], fan_out: FanOut, concurrency: int) -> list[DriftStep]:
+    return fan_out.map(run_drift_task, tasks, concurrency)
+
+
+def _extractive_primer(question: str, reports: list[dict], data: LocalData) -> DriftStep:
+    """Offline: the reports' summaries, and a follow-up on each report's leading entities."""
+    answer = "\n".join(f"- {r['title']}: {r['summary']} [Data: Reports ({r['community']})]"
+                       for r in reports) or "No report matches the question."
+    leading = [t for r in reports for t in _leading_entities(r, data)]
+    return DriftStep(question, answer, 50.0, _entity_questions(leading))
+
+
+def _extractive_step(query: str, context, data: LocalData) -> DriftStep:
+    return DriftStep(query, extractive_answer(query, context.entity_rows, context.unit_texts),
+                     10.0 * len(context.entity_rows),
+                     _entity_questions([e["title"] for e in context.entity_rows]))
+
+
+def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str]:
+    members = [data.by_id[i] for i in report["entity_ids"] if i in data.by_id]
+    members.sort(key=lambda i: (-data.entities[i]["degree"], i))
+    return [data.entities[i]["title"] for i in members[:count]]
+
+
+def _entity_questions(titles: list[str]) -> list[str]:
+    return [f"What is the role of {title}?" for title in dict.fromkeys(titles)]

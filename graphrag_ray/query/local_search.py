@@ -1,0 +1,253 @@
+"""Local search: the entities a question is about (by embedding similarity, plus any entity
+the question names), then one context within a token budget built from them: their
+communities' reports, the entities, their relationships and claims, and the text units they
+were extracted from; then one answer that cites those records.
+
+Budget shares: `community_proportion` for reports, `text_unit_proportion` for source texts,
+the rest for entities, relationships and claims. Every row is whole; rows that do not fit are
+left out, so the context never exceeds `context_tokens`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.citations import ReadTable, sources_of_records
+from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.vectors import VectorTable
+from graphrag_ray.prompts_loader import render
+from graphrag_ray.terms import content_terms
+from graphrag_ray.tokens import truncate_to_tokens
+
+
+def _words(text: str) -> str:
+    return f" {' '.join(re.findall(r'[A-Za-z0-9]+', text.upper()))} "
+
+
+@dataclass
+class LocalData:
+    """The tables local search reads, as row lists and lookups (built once per index)."""
+    entities: list[dict]
+    relationships: list[dict]
+    claims: list[dict]
+    units: dict[str, dict]  # id -> row
+    reports: list[dict]  # id, community, level, title, summary, full_content, rank, entity_ids
+    entity_vectors: VectorTable
+    by_id: dict[str, int] = field(init=False)
+    by_title: dict[str, int] = field(init=False)
+    edges_of: dict[str, list[int]] = field(init=False)  # entity title -> relationship rows
+    claims_of: dict[str, list[int]] = field(init=False)  # entity title -> claim rows
+    reports_of: dict[str, list[int]] = field(init=False)  # entity id -> report rows
+    names: list[tuple[str, int]] = field(init=False)  # " WORDS OF TITLE " -> entity row
+
+    def __post_init__(self) -> None:
+        self.names = [(_words(e["title"]), i) for i, e in enumerate(self.entities)
+                      if len(e["title"]) > 2]
+        self.by_id = {e["id"]: i for i, e in enumerate(self.entities)}
+        self.by_title = {e["title"]: i for i, e in enumerate(self.entities)}
+        self.edges_of = defaultdict(list)
+        for i, edge in enumerate(self.relationships):
+            self.edges_of[edge["source"]].append(i)
+            self.edges_of[edge["target"]].append(i)
+        self.claims_of = defaultdict(list)
+        for i, claim in enumerate(self.claims):
+            self.claims_of[claim["subject_id"]].append(i)
+        self.reports_of = defaultdict(list)
+        for i, report in enumerate(self.reports):
+            for entity_id in report["entity_ids"]:
+                self.reports_of[entity_id].append(i)
+
+
+@dataclass
+class LocalContext:
+    text: str
+    tokens: int
+    records: dict[str, list]
+    entity_rows: list[dict]
+    unit_texts: list[str]
+
+
+def match_entities(query: str, query_vector: np.ndarray, data: LocalData, top_k: int) -> list[int]:
+    """Entities the query names (longest names first), then the nearest by embedding."""
+    words = _words(query)
+    named = sorted((i for name, i in data.names if name in words),
+                   key=lambda i: -len(data.entities[i]["title"]))
+    nearest = [data.by_id[i] for i, _ in data.entity_vectors.nearest(query_vector, 2 * top_k)
+               if i in data.by_id]
+    return list(dict.fromkeys(named + nearest))[:top_k]
+
+
+def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *,
+                        top_k_entities: int, top_k_relationships: int, budget: int,
+                        text_unit_proportion: float, community_proportion: float,
+                        encoding: str) -> LocalContext:
+    matched = match_entities(query, query_vector, data, top_k_entities)
+    entities = [data.entities[i] for i in matched]
+    titles = {e["title"] for e in entities}
+    ids = [e["id"] for e in entities]
+    report_budget = int(budget * community_proportion)
+    unit_budget = int(budget * text_unit_proportion)
+    local_budget = budget - report_budget - unit_budget
+
+    # Reports: communities holding the most matched entities first, then by rating.
+    hits = Counter(r for entity_id in ids for r in data.reports_of.get(entity_id, []))
+    report_rows, seen_text = [], set()
+    for r in sorted(hits, key=lambda r: (-hits[r], -data.reports[r]["rank"],
+                                         data.reports[r]["level"])):
+        report = data.reports[r]
+        if report["full_content"] in seen_text:
+            continue  # a carried-down copy of a report already listed
+        seen_text.add(report["full_content"])
+        content = truncate_to_tokens(report["full_content"], max(1, report_budget // 2), encoding)
+        report_rows.append((report["community"],
+                            f"{report['community']}|{cell(report['title'])}|{cell(content)}"))
+    reports = pack_table("Reports", "id|title|content", report_rows, report_budget, encoding)
+
+    entity_section = pack_table(
+        "Entities", "id|entity|type|description|number of relationships",
+        [(e["id"], f"{e['human_readable_id']}|{cell(e['title'])}|{cell(e['type'])}|"
+                   f"{cell(e['description'])}|{e['degree']}") for e in entities],
+        local_budget, encoding)
+    # Relationships among matched entities first, then each one's strongest other links.
+    inside, outside = [], []
+    for title in [e["title"] for e in entities]:
+        edges = sorted(data.edges_of.get(title, []),
+                       key=lambda i: (-data.relationships[i]["weight"],
+                                      -data.relationships[i]["combined_degree"], i))
+        taken = 0
+        for i in edges:
+            edge = data.relationships[i]
+            if edge["source"] in titles and edge["target"] in titles:
+                inside.append(i)
+            elif taken < top_k_relationships:
+                outside.append(i)
+                taken += 1
+    edge_rows = [data.relationships[i] for i in dict.fromkeys(inside + outside)]
+    relationship_section = pack_table(
+        "Relationships", "id|source|target|description|weight",
+        [(r["id"], f"{r['human_readable_id']}|{cell(r['source'])}|{cell(r['target'])}|"
+                   f"{cell(r['description'])}|{r['weight']:g}") for r in edge_rows],
+        local_budget - entity_section.tokens, encoding)
+    claim_rows = [data.claims[i] for title in titles for i in data.claims_of.get(title, [])]
+    claim_section = pack_table(
+        "Claims", "id|subject|type|status|description",
+        [(c["id"], f"{c['human_readable_id']}|{cell(c['subject_id'])}|{cell(c['type'])}|"
+                   f"{cell(c['status'])}|{cell(c['description'])}") for c in claim_rows],
+        local_budget - entity_section.tokens - relationship_section.tokens, encoding)
+
+    # Source texts: those of the best-matched entity first, then by how many matched
+    # entities they mention.
+    mentions = Counter(u for e in entities for u in e["text_unit_ids"])
+    first_seen = {}
+    for rank, e in enumerate(entities):
+        for u in e["text_unit_ids"]:
+            first_seen.setdefault(u, rank)
+    unit_ids = sorted((u for u in mentions if u in data.units),
+                      key=lambda u: (first_seen[u], -mentions[u], u))
+    unit_section = pack_table(
+        "Sources", "id|text",
+        [(u, f"{data.units[u]['human_readable_id']}|{cell(data.units[u]['text'])}")
+         for u in unit_ids], unit_budget, encoding)
+
+    sections = [reports, entity_section, relationship_section, claim_section, unit_section]
+    return LocalContext(
+        text="\n\n".join(s.text for s in sections if s.text),
+        tokens=sum(s.tokens for s in sections),
+        records={"reports": reports.keys, "entities": entity_section.keys,
+                 "relationships": relationship_section.keys, "claims": claim_section.keys,
+                 "text_units": unit_section.keys},
+        entity_rows=[e for e in entities if e["id"] in set(entity_section.keys)],
+        unit_texts=[data.units[u]["text"] for u in unit_section.keys])
+
+
+EXTRACTIVE_SENTENCES = 6
+
+
+def extractive_answer(question: str, entity_rows: list[dict], texts: list[str]) -> str:
+    """Offline: the matched entities' descriptions and the source sentences sharing the most
+    content words with the question."""
+    wanted = set(content_terms(question))
+    sentences = [s.strip() for text in texts for s in re.split(r"(?<=[.!?])\s+", text)
+                 if s.strip()]
+    scored = sorted(((len(wanted & set(content_terms(s))), -i, s)
+                     for i, s in enumerate(dict.fromkeys(sentences))), reverse=True)
+    best = [s for score, _, s in scored[:EXTRACTIVE_SENTENCES] if score > 0]
+    if not entity_rows and not best:
+        return "I could not find information in the index that answers this question."
+    lines = [f"From the index, about: {question}", ""]
+    lines += [f"- **{e['title']}**: {' '.join(e['description'].split())[:300]}"
+              for e in entity_rows[:5]]
+    if best:
+        lines += ["", "Passages:"] + [f"> {' '.join(s.split())[:400]}" for s in best]
+    return "\n".join(lines)
+
+
+def query_text(question: str, history: list[dict] | None) -> str:
+    """What retrieval matches: the question, with the user's previous turn for follow-ups."""
+    previous = [t["content"] for t in history or [] if t.get("role") == "user"][-1:]
+    return " ".join(previous + [question])
+
+
+def local_search(question: str, data: LocalData, config: GraphRagConfig,
+                 prompts: dict[str, str], services: LLMServices, embed: Callable,
+                 read: ReadTable, *, history: list[dict] | None = None,
+                 on_token: Callable[[str], None] | None = None) -> SearchResult:
+    cfg = config.local_search
+    query = query_text(question, history)
+    context = build_local_context(
+        query, embed([query])[0], data, top_k_entities=cfg.top_k_entities,
+        top_k_relationships=cfg.top_k_relationships, budget=cfg.context_tokens,
+        text_unit_proportion=cfg.text_unit_proportion,
+        community_proportion=cfg.community_proportion, encoding=config.chunks.encoding_model)
+    result = SearchResult(method="local", answer="", context_tokens=context.tokens,
+                          details={"matched_entities": [e["title"] for e in context.entity_rows],
+                                   "context_records": {k: len(v) for k, v in
+                                                       context.records.items()}})
+    if config.uses_llm(cfg.method):
+        chat = services.chat(config.llm)
+        prompt = render(prompts["local_answer"], question=question, context_data=context.text,
+                        response_type=cfg.response_type,
+                        conversation_history=conversation_text(history))
+        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
+        result.usage.add(chat.usage)
+        result.llm_calls = 1
+    else:
+        result.answer = extractive_answer(question, context.entity_rows, context.unit_texts)
+        if on_token:
+            on_token(result.answer)
+    result.sources = sources_of_records(read, context.records)
+    return result
+
+
+def local_data(read: ReadTable, has_claims: bool) -> LocalData:
+    from graphrag_ray import schema
+
+    entities = read(schema.ENTITIES, ["id", "human_readable_id", "title", "type",
+                                      "description", "text_unit_ids", "degree"]).to_pylist()
+    relationships = read(schema.RELATIONSHIPS, ["id", "human_readable_id", "source", "target",
+                                                "description", "weight", "combined_degree"]
+                         ).to_pylist()
+    claims = read(schema.COVARIATES, ["id", "human_readable_id", "subject_id", "type", "status",
+                                      "description"]).to_pylist() if has_claims else []
+    units = read(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])
+    reports = read(schema.COMMUNITY_REPORTS, ["id", "community", "level", "title", "summary",
+                                              "full_content", "rank"])
+    members = read(schema.COMMUNITIES, ["community", "entity_ids"])
+    entity_ids = dict(zip(members.column("community").to_pylist(),
+                          members.column("entity_ids").to_pylist()))
+    report_rows = [{**r, "entity_ids": entity_ids.get(r["community"], [])}
+                   for r in reports.to_pylist()]
+    return LocalData(entities, relationships, claims,
+                     {u["id"]: u for u in units.to_pylist()}, report_rows,
+                     VectorTable.from_table(read(schema.ENTITY_DESCRIPTION_EMBEDDINGS,
+                                                 ["id", "vector"])))
+

@@ -1,0 +1,268 @@
+"""Map-reduce over texts, as the paper's global search does it: the texts (community reports,
+or source chunks for the TS baseline) are shuffled (seeded) and packed into token-limited
+contexts; a map call per context returns scored points; points scoring 0 are dropped, the
+rest sorted by score and packed into the reduce context; one final answer.
+
+Offline (`method: extractive`) the map step scores report findings by lexical overlap with the
+question, and the reduce step lists the best points; no LLM is involved.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
+from graphrag_ray.prompts_loader import render
+from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.context import conversation_text
+from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.terms import content_terms
+from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+
+NO_ANSWER = "I could not find information in the index that answers this question."
+REPORT_CONTEXT_HEADER = "id|title|rank|content"
+_REFERENCE = re.compile(r"(?:Reports?|Sources?)\s*\(([^)]*)\)", re.IGNORECASE)
+
+
+@dataclass
+class Point:
+    description: str
+    score: float
+    report_ids: list[int]
+    batch: int
+
+
+@dataclass
+class MapReduceOutcome:
+    answer: str
+    points: list[Point] = field(default_factory=list)  # the points the reduce step used
+    map_calls: int = 0
+    reduce_calls: int = 0
+    map_context_tokens: int = 0
+    reduce_context_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def cited_ids(self) -> list[int]:
+        return sorted({i for p in self.points for i in p.report_ids})
+
+
+def report_row(report: dict, max_tokens: int, encoding: str) -> str:
+    content = truncate_to_tokens(report["full_content"].replace("\n", " "), max_tokens, encoding)
+    return f"{report['community']}|{report['title']}|{report['rank']:g}|{content}"
+
+
+def pack_report_batches(reports: list[dict], max_tokens: int, seed: int,
+                        encoding: str = "cl100k_base",
+                        header_text: str = REPORT_CONTEXT_HEADER) -> list[list[tuple[dict, str, int]]]:
+    """Shuffle (seeded) and split into batches whose rendered rows stay within `max_tokens`.
+    Each entry is (report, rendered row, tokens); an oversized report is truncated to fit alone.
+    Rows are report-shaped dicts (community = the id cited, title, rank, full_content)."""
+    shuffled = list(reports)
+    random.Random(seed).shuffle(shuffled)
+    header = count_tokens(header_text, encoding) + 1
+    batches, current, used = [], [], header
+    for report in shuffled:
+        row = report_row(report, max_tokens - header - 1, encoding)
+        tokens = count_tokens(row, encoding) + 1
+        if current and used + tokens > max_tokens:
+            batches.append(current)
+            current, used = [], header
+        current.append((report, row, tokens))
+        used += tokens
+    if current:
+        batches.append(current)
+    return batches
+
+
+def parse_report_ids(text: str) -> list[int]:
+    ids = []
+    for group in _REFERENCE.findall(text):
+        ids.extend(int(n) for n in re.findall(r"\d+", group))
+    return list(dict.fromkeys(ids))
+
+
+def parse_map_points(reply: str, batch: int, batch_report_ids: list[int]) -> list[Point]:
+    data = parse_json_object(reply)
+    points = data.get("points")
+    if not isinstance(points, list):
+        raise ValueError("map reply has no 'points' list")
+    result = []
+    for item in points:
+        if not isinstance(item, dict) or not str(item.get("description", "")).strip():
+            continue
+        try:
+            score = float(item.get("score", 0))
+        except (TypeError, ValueError):
+            continue
+        description = str(item["description"]).strip()
+        cited = [i for i in parse_report_ids(description) if i in batch_report_ids]
+        result.append(Point(description, max(0.0, min(100.0, score)), cited or batch_report_ids,
+                            batch))
+    return result
+
+
+def rank_points(points: list[Point]) -> list[Point]:
+    """Drop zero scores, highest score first (stable by batch for equal scores)."""
+    return sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.batch))
+
+
+def pack_reduce_context(points: list[Point], max_tokens: int,
+                        encoding: str = "cl100k_base") -> tuple[str, list[Point], int]:
+    sections, used_points, used = [], [], 0
+    for number, point in enumerate(points, start=1):
+        section = f"----Analyst {number}----\nImportance Score: {point.score:g}\n{point.description}"
+        tokens = count_tokens(section, encoding) + 1
+        if used + tokens > max_tokens:
+            break
+        sections.append(section)
+        used_points.append(point)
+        used += tokens
+    return "\n\n".join(sections), used_points, used
+
+
+def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
+                   label: str = "Reports") -> list[Point]:
+    """Score each report finding by idf-weighted overlap with the question (0-100). When no
+    question term occurs anywhere (a thematic question), each report's summary becomes one point
+    scored by the report's importance, so the answer surveys the communities."""
+    findings = []
+    for number, batch in enumerate(batches):
+        for report, _, _ in batch:
+            for finding in report["findings"] or [{"summary": report["title"],
+                                                   "explanation": report["summary"]}]:
+                text = f"{finding['summary']}: {finding['explanation']}"
+                findings.append((number, report, text, set(content_terms(text))))
+    question_terms = set(content_terms(question))
+    document_frequency = Counter(t for *_, terms in findings for t in terms & question_terms)
+    if not document_frequency:
+        return [Point(f"{report['title']}: {report['summary']} "
+                      f"[Data: {label} ({report['community']})]",
+                      max(1.0, 10.0 * float(report["rank"])), [report["community"]], number)
+                for number, batch in enumerate(batches) for report, _, _ in batch]
+    n = max(1, len(findings))
+    idf = {t: math.log(1 + n / document_frequency[t]) for t in document_frequency}
+    best = sum(idf.values())
+    points = []
+    for number, report, text, terms in findings:
+        score = 100.0 * sum(idf.get(t, 0.0) for t in terms & question_terms) / best
+        if score > 0:
+            description = re.sub(r"\s*\[Data:[^\]]*\]", "", text)
+            points.append(Point(f"{description} [Data: {label} ({report['community']})]",
+                                round(score, 1), [report["community"]], number))
+    return points
+
+
+EXTRACTIVE_ANSWER_POINTS = 10
+EXTRACTIVE_POINT_CHARS = 400
+
+
+def _shorten(description: str) -> str:
+    reference = re.search(r"\s*\[Data:[^\]]*\]$", description)
+    body = description[: reference.start()] if reference else description
+    if len(body) > EXTRACTIVE_POINT_CHARS:
+        body = body[: EXTRACTIVE_POINT_CHARS - 1].rstrip() + "…"
+    return body + (reference.group() if reference else "")
+
+
+def extractive_reduce(question: str, points: list[Point]) -> str:
+    """The best points, shortened, as a readable list (all of them stay in result.points)."""
+    if not points:
+        return NO_ANSWER
+    lines = [f"Points from the community reports most relevant to: {question}", ""]
+    lines += [f"- {_shorten(p.description)}" for p in points[:EXTRACTIVE_ANSWER_POINTS]]
+    return "\n".join(lines)
+
+
+@dataclass
+class MapTask:
+    """One map call, self-contained so it can run in another process (a Ray actor)."""
+    number: int
+    question: str
+    context: str
+    ids: list[int]
+    template: str
+    config: GraphRagConfig
+    services: LLMServices
+
+
+@dataclass
+class MapOutcome:
+    points: list[Point]
+    usage: Usage
+    failure: str = ""
+
+
+def run_map_task(task: MapTask) -> MapOutcome:
+    prompt = render(task.template, question=task.question, context_data=task.context)
+    chat = task.services.chat(task.config.llm)
+    problem = ""
+    for _ in range(task.config.llm.max_parse_retries + 1):
+        try:
+            reply = chat.complete([{"role": "user", "content": prompt}],
+                                  max_tokens=task.config.global_search.map_max_output_tokens)
+            return MapOutcome(parse_map_points(reply, task.number, task.ids), chat.usage)
+        except LLMError as exc:
+            return MapOutcome([], chat.usage, f"map batch {task.number}: {exc}")
+        except ValueError as exc:
+            problem = f"map batch {task.number}: malformed reply ({exc})"
+    return MapOutcome([], chat.usage, problem)
+
+
+def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts: dict[str, str],
+               *, map_prompt: str, header: str, services: LLMServices, fan_out: FanOut,
+               history: list[dict] | None = None,
+               on_token: Callable[[str], None] | None = None) -> MapReduceOutcome:
+    """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`."""
+    cfg = config.global_search
+    encoding = config.chunks.encoding_model
+    batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding,
+                                  header)
+    outcome = MapReduceOutcome(answer=NO_ANSWER)
+    outcome.map_context_tokens = sum(t for batch in batches for _, _, t in batch)
+    use_llm = config.uses_llm(cfg.method)
+    if use_llm:
+        tasks = [MapTask(number, question, "\n".join([header] + [row for _, row, _ in batch]),
+                         [report["community"] for report, _, _ in batch], prompts[map_prompt],
+                         config, services) for number, batch in enumerate(batches)]
+        points = []
+        for result in fan_out.map(run_map_task, tasks, cfg.concurrency):
+            points.extend(result.points)
+            outcome.usage.add(result.usage)
+            outcome.map_calls += 1
+            if result.failure:
+                outcome.failures.append(result.failure)
+        if outcome.failures and len(outcome.failures) == len(batches):
+            raise LLMError(f"every map call failed; first: {outcome.failures[0]}")
+    else:
+        points = extractive_map(question, batches,
+                                "Sources" if map_prompt == "text_map" else "Reports")
+    ranked = rank_points(points)
+    context, used, tokens = pack_reduce_context(ranked, cfg.reduce_context_tokens, encoding)
+    outcome.points = used
+    outcome.reduce_context_tokens = tokens
+    if not used:
+        if on_token:
+            on_token(outcome.answer)
+        return outcome
+    if use_llm:
+        chat = services.chat(config.llm)
+        prompt = render(prompts["global_reduce"], question=question, report_data=context,
+                        response_type=cfg.response_type,
+                        conversation_history=conversation_text(history))
+        outcome.answer = answer_from_prompt(chat, prompt, cfg.reduce_max_output_tokens, on_token)
+        outcome.reduce_calls = 1
+        outcome.usage.add(chat.usage)
+    else:
+        outcome.answer = extractive_reduce(question, used)
+        if on_token:
+            on_token(outcome.answer)
+    return outcome
