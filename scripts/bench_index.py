@@ -66,7 +66,7 @@ def main() -> int:
         "llm_requests_total": server_stats["requests"] if server_stats else 0,
         "llm_requests_by_kind": server_stats["by_kind"] if server_stats else {},
         "query_wall_s": round(query_s, 2),
-        "query_llm_calls": result.map_calls + result.reduce_calls,
+        "query_llm_calls": result.llm_calls,
         "query_context_tokens": result.context_tokens,
         "peak_rss_mib": {"driver": round(own), "largest_child": round(children)},
         "output": output,

@@ -95,7 +95,7 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
             assert index.manifest["extraction"]["failed_chunks"] == 0
             assert index.manifest["config"]["runtime"]["engine"] == "ray"
             assert calls == index.manifest["llm_usage"]["total"]["calls"] > 0
-            assert index.global_search("Who is Scrooge?", level=0).report_ids
+            assert index.global_search("Who is Scrooge?", level=0).sources.reports
 
             # A client without the cluster's token is turned away.
             wrong = {**cluster_env, "RAY_AUTH_TOKEN": secrets.token_hex(32)}

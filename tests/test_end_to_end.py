@@ -55,10 +55,11 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
                             "Who is Bob Cratchit?"], capture_output=True, text=True, timeout=300)
     assert query.returncode == 0, query.stderr[-3000:]
     result = json.loads(query.stdout)
-    assert "Cratchit" in result["answer"] and result["level"] == 1
+    assert "Cratchit" in result["answer"] and result["details"]["level"] == 1
     reports = tables[schema.COMMUNITY_REPORTS].to_pylist()
     level_one = {r["community"] for r in reports if r["level"] == 1}
-    assert result["report_ids"] and set(result["report_ids"]) <= level_one
+    cited = result["sources"]["reports"]
+    assert cited and set(cited) <= level_one
 
 
 def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
@@ -78,13 +79,15 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         assert covariates.num_rows > 0 and covariates.column_names == schema.COVARIATE_COLUMNS
         index = GraphIndex.open(str(out), config=config)
         result = index.global_search("What happens to Scrooge and Marley?", level=0)
-        assert result.reduce_calls == 1 and result.map_calls >= 1
+        map_calls = result.details["map_calls"]
+        assert result.details["reduce_calls"] == 1 and map_calls >= 1
         assert result.answer.startswith("Summary of the analysts' points")
         level_zero = {r["community"] for r in tables[schema.COMMUNITY_REPORTS].to_pylist()
                       if r["level"] == 0}
-        assert result.report_ids and set(result.report_ids) <= level_zero
-        assert result.usage.calls == result.map_calls + 1 and result.usage.prompt_tokens > 0
-        scores = [p.score for p in result.points]
+        assert result.sources.reports and set(result.sources.reports) <= level_zero
+        assert result.usage.calls == map_calls + 1 == result.llm_calls
+        assert result.usage.prompt_tokens > 0
+        scores = [p["score"] for p in result.details["points"]]
         assert scores == sorted(scores, reverse=True) and min(scores) > 0
         # Rows come back from Ray in completion order; the rerun must still hit the cache.
         requests = server.stats()["requests"]
@@ -125,7 +128,7 @@ def test_index_on_a_non_local_filesystem(carol_excerpt):
     index = GraphIndex.open("memory://indexes/carol")
     assert index.levels and index.table(schema.ENTITIES).num_rows > 10
     result = index.global_search("Who is Marley?", level=0)
-    assert "Marley" in result.answer and result.report_ids
+    assert "Marley" in result.answer and result.sources.reports
 
 
 def test_cli_errors_are_clear(tmp_path, capsys):
@@ -169,7 +172,7 @@ def test_query_overrides_apply_on_top_of_the_manifest_config(carol_excerpt, tmp_
                 progress=lambda _: None)
     assert main(["query", "--index", str(tmp_path / "i"), "--json", "--set",
                  "global_search.default_level=0", "Who is Marley?"]) == 0
-    assert json.loads(capsys.readouterr().out)["level"] == 0
+    assert json.loads(capsys.readouterr().out)["details"]["level"] == 0
     assert main(["query", "--index", str(tmp_path / "i"), "--set", "nope.key=1", "q"]) == 2
     assert "nope: unknown key" in capsys.readouterr().err
 

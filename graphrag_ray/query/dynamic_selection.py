@@ -40,7 +40,7 @@ def select_reports(reports: list[dict], rate: Callable[[list[dict]], list[int]],
     def rate_group(group: list[dict]) -> None:
         unknown = list({r["full_content"]: r for r in group
                         if r["full_content"] not in known}.values())
-        for report, rating in zip(unknown, rate(unknown)):
+        for report, rating in zip(unknown, rate(unknown) if unknown else []):
             known[report["full_content"]] = rating
         selection.rating_calls += len(unknown)
         for report in group:

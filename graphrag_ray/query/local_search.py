@@ -4,7 +4,7 @@ communities' reports, the entities, their relationships and claims, and the text
 were extracted from; then one answer that cites those records.
 
 Budget shares: `community_proportion` for reports, `text_unit_proportion` for source texts,
-the rest for entities, relationships and claims. Every row is whole; rows that do not fit are
+the rest for entities (at most half of it), then relationships, then claims. Every row is whole; rows that do not fit are
 left out, so the context never exceeds `context_tokens`.
 """
 
@@ -116,7 +116,7 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
         "Entities", "id|entity|type|description|number of relationships",
         [(e["id"], f"{e['human_readable_id']}|{cell(e['title'])}|{cell(e['type'])}|"
                    f"{cell(e['description'])}|{e['degree']}") for e in entities],
-        local_budget, encoding)
+        local_budget // 2, encoding)  # so relationships and claims always get room
     # Relationships among matched entities first, then each one's strongest other links.
     inside, outside = [], []
     for title in [e["title"] for e in entities]:
@@ -132,12 +132,13 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
                 outside.append(i)
                 taken += 1
     edge_rows = [data.relationships[i] for i in dict.fromkeys(inside + outside)]
+    claim_rows = [data.claims[i] for title in titles for i in data.claims_of.get(title, [])]
+    edge_budget = local_budget - entity_section.tokens
     relationship_section = pack_table(
         "Relationships", "id|source|target|description|weight",
         [(r["id"], f"{r['human_readable_id']}|{cell(r['source'])}|{cell(r['target'])}|"
                    f"{cell(r['description'])}|{r['weight']:g}") for r in edge_rows],
-        local_budget - entity_section.tokens, encoding)
-    claim_rows = [data.claims[i] for title in titles for i in data.claims_of.get(title, [])]
+        edge_budget * 3 // 4 if claim_rows else edge_budget, encoding)
     claim_section = pack_table(
         "Claims", "id|subject|type|status|description",
         [(c["id"], f"{c['human_readable_id']}|{cell(c['subject_id'])}|{cell(c['type'])}|"

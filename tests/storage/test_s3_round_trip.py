@@ -42,7 +42,7 @@ def test_index_on_s3_round_trip(s3_bucket, carol_excerpt, caplog):
         assert index.manifest["version"] == rebuilt["version"]
         assert index.manifest["input"] == source
         result = index.global_search("What happens to Scrooge?", level=0)
-        assert result.answer and result.report_ids
+        assert result.answer and result.sources.reports
 
     stored = b"".join(fs.cat_file(path) for path in fs.find(s3_bucket))
     logged = "\n".join(messages + [r.getMessage() for r in caplog.records])

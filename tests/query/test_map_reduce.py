@@ -1,4 +1,4 @@
-from graphrag_ray.query.global_search import (
+from graphrag_ray.query.map_reduce import (
     NO_ANSWER, Point, extractive_map, extractive_reduce, pack_reduce_context, pack_report_batches,
     parse_map_points, parse_report_ids, rank_points)
 from graphrag_ray.tokens import count_tokens
