@@ -91,6 +91,16 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
                              for size in proxy["report_sizes"]),
         "completion_tokens": int(len(proxy["report_sizes"]) * config.reports.max_output_tokens
                                  * REPORT_OUTPUT_FRACTION)}
+    if config.embeddings.resolved_method() == "api":
+        # Chunks, entity descriptions (about the summary length) and reports, in batches.
+        texts = text_units.num_rows + proxy["entities"] + len(proxy["report_sizes"])
+        stages["embed"] = {
+            "calls": -(-texts // config.embeddings.batch_size),
+            "prompt_tokens": sum(chunk_tokens) + int(
+                proxy["entities"] * config.summarize.max_length * SUMMARY_OUTPUT_FRACTION
+                + len(proxy["report_sizes"]) * config.reports.max_output_tokens
+                * REPORT_OUTPUT_FRACTION),
+            "completion_tokens": 0}
     if not config.uses_llm(config.summarize.method):
         stages["summarize"] = dict.fromkeys(stages["summarize"], 0)
     if not config.uses_llm(config.reports.method):
@@ -98,28 +108,37 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
     if ex.method != "llm":
         stages["extract"] = dict.fromkeys(stages["extract"], 0)
         stages.pop("extract_claims", None)
-    for figures in stages.values():
-        figures["cost_usd"] = cost_usd(figures, config.llm)
+    for name, figures in stages.items():
+        figures["cost_usd"] = cost_usd(figures, config.embeddings if name == "embed"
+                                       else config.llm)
     total = {key: sum(f[key] for f in stages.values()) for key in
              ("calls", "prompt_tokens", "completion_tokens")}
-    total["cost_usd"] = cost_usd(total, config.llm)
+    costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
+    total["cost_usd"] = None if None in costs else round(sum(costs), 6)
     return {
         "documents": documents.num_rows, "chunks": text_units.num_rows,
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
         "stages": stages, "total": total,
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
-        "minutes_at_rate_limits": _minutes(total, config),
+        "minutes_at_rate_limits": _minutes(stages, config),
     }
 
 
-def _minutes(total: dict, config: GraphRagConfig) -> float | None:
-    bounds = []
-    if config.llm.requests_per_minute:
-        bounds.append(total["calls"] / config.llm.requests_per_minute)
-    if config.llm.tokens_per_minute:
-        bounds.append((total["prompt_tokens"] + total["completion_tokens"])
-                      / config.llm.tokens_per_minute)
-    return round(max(bounds), 2) if bounds else None
+def _minutes(stages: dict[str, dict], config: GraphRagConfig) -> float | None:
+    """Chat stages at the chat limits, then embeddings at theirs (the embed stage runs last)."""
+    minutes = []
+    for limits, names in ((config.llm, [n for n in stages if n != "embed"]),
+                          (config.embeddings, [n for n in stages if n == "embed"])):
+        calls = sum(stages[n]["calls"] for n in names)
+        tokens = sum(stages[n]["prompt_tokens"] + stages[n]["completion_tokens"] for n in names)
+        bounds = []
+        if limits.requests_per_minute:
+            bounds.append(calls / limits.requests_per_minute)
+        if limits.tokens_per_minute:
+            bounds.append(tokens / limits.tokens_per_minute)
+        if bounds:
+            minutes.append(max(bounds))
+    return round(sum(minutes), 2) if minutes else None
 
 
 def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) -> dict:
