@@ -24,6 +24,7 @@ import pyarrow as pa
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig, config_from_data
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
+from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.prompts_loader import load_prompts
@@ -42,8 +43,10 @@ OnToken = Callable[[str], None]
 
 
 class GraphIndex:
-    def __init__(self, store: IndexVersion, manifest: dict, config: GraphRagConfig):
+    def __init__(self, store: IndexVersion, manifest: dict, config: GraphRagConfig,
+                 cache: ResponseCache | None = None):
         self.store = store
+        self.cache = cache
         self.manifest = manifest
         self.config = config
         self._tables: dict[str, pa.Table] = {}
@@ -57,15 +60,16 @@ class GraphIndex:
 
     @classmethod
     def open(cls, url: str, config: GraphRagConfig | None = None, version: str | None = None,
-             **storage_options) -> "GraphIndex":
+             cache_url: str | None = None, **storage_options) -> "GraphIndex":
         """Open the published version of an index (or an older published `version`). Without
         `config`, the one it was built with is used (its API key is never stored: it comes
-        from GRAPHRAG_API_KEY or OPENAI_API_KEY)."""
+        from GRAPHRAG_API_KEY or OPENAI_API_KEY). `cache_url`: keep LLM replies there (an
+        evaluation that reruns then repeats no call)."""
         store = IndexStore(url, **storage_options).open(version)
         manifest = store.read_manifest()
         if config is None:
             config = config_from_manifest(manifest)
-        return cls(store, manifest, config)
+        return cls(store, manifest, config, ResponseCache(cache_url) if cache_url else None)
 
     @property
     def levels(self) -> list[int]:
@@ -111,11 +115,11 @@ class GraphIndex:
                 name = f"query:{uuid.uuid4().hex[:12]}"
                 self._services = LLMServices(
                     cluster_rate_limiter(self.config.llm, f"{self.config.llm.model}:{name}"),
-                    embedding_limiter=cluster_rate_limiter(
+                    self.cache, embedding_limiter=cluster_rate_limiter(
                         embeddings, f"{embeddings.model}:{name}") if use_api else None)
             else:
                 self._services = LLMServices(
-                    LocalRateLimiter(self.config.llm),
+                    LocalRateLimiter(self.config.llm), self.cache,
                     embedding_limiter=LocalRateLimiter(embeddings) if use_api else None)
         return self._services
 

@@ -169,6 +169,38 @@ def _some(values: list, limit: int = 10) -> str:
     return shown + (f" (+{len(values) - limit} more)" if len(values) > limit else "")
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.eval import commands
+    from graphrag_ray.storage import IndexStore
+
+    if args.eval_command == "answer" and not args.config:
+        # Like `query`: the index's own configuration, plus --set.
+        config = config_from_manifest(IndexStore(args.index).open().read_manifest(), args.set)
+    else:
+        config = load_config(args.config, args.set)
+    if args.eval_command == "questions":
+        questions = commands.questions_step(config, Path(args.out), args.description,
+                                            Path(args.from_csv) if args.from_csv else None,
+                                            _eprint)
+        print(f"wrote {len(questions)} questions to {args.out}")
+        return 0
+    out = Path(args.dir)
+    if args.eval_command == "answer":
+        count = commands.answer_step(args.index, Path(args.questions), out, config, _eprint)
+        print(f"answered {count} (question, condition) pairs into {out / commands.ANSWERS}")
+    elif args.eval_command == "judge":
+        count = commands.judge_step(out, config, _eprint)
+        print(f"made {count} judgements into {out / commands.JUDGMENTS}")
+    elif args.eval_command == "claims":
+        count = commands.claims_step(out, config, _eprint)
+        print(f"measured claims of {count} answers into {out / commands.CLAIMS}")
+    if args.eval_command in ("judge", "claims", "report"):
+        for path in commands.report_step(out, config):
+            print(f"wrote {path}")
+    return 0
+
+
 def cmd_versions(args: argparse.Namespace) -> int:
     from graphrag_ray.storage import IndexStore
 
@@ -233,6 +265,27 @@ def build_parser() -> argparse.ArgumentParser:
     config_options(query)
     query.add_argument("question")
     query.set_defaults(func=cmd_query)
+
+    evaluate = sub.add_parser("eval", help="the paper's evaluation: questions, answers under "
+                                           "C0-C3/TS/SS, pairwise LLM judging, claim metrics")
+    steps = evaluate.add_subparsers(dest="eval_command", required=True)
+    questions = steps.add_parser("questions", help="generate users x tasks x questions, or "
+                                                   "take an existing question CSV")
+    questions.add_argument("--out", required=True, help="CSV to write")
+    questions.add_argument("--description", help="a short description of the corpus")
+    questions.add_argument("--from-csv", help="a CSV with a question_text (or question) column")
+    answer = steps.add_parser("answer", help="answer every question under eval.conditions")
+    answer.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    answer.add_argument("--questions", required=True, help="question CSV")
+    answer.add_argument("--dir", required=True, help="evaluation folder (resumable)")
+    for name, text in (("judge", "judge every pair of conditions on eval.metrics"),
+                       ("claims", "extract and count claims; cluster them for diversity"),
+                       ("report", "write win-rate heatmaps, token and claim tables, summary")):
+        step = steps.add_parser(name, help=text)
+        step.add_argument("--dir", required=True, help="evaluation folder")
+    for step in steps.choices.values():
+        config_options(step)
+    evaluate.set_defaults(func=cmd_eval)
 
     versions = sub.add_parser("versions", help="list an index's published versions (* = current)")
     versions.add_argument("--index", required=True, help="folder or fsspec URL of an index")

@@ -146,6 +146,24 @@ class BasicSearchConfig(_Section):
     response_type: str = "multiple paragraphs"
 
 
+class EvalConfig(_Section):
+    # Activity-centred question generation: users x tasks per user x questions per task.
+    users: int = Field(5, gt=0)
+    tasks_per_user: int = Field(5, gt=0)
+    questions_per_task: int = Field(5, gt=0)
+    conditions: list[str] = ["C0", "C1", "C2", "C3", "TS", "SS"]
+    metrics: list[str] = ["comprehensiveness", "diversity", "empowerment", "directness"]
+    repeats: int = Field(5, gt=0, description="judgements per pair; the order swaps each time")
+    # The judge may be another model or endpoint; unset fields follow `llm`.
+    judge_model: str | None = None
+    judge_api_base: str | None = None
+    judge_temperature: float = 0.0
+    max_output_tokens: int = Field(1000, gt=0)
+    # Claim diversity: clusters of claim embeddings at these cosine-distance thresholds.
+    claim_distance_thresholds: list[float] = [0.5, 0.6, 0.7, 0.8]
+    concurrency: int = Field(8, gt=0)
+
+
 # USD per 1M tokens (prompt, completion) for cost estimates; `llm.prices` adds or overrides.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.60),
@@ -249,6 +267,7 @@ class GraphRagConfig(_Section):
     local_search: LocalSearchConfig = LocalSearchConfig()
     drift_search: DriftSearchConfig = DriftSearchConfig()
     basic_search: BasicSearchConfig = BasicSearchConfig()
+    eval: EvalConfig = EvalConfig()
     llm: LLMConfig = LLMConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     cache: CacheConfig = CacheConfig()

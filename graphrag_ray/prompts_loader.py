@@ -15,6 +15,7 @@ PROMPT_NAMES = (
     "summarize_descriptions", "community_report", "global_map", "global_reduce",
     "local_answer", "basic_answer", "text_map", "rate_community", "hypothetical_answer",
     "drift_step", "drift_reduce",
+    "eval_personas", "eval_questions", "eval_judge", "eval_claims",
 )
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")

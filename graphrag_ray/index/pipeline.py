@@ -44,9 +44,24 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 
+def driver_rss_mb() -> tuple[int, int]:
+    """(current, peak) resident memory of this process, MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    try:
+        with open("/proc/self/statm") as handle:
+            current = int(handle.read().split()[1]) * resource.getpagesize() // 2 ** 20
+    except OSError:  # not Linux: the peak is what we know
+        current = peak
+    return current, peak
+
+
 class StageTimer:
+    """Wall time of each stage, and the driver's memory after it (where the head node's
+    memory goes)."""
+
     def __init__(self, progress: Progress):
         self.timings: dict[str, float] = {}
+        self.driver_rss_mb: dict[str, dict[str, int]] = {}
         self.progress = progress
 
     def run(self, name: str, fn: Callable, *args, **kwargs):
@@ -54,6 +69,8 @@ class StageTimer:
         start = time.perf_counter()
         result = fn(*args, **kwargs)
         self.timings[name] = round(time.perf_counter() - start, 3)
+        current, peak = driver_rss_mb()
+        self.driver_rss_mb[name] = {"after": current, "peak": peak}
         self.progress(f"[{name}] done in {self.timings[name]:.2f}s")
         return result
 
@@ -186,7 +203,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "input_warnings": loaded.warnings,
             "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
             # The driver holds the graph for Leiden: its peak is what sizes the head node.
-            "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "driver_peak_rss_mb": driver_rss_mb()[1],
+            "driver_rss_mb_by_stage": timer.driver_rss_mb,
         }
         store.publish(staged, manifest)  # Last: readers now open this version.
         manifest["version"] = staged.version

@@ -90,6 +90,15 @@ def _fraction(*parts: object) -> float:
 def classify(messages: list[dict]) -> str:
     last = messages[-1]["content"] if messages else ""
     first = messages[0]["content"] if messages else ""
+    # Evaluation prompts first: the answers they quote may hold any other prompt's markers.
+    if first.startswith("You judge two answers"):
+        return "eval_judge"
+    if first.startswith("List the factual claims"):
+        return "eval_claims"
+    if '{"users"' in first:
+        return "eval_personas"
+    if '{"questions"' in first:
+        return "eval_questions"
     if "single letter" in last and ("Y " in last or "Y if" in last):
         return "glean_check"
     if "MANY entities were missed" in last:
@@ -271,6 +280,33 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
         report = _words(_section(first, "Community report:\n", "\n\nJSON:"))
         rating = min(5, len(question & report))
         return json.dumps({"rating": rating, "reason": f"{rating} question words appear."})
+    if kind == "eval_personas":
+        users, tasks = map(int, re.search(r"exactly (\d+) users and (\d+) tasks", first).groups())
+        domain = _section(first, "Dataset: ").split("\n")[0][:40]
+        return json.dumps({"users": [
+            {"user": f"Analyst {u + 1} studying {domain}",
+             "tasks": [f"Task {t + 1} of analyst {u + 1}: compare themes in {domain}"
+                       for t in range(tasks)]} for u in range(users)]})
+    if kind == "eval_questions":
+        n = int(re.search(r"exactly (\d+) different questions", first).group(1))
+        task = _section(first, "Task: ").split("\n")[0]
+        return json.dumps({"questions": [f"Across the dataset, what does {task.lower()} reveal "
+                                         f"about theme {i + 1}?" for i in range(n)]})
+    if kind == "eval_judge":
+        metric = _section(first, "Criterion, ").split(":")[0]
+        one = len(_section(first, "---Answer 1---\n", "\n\n---Answer 2---").split())
+        two = len(_section(first, "---Answer 2---\n", "\n\nDecide").split())
+        if abs(one - two) <= 0.1 * max(one, two, 1):
+            winner = 0
+        else:  # longer is more comprehensive, diverse, empowering; shorter is more direct
+            winner = 1 if (one > two) != (metric == "directness") else 2
+        return json.dumps({"reason": f"{one} words against {two}.", "winner": winner})
+    if kind == "eval_claims":
+        answer = _section(first, "Answer:\n", "\n\nReturn one JSON")
+        answer = re.sub(r"\[Data:[^\]]*\]", "", answer)
+        claims = [s.strip(" -*#") for s in re.split(r"(?<=[.!?])\s+|\n", answer)
+                  if len(s.strip(" -*#").split()) >= 3]
+        return json.dumps({"claims": claims[:20]})
     if kind == "hypothetical_answer":
         question = _section(first, "Question: ", "\n\nHypothetical answer:")
         return f"A report answering {question} would describe {question.rstrip('?')}."

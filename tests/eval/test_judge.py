@@ -1,0 +1,79 @@
+import json
+
+import pytest
+
+from graphrag_ray.eval.judge import comparisons, judge_once, parse_verdict, win_rates
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ('{"winner": 1, "reason": "more detail"}', 1),
+    ('```json\n{"reason": "same", "winner": 0}\n```', 0),
+    ('{"winner": "Answer 2", "reason": "x"}', 2),
+    ('{"winner": "tie"}', 0),
+    ('{"winner": "2"}', 2),
+])
+def test_verdicts_are_read_in_the_forms_models_write_them(reply, verdict):
+    assert parse_verdict(reply)[0] == verdict
+
+
+@pytest.mark.parametrize("reply", ["Answer 1 is better.", '{"winner": "both 1 and 2"}',
+                                   '{"winner": true}', '{"reason": "no verdict"}'])
+def test_unreadable_verdicts_raise(reply):
+    with pytest.raises(ValueError):
+        parse_verdict(reply)
+
+
+class ScriptedChat:
+    """Replies in turn; records the prompts it was shown."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.prompts = []
+
+    def complete(self, messages, max_tokens, cache_tag=""):
+        self.prompts.append(messages[0]["content"])
+        return self.replies.pop(0)
+
+
+def test_order_swaps_between_repeats_and_the_verdict_maps_back():
+    template = "{metric}|{definition}|{question}|{first_answer}|{second_answer}"
+    chat = ScriptedChat(['{"winner": 1}', '{"winner": 1}'])
+    first = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 0, 10, 1)
+    second = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 1, 10, 1)
+    assert chat.prompts[0].endswith("ANSWER-A|ANSWER-B")
+    assert chat.prompts[1].endswith("ANSWER-B|ANSWER-A")
+    # "Answer 1" both times: A in the first repeat, B in the swapped one.
+    assert (first["winner"], first["swapped"]) == ("a", False)
+    assert (second["winner"], second["swapped"]) == ("b", True)
+
+
+def test_a_malformed_reply_is_retried_then_recorded_as_failed():
+    chat = ScriptedChat(["no json", '{"winner": 2}'])
+    verdict = judge_once(chat, "{first_answer}{second_answer}", "Q", "diversity", "a", "b", 0, 10, 2)
+    assert verdict["winner"] == "b" and verdict["error"] is None
+    failed = judge_once(ScriptedChat(["no", "nope"]), "{first_answer}", "Q", "diversity", "a",
+                        "b", 0, 10, 2)
+    assert failed["winner"] is None and "malformed" in failed["error"]
+
+
+def test_win_rate_arithmetic_on_a_hand_made_example():
+    def j(question, winner, repeat, a="C0", b="TS", metric="comprehensiveness"):
+        return {"question_id": question, "metric": metric, "a": a, "b": b, "repeat": repeat,
+                "winner": winner}
+
+    judgments = [
+        # q1: C0 wins 2 of 4 repeats, one tie, one loss -> (1 + 1 + 0.5 + 0) / 4 = 0.625
+        j("q1", "a", 0), j("q1", "a", 1), j("q1", "tie", 2), j("q1", "b", 3),
+        # q2: C0 wins the one readable repeat; the failed one is left out -> 1.0
+        j("q2", "a", 0), j("q2", None, 1),
+    ]
+    matrix = win_rates(judgments, ["C0", "TS", "SS"], ["comprehensiveness"])["comprehensiveness"]
+    assert matrix["C0"]["TS"] == pytest.approx((0.625 + 1.0) / 2)
+    assert matrix["TS"]["C0"] == pytest.approx(1 - (0.625 + 1.0) / 2)
+    assert matrix["C0"]["SS"] is None and matrix["C0"]["C0"] is None
+
+
+def test_every_pair_metric_and_repeat_is_compared_once():
+    items = comparisons(["q1", "q2"], ["C0", "C1", "TS"], ["diversity", "directness"], 5)
+    assert len(items) == 2 * 2 * 3 * 5 == len(set(items))
+    assert json.dumps(items[0]) == '["q1", "diversity", "C0", "C1", 0]'
