@@ -67,10 +67,10 @@ class SummarizeConfig(_Section):
 
 
 class MergeConfig(_Section):
-    # Hash partitions the element instances are merged in (in parallel on Ray); None: one per
-    # `instances_per_shard` instances, so small corpora merge in one piece.
+    # Hash partitions the element instances are written in and merged in (in parallel on Ray);
+    # None: one per `tokens_per_shard` corpus tokens, so small corpora merge in one piece.
     shards: int | None = Field(None, gt=0)
-    instances_per_shard: int = Field(250_000, gt=0)
+    tokens_per_shard: int = Field(2_000_000, gt=0)
 
 
 class CommunitiesConfig(_Section):
@@ -78,6 +78,9 @@ class CommunitiesConfig(_Section):
     max_levels: int = Field(6, gt=0)
     seed: int = 0xDEADBEEF
     resolution: float = Field(1.0, gt=0)
+    # Leiden passes per clustering (leidenalg's default, 2). -1 iterates until nothing moves:
+    # marginally better partitions, but ~60 passes on a 10^5-node graph (200 s instead of 11 s).
+    leiden_iterations: int = Field(2, ge=-1)
     # Connected components smaller than this are pooled into one community per level
     # instead of producing one near-empty report each.
     min_component_size: int = Field(3, ge=1)

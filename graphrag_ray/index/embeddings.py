@@ -1,28 +1,34 @@
 """The embeddings stage: entity descriptions, text units and community reports as vectors, for
 the query methods that retrieve by similarity (local, DRIFT, basic).
 
-Stored beside the other tables as `embeddings_<name>` (id, vector); the query side searches
+Stored beside the other tables as `embeddings_<name>` (id, vector), written in parts by the
+workers that compute them (the vectors never pass through the driver); the query side searches
 them brute force (one matrix product), which is what these sizes need: 10^5 vectors of 1024
 floats is 400 MB and a query takes milliseconds.
 """
 
 from __future__ import annotations
 
+import io
+
+import fsspec
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, table_usage, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.atomic import write_atomically
 
-EMBEDDING_WORK_SCHEMA = pa.schema([("source", pa.string()), ("id", pa.string()),
-                                   ("text", pa.string())])
-EMBEDDING_RESULT_SCHEMA = pa.schema([("source", pa.string()), ("id", pa.string()),
-                                     ("vector", pa.list_(pa.float32())), *USAGE_SCHEMA_FIELDS])
+EMBEDDING_WORK_SCHEMA = pa.schema([("table", pa.string()), ("part", pa.int64()),
+                                   ("id", pa.string()), ("text", pa.string())])
+EMBEDDING_RESULT_SCHEMA = pa.schema([("table", pa.string()), ("rows", pa.int64()),
+                                     ("dimensions", pa.int64()), *USAGE_SCHEMA_FIELDS])
 EMBEDDING_SCHEMA = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float32()))])
-ROWS_PER_CALL = 256
+ROWS_PER_PART = 1024
 
 
 def embedding_texts(tables: dict[str, pa.Table]) -> dict[str, tuple[list[str], list[str]]]:
@@ -43,41 +49,53 @@ def embedding_texts(tables: dict[str, pa.Table]) -> dict[str, tuple[list[str], l
 
 
 class EmbeddingWorker:
-    """Rows: source, id, text -> source, id, vector (the batch's usage on its first row)."""
+    """A batch is one part of one table: its vectors are written straight to the index
+    version (`<table>/part-<first row>.parquet`), and one row of counts and usage comes back."""
 
-    def __init__(self, config: GraphRagConfig, services: LLMServices | None = None):
+    def __init__(self, config: GraphRagConfig, version_url: str,
+                 services: LLMServices | None = None):
         self.embedder = (services or LLMServices()).embedder(config.embeddings)
+        self.fs, self.root = fsspec.core.url_to_fs(version_url)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         embedder = self.embedder.scoped()
         vectors = embedder.embed(batch.column("text").to_pylist())
-        usage = [usage_row(embedder.usage)] + [usage_row(None)] * (batch.num_rows - 1)
-        return pa.table({
-            "source": batch.column("source"), "id": batch.column("id"),
-            "vector": pa.array(list(vectors), pa.list_(pa.float32())),
-            **{field.name: [row[field.name] for row in usage] for field in USAGE_SCHEMA_FIELDS},
-        }, schema=EMBEDDING_RESULT_SCHEMA)
+        table, part = batch.column("table")[0].as_py(), batch.column("part")[0].as_py()
+        rows = pa.table({"id": batch.column("id"),
+                         "vector": pa.array(list(vectors), pa.list_(pa.float32()))},
+                        schema=EMBEDDING_SCHEMA)
+        buffer = io.BytesIO()
+        pq.write_table(rows, buffer, compression="zstd")
+        write_atomically(self.fs, f"{self.root}/{table}/part-{part:010d}.parquet",
+                         buffer.getvalue())
+        return pa.Table.from_pylist([{"table": table, "rows": batch.num_rows,
+                                      "dimensions": int(vectors.shape[1]),
+                                      **usage_row(embedder.usage)}],
+                                    schema=EMBEDDING_RESULT_SCHEMA)
 
 
-def embed_index(tables: dict[str, pa.Table], config: GraphRagConfig, services: LLMServices,
-                pool: WorkerPool) -> tuple[dict[str, pa.Table], Usage]:
-    """The embedding tables, rows in the order of their source tables, and the usage."""
-    key = pool.bind(EmbeddingWorker, {"config": config, "services": services})
+def embed_index(tables: dict[str, pa.Table], staged: IndexVersion, config: GraphRagConfig,
+                services: LLMServices, pool: WorkerPool) -> tuple[dict[str, int], int | None, Usage]:
+    """Writes the embedding tables into `staged`; returns their row counts, the vector size
+    and the usage. Parts are numbered by their first row, so a table reads back in the order
+    of its source table."""
+    key = pool.bind(EmbeddingWorker, {"config": config, "version_url": staged.url_of(""),
+                                      "services": services})
     sources = embedding_texts(tables)
     for name, (ids, texts) in sources.items():
-        for start in range(0, len(ids), ROWS_PER_CALL):
-            pool.submit(key, pa.table({
-                "source": [name] * len(ids[start:start + ROWS_PER_CALL]),
-                "id": ids[start:start + ROWS_PER_CALL],
-                "text": texts[start:start + ROWS_PER_CALL]}, schema=EMBEDDING_WORK_SCHEMA))
+        if not ids:
+            staged.write_table(name, EMBEDDING_SCHEMA.empty_table())
+        for start in range(0, len(ids), ROWS_PER_PART):
+            part = slice(start, start + ROWS_PER_PART)
+            pool.submit(key, pa.table({"table": [name] * len(ids[part]),
+                                       "part": [start] * len(ids[part]), "id": ids[part],
+                                       "text": texts[part]}, schema=EMBEDDING_WORK_SCHEMA))
     results = []
     while pool.busy():
         results.extend(pool.completed())
     done = pa.concat_tables(results) if results else EMBEDDING_RESULT_SCHEMA.empty_table()
-    usage = table_usage(done)
-    embeddings = {}
-    for name, (ids, _) in sources.items():
-        part = done.filter(pc.equal(done.column("source"), name))
-        order = pc.index_in(pa.array(ids, pa.string()), part.column("id"))
-        embeddings[name] = part.take(order).select(["id", "vector"]).cast(EMBEDDING_SCHEMA)
-    return embeddings, usage
+    counts = {name: 0 for name in sources}
+    for name, rows in zip(done.column("table").to_pylist(), done.column("rows").to_pylist()):
+        counts[name] += rows
+    dimensions = done.column("dimensions")[0].as_py() if done.num_rows else None
+    return counts, dimensions, table_usage(done)

@@ -49,41 +49,53 @@ def _majority(types: list[str]) -> str:
 def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
                    ) -> tuple[pa.Table, pa.Table, MergeStats]:
     """Returns (entities, relationships) with description lists, before summarization."""
-    entities, entity_stats = merge_entities(entity_instances,
-                                            endpoint_mentions(relationship_instances))
+    return merge_sharded(entity_instances, relationship_instances, 1)
+
+
+Pieces = tuple[pa.Table, pa.Table, pa.Table]  # one shard's entities, mentions, relationships
+
+
+def partition_instances(entity_instances: pa.Table, relationship_instances: pa.Table,
+                        n_shards: int) -> list[Pieces]:
+    """Instances hash-partitioned by key (entity title; relationship endpoint pair), with each
+    relationship's endpoints also routed, as mentions, to their entities' shards, so every
+    shard holds everything its keys need. Partitioning a whole table, or each block of it and
+    concatenating the blocks' pieces in order, gives the same shards."""
+    mentions = endpoint_mentions(relationship_instances)
+    pair_keys = [_pair_key(s, t) for s, t in zip(relationship_instances.column("source").to_pylist(),
+                                                 relationship_instances.column("target").to_pylist())]
+    return list(zip(_partition(entity_instances, entity_instances.column("title"), n_shards),
+                    _partition(mentions, mentions.column("title"), n_shards),
+                    _partition(relationship_instances, pa.array(pair_keys, pa.string()),
+                               n_shards)))
+
+
+def merge_shard(pieces: Pieces) -> tuple[pa.Table, pa.Table, MergeStats]:
+    entity_instances, mentions, relationship_instances = pieces
+    entities, entity_stats = merge_entities(entity_instances, mentions)
     relationships, relationship_stats = merge_relationships(relationship_instances)
-    stats = _sum_stats([entity_stats, relationship_stats])
-    stats.shards = 1
+    return entities, relationships, _sum_stats([entity_stats, relationship_stats])
+
+
+def combine_shards(merged: list[tuple[pa.Table, pa.Table, MergeStats]]
+                   ) -> tuple[pa.Table, pa.Table, MergeStats]:
+    """The shards' results as one graph: one order however many shards (by title, and by
+    endpoint pair), and weights normalized by the global largest instance count."""
+    entities = pa.concat_tables([e for e, _, _ in merged]).sort_by("title")
+    relationships = pa.concat_tables([r for _, r, _ in merged]).sort_by(
+        [("source", "ascending"), ("target", "ascending")])
+    stats = _sum_stats([s for _, _, s in merged])
+    stats.shards = len(merged)
     return entities, with_weights(relationships), stats
 
 
 def merge_sharded(entity_instances: pa.Table, relationship_instances: pa.Table, n_shards: int,
                   map_shards: Callable[[Callable, list], list] = lambda fn, items: list(map(fn, items))
                   ) -> tuple[pa.Table, pa.Table, MergeStats]:
-    """The same result as `merge_elements`, merged in `n_shards` independent pieces.
-
-    Instances are hash-partitioned by their key (entity title; relationship endpoint pair), and
-    each relationship's endpoints are also routed, as mentions, to their entities' shards, so
-    every shard holds everything its keys need. `map_shards(fn, shards)` runs the pieces (in
-    parallel on Ray); only the weights need the global maximum, applied after."""
-    mentions = endpoint_mentions(relationship_instances)
-    entity_parts = _partition(entity_instances, entity_instances.column("title"), n_shards)
-    mention_parts = _partition(mentions, mentions.column("title"), n_shards)
-    pair_keys = [_pair_key(s, t) for s, t in zip(relationship_instances.column("source").to_pylist(),
-                                                 relationship_instances.column("target").to_pylist())]
-    relationship_parts = _partition(relationship_instances, pa.array(pair_keys, pa.string()),
-                                    n_shards)
-    merged_entities = map_shards(lambda parts: merge_entities(*parts),
-                                 list(zip(entity_parts, mention_parts)))
-    merged_relationships = map_shards(merge_relationships, relationship_parts)
-    entities = pa.concat_tables([t for t, _ in merged_entities])
-    relationships = pa.concat_tables([t for t, _ in merged_relationships])
-    stats = _sum_stats([s for _, s in merged_entities] + [s for _, s in merged_relationships])
-    stats.shards = n_shards
-    # One order however many shards: by title, and by endpoint pair.
-    entities = entities.sort_by("title")
-    relationships = relationships.sort_by([("source", "ascending"), ("target", "ascending")])
-    return entities, with_weights(relationships), stats
+    """The same result as `merge_elements`, merged in `n_shards` independent pieces;
+    `map_shards(fn, shards)` runs them (in parallel on Ray)."""
+    return combine_shards(map_shards(merge_shard, partition_instances(
+        entity_instances, relationship_instances, n_shards)))
 
 
 def shard_of(keys: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarray:
@@ -116,16 +128,23 @@ def _sum_stats(parts: list[MergeStats]) -> MergeStats:
 
 def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
     """Each endpoint of each relationship instance (self-loops dropped): the text units it
-    adds to its entity, and the entities no entity record named."""
-    titles, units = [], []
-    for row in relationship_instances.select(["source", "target", "text_unit_id"]).to_pylist():
+    adds to its entity, and the entities no entity record named. A `seq` column (the chunk's
+    position) is carried along when present."""
+    has_seq = "seq" in relationship_instances.column_names
+    columns = ["source", "target", "text_unit_id"] + (["seq"] if has_seq else [])
+    titles, units, seqs = [], [], []
+    for row in relationship_instances.select(columns).to_pylist():
         if row["source"] == row["target"]:
             continue
         for name in _ordered_pair(row["source"], row["target"]):
             titles.append(name)
             units.append(row["text_unit_id"])
-    return pa.table({"title": pa.array(titles, pa.string()),
-                     "text_unit_id": pa.array(units, pa.string())})
+            seqs.append(row.get("seq"))
+    mentions = {"title": pa.array(titles, pa.string()),
+                "text_unit_id": pa.array(units, pa.string())}
+    if has_seq:
+        mentions["seq"] = pa.array(seqs, pa.int64())
+    return pa.table(mentions)
 
 
 def merge_entities(entity_instances: pa.Table, mentions: pa.Table) -> tuple[pa.Table, MergeStats]:

@@ -6,7 +6,6 @@ summaries and reports (one schedule) -> write. Each stage is a function over tab
 from __future__ import annotations
 
 import logging
-import resource
 import time
 import uuid
 from collections import defaultdict
@@ -26,9 +25,12 @@ from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
 from graphrag_ray.index.embeddings import embed_index
-from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
+from graphrag_ray.index.extraction.stage import (
+    CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA, MENTION_SCHEMA,
+    RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker)
+from graphrag_ray.index.instance_shards import read_claims, read_shard
 from graphrag_ray.index.merge import (
-    MergeStats, add_degrees, edge_endpoints, element_id, merge_sharded)
+    MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd, table_usage
@@ -36,23 +38,13 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.progress import ProgressBar
+from graphrag_ray.resources import PeakRss, driver_rss_mb
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, IndexVersion
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-
-
-def driver_rss_mb() -> tuple[int, int]:
-    """(current, peak) resident memory of this process, MB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    try:
-        with open("/proc/self/statm") as handle:
-            current = int(handle.read().split()[1]) * resource.getpagesize() // 2 ** 20
-    except OSError:  # not Linux: the peak is what we know
-        current = peak
-    return current, peak
 
 
 class StageTimer:
@@ -126,9 +118,15 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     text_units = timer.run("chunk", chunk_documents, documents, config.chunks)
     config = config.model_copy(deep=True)
     config.runtime.engine = resolve_engine(config.runtime, text_units.num_rows)
+    corpus_tokens = sum(text_units.column("n_tokens").to_pylist())
     progress(f"{documents.num_rows} documents -> {text_units.num_rows} chunks "
-             f"({sum(text_units.column('n_tokens').to_pylist())} tokens); "
-             f"engine: {config.runtime.engine}")
+             f"({corpus_tokens} tokens); engine: {config.runtime.engine}")
+    store = IndexStore(output_url)
+    staged = store.stage()
+    # Instances go from the extraction workers to storage, shard by shard, and from there to
+    # the merge tasks: never through this process.
+    work_url = staged.url_of("_work")
+    shards = config.merge.shards or max(1, -(-corpus_tokens // config.merge.tokens_per_shard))
 
     services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
     # The pool for summaries and reports starts after extraction and merge: started earlier,
@@ -141,16 +139,16 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
 
     try:
         extraction = timer.run("extract", extract_chunks, text_units, config, prompts, services,
-                               bar, progress)
-        entities, relationships, merge_stats = timer.run(
-            "merge", merge_instances, flatten_instances(extraction, "entities"),
-            flatten_instances(extraction, "relationships"), config)
+                               bar, progress, (work_url, shards))
+        entities, relationships, merge_stats = timer.run("merge", merge_instances, work_url,
+                                                         shards, config)
         # After the merge: its Ray tasks need the CPUs an offline pool's actors would hold.
         pool = make_pool(config)
         entities, relationships = add_degrees(entities, relationships)
-        covariates = _covariates(flatten_instances(extraction, "claims"))
+        covariates = _covariates(read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"]))
+        leiden: dict = {}
         communities_list = timer.run("communities", detect_communities, entities, relationships,
-                                     config)
+                                     config, leiden)
         described = timer.run("summaries_and_reports", summarize_and_report, entities,
                               relationships, covariates, communities_list, config, prompts,
                               services, pool, bar)
@@ -166,10 +164,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                   schema.COMMUNITY_REPORTS: reports}
         if config.claims.enabled:
             tables[schema.COVARIATES] = covariates
-        embeddings, embed_usage = timer.run("embed", embed_index, tables, config, services, pool)
-        tables.update(embeddings)
-        store = IndexStore(output_url)
-        staged = store.stage()
+        embedded, dimensions, embed_usage = timer.run("embed", embed_index, tables, staged,
+                                                      config, services, pool)
+        staged.remove("_work")
         timer.run("write", _write_tables, staged, tables, config.output.rows_per_part)
         llm_usage = _usage_summary(
             {"extract": table_usage(extraction), "summarize": described.summarize_usage,
@@ -184,13 +181,14 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "input": input_url,
             "config": config.public_dict(),
             "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
-            "tables": {name: table.num_rows for name, table in tables.items()},
+            "tables": {**{name: table.num_rows for name, table in tables.items()}, **embedded},
             "embeddings": {"method": config.embeddings.resolved_method(),
                            "model": config.embeddings.model
                            if uses_embedding_endpoint(config) else "hashing",
-                           "dimensions": _vector_size(embeddings)},
+                           "dimensions": dimensions},
             **_community_figures(communities_list),
             "merge": asdict(merge_stats),
+            "leiden": leiden,
             "extraction": {
                 "chunks": text_units.num_rows,
                 "failed_chunks": extraction.num_rows - sum(
@@ -218,13 +216,17 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         services.close()
 
 
-def merge_instances(entity_instances: pa.Table, relationship_instances: pa.Table,
+def merge_stored_shard(shard: tuple[str, int]) -> tuple[pa.Table, pa.Table, MergeStats]:
+    work_url, number = shard
+    return merge_shard(read_shard(work_url, number, (
+        ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)))
+
+
+def merge_instances(work_url: str, shards: int,
                     config: GraphRagConfig) -> tuple[pa.Table, pa.Table, MergeStats]:
-    """Hash-partitioned merge; the shards run as parallel Ray tasks on the Ray engine."""
-    instances = entity_instances.num_rows + relationship_instances.num_rows
-    shards = config.merge.shards or max(1, -(-instances // config.merge.instances_per_shard))
-    return merge_sharded(entity_instances, relationship_instances, shards,
-                         lambda fn, items: map_items(fn, items, config.runtime))
+    """Each shard read from storage and merged by its own task (parallel on Ray)."""
+    return combine_shards(map_items(merge_stored_shard, [(work_url, k) for k in range(shards)],
+                                    config.runtime))
 
 
 LLM_CHUNKS_PER_BATCH = 4
@@ -235,8 +237,9 @@ LLM_ACTOR_CPUS = 0.25
 
 def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
                    services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None],
-                   progress: Progress) -> pa.Table:
-    """One extraction row per chunk, in chunk order; stops if every chunk failed."""
+                   progress: Progress, spill: tuple[str, int]) -> pa.Table:
+    """One status row per chunk, in chunk order; the instances go to storage (`spill`: work
+    URL, shards). Stops if every chunk failed."""
     if config.extraction.method == "llm":
         # Small batches, several at once per actor: `llm.concurrent_requests` chunks in flight
         # per actor, and a slow chunk holds back only its own small batch.
@@ -245,8 +248,11 @@ def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[s
                                               // LLM_CHUNKS_PER_BATCH)}
     else:
         batching = {"num_cpus": 1.0}
-    extraction = map_table(text_units.select(["id", "text"]), ExtractionWorker,
-                           {"config": config, "prompts": prompts, "services": services},
+    work = text_units.select(["id", "text"]).append_column(
+        "seq", pa.array(np.arange(text_units.num_rows), pa.int64()))
+    extraction = map_table(work, ExtractionWorker,
+                           {"config": config, "prompts": prompts, "services": services,
+                            "spill": spill},
                            config.runtime, output_schema=EXTRACTION_SCHEMA, **batching,
                            progress=bar("extract", text_units.num_rows, "chunks"))
     # Workers return rows in completion order; chunk order makes every later stage
@@ -297,13 +303,6 @@ def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],
     return summary
 
 
-def _vector_size(embeddings: dict[str, pa.Table]) -> int | None:
-    for table in embeddings.values():
-        if table.num_rows:
-            return len(table.column("vector")[0])
-    return None
-
-
 def _count(values: list[str]) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     for value in values:
@@ -345,12 +344,24 @@ def _covariates(claims: pa.Table) -> pa.Table:
     return table.select(schema.COVARIATE_COLUMNS)
 
 
-def detect_communities(entities: pa.Table, relationships: pa.Table,
-                       config: GraphRagConfig) -> list[Community]:
-    sources, targets = edge_endpoints(entities, relationships)
-    weights = relationships.column("weight").to_numpy()
-    graph = build_graph(entities.num_rows, sources, targets, weights)
-    return hierarchical_leiden(graph, config.communities)
+def detect_communities(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
+                       figures: dict | None = None) -> list[Community]:
+    """`figures`, when given, receives the graph's size and Leiden's time and memory."""
+    started = time.perf_counter()
+    with PeakRss() as memory:
+        sources, targets = edge_endpoints(entities, relationships)
+        weights = relationships.column("weight").to_numpy()
+        graph = build_graph(entities.num_rows, sources, targets, weights)
+        built = time.perf_counter()
+        communities = hierarchical_leiden(graph, config.communities)
+    if figures is not None:
+        figures.update({
+            "nodes": graph.vcount(), "edges": graph.ecount(),
+            "build_graph_s": round(built - started, 3),
+            "leiden_s": round(time.perf_counter() - built, 3),
+            "communities": len(communities),
+            "driver_rss_mb_before": memory.before_mb, "driver_rss_mb_peak": memory.peak_mb})
+    return communities
 
 
 def communities_table(communities: list[Community], entities: pa.Table,

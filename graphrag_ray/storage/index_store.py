@@ -49,6 +49,14 @@ class IndexVersion:
     def _path(self, name: str) -> str:
         return f"{self.root}/{name}"
 
+    def url_of(self, name: str) -> str:
+        """A full URL (with protocol) of a path inside this version, for other processes."""
+        return self.fs.unstrip_protocol(self._path(name))
+
+    def remove(self, name: str) -> None:
+        if self.fs.exists(self._path(name)):
+            self.fs.rm(self._path(name), recursive=True)
+
     def write_table(self, name: str, table: pa.Table, rows_per_part: int | None = None) -> None:
         """`<name>.parquet`, or, for tables longer than `rows_per_part`, the parts
         `<name>/part-00000.parquet`, ... that readers put back together in order."""

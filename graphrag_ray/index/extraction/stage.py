@@ -25,6 +25,17 @@ RELATIONSHIP_STRUCT = pa.struct([("source", pa.string()), ("target", pa.string()
                                  ("description", pa.string()), ("strength", pa.float64())])
 CLAIM_STRUCT = pa.struct([(name, pa.string()) for name in CLAIM_FIELDS])
 
+def _instance_schema(struct: pa.StructType) -> pa.Schema:
+    return pa.schema(list(struct) + [("text_unit_id", pa.string()), ("seq", pa.int64())])
+
+
+# Instances as spilled to storage: the record's fields, its chunk, and the chunk's position.
+ENTITY_INSTANCE_SCHEMA = _instance_schema(ENTITY_STRUCT)
+MENTION_SCHEMA = pa.schema([("title", pa.string()), ("text_unit_id", pa.string()),
+                            ("seq", pa.int64())])
+RELATIONSHIP_INSTANCE_SCHEMA = _instance_schema(RELATIONSHIP_STRUCT)
+CLAIM_INSTANCE_SCHEMA = _instance_schema(CLAIM_STRUCT)
+
 EXTRACTION_SCHEMA = pa.schema([
     ("text_unit_id", pa.string()),
     ("status", pa.string()),
@@ -38,11 +49,16 @@ EXTRACTION_SCHEMA = pa.schema([
 
 
 class ExtractionWorker:
-    """Heavy setup once per actor (client, prompts); `__call__` handles one batch."""
+    """Heavy setup once per actor (client, prompts); `__call__` handles one batch.
+
+    With `spill` = (work URL, shards), the batch's instances are partitioned and written to
+    storage (`instance_shards`) and the rows come back without them: the driver then sees one
+    small status row per chunk, never the instances."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
-                 services: LLMServices | None = None):
+                 services: LLMServices | None = None, spill: tuple[str, int] | None = None):
         self.config = config
+        self.spill = spill
         self.llm_mode = config.extraction.method == "llm"
         self.prompts = prompts
         self.chat = (services or LLMServices()).chat(config.llm) if self.llm_mode else None
@@ -56,7 +72,10 @@ class ExtractionWorker:
         else:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 rows = list(pool.map(self._llm_row, ids, texts))
-        return pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
+        result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
+        if self.spill is None:
+            return result
+        return _spill(result, batch.column("seq"), *self.spill)
 
     def _nlp_row(self, text_unit_id: str, text: str) -> dict:
         records = extract_nlp(text, self.config.extraction.nlp_max_description_chars)
@@ -89,12 +108,32 @@ def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) 
             **usage_row(chat.usage if chat else None)}
 
 
-def flatten_instances(extraction: pa.Table, column: str) -> pa.Table:
-    """One row per extracted instance, tagged with the chunk it came from."""
+def flatten_instances(extraction: pa.Table, column: str,
+                      seq: pa.Array | pa.ChunkedArray | None = None) -> pa.Table:
+    """One row per extracted instance, tagged with the chunk it came from (and, given each
+    row's `seq`, the chunk's position)."""
     lists = extraction.column(column).combine_chunks()
     values = pc.list_flatten(lists)
     parents = pc.list_parent_indices(lists)
     flat = (pa.Table.from_struct_array(values) if len(values)
             else pa.schema(list(lists.type.value_type)).empty_table())
-    chunk_ids = pc.take(extraction.column("text_unit_id"), parents)
-    return flat.append_column("text_unit_id", chunk_ids)
+    flat = flat.append_column("text_unit_id", pc.take(extraction.column("text_unit_id"), parents))
+    if seq is not None:
+        flat = flat.append_column("seq", pc.take(seq, parents))
+    return flat
+
+
+def _spill(extraction: pa.Table, seq: pa.ChunkedArray, work_url: str, shards: int) -> pa.Table:
+    from graphrag_ray.index.instance_shards import piece_name, write_pieces
+    from graphrag_ray.index.merge import partition_instances
+
+    pieces = partition_instances(flatten_instances(extraction, "entities", seq),
+                                 flatten_instances(extraction, "relationships", seq), shards)
+    write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq),
+                 piece_name(extraction.column("text_unit_id").to_pylist()))
+    empty = pa.array([[]] * extraction.num_rows)
+    for column in ("entities", "relationships", "claims"):
+        index = extraction.schema.get_field_index(column)
+        extraction = extraction.set_column(index, extraction.schema.field(index),
+                                           empty.cast(extraction.schema.field(index).type))
+    return extraction

@@ -1,0 +1,47 @@
+"""Memory of this process: what the manifest records per stage, and the peak inside a block
+(Leiden runs in C, so RSS, not tracemalloc, is what tells its footprint)."""
+
+from __future__ import annotations
+
+import resource
+import threading
+
+
+def rss_mb(pid: int | str = "self") -> int | None:
+    """Current resident memory of a process (Linux /proc), MB; None when unknown."""
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * resource.getpagesize() // 2 ** 20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def driver_rss_mb() -> tuple[int, int]:
+    """(current, peak) resident memory of this process, MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    current = rss_mb()
+    return (peak if current is None else current), peak
+
+
+class PeakRss:
+    """`with PeakRss() as watch: ...` then `watch.before_mb`, `watch.peak_mb`: sampled every
+    `interval_s` in a thread."""
+
+    def __init__(self, interval_s: float = 0.05):
+        self.interval_s = interval_s
+        self.before_mb = self.peak_mb = rss_mb() or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.peak_mb = max(self.peak_mb, rss_mb() or 0)
+
+    def __enter__(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, rss_mb() or 0)

@@ -1,0 +1,171 @@
+"""Scale benchmark: index generated corpora (and the podcast corpus) offline on Ray, and
+hierarchical Leiden on large planted-community graphs. Prints, per corpus: wall time per
+stage, the driver's peak RSS (and after each stage), the largest Ray worker's peak RSS, table
+sizes, and Leiden's graph size, time and memory.
+
+    python scripts/bench_scale.py                              # 1M, 3M, 10M + podcast
+    python scripts/bench_scale.py --tokens 1000000 --no-podcast --leiden-nodes 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from graphrag_ray.resources import rss_mb  # noqa: E402
+from graphrag_ray.storage import IndexStore  # noqa: E402
+from graphrag_ray.testing.synthetic_corpus import generate_corpus  # noqa: E402
+
+PODCAST = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "podcast" / "input"
+
+
+class RayWorkerPeaks:
+    """Samples every Ray worker process on this machine (`ray::...` titles)."""
+
+    def __init__(self, interval_s: float = 0.25):
+        self.peaks: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval_s,), daemon=True)
+
+    def _run(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+                except OSError:
+                    continue
+                if title.startswith("ray::"):
+                    rss = rss_mb(pid) or 0
+                    key = f"{pid} {title[:60]}"
+                    self.peaks[key] = max(self.peaks.get(key, 0), rss)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def largest(self) -> tuple[int, str]:
+        if not self.peaks:
+            return 0, "-"
+        key = max(self.peaks, key=self.peaks.get)
+        return self.peaks[key], key.split(" ", 1)[1]
+
+
+def directory_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2 ** 20
+
+
+def index_corpus(name: str, corpus: Path, out: Path, extra: list[str]) -> dict:
+    command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
+               "--output", str(out), "--set", "runtime.engine=ray", *extra]
+    started = time.perf_counter()
+    with RayWorkerPeaks() as workers:
+        run = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if run.returncode:
+        raise SystemExit(f"{name}: index failed\n{run.stderr[-2000:]}")
+    manifest = IndexStore(str(out)).read_manifest()
+    worker_mb, worker = workers.largest()
+    version = out / "versions" / manifest["version"]
+    return {"name": name, "wall_s": round(wall, 1), "manifest": manifest,
+            "largest_worker_mb": worker_mb, "largest_worker": worker,
+            "index_mb": round(directory_mb(version), 1)}
+
+
+def planted_graph_leiden(nodes: int) -> dict:
+    """Leiden on a graph of ~50-node planted communities (4 edges per node inside, 1 across)."""
+    import numpy as np
+
+    from graphrag_ray.config import CommunitiesConfig
+    from graphrag_ray.index.communities import build_graph, hierarchical_leiden
+    from graphrag_ray.resources import PeakRss
+
+    rng = np.random.default_rng(0)
+    block = rng.integers(0, max(1, nodes // 50), nodes)
+    order = np.argsort(block, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(block))[:-1])
+    sources = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
+        [rng.integers(0, nodes, nodes)]
+    targets = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
+        [rng.integers(0, nodes, nodes)]
+    s, t = np.concatenate(sources), np.concatenate(targets)
+    keep = s != t
+    with PeakRss() as memory:
+        started = time.perf_counter()
+        graph = build_graph(nodes, s[keep], t[keep], rng.random(int(keep.sum())))
+        built = time.perf_counter()
+        communities = hierarchical_leiden(graph, CommunitiesConfig())
+    return {"nodes": nodes, "edges": int(keep.sum()), "build_s": round(built - started, 2),
+            "leiden_s": round(time.perf_counter() - built, 1), "communities": len(communities),
+            "levels": max(c.level for c in communities) + 1,
+            "rss_mb": f"{memory.before_mb} -> {memory.peak_mb}"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tokens", default="1000000,3000000,10000000")
+    parser.add_argument("--no-podcast", action="store_true")
+    parser.add_argument("--leiden-nodes", default="100000,1000000")
+    parser.add_argument("--workdir", default="/tmp/graphrag-scale")
+    parser.add_argument("--set", action="append", default=[])
+    args = parser.parse_args()
+    work = Path(args.workdir)
+    extra = [item for assignment in args.set for item in ("--set", assignment)]
+    runs = []
+    for tokens in [int(t) for t in args.tokens.split(",") if t]:
+        corpus = work / f"corpus-{tokens}"
+        if not corpus.exists():
+            generated = generate_corpus(corpus, tokens)
+            print(f"generated {corpus}: {len(generated.files)} documents", flush=True)
+        runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
+                                 work / f"index-{tokens}", extra))
+        print(json.dumps({k: v for k, v in runs[-1].items() if k != "manifest"}), flush=True)
+    if not args.no_podcast and PODCAST.exists():
+        runs.append(index_corpus("podcast", PODCAST, work / "index-podcast", extra))
+
+    stages = ["load_documents", "chunk", "extract", "merge", "communities",
+              "summaries_and_reports", "embed", "write"]
+    print("\n| corpus | chunks | entities | relationships | communities | wall s | "
+          + " | ".join(stages) + " | driver peak MB | largest worker MB | index MB |")
+    print("|" + "---|" * (11 + len(stages)))
+    for run in runs:
+        m = run["manifest"]
+        t = m["timings_s"]
+        print(f"| {run['name']} | {m['tables']['text_units']:,} | {m['tables']['entities']:,} | "
+              f"{m['tables']['relationships']:,} | {m['tables']['communities']:,} | "
+              f"{run['wall_s']} | " + " | ".join(f"{t.get(s, 0):.1f}" for s in stages)
+              + f" | {m['driver_peak_rss_mb']} | {run['largest_worker_mb']} | {run['index_mb']} |")
+    print("\ndriver RSS after each stage (MB):")
+    for run in runs:
+        by_stage = run["manifest"]["driver_rss_mb_by_stage"]
+        print(f"  {run['name']}: " + ", ".join(f"{s} {by_stage[s]['after']}" for s in stages
+                                               if s in by_stage))
+    print("\nLeiden inside the builds:")
+    for run in runs:
+        print(f"  {run['name']}: {json.dumps(run['manifest']['leiden'])}")
+    if len(runs) >= 2 and runs[0]["name"].startswith("synthetic"):
+        base = runs[0]
+        for run in runs[1:]:
+            if run["name"].startswith("synthetic"):
+                print(f"time({run['name']}) / time({base['name']}) = "
+                      f"{run['wall_s'] / base['wall_s']:.2f}")
+    for nodes in [int(n) for n in args.leiden_nodes.split(",") if n]:
+        print(f"planted-community graph: {json.dumps(planted_graph_leiden(nodes))}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
