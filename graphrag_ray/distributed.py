@@ -52,15 +52,20 @@ def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
     return [table.slice(start, rows_per_block) for start in range(0, table.num_rows, rows_per_block)]
 
 
+FollowUp = tuple[Callable[..., pa.Table], dict, int]  # (fn(batch, **kwargs), kwargs, batch size)
+
+
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
               batch_size: int | None = None, concurrent_batches: int = 1,
-              progress: ProgressBar | None = None) -> pa.Table:
+              then: FollowUp | None = None, progress: ProgressBar | None = None) -> pa.Table:
     """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
     arbitrary order (callers join by key). `progress` advances as output blocks arrive.
 
     `concurrent_batches` > 1 runs that many batches at once in each actor (threads; the worker
     must be thread-safe): for I/O-bound work, so one batch's slowest row does not idle the actor.
+    `then` runs a plain function over the workers' output in batches of its own size (Ray
+    tasks that hold no CPU: they must not wait behind actors that hold them all).
     """
     if table.num_rows == 0:
         return output_schema.empty_table()
@@ -76,7 +81,12 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
                 progress.update(block.num_rows)
         if progress:
             progress.close()
-        return pa.concat_tables(results)
+        output = pa.concat_tables(results)
+        if then is not None:
+            fn, kwargs, then_batch = then
+            output = pa.concat_tables([fn(block, **kwargs)
+                                       for block in split_table(output, then_batch)])
+        return output
 
     import ray
     from ray.data import ActorPoolStrategy
@@ -98,6 +108,10 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         batch_format="pyarrow",
         num_cpus=num_cpus,
     )
+    if then is not None:
+        fn, kwargs, then_batch = then
+        dataset = dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=then_batch,
+                                      batch_format="pyarrow", num_cpus=0)
     for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         if block.num_rows:
             results.append(block)

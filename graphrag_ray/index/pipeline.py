@@ -27,7 +27,7 @@ from graphrag_ray.index.communities import (
 from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import (
     CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA, MENTION_SCHEMA,
-    RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker)
+    RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
 from graphrag_ray.index.instance_shards import read_claims, read_shard
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
@@ -230,6 +230,9 @@ def merge_instances(work_url: str, shards: int,
 
 
 LLM_CHUNKS_PER_BATCH = 4
+# Chunks whose instances are written together, one piece per shard: fewer, larger objects on
+# storage. The progress bar moves a batch at a time, hence smaller batches for slow LLM work.
+INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 # An actor waiting on HTTP uses little CPU, but it asks for some: that demand is what makes an
 # autoscaling cluster add workers (a head started with CPU: 0 then keeps only the driver).
 LLM_ACTOR_CPUS = 0.25
@@ -251,9 +254,10 @@ def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[s
     work = text_units.select(["id", "text"]).append_column(
         "seq", pa.array(np.arange(text_units.num_rows), pa.int64()))
     extraction = map_table(work, ExtractionWorker,
-                           {"config": config, "prompts": prompts, "services": services,
-                            "spill": spill},
+                           {"config": config, "prompts": prompts, "services": services},
                            config.runtime, output_schema=EXTRACTION_SCHEMA, **batching,
+                           then=(spill_instances, {"work_url": spill[0], "shards": spill[1]},
+                                 INSTANCE_BATCH_CHUNKS[config.extraction.method]),
                            progress=bar("extract", text_units.num_rows, "chunks"))
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.

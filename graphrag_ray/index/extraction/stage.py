@@ -49,16 +49,12 @@ EXTRACTION_SCHEMA = pa.schema([
 
 
 class ExtractionWorker:
-    """Heavy setup once per actor (client, prompts); `__call__` handles one batch.
-
-    With `spill` = (work URL, shards), the batch's instances are partitioned and written to
-    storage (`instance_shards`) and the rows come back without them: the driver then sees one
-    small status row per chunk, never the instances."""
+    """Heavy setup once per actor (client, prompts); `__call__` handles one batch. A `seq`
+    column in the input (the chunk's position) is passed through for `spill_instances`."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
-                 services: LLMServices | None = None, spill: tuple[str, int] | None = None):
+                 services: LLMServices | None = None):
         self.config = config
-        self.spill = spill
         self.llm_mode = config.extraction.method == "llm"
         self.prompts = prompts
         self.chat = (services or LLMServices()).chat(config.llm) if self.llm_mode else None
@@ -73,9 +69,9 @@ class ExtractionWorker:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 rows = list(pool.map(self._llm_row, ids, texts))
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
-        if self.spill is None:
-            return result
-        return _spill(result, batch.column("seq"), *self.spill)
+        if "seq" in batch.column_names:
+            result = result.append_column("seq", batch.column("seq"))
+        return result
 
     def _nlp_row(self, text_unit_id: str, text: str) -> dict:
         records = extract_nlp(text, self.config.extraction.nlp_max_description_chars)
@@ -123,14 +119,19 @@ def flatten_instances(extraction: pa.Table, column: str,
     return flat
 
 
-def _spill(extraction: pa.Table, seq: pa.ChunkedArray, work_url: str, shards: int) -> pa.Table:
+def spill_instances(extraction: pa.Table, work_url: str, shards: int) -> pa.Table:
+    """Extraction rows (with `seq`) -> their instances partitioned and written to storage
+    (`instance_shards`); the rows come back without instances, so what reaches the driver is
+    one small status row per chunk. Runs as its own stage, on batches larger than the LLM's."""
     from graphrag_ray.index.instance_shards import piece_name, write_pieces
     from graphrag_ray.index.merge import partition_instances
 
+    seq = extraction.column("seq")
     pieces = partition_instances(flatten_instances(extraction, "entities", seq),
                                  flatten_instances(extraction, "relationships", seq), shards)
     write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq),
                  piece_name(extraction.column("text_unit_id").to_pylist()))
+    extraction = extraction.select(EXTRACTION_SCHEMA.names)
     empty = pa.array([[]] * extraction.num_rows)
     for column in ("entities", "relationships", "claims"):
         index = extraction.schema.get_field_index(column)
