@@ -10,10 +10,9 @@ import pyarrow.compute as pc
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.prompts_loader import render
-from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import ReadTable, sources_of_records
-from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.local_search import extractive_answer, query_text
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
@@ -38,18 +37,12 @@ def basic_search(question: str, unit_vectors: VectorTable,
                           details={"retrieved": len(nearest), "in_context": len(section.keys),
                                    "similarities": [round(s, 4) for _, s in nearest
                                                     [:len(section.keys)]]})
-    if config.uses_llm(cfg.method):
-        chat = services.chat(config.llm)
-        prompt = render(prompts["basic_answer"], question=question, context_data=section.text,
-                        response_type=cfg.response_type,
-                        conversation_history=conversation_text(history))
-        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
-        result.usage.add(chat.usage)
-        result.llm_calls = 1
-    else:
-        result.answer = extractive_answer(question, [], [rows[i]["text"] for i in section.keys])
-        if on_token:
-            on_token(result.answer)
+    answer_from_context(
+        result, question, section.text, use_llm=config.uses_llm(cfg.method),
+        template=prompts["basic_answer"], services=services, llm_config=config.llm,
+        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
+        on_token=on_token,
+        extractive=lambda: extractive_answer(question, [], [rows[i]["text"] for i in section.keys]))
     result.sources = sources_of_records(read, {"text_units": section.keys})
     return result
 

@@ -14,9 +14,10 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
-from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import ReadTable, merge_sources, sources_of_records
-from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.context import cell, pack_table
+from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.query.local_search import (
     LocalData, build_local_context, extractive_answer, query_text)
@@ -171,22 +172,13 @@ def drift_search(question: str, report_vectors: VectorTable, data: LocalData, co
         sections.append(section)
         used += tokens
     result.context_tokens += used
-    if not sections:
-        result.answer = "I could not find information in the index that answers this question."
-        if on_token:
-            on_token(result.answer)
-    elif use_llm:
-        chat = services.chat(config.llm)
-        prompt = render(prompts["drift_reduce"], question=question,
-                        context_data="\n\n".join(sections), response_type=cfg.response_type,
-                        conversation_history=conversation_text(history))
-        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
-        result.usage.add(chat.usage)
-        result.llm_calls += 1
-    else:
-        result.answer = "\n\n".join(f"**{s.query}**\n{s.answer}" for s in ordered[:len(sections)])
-        if on_token:
-            on_token(result.answer)
+    answer_from_context(
+        result, question, "\n\n".join(sections), use_llm=use_llm and bool(sections),
+        template=prompts["drift_reduce"], services=services, llm_config=config.llm,
+        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
+        on_token=on_token,
+        extractive=lambda: "\n\n".join(f"**{s.query}**\n{s.answer}"
+                                        for s in ordered[:len(sections)]) or NO_ANSWER)
     result.details = {
         "primer_reports": primer.keys,
         "steps": [{"query": s.query, "depth": s.depth, "score": s.score,

@@ -19,12 +19,11 @@ import numpy as np
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.query.answer import answer_from_prompt
+from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import ReadTable, sources_of_records
-from graphrag_ray.query.context import cell, conversation_text, pack_table
+from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
-from graphrag_ray.prompts_loader import render
 from graphrag_ray.terms import content_terms
 from graphrag_ray.tokens import truncate_to_tokens
 
@@ -213,18 +212,12 @@ def local_search(question: str, data: LocalData, config: GraphRagConfig,
                           details={"matched_entities": [e["title"] for e in context.entity_rows],
                                    "context_records": {k: len(v) for k, v in
                                                        context.records.items()}})
-    if config.uses_llm(cfg.method):
-        chat = services.chat(config.llm)
-        prompt = render(prompts["local_answer"], question=question, context_data=context.text,
-                        response_type=cfg.response_type,
-                        conversation_history=conversation_text(history))
-        result.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
-        result.usage.add(chat.usage)
-        result.llm_calls = 1
-    else:
-        result.answer = extractive_answer(question, context.entity_rows, context.unit_texts)
-        if on_token:
-            on_token(result.answer)
+    answer_from_context(
+        result, question, context.text, use_llm=config.uses_llm(cfg.method),
+        template=prompts["local_answer"], services=services, llm_config=config.llm,
+        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
+        on_token=on_token,
+        extractive=lambda: extractive_answer(question, context.entity_rows, context.unit_texts))
     result.sources = sources_of_records(read, context.records)
     return result
 

@@ -14,7 +14,6 @@ from graphrag_ray.cli import main
 from graphrag_ray.index.pipeline import build_index
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.testing.llm_server import run_test_server
-from graphrag_ray.tokens import count_tokens
 
 from conftest import CAROL_DIR, llm_config
 
