@@ -22,7 +22,7 @@ from typing import Callable
 import pyarrow as pa
 
 from graphrag_ray import schema
-from graphrag_ray.config import GraphRagConfig, config_from_data
+from graphrag_ray.config import GraphRagConfig, config_from_data, known_settings
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
@@ -239,7 +239,7 @@ def _missing_table_message(name: str) -> str:
 
 def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
     """The build's config (it holds no API key: that comes from the environment)."""
-    data = copy.deepcopy(manifest.get("config", {}))
+    data = known_settings(copy.deepcopy(manifest.get("config", {})))
     key = os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
     data.setdefault("llm", {})["api_key"] = key
     data.setdefault("embeddings", {})["api_key"] = key

@@ -361,6 +361,23 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return config_from_data(data, overrides, source)
 
 
+def known_settings(data: dict[str, Any], model: type[BaseModel] = None) -> dict[str, Any]:
+    """`data` without the keys `model` does not know, at any depth: an index's manifest holds
+    the config of the version that built it, and a key since renamed must not stop a query."""
+    model = model or GraphRagConfig
+    kept = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            continue
+        annotation = field.annotation
+        if isinstance(value, dict) and isinstance(annotation, type) and \
+                issubclass(annotation, _Section):
+            value = known_settings(value, annotation)
+        kept[key] = value
+    return kept
+
+
 def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
                      source: str = "defaults") -> GraphRagConfig:
     """Validate plain config data after applying `--set` overrides."""

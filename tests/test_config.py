@@ -56,3 +56,14 @@ def test_auto_methods_follow_extraction():
     assert not GraphRagConfig().uses_llm("auto")
     assert load_config(None, ["extraction.method=llm"]).uses_llm("auto")
     assert GraphRagConfig().uses_llm("llm")
+
+
+def test_an_older_index_manifest_with_a_renamed_key_still_opens():
+    from graphrag_ray.api import config_from_manifest
+
+    manifest = {"config": {"merge": {"instances_per_shard": 250000, "shards": 3},
+                           "retired_section": {"x": 1}, "chunks": {"size": 300}}}
+    config = config_from_manifest(manifest)
+    assert config.merge.shards == 3 and config.chunks.size == 300
+    with pytest.raises(ConfigError, match="unknown key"):
+        config_from_manifest(manifest, ["merge.typo=1"])  # the user's own keys stay checked
