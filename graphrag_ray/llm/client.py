@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import openai
 
-from graphrag_ray.config import LLMConfig
+from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.tokens import count_tokens
@@ -316,7 +316,8 @@ def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
         return LLMCallError(f"request to {endpoint} timed out after {config.request_timeout:g}s "
                             f"({config.max_retries} retries)")
     if isinstance(exc, openai.APIConnectionError):
-        return LLMCallError(f"cannot reach LLM endpoint {endpoint}: {exc}")
+        kind = "embeddings" if isinstance(config, EmbeddingsConfig) else "LLM"
+        return LLMCallError(f"cannot reach {kind} endpoint {endpoint}: {exc}")
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return FatalLLMError(f"{endpoint} rejected the API key (HTTP {exc.status_code}); "
                              "check llm.api_key")

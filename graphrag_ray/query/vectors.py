@@ -7,6 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.errors import GraphRagError
+
 
 class VectorTable:
     def __init__(self, ids: list[str], matrix: np.ndarray):
@@ -27,7 +29,7 @@ class VectorTable:
         if not self.ids or k <= 0:
             return []
         if query.shape[-1] != self.matrix.shape[1]:
-            raise ValueError(f"the question's vector has {query.shape[-1]} dimensions and the "
+            raise GraphRagError(f"the question's vector has {query.shape[-1]} dimensions and the "
                              f"index's {self.matrix.shape[1]}: query with the embeddings "
                              "settings the index was built with")
         scores = self.matrix @ query.reshape(-1)
