@@ -305,3 +305,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _eprint("interrupted")
         return 130
+    finally:
+        _release_native_threads()
+
+
+def _release_native_threads() -> None:
+    """Stop Ray and collect Arrow's readers while the interpreter is whole: Arrow's native
+    thread pools torn down at interpreter exit can abort the process after its work is done
+    ("terminate called without an active exception", apache/arrow#34314), seen here rarely."""
+    import gc
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+    gc.collect()

@@ -58,14 +58,16 @@ FollowUp = tuple[Callable[..., pa.Table], dict, int]  # (fn(batch, **kwargs), kw
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
               batch_size: int | None = None, concurrent_batches: int = 1,
-              then: FollowUp | None = None, progress: ProgressBar | None = None) -> pa.Table:
+              first: FollowUp | None = None, then: FollowUp | None = None,
+              progress: ProgressBar | None = None) -> pa.Table:
     """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
     arbitrary order (callers join by key). `progress` advances as output blocks arrive.
 
     `concurrent_batches` > 1 runs that many batches at once in each actor (threads; the worker
     must be thread-safe): for I/O-bound work, so one batch's slowest row does not idle the actor.
-    `then` runs a plain function over the workers' output in batches of its own size (Ray
-    tasks that hold no CPU: they must not wait behind actors that hold them all).
+    `first` runs a plain function over `table` to make the workers' input (it may yield several
+    tables: each becomes a block of its own), and `then` one over the workers' output, each in batches of its own size: at most `runtime.num_workers` Ray
+    tasks at a time that hold no CPU (they must not wait behind actors that hold them all).
     """
     if table.num_rows == 0:
         return output_schema.empty_table()
@@ -74,6 +76,13 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         raise ValueError("resolve runtime.engine before calling map_table")
     results = []
     if runtime.engine == "local":
+        if first is not None:
+            fn, kwargs, first_batch = first
+            made = [out for block in split_table(table, first_batch)
+                    for out in _tables(fn(block, **kwargs))]
+            if not made:
+                return output_schema.empty_table()
+            table = pa.concat_tables(made)
         worker = worker_cls(**constructor_kwargs)
         for block in split_table(table, batch_size):
             results.append(worker(block))
@@ -81,20 +90,31 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
                 progress.update(block.num_rows)
         if progress:
             progress.close()
-        output = pa.concat_tables(results)
         if then is not None:
             fn, kwargs, then_batch = then
-            output = pa.concat_tables([fn(block, **kwargs)
-                                       for block in split_table(output, then_batch)])
-        return output
+            results = [fn(block, **kwargs)
+                       for block in split_table(pa.concat_tables(results), then_batch)] \
+                if results else []
+
+        return _as_schema(results, output_schema)
 
     import ray
-    from ray.data import ActorPoolStrategy
+    from ray.data import ActorPoolStrategy, TaskPoolStrategy
+
+    def light_tasks(dataset, follow_up: FollowUp):
+        fn, kwargs, size = follow_up
+        return dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=size, batch_format="pyarrow",
+                                   num_cpus=0, compute=TaskPoolStrategy(size=runtime.num_workers))
 
     ensure_ray(runtime)
-    blocks = split_table(table, batch_size)
-    pool_size = max(1, min(runtime.num_workers, len(blocks)))
-    dataset = ray.data.from_arrow(blocks).map_batches(
+    if first is not None:
+        dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
+        pool_size = runtime.num_workers
+    else:
+        blocks = split_table(table, batch_size)
+        dataset = ray.data.from_arrow(blocks)
+        pool_size = max(1, min(runtime.num_workers, len(blocks)))
+    dataset = dataset.map_batches(
         worker_cls,
         fn_constructor_kwargs=constructor_kwargs,
         # A fixed pool, every actor started at once: it is sized to the work, and an LLM-bound
@@ -109,9 +129,7 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         num_cpus=num_cpus,
     )
     if then is not None:
-        fn, kwargs, then_batch = then
-        dataset = dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=then_batch,
-                                      batch_format="pyarrow", num_cpus=0)
+        dataset = light_tasks(dataset, then)
     for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         if block.num_rows:
             results.append(block)
@@ -119,9 +137,18 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
                 progress.update(block.num_rows)
     if progress:
         progress.close()
-    if not results:
-        return output_schema.empty_table()
-    return pa.concat_tables([t.select(output_schema.names).cast(output_schema) for t in results])
+    return _as_schema(results, output_schema)
+
+
+def _tables(result) -> list[pa.Table]:
+    """A function stage's result: a table, or (a generator's) several."""
+    return [result] if isinstance(result, pa.Table) else list(result)
+
+
+def _as_schema(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
 
 
 def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0) -> list:
@@ -195,6 +222,14 @@ class WorkerPool:
         ref = self._actors[index].run.remote(key, worker_cls, kwargs, batch)
         self._load[index] += 1
         self._pending[ref] = index
+
+    @property
+    def size(self) -> int:
+        return 1 if self.engine == "local" else len(self._actors)
+
+    def pending(self) -> int:
+        """Batches submitted and not finished (local batches finish as they are submitted)."""
+        return 0 if self.engine == "local" else len(self._pending)
 
     def busy(self) -> bool:
         return bool(self._done) or (self.engine != "local" and bool(self._pending))

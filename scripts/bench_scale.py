@@ -136,8 +136,8 @@ def main() -> int:
     if not args.no_podcast and PODCAST.exists():
         runs.append(index_corpus("podcast", PODCAST, work / "index-podcast", extra))
 
-    stages = ["load_documents", "chunk", "extract", "merge", "communities",
-              "summaries_and_reports", "embed", "write"]
+    stages = ["list_inputs", "extract", "merge", "communities", "summaries_and_reports",
+              "write_documents_and_text_units", "embed", "write"]
     print("\n| corpus | chunks | entities | relationships | communities | wall s | "
           + " | ".join(stages) + " | driver peak MB | largest worker MB | index MB |")
     print("|" + "---|" * (11 + len(stages)))

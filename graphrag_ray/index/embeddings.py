@@ -10,6 +10,7 @@ floats is 400 MB and a query takes milliseconds.
 from __future__ import annotations
 
 import io
+from typing import Iterator
 
 import fsspec
 import pyarrow as pa
@@ -31,21 +32,20 @@ EMBEDDING_SCHEMA = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float3
 ROWS_PER_PART = 1024
 
 
-def embedding_texts(tables: dict[str, pa.Table]) -> dict[str, tuple[list[str], list[str]]]:
-    """Table name -> (ids, texts) of what each query method retrieves by."""
+def embedding_texts(tables: dict[str, pa.Table], text_unit_parts) -> Iterator[
+        tuple[str, list[str], list[str]]]:
+    """(table name, ids, texts) of what each query method retrieves by, a piece at a time:
+    text units come part by part from storage (`text_unit_parts`: id, text)."""
     entities = tables[schema.ENTITIES]
     reports = tables[schema.COMMUNITY_REPORTS]
-    units = tables[schema.TEXT_UNITS]
-    return {
-        schema.ENTITY_DESCRIPTION_EMBEDDINGS: (
-            entities.column("id").to_pylist(),
-            [f"{title}: {description}" for title, description in zip(
-                entities.column("title").to_pylist(), entities.column("description").to_pylist())]),
-        schema.TEXT_UNIT_EMBEDDINGS: (units.column("id").to_pylist(),
-                                      units.column("text").to_pylist()),
-        schema.REPORT_EMBEDDINGS: (reports.column("id").to_pylist(),
-                                   reports.column("full_content").to_pylist()),
-    }
+    yield (schema.ENTITY_DESCRIPTION_EMBEDDINGS, entities.column("id").to_pylist(),
+           [f"{title}: {description}" for title, description in zip(
+               entities.column("title").to_pylist(), entities.column("description").to_pylist())])
+    yield (schema.REPORT_EMBEDDINGS, reports.column("id").to_pylist(),
+           reports.column("full_content").to_pylist())
+    for part in text_unit_parts:
+        yield schema.TEXT_UNIT_EMBEDDINGS, part.column("id").to_pylist(), \
+            part.column("text").to_pylist()
 
 
 class EmbeddingWorker:
@@ -76,25 +76,33 @@ class EmbeddingWorker:
 
 def embed_index(tables: dict[str, pa.Table], staged: IndexVersion, config: GraphRagConfig,
                 services: LLMServices, pool: WorkerPool) -> tuple[dict[str, int], int | None, Usage]:
-    """Writes the embedding tables into `staged`; returns their row counts, the vector size
-    and the usage. Parts are numbered by their first row, so a table reads back in the order
-    of its source table."""
+    """Writes the embedding tables into `staged` (text units are read back from it); returns
+    their row counts, the vector size and the usage. Parts are numbered by their first row, so
+    a table reads back in the order of its source table."""
     key = pool.bind(EmbeddingWorker, {"config": config, "version_url": staged.url_of(""),
                                       "services": services})
-    sources = embedding_texts(tables)
-    for name, (ids, texts) in sources.items():
-        if not ids:
-            staged.write_table(name, EMBEDDING_SCHEMA.empty_table())
+    counts = {schema.ENTITY_DESCRIPTION_EMBEDDINGS: 0, schema.REPORT_EMBEDDINGS: 0,
+              schema.TEXT_UNIT_EMBEDDINGS: 0}
+    submitted = dict.fromkeys(counts, 0)
+    results = []
+    for name, ids, texts in embedding_texts(
+            tables, staged.iter_table(schema.TEXT_UNITS, ["id", "text"])):
         for start in range(0, len(ids), ROWS_PER_PART):
             part = slice(start, start + ROWS_PER_PART)
+            first_row = submitted[name]
+            submitted[name] += len(ids[part])
             pool.submit(key, pa.table({"table": [name] * len(ids[part]),
-                                       "part": [start] * len(ids[part]), "id": ids[part],
+                                       "part": [first_row] * len(ids[part]), "id": ids[part],
                                        "text": texts[part]}, schema=EMBEDDING_WORK_SCHEMA))
-    results = []
+        # Keep at most a few parts' texts in flight, not the corpus.
+        while pool.pending() > 2 * pool.size:
+            results.extend(pool.completed())
     while pool.busy():
         results.extend(pool.completed())
+    for name, total in submitted.items():
+        if not total:
+            staged.write_table(name, EMBEDDING_SCHEMA.empty_table())
     done = pa.concat_tables(results) if results else EMBEDDING_RESULT_SCHEMA.empty_table()
-    counts = {name: 0 for name in sources}
     for name, rows in zip(done.column("table").to_pylist(), done.column("rows").to_pylist()):
         counts[name] += rows
     dimensions = done.column("dimensions")[0].as_py() if done.num_rows else None

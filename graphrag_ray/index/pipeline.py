@@ -20,19 +20,20 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_table, resolve_engine
-from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunking import chunk_documents
+from graphrag_ray.errors import InputError, LLMError
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
 from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import (
-    CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA, MENTION_SCHEMA,
+    CHUNK_STATUS_FIELDS, CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
+    MENTION_SCHEMA,
     RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
 from graphrag_ray.index.instance_shards import read_claims, read_shard
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
-from graphrag_ray.input.loader import load_documents
+from graphrag_ray.index.read_and_chunk import input_reports, read_and_chunk, stored_pieces
+from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
@@ -109,24 +110,25 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
 
-    loaded = timer.run("load_documents", load_documents, input_url, config.input)
-    for warning in loaded.warnings:
-        progress(f"warning: {warning}")
-    for skipped in loaded.skipped:
-        progress(f"skipped {skipped['path']}: {skipped['reason']}")
-    documents = loaded.documents
-    text_units = timer.run("chunk", chunk_documents, documents, config.chunks)
+    fs, root, files, input_bytes = timer.run("list_inputs", list_input_files, input_url,
+                                             config.input)
+    # Before reading: the corpus size estimated from its bytes (~4 per token).
+    estimated_tokens = max(1, input_bytes // 4)
+    estimated_chunks = -(-estimated_tokens // max(1, config.chunks.size - config.chunks.overlap))
     config = config.model_copy(deep=True)
-    config.runtime.engine = resolve_engine(config.runtime, text_units.num_rows)
-    corpus_tokens = sum(text_units.column("n_tokens").to_pylist())
-    progress(f"{documents.num_rows} documents -> {text_units.num_rows} chunks "
-             f"({corpus_tokens} tokens); engine: {config.runtime.engine}")
+    config.runtime.engine = resolve_engine(config.runtime, estimated_chunks)
+    progress(f"{len(files)} input files ({input_bytes / 2 ** 20:.1f} MiB, ~{estimated_chunks} "
+             f"chunks); engine: {config.runtime.engine}")
     store = IndexStore(output_url)
     staged = store.stage()
-    # Instances go from the extraction workers to storage, shard by shard, and from there to
-    # the merge tasks: never through this process.
+    # Documents, chunks and instances go from the workers to this work area and on to the
+    # next stage's workers; the driver gets one status row per chunk.
     work_url = staged.url_of("_work")
-    shards = config.merge.shards or max(1, -(-corpus_tokens // config.merge.tokens_per_shard))
+    shards = config.merge.shards or max(1, -(-estimated_tokens // config.merge.tokens_per_shard))
+    inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
+                       "path": pa.array(files, pa.string())})
+    reading = {"input_url": input_url, "input_root": root, "input_config": config.input,
+               "chunks_config": config.chunks, "work_url": work_url}
 
     services = make_services(config, output_url) if uses_any_llm(config) else LLMServices()
     # The pool for summaries and reports starts after extraction and merge: started earlier,
@@ -138,8 +140,20 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         return ProgressBar(label, total, unit) if progress_bars else None
 
     try:
-        extraction = timer.run("extract", extract_chunks, text_units, config, prompts, services,
-                               bar, progress, (work_url, shards))
+        extraction = timer.run("extract", extract_chunks, inputs, reading, config,
+                               prompts, services, bar(
+                                   "extract", estimated_chunks, "chunks (estimated total)"),
+                               progress, (work_url, shards))
+        skipped, warnings = input_reports(work_url)
+        for warning in warnings:
+            progress(f"warning: {warning}")
+        for item in skipped:
+            progress(f"skipped {item['path']}: {item['reason']}")
+        if not extraction.num_rows:
+            reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:10])
+            raise InputError(f"no readable documents under {input_url} ({reasons})")
+        progress(f"{extraction.num_rows} chunks "
+                 f"({sum(extraction.column('n_tokens').to_pylist())} tokens)")
         entities, relationships, merge_stats = timer.run("merge", merge_instances, work_url,
                                                          shards, config)
         # After the merge: its Ray tasks need the CPUs an offline pool's actors would hold.
@@ -155,10 +169,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         entities = _finalize_entities(described.entities)
         relationships = _finalize_relationships(described.relationships)
         reports = described.reports
-        text_units = _finalize_text_units(text_units, extraction, entities, relationships,
-                                          covariates)
-        tables = {schema.DOCUMENTS: _finalize_documents(documents, text_units),
-                  schema.TEXT_UNITS: text_units, schema.ENTITIES: entities,
+        counts = timer.run("write_documents_and_text_units", _write_documents_and_text_units,
+                           staged, work_url, extraction, entities, relationships, covariates,
+                           config.output.rows_per_part)
+        tables = {schema.ENTITIES: entities,
                   schema.RELATIONSHIPS: relationships,
                   schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
                   schema.COMMUNITY_REPORTS: reports}
@@ -181,7 +195,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "input": input_url,
             "config": config.public_dict(),
             "prompt_versions": {name: prompt_version(text) for name, text in prompts.items()},
-            "tables": {**{name: table.num_rows for name, table in tables.items()}, **embedded},
+            "tables": {**counts, **{name: table.num_rows for name, table in tables.items()},
+                       **embedded},
             "embeddings": {"method": config.embeddings.resolved_method(),
                            "model": config.embeddings.model
                            if uses_embedding_endpoint(config) else "hashing",
@@ -190,15 +205,15 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             "merge": asdict(merge_stats),
             "leiden": leiden,
             "extraction": {
-                "chunks": text_units.num_rows,
+                "chunks": extraction.num_rows,
                 "failed_chunks": extraction.num_rows - sum(
                     s == "ok" for s in extraction.column("status").to_pylist()),
                 "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             },
             "llm_usage": llm_usage,
             "reports_by_generation": _count(reports.column("generation").to_pylist()),
-            "skipped_inputs": loaded.skipped,
-            "input_warnings": loaded.warnings,
+            "skipped_inputs": skipped,
+            "input_warnings": warnings,
             "timings_s": {**timer.timings, "total": round(time.perf_counter() - started, 3)},
             # The driver holds the graph for Leiden: its peak is what sizes the head node.
             "driver_peak_rss_mb": driver_rss_mb()[1],
@@ -230,6 +245,8 @@ def merge_instances(work_url: str, shards: int,
 
 
 LLM_CHUNKS_PER_BATCH = 4
+FILES_PER_READ = 8
+CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 # Chunks whose instances are written together, one piece per shard: fewer, larger objects on
 # storage. The progress bar moves a batch at a time, hence smaller batches for slow LLM work.
 INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
@@ -238,11 +255,12 @@ INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 LLM_ACTOR_CPUS = 0.25
 
 
-def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[str, str],
-                   services: LLMServices, bar: Callable[[str, int, str], ProgressBar | None],
+def extract_chunks(inputs: pa.Table, reading: dict, config: GraphRagConfig,
+                   prompts: dict[str, str], services: LLMServices, bar: ProgressBar | None,
                    progress: Progress, spill: tuple[str, int]) -> pa.Table:
-    """One status row per chunk, in chunk order; the instances go to storage (`spill`: work
-    URL, shards). Stops if every chunk failed."""
+    """Input files -> (workers) documents and chunks -> extraction -> instances to storage
+    (`spill`: work URL, shards). Returns one status row per chunk, in chunk order; stops if
+    every chunk failed."""
     if config.extraction.method == "llm":
         # Small batches, several at once per actor: `llm.concurrent_requests` chunks in flight
         # per actor, and a slow chunk holds back only its own small batch.
@@ -251,24 +269,23 @@ def extract_chunks(text_units: pa.Table, config: GraphRagConfig, prompts: dict[s
                                               // LLM_CHUNKS_PER_BATCH)}
     else:
         batching = {"num_cpus": 1.0}
-    work = text_units.select(["id", "text"]).append_column(
-        "seq", pa.array(np.arange(text_units.num_rows), pa.int64()))
-    extraction = map_table(work, ExtractionWorker,
+    extraction = map_table(inputs, ExtractionWorker,
                            {"config": config, "prompts": prompts, "services": services},
-                           config.runtime, output_schema=EXTRACTION_SCHEMA, **batching,
+                           config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **batching,
+                           first=(read_and_chunk, {**reading, "block_rows": batching.get(
+                               "batch_size", config.runtime.batch_size)}, FILES_PER_READ),
                            then=(spill_instances, {"work_url": spill[0], "shards": spill[1]},
                                  INSTANCE_BATCH_CHUNKS[config.extraction.method]),
-                           progress=bar("extract", text_units.num_rows, "chunks"))
+                           progress=bar)
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.
-    extraction = extraction.take(pc.index_in(text_units.column("id"),
-                                             extraction.column("text_unit_id")))
+    extraction = extraction.sort_by("seq")
     failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
     if failed.num_rows:
         reasons = failed.column("error").to_pylist()
-        progress(f"warning: {failed.num_rows} of {text_units.num_rows} chunks failed "
+        progress(f"warning: {failed.num_rows} of {extraction.num_rows} chunks failed "
                  f"extraction; first reason: {reasons[0]}")
-        if failed.num_rows == text_units.num_rows:
+        if failed.num_rows == extraction.num_rows:
             raise LLMError(f"every chunk failed extraction: {reasons[0]}")
     return extraction
 
@@ -403,8 +420,12 @@ def communities_table(communities: list[Community], entities: pa.Table,
     return table.select(schema.COMMUNITY_COLUMNS)
 
 
-def _finalize_text_units(text_units: pa.Table, extraction: pa.Table, entities: pa.Table,
-                         relationships: pa.Table, covariates: pa.Table) -> pa.Table:
+def _write_documents_and_text_units(staged: IndexVersion, work_url: str, extraction: pa.Table,
+                                    entities: pa.Table, relationships: pa.Table,
+                                    covariates: pa.Table, rows_per_part: int) -> dict[str, int]:
+    """The readers' documents and chunks, file by file, completed (human_readable_id, the
+    elements found in each chunk, its extraction status) and written in parts: the corpus
+    text is in memory one file at a time."""
     def ids_by_unit(table: pa.Table, unit_column: str) -> dict[str, list[str]]:
         result: dict[str, list[str]] = defaultdict(list)
         for element, units in zip(table.column("id").to_pylist(),
@@ -419,33 +440,41 @@ def _finalize_text_units(text_units: pa.Table, extraction: pa.Table, entities: p
     status = dict(zip(extraction.column("text_unit_id").to_pylist(),
                       zip(extraction.column("status").to_pylist(),
                           extraction.column("error").to_pylist())))
-    unit_ids = text_units.column("id").to_pylist()
-    missing = [u for u in unit_ids if u not in status]
-    if missing:
-        raise RuntimeError(f"{len(missing)} chunks came back from extraction without a result")
-    return pa.table({
-        "id": text_units.column("id"),
-        "human_readable_id": text_units.column("human_readable_id"),
-        "text": text_units.column("text"),
-        "n_tokens": text_units.column("n_tokens"),
-        "document_ids": [[d] for d in text_units.column("document_id").to_pylist()],
-        "entity_ids": pa.array([entity_ids.get(u, []) for u in unit_ids], pa.list_(pa.string())),
-        "relationship_ids": pa.array([relationship_ids.get(u, []) for u in unit_ids],
-                                     pa.list_(pa.string())),
-        "covariate_ids": pa.array([covariate_ids.get(u, []) for u in unit_ids],
-                                  pa.list_(pa.string())),
-        "document_id": text_units.column("document_id"),
-        "extraction_status": [status[u][0] for u in unit_ids],
-        "extraction_error": pa.array([status[u][1] for u in unit_ids], pa.string()),
-    }).select(schema.TEXT_UNIT_COLUMNS)
 
+    def text_units():
+        next_id = 0
+        for chunks in stored_pieces(work_url, "chunks"):
+            units = chunks.column("id").to_pylist()
+            missing = [u for u in units if u not in status]
+            if missing:
+                raise RuntimeError(f"{len(missing)} chunks came back from extraction without "
+                                   "a result")
+            yield pa.table({
+                "id": chunks.column("id"),
+                "human_readable_id": pa.array(range(next_id, next_id + len(units)), pa.int64()),
+                "text": chunks.column("text"), "n_tokens": chunks.column("n_tokens"),
+                "document_ids": pa.array([[d] for d in chunks.column("document_id").to_pylist()],
+                                         pa.list_(pa.string())),
+                "entity_ids": pa.array([entity_ids.get(u, []) for u in units],
+                                       pa.list_(pa.string())),
+                "relationship_ids": pa.array([relationship_ids.get(u, []) for u in units],
+                                             pa.list_(pa.string())),
+                "covariate_ids": pa.array([covariate_ids.get(u, []) for u in units],
+                                          pa.list_(pa.string())),
+                "document_id": chunks.column("document_id"),
+                "extraction_status": pa.array([status[u][0] for u in units], pa.string()),
+                "extraction_error": pa.array([status[u][1] for u in units], pa.string()),
+            }).select(schema.TEXT_UNIT_COLUMNS)
+            next_id += len(units)
 
-def _finalize_documents(documents: pa.Table, text_units: pa.Table) -> pa.Table:
-    units: dict[str, list[str]] = defaultdict(list)
-    for unit, document in zip(text_units.column("id").to_pylist(),
-                              text_units.column("document_id").to_pylist()):
-        units[document].append(unit)
-    documents = documents.append_column(
-        "text_unit_ids", pa.array([units[d] for d in documents.column("id").to_pylist()],
-                                  pa.list_(pa.string())))
-    return documents.select(schema.DOCUMENT_COLUMNS)
+    def documents():
+        next_id = 0
+        for part in stored_pieces(work_url, "documents"):
+            yield part.add_column(1, "human_readable_id", pa.array(
+                range(next_id, next_id + part.num_rows), pa.int64())).select(
+                schema.DOCUMENT_COLUMNS)
+            next_id += part.num_rows
+
+    return {schema.DOCUMENTS: staged.write_stream(schema.DOCUMENTS, documents(), rows_per_part),
+            schema.TEXT_UNITS: staged.write_stream(schema.TEXT_UNITS, text_units(),
+                                                   rows_per_part)}

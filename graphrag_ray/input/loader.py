@@ -36,7 +36,9 @@ def document_id(source: str, row: int | None, text: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def list_input_files(url: str, config: InputConfig) -> tuple[fsspec.AbstractFileSystem, str, list[str]]:
+def list_input_files(url: str, config: InputConfig
+                     ) -> tuple[fsspec.AbstractFileSystem, str, list[str], int]:
+    """(filesystem, root, input files in order, their total bytes)."""
     try:
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
@@ -46,49 +48,66 @@ def list_input_files(url: str, config: InputConfig) -> tuple[fsspec.AbstractFile
         if not fs.exists(root):
             raise InputError(f"input not found: {url}")
         if fs.isfile(root):
-            files = [root]
+            found = {root: fs.info(root)}
             root = root.rsplit("/", 1)[0] if "/" in root else ""
         else:
-            files = sorted(p for p in fs.find(root) if p.lower().endswith(suffixes))
+            found = {p: info for p, info in fs.find(root, detail=True).items()
+                     if p.lower().endswith(suffixes)}
     except OSError as exc:  # denied, unreachable endpoint, bad credentials
         raise InputError(f"cannot list input {url}: {exc}") from None
-    if not files:
+    if not found:
         raise InputError(
             f"no input documents under {url} (looked for {', '.join('*' + s for s in suffixes)})"
         )
-    return fs, root, files
+    files = sorted(found)
+    return fs, root, files, sum(int(found[f].get("size") or 0) for f in files)
+
+
+def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
+              config: InputConfig) -> LoadedInput:
+    """One input file's documents (in file order, without human_readable_id), or why it was
+    skipped."""
+    relative = path[len(root):].lstrip("/") if root and path.startswith(root) else path
+    result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
+    with fs.open(path, "rb") as handle:
+        data = handle.read()
+    created = _creation_date(fs.info(path))
+    try:
+        rows = _read_file(relative, data, config, result)
+    except InputError as exc:
+        result.skipped.append({"path": relative, "reason": str(exc)})
+        return result
+    rows.sort(key=lambda r: r["_row"])
+    result.documents = pa.table({
+        "id": [r["id"] for r in rows],
+        "title": [r["title"] for r in rows],
+        "text": [r["text"] for r in rows],
+        "creation_date": [r.get("creation_date") or created for r in rows],
+        "metadata": [json.dumps({"source": r["_source"], **r.get("metadata", {})}) for r in rows],
+    }, schema=DOCUMENT_SCHEMA)
+    return result
+
+
+DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()),
+                             ("creation_date", pa.string()), ("metadata", pa.string())])
 
 
 def load_documents(url: str, config: InputConfig) -> LoadedInput:
-    fs, root, files = list_input_files(url, config)
-    rows: list[dict] = []
-    result = LoadedInput(documents=pa.table({}))
+    """Every input file's documents, in file order, with human_readable_id."""
+    fs, root, files, _ = list_input_files(url, config)
+    result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
+    tables = []
     for path in files:
-        relative = path[len(root):].lstrip("/") if root and path.startswith(root) else path
-        with fs.open(path, "rb") as handle:
-            data = handle.read()
-        info = fs.info(path)
-        created = _creation_date(info)
-        try:
-            file_rows = _read_file(relative, data, config, result)
-        except InputError as exc:
-            result.skipped.append({"path": relative, "reason": str(exc)})
-            continue
-        for row in file_rows:
-            row.setdefault("creation_date", created)
-            rows.append(row)
-    if not rows:
+        loaded = load_file(fs, root, path, config)
+        result.skipped += loaded.skipped
+        result.warnings += loaded.warnings
+        tables.append(loaded.documents)
+    documents = pa.concat_tables(tables)
+    if not documents.num_rows:
         reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in result.skipped[:10])
         raise InputError(f"no readable documents under {url} ({reasons})")
-    rows.sort(key=lambda r: (r["_source"], r["_row"]))
-    result.documents = pa.table({
-        "id": [r["id"] for r in rows],
-        "human_readable_id": list(range(len(rows))),
-        "title": [r["title"] for r in rows],
-        "text": [r["text"] for r in rows],
-        "creation_date": [r["creation_date"] for r in rows],
-        "metadata": [json.dumps({"source": r["_source"], **r.get("metadata", {})}) for r in rows],
-    })
+    result.documents = documents.add_column(
+        1, "human_readable_id", pa.array(range(documents.num_rows), pa.int64()))
     return result
 
 

@@ -70,6 +70,49 @@ class IndexVersion:
             with self.fs.open(self._path(f"{name}/part-{part:05d}.parquet"), "wb") as handle:
                 pq.write_table(table.slice(start, rows_per_part), handle, compression="zstd")
 
+    def write_stream(self, name: str, tables, rows_per_part: int,
+                     bytes_per_part: int = 256 * 2 ** 20) -> int:
+        """Tables arriving one by one, written as parts of at most `rows_per_part` rows or
+        about `bytes_per_part` bytes (one `<name>.parquet` when everything fits in one), so
+        only one part is in memory. Returns the rows written."""
+        buffer: list[pa.Table] = []
+        parts = rows = 0
+
+        def flush() -> None:
+            nonlocal parts
+            self.fs.makedirs(self._path(name), exist_ok=True)
+            with self.fs.open(self._path(f"{name}/part-{parts:05d}.parquet"), "wb") as handle:
+                pq.write_table(pa.concat_tables(buffer), handle, compression="zstd")
+            parts += 1
+            buffer.clear()
+
+        for table in tables:
+            buffer.append(table)
+            rows += table.num_rows
+            if sum(t.num_rows for t in buffer) >= rows_per_part or \
+                    sum(t.nbytes for t in buffer) >= bytes_per_part:
+                flush()
+        if parts == 0:
+            if not buffer:
+                raise GraphRagError(f"nothing to write for table {name!r}")
+            self.write_table(name, pa.concat_tables(buffer))
+        elif buffer:
+            flush()
+        return rows
+
+    def iter_table(self, name: str, columns: list[str] | None = None):
+        """The table part by part (one piece if it was written whole)."""
+        try:
+            with self.fs.open(self._path(f"{name}.parquet"), "rb") as handle:
+                yield pq.read_table(handle, columns=columns)
+            return
+        except FileNotFoundError:
+            pass
+        for part in sorted(p for p in self.fs.ls(self._path(name), detail=False)
+                           if p.endswith(".parquet")):
+            with self.fs.open(part, "rb") as handle:
+                yield pq.read_table(handle, columns=columns)
+
     def has_table(self, name: str) -> bool:
         return self.fs.exists(self._path(f"{name}.parquet")) or self.fs.exists(self._path(name))
 

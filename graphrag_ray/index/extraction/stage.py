@@ -36,6 +36,9 @@ MENTION_SCHEMA = pa.schema([("title", pa.string()), ("text_unit_id", pa.string()
 RELATIONSHIP_INSTANCE_SCHEMA = _instance_schema(RELATIONSHIP_STRUCT)
 CLAIM_INSTANCE_SCHEMA = _instance_schema(CLAIM_STRUCT)
 
+# What the driver receives per chunk: the extraction's status and usage, and the chunk's place.
+CHUNK_STATUS_FIELDS = [("seq", pa.int64()), ("n_tokens", pa.int64()), ("document_id", pa.string())]
+
 EXTRACTION_SCHEMA = pa.schema([
     ("text_unit_id", pa.string()),
     ("status", pa.string()),
@@ -49,8 +52,8 @@ EXTRACTION_SCHEMA = pa.schema([
 
 
 class ExtractionWorker:
-    """Heavy setup once per actor (client, prompts); `__call__` handles one batch. A `seq`
-    column in the input (the chunk's position) is passed through for `spill_instances`."""
+    """Heavy setup once per actor (client, prompts); `__call__` handles one batch. Input
+    columns besides id and text (the chunk's `seq`, size, document) are passed through."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -69,8 +72,9 @@ class ExtractionWorker:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 rows = list(pool.map(self._llm_row, ids, texts))
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
-        if "seq" in batch.column_names:
-            result = result.append_column("seq", batch.column("seq"))
+        for name in batch.column_names:
+            if name not in ("id", "text"):
+                result = result.append_column(name, batch.column(name))
         return result
 
     def _nlp_row(self, text_unit_id: str, text: str) -> dict:
@@ -131,7 +135,6 @@ def spill_instances(extraction: pa.Table, work_url: str, shards: int) -> pa.Tabl
                                  flatten_instances(extraction, "relationships", seq), shards)
     write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq),
                  piece_name(extraction.column("text_unit_id").to_pylist()))
-    extraction = extraction.select(EXTRACTION_SCHEMA.names)
     empty = pa.array([[]] * extraction.num_rows)
     for column in ("entities", "relationships", "claims"):
         index = extraction.schema.get_field_index(column)

@@ -1,0 +1,110 @@
+"""The first stage, run by workers: input files -> documents and chunks, so the corpus text
+never has to pass through the driver.
+
+A batch of files is read and chunked; each file's documents and chunks are written to the
+build's work area (`_work/documents/file-N.parquet`, `_work/chunks/file-N.parquet`, and
+`_work/inputs/file-N.json` for a skipped file or a decoding warning), and the chunks flow on
+to extraction. `seq` orders chunks across the corpus: file, then document, then window.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Iterator
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphrag_ray.config import ChunksConfig, InputConfig
+from graphrag_ray.errors import InputError
+from graphrag_ray.index.chunking import chunk_documents
+from graphrag_ray.input.loader import load_file
+from graphrag_ray.storage.atomic import write_atomically
+
+CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
+                          ("document_id", pa.string()), ("seq", pa.int64())])
+_POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
+
+
+def chunk_seq(file_index: int, document: int, window: int) -> int:
+    if document >> _POSITION_BITS or window >> _POSITION_BITS:
+        raise InputError(f"input file {file_index} has more than {1 << _POSITION_BITS:,} "
+                         "documents, or a document more than that many chunks; split it")
+    return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
+
+
+def _write_table(fs, path: str, table: pa.Table) -> None:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    write_atomically(fs, path, buffer.getvalue())
+
+
+def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
+                   chunks_config: ChunksConfig, work_url: str,
+                   block_rows: int) -> Iterator[pa.Table]:
+    """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
+    `block_rows`: each block is a separate unit for the extraction pool, so one long file
+    still keeps every extraction actor busy."""
+    input_fs = fsspec.core.url_to_fs(input_url)[0]
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    for file_index, path in zip(files.column("file_index").to_pylist(),
+                                files.column("path").to_pylist()):
+        name = f"file-{file_index:08d}"
+        loaded = load_file(input_fs, input_root, path, input_config)
+        if loaded.skipped or loaded.warnings:
+            write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
+                {"skipped": loaded.skipped, "warnings": loaded.warnings}).encode("utf-8"))
+        documents = loaded.documents
+        if not documents.num_rows:
+            continue
+        units = chunk_documents(documents, chunks_config)
+        position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
+        windows: dict[str, int] = {}
+        seq = []
+        for document in units.column("document_id").to_pylist():
+            windows[document] = windows.get(document, -1) + 1
+            seq.append(chunk_seq(file_index, position[document], windows[document]))
+        chunks = pa.table({"id": units.column("id"), "text": units.column("text"),
+                           "n_tokens": units.column("n_tokens"),
+                           "document_id": units.column("document_id"),
+                           "seq": pa.array(seq, pa.int64())}, schema=CHUNK_SCHEMA)
+        unit_ids: dict[str, list[str]] = {}
+        for unit, document in zip(units.column("id").to_pylist(),
+                                  units.column("document_id").to_pylist()):
+            unit_ids.setdefault(document, []).append(unit)
+        documents = documents.append_column("text_unit_ids", pa.array(
+            [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
+            pa.list_(pa.string())))
+        _write_table(work_fs, f"{work_root}/documents/{name}.parquet", documents)
+        _write_table(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
+        for start in range(0, chunks.num_rows, block_rows):
+            yield chunks.slice(start, block_rows)
+
+
+def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
+    """(skipped files with reasons, warnings) recorded by the readers, in file order."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    skipped, warnings = [], []
+    try:
+        names = sorted(fs.ls(f"{root}/inputs", detail=False))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        report = json.loads(fs.cat_file(name))
+        skipped += report["skipped"]
+        warnings += report["warnings"]
+    return skipped, warnings
+
+
+def stored_pieces(work_url: str, kind: str, columns: list[str] | None = None):
+    """The readers' documents or chunks, file by file, in file order."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    try:
+        names = sorted(p for p in fs.ls(f"{root}/{kind}", detail=False) if p.endswith(".parquet"))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        with fs.open(name, "rb") as handle:
+            yield pq.read_table(handle, columns=columns)
