@@ -297,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    ray_before = _ray_running()
     try:
         return args.func(args)
     except GraphRagError as exc:
@@ -306,16 +307,21 @@ def main(argv: list[str] | None = None) -> int:
         _eprint("interrupted")
         return 130
     finally:
-        _release_native_threads()
+        _release_native_threads(stop_ray=not ray_before)
 
 
-def _release_native_threads() -> None:
-    """Stop Ray and collect Arrow's readers while the interpreter is whole: Arrow's native
-    thread pools torn down at interpreter exit can abort the process after its work is done
-    ("terminate called without an active exception", apache/arrow#34314), seen here rarely."""
+def _ray_running() -> bool:
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
+def _release_native_threads(stop_ray: bool) -> None:
+    """Stop the Ray instance this command started (not one its caller runs) and collect
+    Arrow's readers while the interpreter is whole: Arrow's native thread pools torn down at
+    interpreter exit can abort the process after its work is done ("terminate called without
+    an active exception", apache/arrow#34314), seen here rarely."""
     import gc
 
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()
+    if stop_ray and _ray_running():
+        sys.modules["ray"].shutdown()
     gc.collect()

@@ -245,7 +245,7 @@ def merge_instances(work_url: str, shards: int,
 
 
 LLM_CHUNKS_PER_BATCH = 4
-FILES_PER_READ = 8
+FILES_PER_READ = 32
 CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 # Chunks whose instances are written together, one piece per shard: fewer, larger objects on
 # storage. The progress bar moves a batch at a time, hence smaller batches for slow LLM work.
@@ -423,9 +423,9 @@ def communities_table(communities: list[Community], entities: pa.Table,
 def _write_documents_and_text_units(staged: IndexVersion, work_url: str, extraction: pa.Table,
                                     entities: pa.Table, relationships: pa.Table,
                                     covariates: pa.Table, rows_per_part: int) -> dict[str, int]:
-    """The readers' documents and chunks, file by file, completed (human_readable_id, the
+    """The readers' documents and chunks, piece by piece, completed (human_readable_id, the
     elements found in each chunk, its extraction status) and written in parts: the corpus
-    text is in memory one file at a time."""
+    text is in memory one read batch at a time."""
     def ids_by_unit(table: pa.Table, unit_column: str) -> dict[str, list[str]]:
         result: dict[str, list[str]] = defaultdict(list)
         for element, units in zip(table.column("id").to_pylist(),

@@ -1,10 +1,10 @@
 """The first stage, run by workers: input files -> documents and chunks, so the corpus text
 never has to pass through the driver.
 
-A batch of files is read and chunked; each file's documents and chunks are written to the
-build's work area (`_work/documents/file-N.parquet`, `_work/chunks/file-N.parquet`, and
-`_work/inputs/file-N.json` for a skipped file or a decoding warning), and the chunks flow on
-to extraction. `seq` orders chunks across the corpus: file, then document, then window.
+A batch of consecutive files is read and chunked; its documents and chunks are written to the
+build's work area, named by the batch's first file (`_work/documents/files-N.parquet`,
+`_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for skipped files and decoding
+warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file, then document, then window.
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
     still keeps every extraction actor busy."""
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    for file_index, path in zip(files.column("file_index").to_pylist(),
-                                files.column("path").to_pylist()):
-        name = f"file-{file_index:08d}"
+    indexes = files.column("file_index").to_pylist()
+    name = f"files-{indexes[0]:08d}"
+    skipped, warnings, document_parts, chunk_parts = [], [], [], []
+    for file_index, path in zip(indexes, files.column("path").to_pylist()):
         loaded = load_file(input_fs, input_root, path, input_config)
-        if loaded.skipped or loaded.warnings:
-            write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
-                {"skipped": loaded.skipped, "warnings": loaded.warnings}).encode("utf-8"))
+        skipped += loaded.skipped
+        warnings += loaded.warnings
         documents = loaded.documents
         if not documents.num_rows:
             continue
@@ -66,21 +66,28 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         for document in units.column("document_id").to_pylist():
             windows[document] = windows.get(document, -1) + 1
             seq.append(chunk_seq(file_index, position[document], windows[document]))
-        chunks = pa.table({"id": units.column("id"), "text": units.column("text"),
-                           "n_tokens": units.column("n_tokens"),
-                           "document_id": units.column("document_id"),
-                           "seq": pa.array(seq, pa.int64())}, schema=CHUNK_SCHEMA)
+        chunk_parts.append(pa.table({
+            "id": units.column("id"), "text": units.column("text"),
+            "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
+            "seq": pa.array(seq, pa.int64())}, schema=CHUNK_SCHEMA))
         unit_ids: dict[str, list[str]] = {}
         for unit, document in zip(units.column("id").to_pylist(),
                                   units.column("document_id").to_pylist()):
             unit_ids.setdefault(document, []).append(unit)
-        documents = documents.append_column("text_unit_ids", pa.array(
+        document_parts.append(documents.append_column("text_unit_ids", pa.array(
             [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
-            pa.list_(pa.string())))
-        _write_table(work_fs, f"{work_root}/documents/{name}.parquet", documents)
-        _write_table(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
-        for start in range(0, chunks.num_rows, block_rows):
-            yield chunks.slice(start, block_rows)
+            pa.list_(pa.string()))))
+    if skipped or warnings:
+        write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
+            {"skipped": skipped, "warnings": warnings}).encode("utf-8"))
+    if not chunk_parts:
+        return
+    chunks = pa.concat_tables(chunk_parts)
+    _write_table(work_fs, f"{work_root}/documents/{name}.parquet",
+                 pa.concat_tables(document_parts))
+    _write_table(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
+    for start in range(0, chunks.num_rows, block_rows):
+        yield chunks.slice(start, block_rows)
 
 
 def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
@@ -99,7 +106,7 @@ def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
 
 
 def stored_pieces(work_url: str, kind: str, columns: list[str] | None = None):
-    """The readers' documents or chunks, file by file, in file order."""
+    """The readers' documents or chunks, a read batch at a time, in file order."""
     fs, root = fsspec.core.url_to_fs(work_url)
     try:
         names = sorted(p for p in fs.ls(f"{root}/{kind}", detail=False) if p.endswith(".parquet"))

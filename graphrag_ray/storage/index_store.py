@@ -76,21 +76,23 @@ class IndexVersion:
         about `bytes_per_part` bytes (one `<name>.parquet` when everything fits in one), so
         only one part is in memory. Returns the rows written."""
         buffer: list[pa.Table] = []
-        parts = rows = 0
+        parts = rows = buffered_rows = buffered_bytes = 0
 
         def flush() -> None:
-            nonlocal parts
+            nonlocal parts, buffered_rows, buffered_bytes
             self.fs.makedirs(self._path(name), exist_ok=True)
             with self.fs.open(self._path(f"{name}/part-{parts:05d}.parquet"), "wb") as handle:
                 pq.write_table(pa.concat_tables(buffer), handle, compression="zstd")
             parts += 1
             buffer.clear()
+            buffered_rows = buffered_bytes = 0
 
         for table in tables:
             buffer.append(table)
             rows += table.num_rows
-            if sum(t.num_rows for t in buffer) >= rows_per_part or \
-                    sum(t.nbytes for t in buffer) >= bytes_per_part:
+            buffered_rows += table.num_rows
+            buffered_bytes += table.nbytes
+            if buffered_rows >= rows_per_part or buffered_bytes >= bytes_per_part:
                 flush()
         if parts == 0:
             if not buffer:
