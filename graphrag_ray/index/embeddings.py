@@ -9,12 +9,10 @@ floats is 400 MB and a query takes milliseconds.
 
 from __future__ import annotations
 
-import io
 from typing import Iterator
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
@@ -22,7 +20,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, table_usage, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.storage import IndexVersion
-from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import write_parquet
 
 EMBEDDING_WORK_SCHEMA = pa.schema([("table", pa.string()), ("part", pa.int64()),
                                    ("id", pa.string()), ("text", pa.string())])
@@ -64,10 +62,7 @@ class EmbeddingWorker:
         rows = pa.table({"id": batch.column("id"),
                          "vector": pa.array(list(vectors), pa.list_(pa.float32()))},
                         schema=EMBEDDING_SCHEMA)
-        buffer = io.BytesIO()
-        pq.write_table(rows, buffer, compression="zstd")
-        write_atomically(self.fs, f"{self.root}/{table}/part-{part:010d}.parquet",
-                         buffer.getvalue())
+        write_parquet(self.fs, f"{self.root}/{table}/part-{part:010d}.parquet", rows)
         return pa.Table.from_pylist([{"table": table, "rows": batch.num_rows,
                                       "dimensions": int(vectors.shape[1]),
                                       **usage_row(embedder.usage)}],

@@ -15,22 +15,14 @@ the same merge. A retried batch rewrites the same names whole, so nothing is cou
 from __future__ import annotations
 
 import hashlib
-import io
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_ray.index.merge import Pieces
-from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 KINDS = ("entities", "mentions", "relationships")
-
-
-def _write(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
-    write_atomically(fs, path, buffer.getvalue())
 
 
 def piece_name(chunk_ids: list[str]) -> str:
@@ -43,20 +35,14 @@ def write_pieces(work_url: str, pieces: list[Pieces], claims: pa.Table, name: st
     for shard, tables in enumerate(pieces):
         for kind, table in zip(KINDS, tables):
             if table.num_rows:
-                _write(fs, f"{root}/instances/{kind}/shard-{shard:05d}/{name}", table)
+                write_parquet(fs, f"{root}/instances/{kind}/shard-{shard:05d}/{name}", table)
     if claims.num_rows:
-        _write(fs, f"{root}/instances/claims/{name}", claims)
+        write_parquet(fs, f"{root}/instances/claims/{name}", claims)
 
 
 def _read_dir(fs: fsspec.AbstractFileSystem, folder: str, schema: pa.Schema) -> pa.Table:
-    try:
-        names = sorted(p for p in fs.ls(folder, detail=False) if p.endswith(".parquet"))
-    except FileNotFoundError:
-        names = []
-    tables = []
-    for name in names:
-        with fs.open(name, "rb") as handle:
-            tables.append(pq.read_table(handle).select(schema.names).cast(schema))
+    tables = [read_parquet(fs, part).select(schema.names).cast(schema)
+              for part in parquet_parts(fs, folder)]
     if not tables:
         return schema.empty_table()
     return pa.concat_tables(tables).sort_by("seq")  # stable: chunk order, then extraction order

@@ -9,19 +9,18 @@ warnings), and the chunks flow on to extraction. `seq` orders chunks across the 
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Iterator
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
                           ("document_id", pa.string()), ("seq", pa.int64())])
@@ -33,12 +32,6 @@ def chunk_seq(file_index: int, document: int, window: int) -> int:
         raise InputError(f"input file {file_index} has more than {1 << _POSITION_BITS:,} "
                          "documents, or a document more than that many chunks; split it")
     return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
-
-
-def _write_table(fs, path: str, table: pa.Table) -> None:
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
-    write_atomically(fs, path, buffer.getvalue())
 
 
 def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
@@ -83,9 +76,9 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
     if not chunk_parts:
         return
     chunks = pa.concat_tables(chunk_parts)
-    _write_table(work_fs, f"{work_root}/documents/{name}.parquet",
+    write_parquet(work_fs, f"{work_root}/documents/{name}.parquet",
                  pa.concat_tables(document_parts))
-    _write_table(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
+    write_parquet(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
     for start in range(0, chunks.num_rows, block_rows):
         yield chunks.slice(start, block_rows)
 
@@ -108,10 +101,5 @@ def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
 def stored_pieces(work_url: str, kind: str, columns: list[str] | None = None):
     """The readers' documents or chunks, a read batch at a time, in file order."""
     fs, root = fsspec.core.url_to_fs(work_url)
-    try:
-        names = sorted(p for p in fs.ls(f"{root}/{kind}", detail=False) if p.endswith(".parquet"))
-    except FileNotFoundError:
-        names = []
-    for name in names:
-        with fs.open(name, "rb") as handle:
-            yield pq.read_table(handle, columns=columns)
+    for part in parquet_parts(fs, f"{root}/{kind}"):
+        yield read_parquet(fs, part, columns)

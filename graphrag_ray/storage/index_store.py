@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
 POINTER = "index.json"
 VERSIONS = "versions"
@@ -105,38 +106,22 @@ class IndexVersion:
     def iter_table(self, name: str, columns: list[str] | None = None):
         """The table part by part (one piece if it was written whole)."""
         try:
-            with self.fs.open(self._path(f"{name}.parquet"), "rb") as handle:
-                yield pq.read_table(handle, columns=columns)
+            yield read_parquet(self.fs, self._path(f"{name}.parquet"), columns)
             return
         except FileNotFoundError:
             pass
-        for part in sorted(p for p in self.fs.ls(self._path(name), detail=False)
-                           if p.endswith(".parquet")):
-            with self.fs.open(part, "rb") as handle:
-                yield pq.read_table(handle, columns=columns)
+        for part in parquet_parts(self.fs, self._path(name)):
+            yield read_parquet(self.fs, part, columns)
 
     def has_table(self, name: str) -> bool:
         return self.fs.exists(self._path(f"{name}.parquet")) or self.fs.exists(self._path(name))
 
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """One logical table, whether it was written whole or in parts."""
-        try:
-            with self.fs.open(self._path(f"{name}.parquet"), "rb") as handle:
-                return pq.read_table(handle, columns=columns)
-        except FileNotFoundError:
-            pass
-        try:
-            parts = sorted(p for p in self.fs.ls(self._path(name), detail=False)
-                           if p.endswith(".parquet"))
-        except FileNotFoundError:
-            parts = []
-        if not parts:
+        tables = list(self.iter_table(name, columns))
+        if not tables:
             raise IndexNotFoundError(
                 f"table {name!r} is missing from version {self.version} of {self.url}")
-        tables = []
-        for part in parts:
-            with self.fs.open(part, "rb") as handle:
-                tables.append(pq.read_table(handle, columns=columns))
         return pa.concat_tables(tables)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
