@@ -68,9 +68,13 @@ class StageTimer:
         return result
 
 
-def uses_any_llm(config: GraphRagConfig) -> bool:
+def uses_chat_llm(config: GraphRagConfig) -> bool:
     return config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
-        or config.uses_llm(config.reports.method) or uses_embedding_endpoint(config)
+        or config.uses_llm(config.reports.method)
+
+
+def uses_any_llm(config: GraphRagConfig) -> bool:
+    return uses_chat_llm(config) or uses_embedding_endpoint(config)
 
 
 def uses_embedding_endpoint(config: GraphRagConfig) -> bool:
@@ -105,7 +109,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     started = time.perf_counter()
     timer = StageTimer(progress)
     prompts = load_prompts(config)
-    if uses_any_llm(config) and config.llm.api_base:
+    if uses_chat_llm(config):
         check_endpoint(config.llm)
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)

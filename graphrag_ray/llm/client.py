@@ -117,14 +117,23 @@ class LLMServices:
                 limiter.close()
 
 
+def config_section(config: LLMConfig) -> str:
+    """The settings section an endpoint's config comes from, for messages."""
+    return "embeddings" if isinstance(config, EmbeddingsConfig) else "llm"
+
+
+def require_api_base(config: LLMConfig) -> None:
+    if not config.api_base:
+        raise LLMError(f"{config_section(config)}.api_base is not set: give the endpoint URL "
+                       "(e.g. http://host:8000/v1)")
+
+
 class _EndpointClient:
     """What chat and embeddings calls share: the budget lease, retries, usage counting."""
 
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
                  encoding: str = "cl100k_base"):
-        if not config.api_base:
-            raise LLMError(f"{self._section}.api_base is not set: give the endpoint URL "
-                           "(e.g. http://host:8000/v1)")
+        require_api_base(config)
         self.config = config
         self.limiter = limiter
         self.cache = cache
@@ -133,8 +142,6 @@ class _EndpointClient:
         self._client = _openai_client(config, config.request_timeout, max_retries=0)
         self._lock = threading.Lock()
         self.usage = Usage()
-
-    _section = "llm"
 
     def scoped(self):
         """A client sharing this one's connection pool, budget and cache, with its own usage."""
@@ -316,7 +323,7 @@ def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
         return LLMCallError(f"request to {endpoint} timed out after {config.request_timeout:g}s "
                             f"({config.max_retries} retries)")
     if isinstance(exc, openai.APIConnectionError):
-        kind = "embeddings" if isinstance(config, EmbeddingsConfig) else "LLM"
+        kind = "LLM" if config_section(config) == "llm" else "embeddings"
         return LLMCallError(f"cannot reach {kind} endpoint {endpoint}: {exc}")
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return FatalLLMError(f"{endpoint} rejected the API key (HTTP {exc.status_code}); "
@@ -345,7 +352,8 @@ def _short(exc: Exception) -> str:
 
 
 def check_endpoint(config: LLMConfig) -> None:
-    """Fail before any work when the endpoint is unreachable or rejects the key."""
+    """Fail before any work when the endpoint is unset, unreachable or rejects the key."""
+    require_api_base(config)
     client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
     try:
         client.models.list()

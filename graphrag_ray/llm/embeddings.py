@@ -46,8 +46,6 @@ def hashing_embed(texts: list[str], dimensions: int) -> np.ndarray:
 
 
 class EmbeddingClient(_EndpointClient):
-    _section = "embeddings"
-
     def embed(self, texts: list[str]) -> np.ndarray:
         config: EmbeddingsConfig = self.config
         # Endpoints reject empty and over-long inputs.
