@@ -79,9 +79,10 @@ class GraphIndex:
         key = f"{name}:{','.join(columns or [])}"
         with self._lock:
             if key not in self._tables:
-                if not self.store.has_table(name):
-                    raise IndexNotFoundError(_missing_table_message(name))
-                self._tables[key] = self.store.read_table(name, columns)
+                try:
+                    self._tables[key] = self.store.read_table(name, columns)
+                except IndexNotFoundError:
+                    raise IndexNotFoundError(_missing_table_message(name)) from None
             return self._tables[key]
 
     def resolve_level(self, level: int | None) -> int:

@@ -361,10 +361,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return config_from_data(data, overrides, source)
 
 
-def known_settings(data: dict[str, Any], model: type[BaseModel] = None) -> dict[str, Any]:
+def known_settings(data: dict[str, Any],
+                   model: type[BaseModel] = GraphRagConfig) -> dict[str, Any]:
     """`data` without the keys `model` does not know, at any depth: an index's manifest holds
     the config of the version that built it, and a key since renamed must not stop a query."""
-    model = model or GraphRagConfig
     kept = {}
     for key, value in data.items():
         field = model.model_fields.get(key)

@@ -26,8 +26,7 @@ from graphrag_ray.index.communities import (
 from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import (
     CHUNK_STATUS_FIELDS, CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
-    MENTION_SCHEMA,
-    RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
+    MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
 from graphrag_ray.index.instance_shards import read_claims, read_shard
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
@@ -114,8 +113,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
 
-    fs, root, files, input_bytes = timer.run("list_inputs", list_input_files, input_url,
-                                             config.input)
+    _, root, files, input_bytes = timer.run("list_inputs", list_input_files, input_url,
+                                            config.input)
     # Before reading: the corpus size estimated from its bytes (~4 per token).
     estimated_tokens = max(1, input_bytes // 4)
     estimated_chunks = -(-estimated_tokens // max(1, config.chunks.size - config.chunks.overlap))

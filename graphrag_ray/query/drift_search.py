@@ -158,7 +158,7 @@ def drift_search(question: str, report_vectors: VectorTable, data: LocalData, co
         result.usage.add(step.usage)
         if step.failure:
             result.failures.append(step.failure)
-    result.llm_calls += sum(1 for _ in history_of_steps) if use_llm else 0
+    result.llm_calls += len(history_of_steps) if use_llm else 0
 
     # 3. Reduce: the primer's answer first, then the follow-ups' by score.
     answered = [s for s in history_of_steps if s.answer]

@@ -42,7 +42,6 @@ class LocalData:
     reports: list[dict]  # id, community, level, title, summary, full_content, rank, entity_ids
     entity_vectors: VectorTable
     by_id: dict[str, int] = field(init=False)
-    by_title: dict[str, int] = field(init=False)
     edges_of: dict[str, list[int]] = field(init=False)  # entity title -> relationship rows
     claims_of: dict[str, list[int]] = field(init=False)  # entity title -> claim rows
     reports_of: dict[str, list[int]] = field(init=False)  # entity id -> report rows
@@ -52,7 +51,6 @@ class LocalData:
         self.names = [(_words(e["title"]), i) for i, e in enumerate(self.entities)
                       if len(e["title"]) > 2]
         self.by_id = {e["id"]: i for i, e in enumerate(self.entities)}
-        self.by_title = {e["title"]: i for i, e in enumerate(self.entities)}
         self.edges_of = defaultdict(list)
         for i, edge in enumerate(self.relationships):
             self.edges_of[edge["source"]].append(i)

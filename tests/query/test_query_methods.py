@@ -11,6 +11,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from graphrag_ray import GraphIndex, schema
 from graphrag_ray.cli import main
+from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.pipeline import build_index
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.testing.llm_server import run_test_server
@@ -250,6 +251,6 @@ def test_an_index_without_embeddings_says_how_to_fix_it(offline_index, tmp_path)
     shutil.copytree(offline_index, copy)
     for table in copy.glob("versions/*/embeddings_*"):
         shutil.rmtree(table) if table.is_dir() else table.unlink()
-    with pytest.raises(Exception, match="rebuild it"):
+    with pytest.raises(IndexNotFoundError, match="rebuild it"):
         GraphIndex.open(str(copy)).basic_search("Who is Marley?")
 
