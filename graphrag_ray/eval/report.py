@@ -106,7 +106,8 @@ def write_report(out: Path, answers: list[dict], judgments: list[dict], claims: 
         thresholds = sorted({t for c in claims for t in c["diversity"]}, key=float)
         rows = []
         for condition in conditions:
-            items = [c for c in claims if c["condition"] == condition]
+            # An answer whose claims could not be read counts as unmeasured, not as 0 claims.
+            items = [c for c in claims if c["condition"] == condition and not c.get("error")]
             if items:
                 rows.append([condition, len(items),
                              round(mean(c["comprehensiveness"] for c in items), 2),
@@ -116,8 +117,10 @@ def write_report(out: Path, answers: list[dict], judgments: list[dict], claims: 
                   *[f"clusters at distance {t} (diversity)" for t in thresholds]]
         _write_csv(out / "claims.csv", header, rows)
         written.append(out / "claims.csv")
-        lines += ["## Claim metrics", "", "| " + " | ".join(header) + " |",
-                  "|" + "---|" * len(header)]
+        unread = sum(1 for c in claims if c.get("error"))
+        lines += ["## Claim metrics", "",
+                  f"{len(claims)} answers measured ({unread} whose claims could not be read, "
+                  "left out).", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows] + [""]
 
     (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")

@@ -46,3 +46,21 @@ def test_distinct_claims_and_clusters():
     counts = cluster_counts(vectors, [0.05, 0.5, 1.5])
     assert counts == {"0.05": 3, "0.5": 3, "1.5": 1}
     assert cluster_counts(vectors[:1], [0.5]) == {"0.5": 1}
+
+
+def test_answers_whose_claims_could_not_be_read_are_left_out_of_the_means(tmp_path):
+    import csv
+
+    from graphrag_ray.eval.report import write_report
+
+    answers = [{"question_id": q, "condition": "C0", "answer": "a", "context_tokens": 10,
+                "llm_calls": 1, "wall_s": 0.1} for q in ("q1", "q2")]
+    claims = [{"question_id": "q1", "condition": "C0", "claims": ["x", "y"],
+               "comprehensiveness": 2, "diversity": {"0.5": 2}, "error": None},
+              {"question_id": "q2", "condition": "C0", "claims": [], "comprehensiveness": 0,
+               "diversity": {"0.5": 0}, "error": "no readable claims"}]
+    write_report(tmp_path, answers, [], claims, ["C0"], ["directness"])
+    with (tmp_path / "claims.csv").open() as handle:
+        row = list(csv.reader(handle))[1]
+    assert row[:3] == ["C0", "1", "2"]
+    assert "1 whose claims could not be read" in (tmp_path / "summary.md").read_text()
