@@ -151,15 +151,36 @@ def _as_schema(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
 
 
-def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0) -> list:
-    """`[fn(item) for item in items]`, as parallel Ray tasks when the engine is Ray."""
-    if runtime.engine == "local" or len(items) <= 1:
+def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0,
+              keep_blocks: bool = False) -> list:
+    """`[fn(item) for item in items]`, as parallel Ray tasks when the engine is Ray.
+
+    `keep_blocks`: `fn` returns (result, block); the block stays where the task put it (Ray's
+    object store) and comes back as a handle for later workers (`resolve_blocks`), so a large
+    table passes from stage to stage without going through the driver."""
+    if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks):
         return [fn(item) for item in items]
     import ray
 
     ensure_ray(runtime)
-    task = ray.remote(num_cpus=num_cpus)(fn)
-    return ray.get([task.remote(item) for item in items])
+    if not keep_blocks:
+        task = ray.remote(num_cpus=num_cpus)(fn)
+        return ray.get([task.remote(item) for item in items])
+    task = ray.remote(num_cpus=num_cpus, num_returns=2)(fn)
+    pairs = [task.remote(item) for item in items]
+    return list(zip(ray.get([result for result, _ in pairs]), [block for _, block in pairs]))
+
+
+def resolve_blocks(handles: list) -> list[pa.Table]:
+    """Blocks from `keep_blocks` tasks or `WorkerPool.submit(..., returns_block=True)`: tables in
+    process (local engine), object references on Ray (read zero-copy from the node's store)."""
+    refs = [h for h in handles if not isinstance(h, pa.Table)]
+    if not refs:
+        return list(handles)
+    import ray
+
+    fetched = iter(ray.get(refs))
+    return [h if isinstance(h, pa.Table) else next(fetched) for h in handles]
 
 
 class _WorkerHost:
@@ -169,11 +190,13 @@ class _WorkerHost:
         self.workers: dict[str, object] = {}
         self._building = threading.Lock()  # the actor runs batches in several threads
 
-    def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table) -> pa.Table:
+    def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table,
+            blocks: list | None = None):
         with self._building:
             if key not in self.workers:
                 self.workers[key] = worker_cls(**constructor_kwargs)
-        return self.workers[key](batch)
+        worker = self.workers[key]
+        return worker(batch) if blocks is None else worker(batch, resolve_blocks(blocks))
 
 
 class WorkerPool:
@@ -201,7 +224,7 @@ class WorkerPool:
             max_restarts=-1, max_task_retries=-1)
         self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
         self._load = [0] * len(self._actors)
-        self._pending: dict = {}  # object ref -> actor index
+        self._pending: dict = {}  # result ref -> (actor index, block ref or None)
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -213,15 +236,24 @@ class WorkerPool:
             self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
         return key
 
-    def submit(self, key: str, batch: pa.Table) -> None:
+    def submit(self, key: str, batch: pa.Table, blocks: list | None = None,
+               returns_block: bool = False) -> None:
+        """`blocks`: handles the worker reads (it is called as `worker(batch, tables)`).
+        `returns_block`: the worker returns (result, block); `completed` then gives
+        (result, block handle), the block staying in the object store."""
         worker_cls, kwargs = self._bound[key]
         if self.engine == "local":
-            self._done.append(self._host.run(key, worker_cls, kwargs, batch))
+            self._done.append(self._host.run(key, worker_cls, kwargs, batch, blocks))
             return
         index = min(range(len(self._actors)), key=self._load.__getitem__)
-        ref = self._actors[index].run.remote(key, worker_cls, kwargs, batch)
+        method = self._actors[index].run
+        if returns_block:
+            ref, block = method.options(num_returns=2).remote(key, worker_cls, kwargs, batch,
+                                                              blocks)
+        else:
+            ref, block = method.remote(key, worker_cls, kwargs, batch, blocks), None
         self._load[index] += 1
-        self._pending[ref] = index
+        self._pending[ref] = (index, block)
 
     @property
     def size(self) -> int:
@@ -234,8 +266,9 @@ class WorkerPool:
     def busy(self) -> bool:
         return bool(self._done) or (self.engine != "local" and bool(self._pending))
 
-    def completed(self) -> list[pa.Table]:
-        """Results finished so far; on Ray, waits for at least one if none is ready."""
+    def completed(self) -> list:
+        """Results finished so far (tables, or (table, block) pairs); on Ray, waits for at least
+        one if none is ready."""
         if self.engine == "local" or not self._pending:
             done, self._done = self._done, []
             return done
@@ -245,8 +278,9 @@ class WorkerPool:
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
-            self._load[self._pending.pop(ref)] -= 1
-            results.append(ray.get(ref))
+            index, block = self._pending.pop(ref)
+            self._load[index] -= 1
+            results.append(ray.get(ref) if block is None else (ray.get(ref), block))
         return results
 
     def close(self) -> None:

@@ -137,7 +137,8 @@ def main() -> int:
         runs.append(index_corpus("podcast", PODCAST, work / "index-podcast", extra))
 
     stages = ["list_inputs", "extract", "merge", "communities", "summaries_and_reports",
-              "write_documents_and_text_units", "embed", "write"]
+              "write_entities_and_relationships", "write_documents_and_text_units", "embed",
+              "write"]
     print("\n| corpus | chunks | entities | relationships | communities | wall s | "
           + " | ".join(stages) + " | driver peak MB | largest worker MB | index MB |")
     print("|" + "---|" * (11 + len(stages)))

@@ -52,6 +52,22 @@ def carol_excerpt(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.fixture
+def carol_instances(carol_excerpt: Path):
+    """The offline extraction's entity and relationship instances of the Carol excerpt."""
+    from graphrag_ray.index.chunking import chunk_documents
+    from graphrag_ray.index.extraction.stage import ExtractionWorker, flatten_instances
+    from graphrag_ray.input.loader import load_documents
+    from graphrag_ray.prompts_loader import load_prompts
+
+    config = load_config(None, ["runtime.engine=local"])
+    units = chunk_documents(load_documents(str(carol_excerpt), config.input).documents,
+                            config.chunks)
+    extraction = ExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
+    return (flatten_instances(extraction, "entities"),
+            flatten_instances(extraction, "relationships"))
+
+
 def wait_for_calls(server, kind: str, count: int, process, timeout_s: float) -> None:
     """Until the server has seen `count` calls of `kind`, while `process` is still running."""
     deadline = time.monotonic() + timeout_s

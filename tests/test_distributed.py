@@ -39,3 +39,47 @@ def test_ray_and_local_give_the_same_rows(ray_session):
                        output_schema=SCHEMA)
     assert on_ray.sort_by("key").equals(local.sort_by("key"))
     assert local.column("value").to_pylist() == [3 * k for k in range(50)]
+
+
+def split_off_block(item: int) -> tuple[int, pa.Table]:
+    return item * 2, pa.table({"description": [f"text {item}"] * 3})
+
+
+class BlockReader:
+    """Reads the rows a batch names from the blocks it is given, and returns a new block."""
+
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
+        texts = [blocks[b].column("description")[r].as_py()
+                 for b, r in zip(batch.column("block").to_pylist(), batch.column("row").to_pylist())]
+        return pa.table({"n": [len(texts)]}), pa.table({"description": [t.upper() for t in texts]})
+
+
+def test_blocks_stay_in_the_object_store_on_ray(ray_session):
+    import ray
+
+    from graphrag_ray.distributed import WorkerPool, map_items, resolve_blocks
+
+    runtime = RuntimeConfig(engine="ray", num_workers=2)
+    results = map_items(split_off_block, [1, 2, 3], runtime, keep_blocks=True)
+    assert [r for r, _ in results] == [2, 4, 6]
+    handles = [block for _, block in results]
+    assert all(isinstance(h, ray.ObjectRef) for h in handles)  # the driver got no text
+
+    pool = WorkerPool(runtime, num_cpus=0.5, concurrency=2)
+    try:
+        key = pool.bind(BlockReader, {})
+        pool.submit(key, pa.table({"block": [2, 0], "row": [1, 0]}), blocks=handles,
+                    returns_block=True)
+        done = []
+        while pool.busy():
+            done.extend(pool.completed())
+        (result, block), = done
+        assert result.column("n").to_pylist() == [2]
+        assert isinstance(block, ray.ObjectRef)
+        assert resolve_blocks([block])[0].column("description").to_pylist() == ["TEXT 3", "TEXT 1"]
+    finally:
+        pool.close()
+    # The local engine gives the same results, with the blocks in process.
+    local = map_items(split_off_block, [1, 2, 3], RuntimeConfig(engine="local"), keep_blocks=True)
+    assert [r for r, _ in local] == [2, 4, 6]
+    assert local[0][1].equals(resolve_blocks(handles[:1])[0])

@@ -30,15 +30,16 @@ EMBEDDING_SCHEMA = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float3
 ROWS_PER_PART = 1024
 
 
-def embedding_texts(tables: dict[str, pa.Table], text_unit_parts) -> Iterator[
+def embedding_texts(reports: pa.Table, entity_parts, text_unit_parts) -> Iterator[
         tuple[str, list[str], list[str]]]:
     """(table name, ids, texts) of what each query method retrieves by, a piece at a time:
-    text units come part by part from storage (`text_unit_parts`: id, text)."""
-    entities = tables[schema.ENTITIES]
-    reports = tables[schema.COMMUNITY_REPORTS]
-    yield (schema.ENTITY_DESCRIPTION_EMBEDDINGS, entities.column("id").to_pylist(),
-           [f"{title}: {description}" for title, description in zip(
-               entities.column("title").to_pylist(), entities.column("description").to_pylist())])
+    entities and text units come part by part from storage (`entity_parts`: id, title,
+    description; `text_unit_parts`: id, text)."""
+    for entities in entity_parts:
+        yield (schema.ENTITY_DESCRIPTION_EMBEDDINGS, entities.column("id").to_pylist(),
+               [f"{title}: {description}" for title, description in zip(
+                   entities.column("title").to_pylist(),
+                   entities.column("description").to_pylist())])
     yield (schema.REPORT_EMBEDDINGS, reports.column("id").to_pylist(),
            reports.column("full_content").to_pylist())
     for part in text_unit_parts:
@@ -71,9 +72,9 @@ class EmbeddingWorker:
 
 def embed_index(tables: dict[str, pa.Table], staged: IndexVersion, config: GraphRagConfig,
                 services: LLMServices, pool: WorkerPool) -> tuple[dict[str, int], int | None, Usage]:
-    """Writes the embedding tables into `staged` (text units are read back from it); returns
-    their row counts, the vector size and the usage. Parts are numbered by their first row, so
-    a table reads back in the order of its source table."""
+    """Writes the embedding tables into `staged` (entities and text units are read back from
+    it); returns their row counts, the vector size and the usage. Parts are numbered by their
+    first row, so a table reads back in the order of its source table."""
     key = pool.bind(EmbeddingWorker, {"config": config, "version_url": staged.url_of(""),
                                       "services": services})
     counts = {schema.ENTITY_DESCRIPTION_EMBEDDINGS: 0, schema.REPORT_EMBEDDINGS: 0,
@@ -81,7 +82,9 @@ def embed_index(tables: dict[str, pa.Table], staged: IndexVersion, config: Graph
     submitted = dict.fromkeys(counts, 0)
     results = []
     for name, ids, texts in embedding_texts(
-            tables, staged.iter_table(schema.TEXT_UNITS, ["id", "text"])):
+            tables[schema.COMMUNITY_REPORTS],
+            staged.iter_table(schema.ENTITIES, ["id", "title", "description"]),
+            staged.iter_table(schema.TEXT_UNITS, ["id", "text"])):
         for start in range(0, len(ids), ROWS_PER_PART):
             part = slice(start, start + ROWS_PER_PART)
             first_row = submitted[name]

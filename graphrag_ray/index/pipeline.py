@@ -23,6 +23,9 @@ from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_tabl
 from graphrag_ray.errors import InputError, LLMError
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
+from graphrag_ray.index.description_blocks import (
+    DescriptionAddresses, place_blocks, split_descriptions)
+from graphrag_ray.index.element_tables import write_element_tables
 from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import (
     CHUNK_STATUS_FIELDS, CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
@@ -157,8 +160,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             raise InputError(f"no readable documents under {input_url} ({reasons})")
         progress(f"{extraction.num_rows} chunks "
                  f"({sum(extraction.column('n_tokens').to_pylist())} tokens)")
-        entities, relationships, merge_stats = timer.run("merge", merge_instances, work_url,
-                                                         shards, config)
+        entities, relationships, addresses, merge_stats = timer.run(
+            "merge", merge_instances, work_url, shards, config)
         # After the merge: its Ray tasks need the CPUs an offline pool's actors would hold.
         pool = make_pool(config)
         entities, relationships = add_degrees(entities, relationships)
@@ -167,17 +170,18 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         communities_list = timer.run("communities", detect_communities, entities, relationships,
                                      config, leiden)
         described = timer.run("summaries_and_reports", summarize_and_report, entities,
-                              relationships, covariates, communities_list, config, prompts,
-                              services, pool, bar)
-        entities = _finalize_entities(described.entities)
-        relationships = _finalize_relationships(described.relationships)
+                              relationships, covariates, communities_list, addresses, config,
+                              prompts, services, pool, bar)
+        entities = _finalize_entities(entities)
+        relationships = _finalize_relationships(relationships)
         reports = described.reports
-        counts = timer.run("write_documents_and_text_units", _write_documents_and_text_units,
-                           staged, work_url, extraction, entities, relationships, covariates,
-                           config.output.rows_per_part)
-        tables = {schema.ENTITIES: entities,
-                  schema.RELATIONSHIPS: relationships,
-                  schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
+        counts = timer.run("write_entities_and_relationships", write_element_tables, staged,
+                           entities, relationships, addresses, pool, config.output.rows_per_part)
+        del addresses  # the blocks' text leaves the object store
+        counts.update(timer.run("write_documents_and_text_units", _write_documents_and_text_units,
+                                staged, work_url, extraction, entities, relationships, covariates,
+                                config.output.rows_per_part))
+        tables = {schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
                   schema.COMMUNITY_REPORTS: reports}
         if config.claims.enabled:
             tables[schema.COVARIATES] = covariates
@@ -234,17 +238,27 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         services.close()
 
 
-def merge_stored_shard(shard: tuple[str, int]) -> tuple[pa.Table, pa.Table, MergeStats]:
+def merge_stored_shard(shard: tuple[str, int]) -> tuple[tuple[pa.Table, pa.Table, MergeStats],
+                                                       pa.Table]:
+    """One shard read from storage and merged: its structure for the driver, and its
+    description text as a block that stays with the workers."""
     work_url, number = shard
-    return merge_shard(read_shard(work_url, number, (
+    entities, relationships, stats = merge_shard(read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)))
+    entities, relationships, block = split_descriptions(entities, relationships, number)
+    return (entities, relationships, stats), block
 
 
-def merge_instances(work_url: str, shards: int,
-                    config: GraphRagConfig) -> tuple[pa.Table, pa.Table, MergeStats]:
-    """Each shard read from storage and merged by its own task (parallel on Ray)."""
-    return combine_shards(map_items(merge_stored_shard, [(work_url, k) for k in range(shards)],
-                                    config.runtime))
+def merge_instances(work_url: str, shards: int, config: GraphRagConfig
+                    ) -> tuple[pa.Table, pa.Table, DescriptionAddresses, MergeStats]:
+    """Each shard merged by its own task (parallel on Ray); the driver gets the structure in
+    its final order and the address of every element's description."""
+    merged = map_items(merge_stored_shard, [(work_url, k) for k in range(shards)],
+                       config.runtime, keep_blocks=True)
+    entities, relationships, stats = combine_shards([result for result, _ in merged])
+    entities, relationships, addresses = place_blocks(entities, relationships,
+                                                      [block for _, block in merged])
+    return entities, relationships, addresses, stats
 
 
 LLM_CHUNKS_PER_BATCH = 4
@@ -339,18 +353,24 @@ def _write_tables(store: IndexVersion, tables: dict[str, pa.Table], rows_per_par
         store.write_table(name, table, rows_per_part)
 
 
+# The final tables' columns but the text, which the writers join (`element_tables`).
+ENTITY_STRUCTURE = [c for c in schema.ENTITY_COLUMNS if c not in ("description", "descriptions")]
+RELATIONSHIP_STRUCTURE = [c for c in schema.RELATIONSHIP_COLUMNS
+                          if c not in ("description", "descriptions")]
+
+
 def _finalize_entities(entities: pa.Table) -> pa.Table:
     n = entities.num_rows
     entities = entities.append_column("human_readable_id", pa.array(range(n), pa.int64()))
     entities = entities.append_column("x", pa.array([0.0] * n, pa.float64()))
     entities = entities.append_column("y", pa.array([0.0] * n, pa.float64()))
-    return entities.select(schema.ENTITY_COLUMNS)
+    return entities.select(ENTITY_STRUCTURE)
 
 
 def _finalize_relationships(relationships: pa.Table) -> pa.Table:
     n = relationships.num_rows
     relationships = relationships.append_column("human_readable_id", pa.array(range(n), pa.int64()))
-    return relationships.select(schema.RELATIONSHIP_COLUMNS)
+    return relationships.select(RELATIONSHIP_STRUCTURE)
 
 
 def _covariates(claims: pa.Table) -> pa.Table:

@@ -15,7 +15,9 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
+from graphrag_ray.index.description_blocks import read_descriptions
 from graphrag_ray.tokens import count_tokens
 
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description|degree"
@@ -28,69 +30,93 @@ def _cell(value: object) -> str:
     return str(value).replace("|", "/").replace("\n", " ")
 
 
-def _entity_row(entity: dict) -> str:
-    return "|".join(_cell(entity[k]) for k in ("human_readable_id", "title", "type",
-                                               "description", "degree"))
+ENTITY_FIELDS = ("human_readable_id", "title", "type", "description", "degree")
+EDGE_FIELDS = ("human_readable_id", "source", "target", "description", "combined_degree")
+CLAIM_FIELDS = ("human_readable_id", "subject_id", "type", "status", "description")
 
 
-def _edge_row(edge: dict) -> str:
-    return "|".join(_cell(edge[k]) for k in ("human_readable_id", "source", "target",
-                                             "description", "combined_degree"))
+def row_text(record: dict, fields: tuple[str, ...]) -> str:
+    return "|".join(_cell(record[k]) for k in fields)
+
+
+def row_tokens(record: dict, fields: tuple[str, ...], encoding: str) -> int:
+    """A row's tokens in the context, its line break included."""
+    return count_tokens(row_text(record, fields), encoding) + 1
+
+
+def context_row_tokens(record: dict, description: str, encoding: str) -> int:
+    """An entity's or relationship's row tokens (`record`: `entity_record` or `edge_record`)
+    with `description`."""
+    fields = ENTITY_FIELDS if "title" in record else EDGE_FIELDS
+    return row_tokens(dict(record, description=description), fields, encoding)
+
+
+ROW_TOKENS_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("block", pa.int64()),
+                                    ("row", pa.int64()), ("record_json", pa.string())])
+ROW_TOKENS_SCHEMA = pa.schema([("key", pa.int64()), ("row_tokens", pa.int64())])
+
+
+class RowTokensWorker:
+    """Rows: key, the (block, row) of its description, its context row without the
+    description -> key, the row's tokens. Counted where the text is, not in the driver."""
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        descriptions = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
+                                                     batch.column("row").to_pylist()))
+        tokens = [context_row_tokens(json.loads(record), description, self.encoding)
+                  for record, description in zip(batch.column("record_json").to_pylist(),
+                                                  descriptions)]
+        return pa.table({"key": batch.column("key"), "row_tokens": pa.array(tokens, pa.int64())},
+                        schema=ROW_TOKENS_SCHEMA)
 
 
 @dataclass
 class GraphElements:
-    """Rendered rows and token counts of every element, computed once for all communities."""
-    entities: list[dict]
-    relationships: list[dict]
+    """What the driver needs to choose each community's context: the graph's structure and
+    every element's row tokens. The description text stays in the workers' blocks; the rows
+    are written out by the report workers (`context_from_spec`)."""
+    titles: list[str]
+    types: list[str]
+    degree: np.ndarray
     edge_source: np.ndarray
     edge_target: np.ndarray
+    combined_degree: np.ndarray
     claims_by_entity: dict[int, list[dict]]
+    entity_tokens: np.ndarray
+    edge_tokens: np.ndarray
     encoding: str = "cl100k_base"
-    entity_rows: list[str] = field(init=False)
-    entity_tokens: np.ndarray = field(init=False)
-    edge_rows: list[str] = field(init=False)
-    edge_tokens: np.ndarray = field(init=False)
-    claim_rows: dict[int, list[tuple[str, int]]] = field(init=False)
+    claim_tokens: dict[int, list[int]] = field(init=False)
     header_tokens: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.entity_rows = [_entity_row(e) for e in self.entities]
-        self.edge_rows = [_edge_row(r) for r in self.relationships]
-        self.entity_tokens = np.array([count_tokens(r, self.encoding) + 1 for r in self.entity_rows],
-                                      dtype=np.int64)
-        self.edge_tokens = np.array([count_tokens(r, self.encoding) + 1 for r in self.edge_rows],
-                                    dtype=np.int64)
-        self.claim_rows = {
-            node: [(row, count_tokens(row, self.encoding) + 1) for row in (
-                "|".join(_cell(c[k]) for k in ("human_readable_id", "subject_id", "type", "status",
-                                               "description")) for c in claims)]
-            for node, claims in self.claims_by_entity.items()}
+        self.claim_tokens = {node: [row_tokens(c, CLAIM_FIELDS, self.encoding) for c in claims]
+                             for node, claims in self.claims_by_entity.items()}
         self.header_tokens = sum(count_tokens(h, self.encoding) + 2 for h in (
             ENTITY_HEADER, CLAIM_HEADER, RELATIONSHIP_HEADER, REPORT_HEADER))
 
-    def set_entity_description(self, node: int, description: str) -> None:
-        """A summary arrived: the entity's row and token count follow it."""
-        self.entities[node]["description"] = description
-        self.entity_rows[node] = _entity_row(self.entities[node])
-        self.entity_tokens[node] = count_tokens(self.entity_rows[node], self.encoding) + 1
+    def entity_record(self, node: int) -> dict:
+        """The entity's row without its description (filled in by the report worker)."""
+        return {"human_readable_id": node, "title": self.titles[node], "type": self.types[node],
+                "description": None, "degree": int(self.degree[node])}
 
-    def set_edge_description(self, edge: int, description: str) -> None:
-        self.relationships[edge]["description"] = description
-        self.edge_rows[edge] = _edge_row(self.relationships[edge])
-        self.edge_tokens[edge] = count_tokens(self.edge_rows[edge], self.encoding) + 1
+    def edge_record(self, edge: int) -> dict:
+        return {"human_readable_id": edge, "source": self.titles[self.edge_source[edge]],
+                "target": self.titles[self.edge_target[edge]], "description": None,
+                "combined_degree": int(self.combined_degree[edge])}
 
     def edges_within(self, members: np.ndarray) -> np.ndarray:
         """Edges with both ends in `members`, by combined degree descending (ties: edge order)."""
         # A boolean mask over nodes: O(nodes + edges) per community, no sort (np.isin sorts).
-        member = np.zeros(len(self.entities), dtype=bool)
+        member = np.zeros(len(self.titles), dtype=bool)
         member[members] = True
         edges = np.flatnonzero(member[self.edge_source] & member[self.edge_target])
-        degree = np.array([self.relationships[i]["combined_degree"] for i in edges], dtype=np.int64)
-        return edges[np.lexsort((edges, -degree))] if len(edges) else edges
+        return edges[np.lexsort((edges, -self.combined_degree[edges]))] if len(edges) else edges
 
     def element_tokens(self, members: np.ndarray) -> int:
-        claims = sum(t for m in members for _, t in self.claim_rows.get(int(m), []))
+        claims = sum(t for m in members for t in self.claim_tokens.get(int(m), []))
         return int(self.entity_tokens[members].sum() + self.edge_tokens[self.edges_within(members)].sum()
                    + claims)
 
@@ -119,7 +145,7 @@ def select_elements(elements: GraphElements, members: np.ndarray, budget: int,
         selection.entities.append(node)
         selection.tokens += cost
         added.add(node)
-        for index, (_, tokens) in enumerate(elements.claim_rows.get(node, [])):
+        for index, tokens in enumerate(elements.claim_tokens.get(node, [])):
             if selection.tokens + tokens > budget:
                 return False
             selection.claims.append((node, index))
@@ -136,8 +162,7 @@ def select_elements(elements: GraphElements, members: np.ndarray, budget: int,
             return selection
         selection.edges.append(int(edge))
         selection.tokens += cost
-    degrees = [elements.entities[int(m)]["degree"] for m in members]
-    for node in [int(members[i]) for i in np.lexsort((members, -np.array(degrees)))]:
+    for node in [int(members[i]) for i in np.lexsort((members, -elements.degree[members]))]:
         if not try_add_entity(node):
             return selection
     return selection
@@ -175,27 +200,54 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
     return selection
 
 
-def render_context(elements: GraphElements, selection: Selection) -> str:
+def context_spec(elements: GraphElements, selection: Selection) -> dict:
+    """The selected context with each element's description left out (`None`): the report
+    worker fills them in from the blocks, in the order of `spec_keys`."""
+    return {
+        "entities": [elements.entity_record(i) for i in selection.entities],
+        "claims": [elements.claims_by_entity[n][i] for n, i in selection.claims],
+        "relationships": [elements.edge_record(i) for i in selection.edges],
+        "reports": [{k: r[k] for k in ("community", "title", "summary", "rank", "findings")}
+                    for r in selection.reports],
+    }
+
+
+def spec_keys(selection: Selection, n_entities: int) -> list[int]:
+    """The element keys whose descriptions a spec needs: its entities, then its edges."""
+    return list(selection.entities) + [n_entities + e for e in selection.edges]
+
+
+def fill_descriptions(spec: dict, descriptions: list[str]) -> dict:
+    rows = spec["entities"] + spec["relationships"]
+    if len(rows) != len(descriptions):
+        raise ValueError(f"{len(rows)} context rows but {len(descriptions)} descriptions")
+    for row, description in zip(rows, descriptions):
+        row["description"] = description
+    return spec
+
+
+def render_context(context: dict) -> str:
+    """The context text the report prompt gets (descriptions filled in)."""
     parts = []
-    if selection.reports:
-        parts.append("\n".join([REPORT_HEADER] + [report_row(r) for r in selection.reports]))
-    if selection.entities:
-        parts.append("\n".join([ENTITY_HEADER] + [elements.entity_rows[i] for i in selection.entities]))
-    if selection.claims:
-        parts.append("\n".join([CLAIM_HEADER] + [elements.claim_rows[n][i][0]
-                                                 for n, i in selection.claims]))
-    if selection.edges:
-        parts.append("\n".join([RELATIONSHIP_HEADER] + [elements.edge_rows[i]
-                                                        for i in selection.edges]))
+    if context["reports"]:
+        parts.append("\n".join([REPORT_HEADER] + [report_row(r) for r in context["reports"]]))
+    if context["entities"]:
+        parts.append("\n".join([ENTITY_HEADER] + [row_text(e, ENTITY_FIELDS)
+                                                  for e in context["entities"]]))
+    if context["claims"]:
+        parts.append("\n".join([CLAIM_HEADER] + [row_text(c, CLAIM_FIELDS)
+                                                 for c in context["claims"]]))
+    if context["relationships"]:
+        parts.append("\n".join([RELATIONSHIP_HEADER] + [row_text(r, EDGE_FIELDS)
+                                                        for r in context["relationships"]]))
     return "\n\n".join(parts)
 
 
-def context_record(elements: GraphElements, selection: Selection) -> str:
+def context_record(context: dict) -> str:
     """The selected data as JSON, for extractive reports and for citations."""
     return json.dumps({
-        "entities": [elements.entities[i] for i in selection.entities],
-        "claims": [elements.claims_by_entity[n][i] for n, i in selection.claims],
-        "relationships": [elements.relationships[i] for i in selection.edges],
+        "entities": context["entities"], "claims": context["claims"],
+        "relationships": context["relationships"],
         "reports": [{k: r[k] for k in ("community", "title", "summary", "rank")}
-                    for r in selection.reports],
+                    for r in context["reports"]],
     }, default=str)

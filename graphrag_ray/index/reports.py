@@ -15,6 +15,8 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
+from graphrag_ray.index.description_blocks import read_descriptions
+from graphrag_ray.index.report_context import context_record, fill_descriptions, render_context
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import prompt_version, render
@@ -121,8 +123,14 @@ REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.
                                   ("generation", pa.string()), *USAGE_SCHEMA_FIELDS])
 
 
+REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("spec_json", pa.string()),
+                                ("blocks", pa.list_(pa.int64())), ("rows", pa.list_(pa.int64()))])
+
+
 class ReportWorker:
-    """Rows: community, context_text, context_json -> community, report_json, generation."""
+    """Rows: community, its context without descriptions (`context_spec`) and where each
+    description is (blocks, rows) -> community, report_json, generation. The context is
+    written here, where the descriptions are read, not in the driver."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -132,10 +140,13 @@ class ReportWorker:
         self.use_llm = config.uses_llm(config.reports.method)
         self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        rows = list(zip(batch.column("community").to_pylist(),
-                        batch.column("context_text").to_pylist(),
-                        batch.column("context_json").to_pylist()))
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        rows = []
+        for community, spec, block_numbers, block_rows in zip(
+                *(batch.column(name).to_pylist() for name in REPORT_WORK_SCHEMA.names)):
+            context = fill_descriptions(json.loads(spec), read_descriptions(
+                blocks, zip(block_numbers, block_rows)))
+            rows.append((community, render_context(context), context_record(context)))
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(lambda r: self._llm(*r), rows))

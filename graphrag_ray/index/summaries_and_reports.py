@@ -6,6 +6,10 @@ is requested at once, and each report as soon as the summaries inside its commun
 sub-communities' reports are done. There is no barrier between the two stages: the first
 reports overlap the last summaries, and the LLM budget does not idle while one stage drains.
 Leiden needs only the graph's structure, so communities are known before any summary.
+
+The driver never holds description text: it chooses each context from the structure and each
+row's token count, and the workers read the descriptions from their blocks
+(`description_blocks`), count the rows, summarize and write the contexts.
 """
 
 from __future__ import annotations
@@ -24,23 +28,20 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.communities import Community, carried_down, membership_by_level
+from graphrag_ray.index.description_blocks import DescriptionAddresses
 from graphrag_ray.index.merge import edge_endpoints, element_id
 from graphrag_ray.index.report_context import (
-    GraphElements, context_record, render_context, select_elements, select_with_sub_reports)
-from graphrag_ray.index.reports import ReportWorker, full_content
-from graphrag_ray.index.summarize import SummarizeWorker
+    CLAIM_FIELDS, ROW_TOKENS_WORK_SCHEMA, GraphElements, RowTokensWorker, context_spec,
+    select_elements, select_with_sub_reports, spec_keys)
+from graphrag_ray.index.reports import REPORT_WORK_SCHEMA, ReportWorker, full_content
+from graphrag_ray.index.summarize import SUMMARY_WORK_SCHEMA, SummarizeWorker
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.progress import ProgressBar
 
-REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("context_text", pa.string()),
-                                ("context_json", pa.string())])
-
 
 @dataclass
 class SummariesAndReports:
-    entities: pa.Table  # with `description`
-    relationships: pa.Table  # with `description`
     reports: pa.Table
     summarize_usage: Usage
     reports_usage: Usage
@@ -49,48 +50,82 @@ class SummariesAndReports:
     reports_wall_s: float
 
 
+SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
+REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
+ROW_TOKENS_PER_CALL = 4096
+
+
 def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
-                         communities: list[Community], config: GraphRagConfig,
-                         prompts: dict[str, str], services: LLMServices, pool: WorkerPool,
+                         communities: list[Community], addresses: DescriptionAddresses,
+                         config: GraphRagConfig, prompts: dict[str, str], services: LLMServices,
+                         pool: WorkerPool,
                          bar: Callable[[str, int, str], ProgressBar | None]) -> SummariesAndReports:
-    """`entities`/`relationships`: merged, with degrees; rows in their final order."""
+    """`entities`/`relationships`: merged structure with degrees and `description_count`, rows
+    in their final order; their text is in the blocks `addresses` points to, and the summaries'
+    blocks are added to it."""
     n_entities = entities.num_rows
-    lists = entities.column("descriptions").to_pylist() + \
-        relationships.column("descriptions").to_pylist()
-    descriptions = [d[0] if len(d) == 1 else "" for d in lists]
-    todo = [k for k, d in enumerate(lists) if len(d) > 1]
-    elements = _graph_elements(entities, relationships, covariates, descriptions,
-                               config.chunks.encoding_model)
+    counts = np.concatenate([entities.column("description_count").to_numpy(),
+                             relationships.column("description_count").to_numpy()])
+    todo = np.flatnonzero(counts > 1)
+    elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
     by_id = {c.id: c for c in communities}
     schedule = _Schedule(communities, by_id, _communities_holding(
-        todo, n_entities, elements, membership_by_level(communities, n_entities)))
+        todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)))
     started = time.perf_counter()
     # Seconds since `started`; summaries are all requested at 0.
     marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
                                       "last_report": 0.0}
 
+    def record(key: int) -> str:
+        return json.dumps(elements.entity_record(key) if key < n_entities
+                          else elements.edge_record(key - n_entities))
+
+    def set_tokens(keys: list[int], tokens: list[int]) -> None:
+        for key, count in zip(keys, tokens):
+            if key < n_entities:
+                elements.entity_tokens[key] = count
+            else:
+                elements.edge_tokens[key - n_entities] = count
+
+    # Rows with one description or none: their tokens are counted by the workers, and no
+    # context is chosen before they all are.
+    counted = _in_block_order(np.flatnonzero(counts <= 1), addresses, lists=False)
+    tokens_key = pool.bind(RowTokensWorker, {"encoding": config.chunks.encoding_model})
+    for start in range(0, len(counted), ROW_TOKENS_PER_CALL):
+        keys = counted[start:start + ROW_TOKENS_PER_CALL]
+        handles, where = addresses.gather(keys)
+        pool.submit(tokens_key, pa.table({
+            "key": pa.array(keys, pa.int64()), "block": [b for b, _ in where],
+            "row": [r for _, r in where], "record_json": [record(k) for k in keys]},
+            schema=ROW_TOKENS_WORK_SCHEMA), blocks=handles)
+    counting = -(-len(counted) // ROW_TOKENS_PER_CALL)
+
     summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
                                               "services": services})
     report_key = pool.bind(ReportWorker, {"config": config, "prompts": prompts,
                                           "services": services})
-    summary_bar = bar("summarize", len(todo), "descriptions") if todo else None
+    summary_bar = bar("summarize", len(todo), "descriptions") if len(todo) else None
     report_bar = bar("reports", sum(1 for c in communities if not carried_down(c, by_id)),
                      "communities")
     summarize_usage, reports_usage = Usage(), Usage()
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
-    names = entities.column("title").to_pylist() + [
-        f"{s} -> {t}" for s, t in zip(relationships.column("source").to_pylist(),
-                                      relationships.column("target").to_pylist())]
-    rows_per_summary_call = 4 if config.uses_llm(config.summarize.method) else 256
-    for start in range(0, len(todo), rows_per_summary_call):
-        keys = todo[start:start + rows_per_summary_call]
+    mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
+    # In block order: a call's description lists come from one or two blocks.
+    ordered = _in_block_order(todo, addresses, lists=True)
+    for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
+        keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
+        handles, where = addresses.gather(keys, lists=True)
         pool.submit(summary_key, pa.table({
-            "key": pa.array(keys, pa.int64()), "name": [names[k] for k in keys],
-            "descriptions": [lists[k] for k in keys]}))
-    rows_per_report_call = 1 if config.uses_llm(config.reports.method) else 32
+            "key": pa.array(keys, pa.int64()),
+            "name": [_name(elements, k, n_entities) for k in keys],
+            "block": [b for b, _ in where], "row": [r for _, r in where],
+            "record_json": [record(k) for k in keys]}, schema=SUMMARY_WORK_SCHEMA),
+            blocks=handles, returns_block=True)
+    rows_per_report_call = REPORT_ROWS_PER_CALL[
+        "llm" if config.uses_llm(config.reports.method) else "offline"]
 
-    def context_row(community: Community) -> dict:
+    def context_spec_of(community: Community) -> tuple[dict, list[int]]:
         if community.children:
             selection = select_with_sub_reports(
                 elements, community.members,
@@ -99,22 +134,42 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
         else:
             selection = select_elements(elements, community.members,
                                         config.reports.max_input_tokens)
-        return {"community": community.id, "context_text": render_context(elements, selection),
-                "context_json": context_record(elements, selection)}
+        return context_spec(elements, selection), spec_keys(selection, n_entities)
 
     def submit_ready() -> None:
+        if counting:
+            return
         ready = schedule.take_ready()
         if ready and marks["first_report"] is None:
             marks["first_report"] = time.perf_counter() - started
         for start in range(0, len(ready), rows_per_report_call):
-            rows = [context_row(c) for c in ready[start:start + rows_per_report_call]]
-            pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA))
+            specs = [context_spec_of(c) for c in ready[start:start + rows_per_report_call]]
+            handles, where = addresses.gather([k for _, keys in specs for k in keys])
+            rows, offset = [], 0
+            for community, (spec, keys) in zip(ready[start:], specs):
+                mine = where[offset:offset + len(keys)]
+                offset += len(keys)
+                rows.append({"community": community.id, "spec_json": json.dumps(spec),
+                             "blocks": [b for b, _ in mine], "rows": [r for _, r in mine]})
+            pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA),
+                        blocks=handles)
 
     try:
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
             for result in pool.completed():
-                if "report_json" in result.column_names:
+                if isinstance(result, tuple):  # summaries, and their block
+                    result, block = result
+                    summarize_usage.add(table_usage(result))
+                    keys = result.column("key").to_pylist()
+                    addresses.add_summaries(block, keys)
+                    set_tokens(keys, result.column("row_tokens").to_pylist())
+                    for key in keys:
+                        schedule.summary_done(key)
+                    marks["last_summary"] = time.perf_counter() - started
+                    if summary_bar:
+                        summary_bar.update(result.num_rows)
+                elif "report_json" in result.column_names:
                     reports_usage.add(table_usage(result))
                     for row in result.to_pylist():
                         report = json.loads(row["report_json"])
@@ -127,19 +182,10 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                     marks["last_report"] = time.perf_counter() - started
                     if report_bar:
                         report_bar.update(result.num_rows)
-                else:
-                    summarize_usage.add(table_usage(result))
-                    for key, text in zip(result.column("key").to_pylist(),
-                                         result.column("description").to_pylist()):
-                        descriptions[key] = text
-                        if key < n_entities:
-                            elements.set_entity_description(key, text)
-                        else:
-                            elements.set_edge_description(key - n_entities, text)
-                        schedule.summary_done(key)
-                    marks["last_summary"] = time.perf_counter() - started
-                    if summary_bar:
-                        summary_bar.update(result.num_rows)
+                else:  # row tokens
+                    set_tokens(result.column("key").to_pylist(),
+                               result.column("row_tokens").to_pylist())
+                    counting -= 1
                 submit_ready()
     finally:
         for progress in (summary_bar, report_bar):
@@ -149,14 +195,24 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
     if missing:
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
     return SummariesAndReports(
-        entities=entities.append_column("description",
-                                        pa.array(descriptions[:n_entities], pa.string())),
-        relationships=relationships.append_column(
-            "description", pa.array(descriptions[n_entities:], pa.string())),
         reports=_reports_table(communities, reports, generation),
         summarize_usage=summarize_usage, reports_usage=reports_usage,
         summarize_wall_s=round(marks["last_summary"], 3),
         reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
+
+
+def _in_block_order(keys: np.ndarray, addresses: DescriptionAddresses, lists: bool) -> list[int]:
+    blocks = (addresses.list_block if lists else addresses.block)[keys]
+    rows = (addresses.list_row if lists else addresses.row)[keys]
+    return keys[np.lexsort((rows, blocks))].tolist()
+
+
+def _name(elements: GraphElements, key: int, n_entities: int) -> str:
+    if key < n_entities:
+        return elements.titles[key]
+    edge = key - n_entities
+    return f"{elements.titles[elements.edge_source[edge]]} -> " \
+           f"{elements.titles[elements.edge_target[edge]]}"
 
 
 class _Schedule:
@@ -228,29 +284,22 @@ def _communities_holding(todo: list[int], n_entities: int, elements: GraphElemen
 
 
 def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
-                    descriptions: list[str], encoding: str) -> GraphElements:
-    n_entities = entities.num_rows
-    entity_rows = [{"human_readable_id": i, "title": title, "type": kind,
-                    "description": descriptions[i], "degree": degree}
-                   for i, (title, kind, degree) in enumerate(zip(
-                       entities.column("title").to_pylist(), entities.column("type").to_pylist(),
-                       entities.column("degree").to_pylist()))]
-    edge_rows = [{"human_readable_id": j, "source": source, "target": target,
-                  "description": descriptions[n_entities + j], "combined_degree": degree}
-                 for j, (source, target, degree) in enumerate(zip(
-                     relationships.column("source").to_pylist(),
-                     relationships.column("target").to_pylist(),
-                     relationships.column("combined_degree").to_pylist()))]
-    index = {row["title"]: i for i, row in enumerate(entity_rows)}
+                    encoding: str) -> GraphElements:
+    titles = entities.column("title").to_pylist()
+    index = {title: i for i, title in enumerate(titles)}
     claims_by_entity: dict[int, list[dict]] = defaultdict(list)
-    for claim in covariates.select(["human_readable_id", "subject_id", "type", "status",
-                                    "description"]).to_pylist():
+    for claim in covariates.select(list(CLAIM_FIELDS)).to_pylist():
         if claim["subject_id"] in index:
             claims_by_entity[index[claim["subject_id"]]].append(claim)
     edge_source, edge_target = edge_endpoints(entities, relationships)
     return GraphElements(
-        entities=entity_rows, relationships=edge_rows, edge_source=edge_source,
-        edge_target=edge_target, claims_by_entity=dict(claims_by_entity), encoding=encoding)
+        titles=titles, types=entities.column("type").to_pylist(),
+        degree=entities.column("degree").to_numpy(), edge_source=edge_source,
+        edge_target=edge_target,
+        combined_degree=relationships.column("combined_degree").to_numpy(),
+        claims_by_entity=dict(claims_by_entity),
+        entity_tokens=np.zeros(entities.num_rows, dtype=np.int64),
+        edge_tokens=np.zeros(relationships.num_rows, dtype=np.int64), encoding=encoding)
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

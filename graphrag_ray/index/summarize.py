@@ -6,6 +6,7 @@ Only elements with more than one distinct description need work; the full list s
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,8 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
+from graphrag_ray.index.description_blocks import SUMMARY_BLOCK_SCHEMA, read_descriptions
+from graphrag_ray.index.report_context import context_row_tokens
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.prompts_loader import prompt_version, render
@@ -42,12 +45,17 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
     return truncate_to_tokens(text, max_tokens, encoding)
 
 
-SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
+SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("row_tokens", pa.int64()),
                             ("error", pa.string()), *USAGE_SCHEMA_FIELDS])
+SUMMARY_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("name", pa.string()),
+                                 ("block", pa.int64()), ("row", pa.int64()),
+                                 ("record_json", pa.string())])
 
 
 class SummarizeWorker:
-    """Rows: key, name, descriptions -> key, description, error (fallback used when set)."""
+    """Rows: key, name, the (block, row) of its description list, and its context row
+    (`record_json`, description left out). Returns (key, the row's tokens with the summary,
+    error (fallback used when set), usage) and the summaries as a block, row for row."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -57,15 +65,22 @@ class SummarizeWorker:
         self.use_llm = config.uses_llm(config.summarize.method)
         self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(),
-                        batch.column("descriptions").to_pylist()))
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
+        lists = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
+                                              batch.column("row").to_pylist()), "descriptions")
+        rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(), lists))
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(lambda r: self._llm(*r), rows))
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
-        return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
+        summaries = [row.pop("description") for row in out]
+        for row, record, summary in zip(out, batch.column("record_json").to_pylist(), summaries):
+            row["row_tokens"] = context_row_tokens(json.loads(record), summary,
+                                                   self.config.chunks.encoding_model)
+        return (pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA),
+                pa.table({"description": pa.array(summaries, pa.string())},
+                         schema=SUMMARY_BLOCK_SCHEMA))
 
     def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
                     usage: Usage | None = None) -> dict:

@@ -53,26 +53,11 @@ def test_degrees():
     assert rels.column("combined_degree").to_pylist() == [3, 3]
 
 
-def _carol_instances(carol_excerpt):
-    from graphrag_ray.config import load_config
-    from graphrag_ray.index.chunking import chunk_documents
-    from graphrag_ray.index.extraction.stage import ExtractionWorker, flatten_instances
-    from graphrag_ray.input.loader import load_documents
-    from graphrag_ray.prompts_loader import load_prompts
-
-    config = load_config(None, ["runtime.engine=local"])
-    units = chunk_documents(load_documents(str(carol_excerpt), config.input).documents,
-                            config.chunks)
-    extraction = ExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
-    return (flatten_instances(extraction, "entities"),
-            flatten_instances(extraction, "relationships"))
-
-
 @pytest.mark.parametrize("n_shards", [1, 3, 16])
-def test_sharded_merge_equals_the_unsharded_merge(carol_excerpt, n_shards):
+def test_sharded_merge_equals_the_unsharded_merge(carol_instances, n_shards):
     from graphrag_ray.index.merge import merge_sharded
 
-    entity_instances, relationship_instances = _carol_instances(carol_excerpt)
+    entity_instances, relationship_instances = carol_instances
     # Conflicting types and self-loops, so every merge rule crosses shard boundaries.
     entity_instances = pa.concat_tables([entity_instances, _entities([
         {"title": entity_instances.column("title")[0].as_py(), "type": "ODD",

@@ -1,25 +1,43 @@
+import json
+
 import numpy as np
 
 from graphrag_ray.index.report_context import (
-    GraphElements, render_context, select_elements, select_with_sub_reports)
+    GraphElements, context_row_tokens, context_spec, fill_descriptions, render_context,
+    select_elements, select_with_sub_reports, spec_keys)
 from graphrag_ray.tokens import count_tokens
+
+
+TITLES = ["HUB", "LEAF ONE", "LEAF TWO", "BRIDGE", "TAIL"]
+EDGES = [(0, 1), (0, 2), (0, 3), (3, 4)]
+# Element key -> description: entities, then edges (as the report workers read them).
+DESCRIPTIONS = [f"{t} description " * 5 for t in TITLES] + \
+    [f"{TITLES[s]} relates to {TITLES[t]}" for s, t in EDGES]
 
 
 def _elements():
     # A star around node 0 plus a chain 3-4; degrees: 0->3, 1,2->1, 3->2(0,4), 4->1
-    titles = ["HUB", "LEAF ONE", "LEAF TWO", "BRIDGE", "TAIL"]
-    edges = [(0, 1), (0, 2), (0, 3), (3, 4)]
-    degree = [3, 1, 1, 2, 1]
-    entities = [{"human_readable_id": i, "title": t, "type": "X",
-                 "description": f"{t} description " * 5, "degree": degree[i]}
-                for i, t in enumerate(titles)]
-    relationships = [{"human_readable_id": i, "source": titles[s], "target": titles[t],
-                      "description": f"{titles[s]} relates to {titles[t]}",
-                      "combined_degree": degree[s] + degree[t]} for i, (s, t) in enumerate(edges)]
+    degree = np.array([3, 1, 1, 2, 1])
     claims = {0: [{"human_readable_id": 0, "subject_id": "HUB", "type": "FACT", "status": "TRUE",
                    "description": "the hub claim"}]}
-    return GraphElements(entities, relationships, np.array([s for s, _ in edges]),
-                         np.array([t for _, t in edges]), claims)
+    elements = GraphElements(
+        TITLES, ["X"] * 5, degree, np.array([s for s, _ in EDGES]),
+        np.array([t for _, t in EDGES]), np.array([degree[s] + degree[t] for s, t in EDGES]),
+        claims, np.zeros(5, dtype=np.int64), np.zeros(4, dtype=np.int64))
+    for node in range(5):
+        elements.entity_tokens[node] = context_row_tokens(
+            elements.entity_record(node), DESCRIPTIONS[node], "cl100k_base")
+    for edge in range(4):
+        elements.edge_tokens[edge] = context_row_tokens(
+            elements.edge_record(edge), DESCRIPTIONS[5 + edge], "cl100k_base")
+    return elements
+
+
+def _render(elements, selection) -> str:
+    """What a report worker writes: the spec, with descriptions read by key."""
+    spec = json.loads(json.dumps(context_spec(elements, selection)))
+    keys = spec_keys(selection, len(TITLES))
+    return render_context(fill_descriptions(spec, [DESCRIPTIONS[k] for k in keys]))
 
 
 def test_leaf_order_follows_combined_degree_source_target_claims_edge():
@@ -35,7 +53,7 @@ def test_budget_is_never_exceeded():
     elements = _elements()
     for budget in (60, 90, 120, 200, 400):  # above the fixed section headers (~56 tokens)
         selection = select_elements(elements, np.arange(5), budget=budget)
-        text = render_context(elements, selection)
+        text = _render(elements, selection)
         assert selection.tokens <= budget
         assert count_tokens(text) <= budget
 
@@ -54,5 +72,5 @@ def test_sub_community_reports_replace_elements_when_context_overflows():
     assert [r["community"] for r in tight.reports] == [7]
     assert sorted(tight.entities) == [3, 4]
     assert tight.tokens <= everything - 20
-    text = render_context(elements, tight)
+    text = _render(elements, tight)
     assert "Hub group" in text and "HUB description" not in text

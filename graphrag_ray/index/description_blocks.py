@@ -1,0 +1,115 @@
+"""Where the description text of every entity and relationship lives during a build: in
+blocks (Arrow tables) that stay in the workers' object store on Ray, so the driver keeps only
+each element's address (block, row), never the text.
+
+An element's key is its row among the entities, or `n_entities` + its row among the
+relationships. Its description list lives in the block of its merge shard (column
+`descriptions`); its current description (column `description`) moves to a summary's block when
+one arrives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+MERGED_BLOCK_SCHEMA = pa.schema([("description", pa.string()),
+                                 ("descriptions", pa.list_(pa.string()))])
+SUMMARY_BLOCK_SCHEMA = pa.schema([("description", pa.string())])
+
+
+def merged_block(descriptions: list[list[str]]) -> pa.Table:
+    """A shard's description lists, with the one description of single-description elements
+    (those with several wait for their summary; until then they have none)."""
+    return pa.table({"description": pa.array([d[0] if len(d) == 1 else "" for d in descriptions],
+                                             pa.string()),
+                     "descriptions": pa.array(descriptions, pa.list_(pa.string()))},
+                    schema=MERGED_BLOCK_SCHEMA)
+
+
+class DescriptionAddresses:
+    """Per element key: the block and row of its description, and of its description list."""
+
+    def __init__(self, n_keys: int):
+        self.handles: list = []
+        self.block = np.full(n_keys, -1, dtype=np.int32)
+        self.row = np.zeros(n_keys, dtype=np.int32)
+        self.list_block = np.full(n_keys, -1, dtype=np.int32)
+        self.list_row = np.zeros(n_keys, dtype=np.int32)
+
+    def add_merged(self, handle, keys: np.ndarray, rows: np.ndarray) -> None:
+        """A merge shard's block: `keys[i]` is at row `rows[i]` (for both columns)."""
+        number = self._add(handle)
+        self.block[keys] = number
+        self.row[keys] = rows
+        self.list_block[keys] = number
+        self.list_row[keys] = rows
+
+    def add_summaries(self, handle, keys: list[int]) -> None:
+        """A summary block: row i is the new description of `keys[i]`."""
+        number = self._add(handle)
+        self.block[keys] = number
+        self.row[keys] = np.arange(len(keys), dtype=np.int32)
+
+    def _add(self, handle) -> int:
+        self.handles.append(handle)
+        return len(self.handles) - 1
+
+    def gather(self, keys, lists: bool = False) -> tuple[list, list[tuple[int, int]]]:
+        """What a worker needs to read `keys`' descriptions (or lists): the blocks holding them
+        and, per key, (position in that list of blocks, row)."""
+        blocks = (self.list_block if lists else self.block)[keys]
+        rows = (self.list_row if lists else self.row)[keys]
+        if (blocks < 0).any():
+            raise RuntimeError("an element has no description block")
+        used, position = np.unique(blocks, return_inverse=True)
+        return ([self.handles[b] for b in used],
+                list(zip(position.tolist(), rows.tolist())))
+
+
+def read_descriptions(tables: list[pa.Table], addresses, column: str = "description") -> list:
+    """The values at (block position, row) `addresses`, from blocks resolved by the worker."""
+    columns: dict[int, pa.ChunkedArray] = {}
+    values = []
+    for block, row in addresses:
+        if block not in columns:
+            columns[block] = tables[block].column(column)
+        values.append(columns[block][row].as_py())
+    return values
+
+
+def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int
+                       ) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """A merged shard -> its structure (`descriptions` replaced by `description_count` and the
+    rows' place in the block: `description_shard`, `description_row`) and its block (entities'
+    rows, then relationships')."""
+    lists = entities.column("descriptions").to_pylist() + \
+        relationships.column("descriptions").to_pylist()
+    block = merged_block(lists)
+
+    def structure(table: pa.Table, first_row: int) -> pa.Table:
+        n = table.num_rows
+        return table.drop_columns(["descriptions"]).append_column(
+            "description_count", pa.array([len(d) for d in table.column("descriptions").to_pylist()],
+                                          pa.int64())).append_column(
+            "description_shard", pa.array(np.full(n, shard, dtype=np.int64))).append_column(
+            "description_row", pa.array(np.arange(first_row, first_row + n, dtype=np.int64)))
+
+    return structure(entities, 0), structure(relationships, entities.num_rows), block
+
+
+def place_blocks(entities: pa.Table, relationships: pa.Table, handles: list
+                 ) -> tuple[pa.Table, pa.Table, DescriptionAddresses]:
+    """After the shards are combined and put in their final order: each element's key gets
+    its address in its shard's block (`handles[shard]`); the placement columns are dropped."""
+    shard = np.concatenate([entities.column("description_shard").to_numpy(),
+                            relationships.column("description_shard").to_numpy()])
+    row = np.concatenate([entities.column("description_row").to_numpy(),
+                          relationships.column("description_row").to_numpy()])
+    addresses = DescriptionAddresses(len(shard))
+    order = np.argsort(shard, kind="stable")
+    bounds = np.searchsorted(shard[order], np.arange(len(handles) + 1))
+    for number, handle in enumerate(handles):
+        keys = order[bounds[number]:bounds[number + 1]]
+        addresses.add_merged(handle, keys, row[keys])
+    placement = ["description_shard", "description_row"]
+    return entities.drop_columns(placement), relationships.drop_columns(placement), addresses
