@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
+from graphrag_ray.index.report_context import inner_cells_tokens
 MERGED_BLOCK_SCHEMA = pa.schema([("description", pa.string()),
                                  ("descriptions", pa.list_(pa.string()))])
 SUMMARY_BLOCK_SCHEMA = pa.schema([("description", pa.string())])
@@ -77,24 +79,32 @@ def read_descriptions(tables: list[pa.Table], addresses, column: str = "descript
     return values
 
 
-def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int
+def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int, encoding: str
                        ) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """A merged shard -> its structure (`descriptions` replaced by `description_count` and the
-    rows' place in the block: `description_shard`, `description_row`) and its block (entities'
-    rows, then relationships')."""
+    """A merged shard -> its structure and its block (entities' rows, then relationships').
+    The structure has, instead of `descriptions`: `description_count`, `inner_tokens` (the
+    context row's tokens but its numbers, with the description it has now: `inner_cells_tokens`)
+    and the rows' place in the block (`description_shard`, `description_row`)."""
     lists = entities.column("descriptions").to_pylist() + \
         relationships.column("descriptions").to_pylist()
     block = merged_block(lists)
+    current = block.column("description").to_pylist()
 
-    def structure(table: pa.Table, first_row: int) -> pa.Table:
+    def structure(table: pa.Table, first_row: int, cells: tuple[str, str]) -> pa.Table:
         n = table.num_rows
+        inner = [inner_cells_tokens({cells[0]: a, cells[1]: b, "description": d}, encoding)
+                 for a, b, d in zip(table.column(cells[0]).to_pylist(),
+                                    table.column(cells[1]).to_pylist(),
+                                    current[first_row:first_row + n])]
         return table.drop_columns(["descriptions"]).append_column(
-            "description_count", pa.array([len(d) for d in table.column("descriptions").to_pylist()],
+            "description_count", pa.array([len(d) for d in lists[first_row:first_row + n]],
                                           pa.int64())).append_column(
+            "inner_tokens", pa.array(inner, pa.int64())).append_column(
             "description_shard", pa.array(np.full(n, shard, dtype=np.int64))).append_column(
             "description_row", pa.array(np.arange(first_row, first_row + n, dtype=np.int64)))
 
-    return structure(entities, 0), structure(relationships, entities.num_rows), block
+    return (structure(entities, 0, ("title", "type")),
+            structure(relationships, entities.num_rows, ("source", "target")), block)
 
 
 def place_blocks(entities: pa.Table, relationships: pa.Table, handles: list

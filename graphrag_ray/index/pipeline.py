@@ -238,14 +238,15 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         services.close()
 
 
-def merge_stored_shard(shard: tuple[str, int]) -> tuple[tuple[pa.Table, pa.Table, MergeStats],
-                                                       pa.Table]:
-    """One shard read from storage and merged: its structure for the driver, and its
-    description text as a block that stays with the workers."""
-    work_url, number = shard
+def merge_stored_shard(shard: tuple[str, int, str]
+                       ) -> tuple[tuple[pa.Table, pa.Table, MergeStats], pa.Table]:
+    """One shard (work URL, number, tokenizer) read from storage and merged: its structure for
+    the driver, and its description text as a block that stays with the workers."""
+    work_url, number, encoding = shard
     entities, relationships, stats = merge_shard(read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)))
-    entities, relationships, block = split_descriptions(entities, relationships, number)
+    entities, relationships, block = split_descriptions(entities, relationships, number,
+                                                        encoding)
     return (entities, relationships, stats), block
 
 
@@ -253,7 +254,8 @@ def merge_instances(work_url: str, shards: int, config: GraphRagConfig
                     ) -> tuple[pa.Table, pa.Table, DescriptionAddresses, MergeStats]:
     """Each shard merged by its own task (parallel on Ray); the driver gets the structure in
     its final order and the address of every element's description."""
-    merged = map_items(merge_stored_shard, [(work_url, k) for k in range(shards)],
+    merged = map_items(merge_stored_shard, [(work_url, k, config.chunks.encoding_model)
+                                            for k in range(shards)],
                        config.runtime, keep_blocks=True)
     entities, relationships, stats = combine_shards([result for result, _ in merged])
     entities, relationships, addresses = place_blocks(entities, relationships,

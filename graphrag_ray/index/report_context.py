@@ -15,9 +15,7 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
-from graphrag_ray.index.description_blocks import read_descriptions
 from graphrag_ray.tokens import count_tokens
 
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description|degree"
@@ -51,33 +49,27 @@ def context_row_tokens(record: dict, description: str, encoding: str) -> int:
     return row_tokens(dict(record, description=description), fields, encoding)
 
 
-ROW_TOKENS_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("block", pa.int64()),
-                                    ("row", pa.int64()), ("record_json", pa.string())])
-ROW_TOKENS_SCHEMA = pa.schema([("key", pa.int64()), ("row_tokens", pa.int64())])
+def inner_cells_tokens(record: dict, encoding: str) -> int:
+    """The tokens of a row's cells between its first and last, with their separators: all of
+    the row but the two numbers (human_readable_id, degree), which are not known until the
+    whole graph is. Tokenizers split digit runs from their neighbours, so the row's tokens are
+    `number_tokens(first) + this + number_tokens(last) + 1` (the line break)."""
+    fields = ENTITY_FIELDS if "title" in record else EDGE_FIELDS
+    return count_tokens("|" + row_text(record, fields[1:-1]) + "|", encoding)
 
 
-class RowTokensWorker:
-    """Rows: key, the (block, row) of its description, its context row without the
-    description -> key, the row's tokens. Counted where the text is, not in the driver."""
-
-    def __init__(self, encoding: str):
-        self.encoding = encoding
-
-    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
-        descriptions = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
-                                                     batch.column("row").to_pylist()))
-        tokens = [context_row_tokens(json.loads(record), description, self.encoding)
-                  for record, description in zip(batch.column("record_json").to_pylist(),
-                                                  descriptions)]
-        return pa.table({"key": batch.column("key"), "row_tokens": pa.array(tokens, pa.int64())},
-                        schema=ROW_TOKENS_SCHEMA)
+def number_tokens(values: np.ndarray, encoding: str) -> np.ndarray:
+    """Tokens of each non-negative integer written out, counted once per distinct value."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return np.array([count_tokens(str(v), encoding) for v in distinct.tolist()],
+                    dtype=np.int64)[inverse]
 
 
 @dataclass
 class GraphElements:
     """What the driver needs to choose each community's context: the graph's structure and
     every element's row tokens. The description text stays in the workers' blocks; the rows
-    are written out by the report workers (`context_from_spec`)."""
+    are written out by the report workers (`fill_descriptions`, `render_context`)."""
     titles: list[str]
     types: list[str]
     degree: np.ndarray

@@ -8,8 +8,9 @@ reports overlap the last summaries, and the LLM budget does not idle while one s
 Leiden needs only the graph's structure, so communities are known before any summary.
 
 The driver never holds description text: it chooses each context from the structure and each
-row's token count, and the workers read the descriptions from their blocks
-(`description_blocks`), count the rows, summarize and write the contexts.
+row's token count (counted by the merge tasks, and by the summarizers for a summary), and the
+workers read the descriptions from their blocks (`description_blocks`) to summarize and to
+write the contexts.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from graphrag_ray.index.communities import Community, carried_down, membership_b
 from graphrag_ray.index.description_blocks import DescriptionAddresses
 from graphrag_ray.index.merge import edge_endpoints, element_id
 from graphrag_ray.index.report_context import (
-    CLAIM_FIELDS, ROW_TOKENS_WORK_SCHEMA, GraphElements, RowTokensWorker, context_spec,
-    select_elements, select_with_sub_reports, spec_keys)
+    CLAIM_FIELDS, GraphElements, context_spec, number_tokens, select_elements,
+    select_with_sub_reports, spec_keys)
 from graphrag_ray.index.reports import REPORT_WORK_SCHEMA, ReportWorker, full_content
 from graphrag_ray.index.summarize import SUMMARY_WORK_SCHEMA, SummarizeWorker
 from graphrag_ray.llm.accounting import table_usage
@@ -52,7 +53,6 @@ class SummariesAndReports:
 
 SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
 REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
-ROW_TOKENS_PER_CALL = 4096
 
 
 def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
@@ -60,9 +60,9 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                          config: GraphRagConfig, prompts: dict[str, str], services: LLMServices,
                          pool: WorkerPool,
                          bar: Callable[[str, int, str], ProgressBar | None]) -> SummariesAndReports:
-    """`entities`/`relationships`: merged structure with degrees and `description_count`, rows
-    in their final order; their text is in the blocks `addresses` points to, and the summaries'
-    blocks are added to it."""
+    """`entities`/`relationships`: merged structure with degrees, `description_count` and
+    `inner_tokens`, rows in their final order; their text is in the blocks `addresses` points
+    to, and the summaries' blocks are added to it."""
     n_entities = entities.num_rows
     counts = np.concatenate([entities.column("description_count").to_numpy(),
                              relationships.column("description_count").to_numpy()])
@@ -79,26 +79,6 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
     def record(key: int) -> str:
         return json.dumps(elements.entity_record(key) if key < n_entities
                           else elements.edge_record(key - n_entities))
-
-    def set_tokens(keys: list[int], tokens: list[int]) -> None:
-        for key, count in zip(keys, tokens):
-            if key < n_entities:
-                elements.entity_tokens[key] = count
-            else:
-                elements.edge_tokens[key - n_entities] = count
-
-    # Rows with one description or none: their tokens are counted by the workers, and no
-    # context is chosen before they all are.
-    counted = _in_block_order(np.flatnonzero(counts <= 1), addresses, lists=False)
-    tokens_key = pool.bind(RowTokensWorker, {"encoding": config.chunks.encoding_model})
-    for start in range(0, len(counted), ROW_TOKENS_PER_CALL):
-        keys = counted[start:start + ROW_TOKENS_PER_CALL]
-        handles, where = addresses.gather(keys)
-        pool.submit(tokens_key, pa.table({
-            "key": pa.array(keys, pa.int64()), "block": [b for b, _ in where],
-            "row": [r for _, r in where], "record_json": [record(k) for k in keys]},
-            schema=ROW_TOKENS_WORK_SCHEMA), blocks=handles)
-    counting = -(-len(counted) // ROW_TOKENS_PER_CALL)
 
     summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
                                               "services": services})
@@ -137,8 +117,6 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
         return context_spec(elements, selection), spec_keys(selection, n_entities)
 
     def submit_ready() -> None:
-        if counting:
-            return
         ready = schedule.take_ready()
         if ready and marks["first_report"] is None:
             marks["first_report"] = time.perf_counter() - started
@@ -163,13 +141,16 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                     summarize_usage.add(table_usage(result))
                     keys = result.column("key").to_pylist()
                     addresses.add_summaries(block, keys)
-                    set_tokens(keys, result.column("row_tokens").to_pylist())
-                    for key in keys:
+                    for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
+                        if key < n_entities:
+                            elements.entity_tokens[key] = tokens
+                        else:
+                            elements.edge_tokens[key - n_entities] = tokens
                         schedule.summary_done(key)
                     marks["last_summary"] = time.perf_counter() - started
                     if summary_bar:
                         summary_bar.update(result.num_rows)
-                elif "report_json" in result.column_names:
+                else:
                     reports_usage.add(table_usage(result))
                     for row in result.to_pylist():
                         report = json.loads(row["report_json"])
@@ -182,10 +163,6 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
                     marks["last_report"] = time.perf_counter() - started
                     if report_bar:
                         report_bar.update(result.num_rows)
-                else:  # row tokens
-                    set_tokens(result.column("key").to_pylist(),
-                               result.column("row_tokens").to_pylist())
-                    counting -= 1
                 submit_ready()
     finally:
         for progress in (summary_bar, report_bar):
@@ -292,14 +269,21 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.
         if claim["subject_id"] in index:
             claims_by_entity[index[claim["subject_id"]]].append(claim)
     edge_source, edge_target = edge_endpoints(entities, relationships)
+    degree = entities.column("degree").to_numpy()
+    combined_degree = relationships.column("combined_degree").to_numpy()
+    # Each row's tokens: its numbers (row index = human_readable_id, degree) around the
+    # tokens the merge counted for the rest (`inner_cells_tokens`), and the line break.
+    entity_tokens = (number_tokens(np.arange(entities.num_rows), encoding)
+                     + entities.column("inner_tokens").to_numpy()
+                     + number_tokens(degree, encoding) + 1)
+    edge_tokens = (number_tokens(np.arange(relationships.num_rows), encoding)
+                   + relationships.column("inner_tokens").to_numpy()
+                   + number_tokens(combined_degree, encoding) + 1)
     return GraphElements(
-        titles=titles, types=entities.column("type").to_pylist(),
-        degree=entities.column("degree").to_numpy(), edge_source=edge_source,
-        edge_target=edge_target,
-        combined_degree=relationships.column("combined_degree").to_numpy(),
-        claims_by_entity=dict(claims_by_entity),
-        entity_tokens=np.zeros(entities.num_rows, dtype=np.int64),
-        edge_tokens=np.zeros(relationships.num_rows, dtype=np.int64), encoding=encoding)
+        titles=titles, types=entities.column("type").to_pylist(), degree=degree,
+        edge_source=edge_source, edge_target=edge_target, combined_degree=combined_degree,
+        claims_by_entity=dict(claims_by_entity), entity_tokens=entity_tokens.astype(np.int64),
+        edge_tokens=edge_tokens.astype(np.int64), encoding=encoding)
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],

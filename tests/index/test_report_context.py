@@ -3,8 +3,8 @@ import json
 import numpy as np
 
 from graphrag_ray.index.report_context import (
-    GraphElements, context_row_tokens, context_spec, fill_descriptions, render_context,
-    select_elements, select_with_sub_reports, spec_keys)
+    GraphElements, context_row_tokens, context_spec, fill_descriptions, inner_cells_tokens,
+    number_tokens, render_context, select_elements, select_with_sub_reports, spec_keys)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -74,3 +74,23 @@ def test_sub_community_reports_replace_elements_when_context_overflows():
     assert tight.tokens <= everything - 20
     text = _render(elements, tight)
     assert "Hub group" in text and "HUB description" not in text
+
+
+def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
+    """The merge counts a row without its numbers; the driver adds them. Exact, because
+    tokenizers never join a digit run with the `|` around it."""
+    rng = np.random.default_rng(7)
+    alphabet = list("abcXYZ 0123456789.,;:!?'\"|-/()\n\r\t") + ["é", "中", "  ", "..."]
+    for _ in range(400):
+        cells = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 30)))) for _ in range(3)]
+        first, last = (int(v) for v in rng.integers(0, 10 ** int(rng.integers(1, 8)), size=2))
+        entity = {"human_readable_id": first, "title": cells[0], "type": cells[1],
+                  "description": cells[2], "degree": last}
+        edge = {"human_readable_id": first, "source": cells[0], "target": cells[1],
+                "description": cells[2], "combined_degree": last}
+        for record in (entity, edge):
+            expected = context_row_tokens(dict(record, description=None), cells[2], "cl100k_base")
+            parts = (number_tokens(np.array([first]), "cl100k_base")[0]
+                     + inner_cells_tokens(record, "cl100k_base")
+                     + number_tokens(np.array([last]), "cl100k_base")[0] + 1)
+            assert parts == expected, record
