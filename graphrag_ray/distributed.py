@@ -156,8 +156,9 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     """`[fn(item) for item in items]`, as parallel Ray tasks when the engine is Ray.
 
     `keep_blocks`: `fn` returns (result, block); the block stays where the task put it (Ray's
-    object store) and comes back as a handle for later workers (`resolve_blocks`), so a large
-    table passes from stage to stage without going through the driver."""
+    object store) and comes back as a handle for later workers (`WorkerPool.submit(blocks=)`),
+    so a large table passes from stage to stage without going through the driver. (Ray returns
+    values under 100 KB inline to the caller: a block that small does sit in the driver.)"""
     if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks):
         return [fn(item) for item in items]
     import ray
@@ -171,18 +172,6 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     return list(zip(ray.get([result for result, _ in pairs]), [block for _, block in pairs]))
 
 
-def resolve_blocks(handles: list) -> list[pa.Table]:
-    """Blocks from `keep_blocks` tasks or `WorkerPool.submit(..., returns_block=True)`: tables in
-    process (local engine), object references on Ray (read zero-copy from the node's store)."""
-    refs = [h for h in handles if not isinstance(h, pa.Table)]
-    if not refs:
-        return list(handles)
-    import ray
-
-    fetched = iter(ray.get(refs))
-    return [h if isinstance(h, pa.Table) else next(fetched) for h in handles]
-
-
 class _WorkerHost:
     """One pool actor: builds each bound worker class once, then runs its batches."""
 
@@ -191,12 +180,15 @@ class _WorkerHost:
         self._building = threading.Lock()  # the actor runs batches in several threads
 
     def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table,
-            blocks: list | None = None):
+            reads_blocks: bool = False, *blocks: pa.Table):
+        """`blocks` come as top-level arguments, which Ray resolves before the call: a block
+        in the object store is read zero-copy, a small one travels inline with the call
+        (passed nested instead, each small block would be copied into the object store)."""
         with self._building:
             if key not in self.workers:
                 self.workers[key] = worker_cls(**constructor_kwargs)
         worker = self.workers[key]
-        return worker(batch) if blocks is None else worker(batch, resolve_blocks(blocks))
+        return worker(batch, list(blocks)) if reads_blocks else worker(batch)
 
 
 class WorkerPool:
@@ -224,7 +216,7 @@ class WorkerPool:
             max_restarts=-1, max_task_retries=-1)
         self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
         self._load = [0] * len(self._actors)
-        self._pending: dict = {}  # result ref -> (actor index, block ref or None)
+        self._pending: dict = {}  # object ref -> actor index
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -236,24 +228,27 @@ class WorkerPool:
             self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
         return key
 
-    def submit(self, key: str, batch: pa.Table, blocks: list | None = None,
-               returns_block: bool = False) -> None:
-        """`blocks`: handles the worker reads (it is called as `worker(batch, tables)`).
-        `returns_block`: the worker returns (result, block); `completed` then gives
-        (result, block handle), the block staying in the object store."""
+    def submit(self, key: str, batch: pa.Table, blocks: list | None = None) -> None:
+        """`blocks`: handles (`map_items(keep_blocks=True)`, `put_block`) of tables the worker
+        reads; it is then called as `worker(batch, tables)`."""
         worker_cls, kwargs = self._bound[key]
+        arguments = (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
         if self.engine == "local":
-            self._done.append(self._host.run(key, worker_cls, kwargs, batch, blocks))
+            self._done.append(self._host.run(*arguments))
             return
         index = min(range(len(self._actors)), key=self._load.__getitem__)
-        method = self._actors[index].run
-        if returns_block:
-            ref, block = method.options(num_returns=2).remote(key, worker_cls, kwargs, batch,
-                                                              blocks)
-        else:
-            ref, block = method.remote(key, worker_cls, kwargs, batch, blocks), None
+        ref = self._actors[index].run.remote(*arguments)
         self._load[index] += 1
-        self._pending[ref] = (index, block)
+        self._pending[ref] = index
+
+    def put_block(self, table: pa.Table):
+        """A table for later workers, held by the object store (on Ray) rather than by this
+        process: its handle is what `submit(blocks=...)` takes."""
+        if self.engine == "local":
+            return table
+        import ray
+
+        return ray.put(table)
 
     @property
     def size(self) -> int:
@@ -266,9 +261,8 @@ class WorkerPool:
     def busy(self) -> bool:
         return bool(self._done) or (self.engine != "local" and bool(self._pending))
 
-    def completed(self) -> list:
-        """Results finished so far (tables, or (table, block) pairs); on Ray, waits for at least
-        one if none is ready."""
+    def completed(self) -> list[pa.Table]:
+        """Results finished so far; on Ray, waits for at least one if none is ready."""
         if self.engine == "local" or not self._pending:
             done, self._done = self._done, []
             return done
@@ -278,9 +272,8 @@ class WorkerPool:
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
-            index, block = self._pending.pop(ref)
-            self._load[index] -= 1
-            results.append(ray.get(ref) if block is None else (ray.get(ref), block))
+            self._load[self._pending.pop(ref)] -= 1
+            results.append(ray.get(ref))
         return results
 
     def close(self) -> None:

@@ -23,6 +23,20 @@ def driver_rss_mb() -> tuple[int, int]:
     return (peak if current is None else current), peak
 
 
+def shared_memory_mb() -> int | None:
+    """The shared-memory pages in this process's RSS (Linux RssShmem), MB: on Ray, pages of
+    the node's object store that the process wrote or read, counted in its RSS although the
+    object store owns them (Ray's memory guide subtracts them from a worker's heap)."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("RssShmem:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 class PeakRss:
     """`with PeakRss() as watch: ...` then `watch.before_mb`, `watch.peak_mb`: sampled every
     `interval_s` in a thread."""

@@ -149,11 +149,12 @@ def main() -> int:
               f"{m['tables']['relationships']:,} | {m['tables']['communities']:,} | "
               f"{run['wall_s']} | " + " | ".join(f"{t.get(s, 0):.1f}" for s in stages)
               + f" | {m['driver_peak_rss_mb']} | {run['largest_worker_mb']} | {run['index_mb']} |")
-    print("\ndriver RSS after each stage (MB):")
+    print("\ndriver RSS after each stage, MB (of which object store pages):")
     for run in runs:
         by_stage = run["manifest"]["driver_rss_mb_by_stage"]
-        print(f"  {run['name']}: " + ", ".join(f"{s} {by_stage[s]['after']}" for s in stages
-                                               if s in by_stage))
+        print(f"  {run['name']}: " + ", ".join(
+            f"{s} {by_stage[s]['after']} ({by_stage[s].get('object_store_pages')})"
+            for s in stages if s in by_stage))
     print("\nLeiden inside the builds:")
     for run in runs:
         print(f"  {run['name']}: {json.dumps(run['manifest']['leiden'])}")

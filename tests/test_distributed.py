@@ -46,18 +46,18 @@ def split_off_block(item: int) -> tuple[int, pa.Table]:
 
 
 class BlockReader:
-    """Reads the rows a batch names from the blocks it is given, and returns a new block."""
+    """Reads the rows a batch names from the blocks it is given."""
 
-    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
-        texts = [blocks[b].column("description")[r].as_py()
-                 for b, r in zip(batch.column("block").to_pylist(), batch.column("row").to_pylist())]
-        return pa.table({"n": [len(texts)]}), pa.table({"description": [t.upper() for t in texts]})
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        return pa.table({"description": [
+            blocks[b].column("description")[r].as_py()
+            for b, r in zip(batch.column("block").to_pylist(), batch.column("row").to_pylist())]})
 
 
 def test_blocks_stay_in_the_object_store_on_ray(ray_session):
     import ray
 
-    from graphrag_ray.distributed import WorkerPool, map_items, resolve_blocks
+    from graphrag_ray.distributed import WorkerPool, map_items
 
     runtime = RuntimeConfig(engine="ray", num_workers=2)
     results = map_items(split_off_block, [1, 2, 3], runtime, keep_blocks=True)
@@ -67,19 +67,18 @@ def test_blocks_stay_in_the_object_store_on_ray(ray_session):
 
     pool = WorkerPool(runtime, num_cpus=0.5, concurrency=2)
     try:
+        handles.append(pool.put_block(pa.table({"description": ["put by the driver"]})))
+        assert isinstance(handles[-1], ray.ObjectRef)
         key = pool.bind(BlockReader, {})
-        pool.submit(key, pa.table({"block": [2, 0], "row": [1, 0]}), blocks=handles,
-                    returns_block=True)
+        pool.submit(key, pa.table({"block": [2, 0, 3], "row": [1, 0, 0]}), blocks=handles)
         done = []
         while pool.busy():
             done.extend(pool.completed())
-        (result, block), = done
-        assert result.column("n").to_pylist() == [2]
-        assert isinstance(block, ray.ObjectRef)
-        assert resolve_blocks([block])[0].column("description").to_pylist() == ["TEXT 3", "TEXT 1"]
+        assert [t.column("description").to_pylist() for t in done] == [
+            ["text 3", "text 1", "put by the driver"]]
     finally:
         pool.close()
     # The local engine gives the same results, with the blocks in process.
     local = map_items(split_off_block, [1, 2, 3], RuntimeConfig(engine="local"), keep_blocks=True)
     assert [r for r, _ in local] == [2, 4, 6]
-    assert local[0][1].equals(resolve_blocks(handles[:1])[0])
+    assert local[0][1].equals(ray.get(handles[0]))

@@ -5,7 +5,9 @@ each element's address (block, row), never the text.
 An element's key is its row among the entities, or `n_entities` + its row among the
 relationships. Its description list lives in the block of its merge shard (column
 `descriptions`); its current description (column `description`) moves to a summary's block when
-one arrives.
+one arrives. Summaries pass through the driver once, a call's worth at a time, on their way
+into the object store (`WorkerPool.put_block`): a small block returned by a worker would stay
+inline in the driver, and be copied again for every call that reads it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.report_context import inner_cells_tokens
+
 MERGED_BLOCK_SCHEMA = pa.schema([("description", pa.string()),
                                  ("descriptions", pa.list_(pa.string()))])
-SUMMARY_BLOCK_SCHEMA = pa.schema([("description", pa.string())])
 
 
 def merged_block(descriptions: list[list[str]]) -> pa.Table:

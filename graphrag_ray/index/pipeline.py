@@ -41,7 +41,7 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.progress import ProgressBar
-from graphrag_ray.resources import PeakRss, driver_rss_mb
+from graphrag_ray.resources import PeakRss, driver_rss_mb, shared_memory_mb
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, IndexVersion
 
@@ -52,7 +52,7 @@ Progress = Callable[[str], None]
 
 class StageTimer:
     """Wall time of each stage, and the driver's memory after it (where the head node's
-    memory goes)."""
+    memory goes): RSS, its peak so far, and how much of the RSS is object store pages."""
 
     def __init__(self, progress: Progress):
         self.timings: dict[str, float] = {}
@@ -65,7 +65,8 @@ class StageTimer:
         result = fn(*args, **kwargs)
         self.timings[name] = round(time.perf_counter() - start, 3)
         current, peak = driver_rss_mb()
-        self.driver_rss_mb[name] = {"after": current, "peak": peak}
+        self.driver_rss_mb[name] = {"after": current, "peak": peak,
+                                    "object_store_pages": shared_memory_mb()}
         self.progress(f"[{name}] done in {self.timings[name]:.2f}s")
         return result
 

@@ -101,7 +101,7 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
             "name": [_name(elements, k, n_entities) for k in keys],
             "block": [b for b, _ in where], "row": [r for _, r in where],
             "record_json": [record(k) for k in keys]}, schema=SUMMARY_WORK_SCHEMA),
-            blocks=handles, returns_block=True)
+            blocks=handles)
     rows_per_report_call = REPORT_ROWS_PER_CALL[
         "llm" if config.uses_llm(config.reports.method) else "offline"]
 
@@ -136,11 +136,11 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
             for result in pool.completed():
-                if isinstance(result, tuple):  # summaries, and their block
-                    result, block = result
+                if "row_tokens" in result.column_names:  # summaries
                     summarize_usage.add(table_usage(result))
                     keys = result.column("key").to_pylist()
-                    addresses.add_summaries(block, keys)
+                    # Into the object store; the driver keeps no summary text.
+                    addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
                     for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
                         if key < n_entities:
                             elements.entity_tokens[key] = tokens

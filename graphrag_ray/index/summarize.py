@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.description_blocks import SUMMARY_BLOCK_SCHEMA, read_descriptions
+from graphrag_ray.index.description_blocks import read_descriptions
 from graphrag_ray.index.report_context import context_row_tokens
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -45,8 +45,9 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
     return truncate_to_tokens(text, max_tokens, encoding)
 
 
-SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("row_tokens", pa.int64()),
-                            ("error", pa.string()), *USAGE_SCHEMA_FIELDS])
+SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
+                            ("row_tokens", pa.int64()), ("error", pa.string()),
+                            *USAGE_SCHEMA_FIELDS])
 SUMMARY_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("name", pa.string()),
                                  ("block", pa.int64()), ("row", pa.int64()),
                                  ("record_json", pa.string())])
@@ -54,8 +55,8 @@ SUMMARY_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("name", pa.string()),
 
 class SummarizeWorker:
     """Rows: key, name, the (block, row) of its description list, and its context row
-    (`record_json`, description left out). Returns (key, the row's tokens with the summary,
-    error (fallback used when set), usage) and the summaries as a block, row for row."""
+    (`record_json`, description left out) -> key, description (the summary), the row's tokens
+    with it, error (fallback used when set), usage."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -65,7 +66,7 @@ class SummarizeWorker:
         self.use_llm = config.uses_llm(config.summarize.method)
         self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
 
-    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         lists = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
                                               batch.column("row").to_pylist()), "descriptions")
         rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(), lists))
@@ -74,13 +75,10 @@ class SummarizeWorker:
                 out = list(pool.map(lambda r: self._llm(*r), rows))
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
-        summaries = [row.pop("description") for row in out]
-        for row, record, summary in zip(out, batch.column("record_json").to_pylist(), summaries):
-            row["row_tokens"] = context_row_tokens(json.loads(record), summary,
+        for row, record in zip(out, batch.column("record_json").to_pylist()):
+            row["row_tokens"] = context_row_tokens(json.loads(record), row["description"],
                                                    self.config.chunks.encoding_model)
-        return (pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA),
-                pa.table({"description": pa.array(summaries, pa.string())},
-                         schema=SUMMARY_BLOCK_SCHEMA))
+        return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
 
     def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
                     usage: Usage | None = None) -> dict:

@@ -2,7 +2,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from graphrag_ray.distributed import resolve_blocks
 from graphrag_ray.index.description_blocks import (
     place_blocks, read_descriptions, split_descriptions)
 from graphrag_ray.index.merge import (
@@ -11,7 +10,7 @@ from graphrag_ray.index.merge import (
 
 def _read(addresses, keys, lists=False):
     handles, where = addresses.gather(keys, lists)
-    return read_descriptions(resolve_blocks(handles), where,
+    return read_descriptions(handles, where,  # the local engine's handles are the tables
                              "descriptions" if lists else "description")
 
 
