@@ -146,9 +146,13 @@ def _kill_extraction_actor() -> None:
         raise AssertionError(f"actor process {pids[0]} survived SIGKILL")
 
 
-@pytest.mark.parametrize("fault", ["extraction actor killed", "worker node lost"])
-def test_faults_mid_extraction_lose_no_chunk_and_repeat_no_call(fault, cluster_env, tmp_path,
-                                                                carol_excerpt):
+@pytest.mark.parametrize("fault, during", [("extraction actor killed", "extract_graph"),
+                                           ("worker node lost", "extract_graph"),
+                                           ("worker node lost", "summarize")])
+def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster_env, tmp_path,
+                                                          carol_excerpt):
+    """Lost mid-summaries: the pool's actors restart on the head and their calls run again,
+    reading the description blocks (a block on the lost node is rebuilt from its lineage)."""
     cluster = LocalCluster(cluster_env)
     output = tmp_path / "index"
     try:
@@ -158,7 +162,8 @@ def test_faults_mid_extraction_lose_no_chunk_and_repeat_no_call(fault, cluster_e
                                                                     str(output))],
                 env={**cluster_env, "RAY_ADDRESS": cluster.info["gcs"]}, cwd=REPO,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            wait_for_calls(server, "extract_graph", 8, driver, timeout_s=180)
+            wait_for_calls(server, during, 4 if during == "summarize" else 8, driver,
+                           timeout_s=180)
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
                 else _kill_extraction_actor)
@@ -173,3 +178,10 @@ def test_faults_mid_extraction_lose_no_chunk_and_repeat_no_call(fault, cluster_e
     assert len(set(units.column("id").to_pylist())) == units.num_rows
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
     assert store.read_manifest()["extraction"]["chunks"] == units.num_rows
+    reports = store.read_table(schema.COMMUNITY_REPORTS)
+    assert reports.num_rows == store.read_table(schema.COMMUNITIES).num_rows
+    assert set(reports.column("generation").to_pylist()) == {"llm"}
+    entities = store.read_table(schema.ENTITIES, ["description", "descriptions"])
+    summarized = [d for d, many in zip(entities.column("description").to_pylist(),
+                                       entities.column("descriptions").to_pylist()) if len(many) > 1]
+    assert summarized and all(summarized)
