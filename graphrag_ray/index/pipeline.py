@@ -23,14 +23,15 @@ from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_tabl
 from graphrag_ray.errors import InputError, LLMError
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
+from graphrag_ray.index.covariates import build_covariates
 from graphrag_ray.index.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
 from graphrag_ray.index.element_tables import write_element_tables
 from graphrag_ray.index.embeddings import embed_index
 from graphrag_ray.index.extraction.stage import (
-    CHUNK_STATUS_FIELDS, CLAIM_INSTANCE_SCHEMA, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
+    CHUNK_STATUS_FIELDS, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
     MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
-from graphrag_ray.index.instance_shards import read_claims, read_shard
+from graphrag_ray.index.instance_shards import read_shard
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
 from graphrag_ray.index.summaries_and_reports import summarize_and_report
@@ -163,29 +164,34 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                  f"({sum(extraction.column('n_tokens').to_pylist())} tokens)")
         entities, relationships, addresses, merge_stats = timer.run(
             "merge", merge_instances, work_url, shards, config)
-        # After the merge: its Ray tasks need the CPUs an offline pool's actors would hold.
+        # Written by a worker when kept; the driver gets the claims' structure.
+        (claims, claims_block), = map_items(build_covariates, [(
+            work_url, staged.url_of("") if config.claims.enabled else None,
+            config.output.rows_per_part, config.chunks.encoding_model)], config.runtime,
+            keep_blocks=True)
+        # After the merge and the claims: their Ray tasks need the CPUs an offline pool's
+        # actors would hold.
         pool = make_pool(config)
         entities, relationships = add_degrees(entities, relationships)
-        covariates = _covariates(read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"]))
         leiden: dict = {}
         communities_list = timer.run("communities", detect_communities, entities, relationships,
                                      config, leiden)
         described = timer.run("summaries_and_reports", summarize_and_report, entities,
-                              relationships, covariates, communities_list, addresses, config,
-                              prompts, services, pool, bar)
+                              relationships, claims, claims_block, communities_list, addresses,
+                              config, prompts, services, pool, bar)
         entities = _finalize_entities(entities)
         relationships = _finalize_relationships(relationships)
         reports = described.reports
         counts = timer.run("write_entities_and_relationships", write_element_tables, staged,
                            entities, relationships, addresses, pool, config.output.rows_per_part)
-        del addresses  # the blocks' text leaves the object store
+        del addresses, claims_block  # the blocks' text leaves the object store
         counts.update(timer.run("write_documents_and_text_units", _write_documents_and_text_units,
-                                staged, work_url, extraction, entities, relationships, covariates,
+                                staged, work_url, extraction, entities, relationships, claims,
                                 config.output.rows_per_part))
+        if config.claims.enabled:
+            counts[schema.COVARIATES] = claims.num_rows
         tables = {schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
                   schema.COMMUNITY_REPORTS: reports}
-        if config.claims.enabled:
-            tables[schema.COVARIATES] = covariates
         embedded, dimensions, embed_usage = timer.run("embed", embed_index, tables, staged,
                                                       config, services, pool)
         staged.remove("_work")
@@ -376,21 +382,6 @@ def _finalize_relationships(relationships: pa.Table) -> pa.Table:
     return relationships.select(RELATIONSHIP_STRUCTURE)
 
 
-def _covariates(claims: pa.Table) -> pa.Table:
-    n = claims.num_rows
-    columns = {name: claims.column(name) for name in claims.column_names}
-    ids = [element_id("claim", *map(str, row.values())) + f"-{i}"
-           for i, row in enumerate(claims.to_pylist())]
-    table = pa.table({
-        "id": pa.array(ids, pa.string()),
-        "human_readable_id": pa.array(range(n), pa.int64()),
-        "covariate_type": pa.array(["claim"] * n, pa.string()),
-        **{k: columns[k] for k in ("type", "description", "subject_id", "object_id", "status",
-                                   "start_date", "end_date", "source_text", "text_unit_id")},
-    })
-    return table.select(schema.COVARIATE_COLUMNS)
-
-
 def detect_communities(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
                        figures: dict | None = None) -> list[Community]:
     """`figures`, when given, receives the graph's size and Leiden's time and memory."""
@@ -448,7 +439,7 @@ def communities_table(communities: list[Community], entities: pa.Table,
 
 def _write_documents_and_text_units(staged: IndexVersion, work_url: str, extraction: pa.Table,
                                     entities: pa.Table, relationships: pa.Table,
-                                    covariates: pa.Table, rows_per_part: int) -> dict[str, int]:
+                                    claims: pa.Table, rows_per_part: int) -> dict[str, int]:
     """The readers' documents and chunks, piece by piece, completed (human_readable_id, the
     elements found in each chunk, its extraction status) and written in parts: the corpus
     text is in memory one read batch at a time."""
@@ -462,7 +453,7 @@ def _write_documents_and_text_units(staged: IndexVersion, work_url: str, extract
 
     entity_ids = ids_by_unit(entities, "text_unit_ids")
     relationship_ids = ids_by_unit(relationships, "text_unit_ids")
-    covariate_ids = ids_by_unit(covariates, "text_unit_id")
+    covariate_ids = ids_by_unit(claims, "text_unit_id")
     status = dict(zip(extraction.column("text_unit_id").to_pylist(),
                       zip(extraction.column("status").to_pylist(),
                           extraction.column("error").to_pylist())))

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from graphrag_ray.tokens import count_tokens
 
@@ -76,16 +77,14 @@ class GraphElements:
     edge_source: np.ndarray
     edge_target: np.ndarray
     combined_degree: np.ndarray
-    claims_by_entity: dict[int, list[dict]]
+    claims_by_entity: dict[int, list[int]]  # entity -> its claims' rows in the claims' block
+    claim_tokens: dict[int, list[int]]  # entity -> its claims' row tokens
     entity_tokens: np.ndarray
     edge_tokens: np.ndarray
     encoding: str = "cl100k_base"
-    claim_tokens: dict[int, list[int]] = field(init=False)
     header_tokens: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.claim_tokens = {node: [row_tokens(c, CLAIM_FIELDS, self.encoding) for c in claims]
-                             for node, claims in self.claims_by_entity.items()}
         self.header_tokens = sum(count_tokens(h, self.encoding) + 2 for h in (
             ENTITY_HEADER, CLAIM_HEADER, RELATIONSHIP_HEADER, REPORT_HEADER))
 
@@ -193,8 +192,9 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
 
 
 def context_spec(elements: GraphElements, selection: Selection) -> dict:
-    """The selected context with each element's description left out (`None`): the report
-    worker fills them in from the blocks, in the order of `spec_keys`."""
+    """The selected context with each element's description left out (`None`) and claims as
+    their rows in the claims' block: the report worker fills them in (`fill_descriptions`, in
+    the order of `spec_keys`, and `fill_claims`)."""
     return {
         "entities": [elements.entity_record(i) for i in selection.entities],
         "claims": [elements.claims_by_entity[n][i] for n, i in selection.claims],
@@ -215,6 +215,13 @@ def fill_descriptions(spec: dict, descriptions: list[str]) -> dict:
         raise ValueError(f"{len(rows)} context rows but {len(descriptions)} descriptions")
     for row, description in zip(rows, descriptions):
         row["description"] = description
+    return spec
+
+
+def fill_claims(spec: dict, claims: pa.Table | None) -> dict:
+    """The spec's claim rows -> the claims' context fields, read from the claims' block."""
+    if spec["claims"]:
+        spec["claims"] = claims.take(spec["claims"]).to_pylist()
     return spec
 
 

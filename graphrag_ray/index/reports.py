@@ -16,7 +16,8 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.description_blocks import read_descriptions
-from graphrag_ray.index.report_context import context_record, fill_descriptions, render_context
+from graphrag_ray.index.report_context import (
+    context_record, fill_claims, fill_descriptions, render_context)
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import prompt_version, render
@@ -124,13 +125,15 @@ REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.
 
 
 REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("spec_json", pa.string()),
-                                ("blocks", pa.list_(pa.int64())), ("rows", pa.list_(pa.int64()))])
+                                ("blocks", pa.list_(pa.int64())), ("rows", pa.list_(pa.int64())),
+                                ("claims_block", pa.int64())])
 
 
 class ReportWorker:
-    """Rows: community, its context without descriptions (`context_spec`) and where each
-    description is (blocks, rows) -> community, report_json, generation. The context is
-    written here, where the descriptions are read, not in the driver."""
+    """Rows: community, its context without descriptions (`context_spec`), where each
+    description is (blocks, rows) and which block holds the claims (-1: none needed) ->
+    community, report_json, generation. The context is written here, where the descriptions
+    are read, not in the driver."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -142,10 +145,11 @@ class ReportWorker:
 
     def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         rows = []
-        for community, spec, block_numbers, block_rows in zip(
+        for community, spec, block_numbers, block_rows, claims_block in zip(
                 *(batch.column(name).to_pylist() for name in REPORT_WORK_SCHEMA.names)):
             context = fill_descriptions(json.loads(spec), read_descriptions(
                 blocks, zip(block_numbers, block_rows)))
+            fill_claims(context, blocks[claims_block] if claims_block >= 0 else None)
             rows.append((community, render_context(context), context_record(context)))
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:

@@ -32,7 +32,7 @@ from graphrag_ray.index.communities import Community, carried_down, membership_b
 from graphrag_ray.index.description_blocks import DescriptionAddresses
 from graphrag_ray.index.merge import edge_endpoints, element_id
 from graphrag_ray.index.report_context import (
-    CLAIM_FIELDS, GraphElements, context_spec, number_tokens, select_elements,
+    GraphElements, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys)
 from graphrag_ray.index.reports import REPORT_WORK_SCHEMA, ReportWorker, full_content
 from graphrag_ray.index.summarize import SUMMARY_WORK_SCHEMA, SummarizeWorker
@@ -55,19 +55,21 @@ SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
 REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
 
 
-def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
-                         communities: list[Community], addresses: DescriptionAddresses,
+def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa.Table,
+                         claims_block, communities: list[Community],
+                         addresses: DescriptionAddresses,
                          config: GraphRagConfig, prompts: dict[str, str], services: LLMServices,
                          pool: WorkerPool,
                          bar: Callable[[str, int, str], ProgressBar | None]) -> SummariesAndReports:
     """`entities`/`relationships`: merged structure with degrees, `description_count` and
     `inner_tokens`, rows in their final order; their text is in the blocks `addresses` points
-    to, and the summaries' blocks are added to it."""
+    to, and the summaries' blocks are added to it. `claims`: the claims' structure
+    (`covariates.build_covariates`), their text in `claims_block`."""
     n_entities = entities.num_rows
     counts = np.concatenate([entities.column("description_count").to_numpy(),
                              relationships.column("description_count").to_numpy()])
     todo = np.flatnonzero(counts > 1)
-    elements = _graph_elements(entities, relationships, covariates, config.chunks.encoding_model)
+    elements = _graph_elements(entities, relationships, claims, config.chunks.encoding_model)
     by_id = {c.id: c for c in communities}
     schedule = _Schedule(communities, by_id, _communities_holding(
         todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)))
@@ -123,12 +125,17 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, covariates
         for start in range(0, len(ready), rows_per_report_call):
             specs = [context_spec_of(c) for c in ready[start:start + rows_per_report_call]]
             handles, where = addresses.gather([k for _, keys in specs for k in keys])
+            # The claims' block goes last, when a context has claims.
+            claims_at = len(handles) if any(spec["claims"] for spec, _ in specs) else -1
+            if claims_at >= 0:
+                handles.append(claims_block)
             rows, offset = [], 0
             for community, (spec, keys) in zip(ready[start:], specs):
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
                 rows.append({"community": community.id, "spec_json": json.dumps(spec),
-                             "blocks": [b for b, _ in mine], "rows": [r for _, r in mine]})
+                             "blocks": [b for b, _ in mine], "rows": [r for _, r in mine],
+                             "claims_block": claims_at})
             pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA),
                         blocks=handles)
 
@@ -260,14 +267,17 @@ def _communities_holding(todo: list[int], n_entities: int, elements: GraphElemen
     return holding
 
 
-def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.Table,
+def _graph_elements(entities: pa.Table, relationships: pa.Table, claims: pa.Table,
                     encoding: str) -> GraphElements:
     titles = entities.column("title").to_pylist()
     index = {title: i for i, title in enumerate(titles)}
-    claims_by_entity: dict[int, list[dict]] = defaultdict(list)
-    for claim in covariates.select(list(CLAIM_FIELDS)).to_pylist():
-        if claim["subject_id"] in index:
-            claims_by_entity[index[claim["subject_id"]]].append(claim)
+    claims_by_entity: dict[int, list[int]] = defaultdict(list)
+    claim_tokens: dict[int, list[int]] = defaultdict(list)
+    for row, (subject, tokens) in enumerate(zip(claims.column("subject_id").to_pylist(),
+                                                claims.column("row_tokens").to_pylist())):
+        if subject in index:
+            claims_by_entity[index[subject]].append(row)
+            claim_tokens[index[subject]].append(tokens)
     edge_source, edge_target = edge_endpoints(entities, relationships)
     degree = entities.column("degree").to_numpy()
     combined_degree = relationships.column("combined_degree").to_numpy()
@@ -282,7 +292,8 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table, covariates: pa.
     return GraphElements(
         titles=titles, types=entities.column("type").to_pylist(), degree=degree,
         edge_source=edge_source, edge_target=edge_target, combined_degree=combined_degree,
-        claims_by_entity=dict(claims_by_entity), entity_tokens=entity_tokens.astype(np.int64),
+        claims_by_entity=dict(claims_by_entity), claim_tokens=dict(claim_tokens),
+        entity_tokens=entity_tokens.astype(np.int64),
         edge_tokens=edge_tokens.astype(np.int64), encoding=encoding)
 
 

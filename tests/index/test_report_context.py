@@ -1,10 +1,12 @@
 import json
 
 import numpy as np
+import pyarrow as pa
 
 from graphrag_ray.index.report_context import (
-    GraphElements, context_row_tokens, context_spec, fill_descriptions, inner_cells_tokens,
-    number_tokens, render_context, select_elements, select_with_sub_reports, spec_keys)
+    CLAIM_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
+    fill_descriptions, inner_cells_tokens, number_tokens, render_context, row_tokens,
+    select_elements, select_with_sub_reports, spec_keys)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -15,15 +17,19 @@ DESCRIPTIONS = [f"{t} description " * 5 for t in TITLES] + \
     [f"{TITLES[s]} relates to {TITLES[t]}" for s, t in EDGES]
 
 
+CLAIMS = pa.table({"human_readable_id": [0], "subject_id": ["HUB"], "type": ["FACT"],
+                   "status": ["TRUE"], "description": ["the hub claim"]})
+
+
 def _elements():
     # A star around node 0 plus a chain 3-4; degrees: 0->3, 1,2->1, 3->2(0,4), 4->1
     degree = np.array([3, 1, 1, 2, 1])
-    claims = {0: [{"human_readable_id": 0, "subject_id": "HUB", "type": "FACT", "status": "TRUE",
-                   "description": "the hub claim"}]}
     elements = GraphElements(
         TITLES, ["X"] * 5, degree, np.array([s for s, _ in EDGES]),
         np.array([t for _, t in EDGES]), np.array([degree[s] + degree[t] for s, t in EDGES]),
-        claims, np.zeros(5, dtype=np.int64), np.zeros(4, dtype=np.int64))
+        claims_by_entity={0: [0]},  # HUB's claim: row 0 of the claims' block
+        claim_tokens={0: [row_tokens(CLAIMS.to_pylist()[0], CLAIM_FIELDS, "cl100k_base")]},
+        entity_tokens=np.zeros(5, dtype=np.int64), edge_tokens=np.zeros(4, dtype=np.int64))
     for node in range(5):
         elements.entity_tokens[node] = context_row_tokens(
             elements.entity_record(node), DESCRIPTIONS[node], "cl100k_base")
@@ -37,7 +43,8 @@ def _render(elements, selection) -> str:
     """What a report worker writes: the spec, with descriptions read by key."""
     spec = json.loads(json.dumps(context_spec(elements, selection)))
     keys = spec_keys(selection, len(TITLES))
-    return render_context(fill_descriptions(spec, [DESCRIPTIONS[k] for k in keys]))
+    return render_context(fill_claims(fill_descriptions(spec, [DESCRIPTIONS[k] for k in keys]),
+                                      CLAIMS))
 
 
 def test_leaf_order_follows_combined_degree_source_target_claims_edge():
@@ -47,6 +54,7 @@ def test_leaf_order_follows_combined_degree_source_target_claims_edge():
     assert selection.edges == [2, 0, 1, 3]
     assert selection.entities == [0, 3, 1, 2, 4]
     assert selection.claims == [(0, 0)]
+    assert "0|HUB|FACT|TRUE|the hub claim" in _render(elements, selection)
 
 
 def test_budget_is_never_exceeded():
