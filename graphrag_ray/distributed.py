@@ -182,8 +182,8 @@ class _WorkerHost:
     def run(self, key: str, worker_cls: type, constructor_kwargs: dict, batch: pa.Table,
             reads_blocks: bool = False, *blocks: pa.Table):
         """`blocks` come as top-level arguments, which Ray resolves before the call: a block
-        in the object store is read zero-copy, a small one travels inline with the call
-        (passed nested instead, each small block would be copied into the object store)."""
+        in the object store is read zero-copy. (A small block held inline by the driver is
+        copied into every call that reads it: hence `put_block` for blocks the driver makes.)"""
         with self._building:
             if key not in self.workers:
                 self.workers[key] = worker_cls(**constructor_kwargs)
