@@ -44,6 +44,8 @@ from graphrag_ray.progress import ProgressBar
 @dataclass
 class SummariesAndReports:
     reports: pa.Table
+    # Descriptions summarized; those whose LLM summary failed (extractive used), with reasons.
+    summaries: dict
     summarize_usage: Usage
     reports_usage: Usage
     # Active spans (they overlap): first request to last result of each kind of work.
@@ -92,6 +94,7 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa
     summarize_usage, reports_usage = Usage(), Usage()
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
+    fallbacks: list[str] = []
     mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
     # In block order: a call's description lists come from one or two blocks.
     ordered = _in_block_order(todo, addresses, lists=True)
@@ -145,6 +148,7 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa
             for result in pool.completed():
                 if "row_tokens" in result.column_names:  # summaries
                     summarize_usage.add(table_usage(result))
+                    fallbacks.extend(e for e in result.column("error").to_pylist() if e)
                     keys = result.column("key").to_pylist()
                     # Into the object store; the driver keeps no summary text.
                     addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
@@ -180,6 +184,8 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
     return SummariesAndReports(
         reports=_reports_table(communities, reports, generation),
+        summaries={"summarized": len(todo), "extractive_fallbacks": len(fallbacks),
+                   "first_fallback_reasons": fallbacks[:5]},
         summarize_usage=summarize_usage, reports_usage=reports_usage,
         summarize_wall_s=round(marks["last_summary"], 3),
         reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))

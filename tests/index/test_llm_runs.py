@@ -44,6 +44,9 @@ def test_rerun_after_failures_calls_only_for_the_failed_chunks(carol_excerpt, tm
         first = _build(flaky, carol_excerpt, tmp_path / "i", *overrides)
     failed = first["extraction"]["failed_chunks"]
     assert failed > 0
+    # Summaries that failed fell back to extractive ones, counted with their reason.
+    assert first["summaries"]["extractive_fallbacks"] > 0
+    assert "LLM summary failed" in first["summaries"]["first_fallback_reasons"][0]
     with run_test_server() as healthy:
         second = _build(healthy, carol_excerpt, tmp_path / "i", *overrides)
         assert healthy.stats()["by_kind"]["extract_graph"] == failed
@@ -51,6 +54,7 @@ def test_rerun_after_failures_calls_only_for_the_failed_chunks(carol_excerpt, tm
     assert extract["calls"] == failed
     assert extract["cache_hits"] == first["extraction"]["chunks"] - failed
     assert second["extraction"]["failed_chunks"] == 0
+    assert second["summaries"]["extractive_fallbacks"] == 0
 
 
 def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tmp_path):
