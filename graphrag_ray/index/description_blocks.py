@@ -31,40 +31,28 @@ def merged_block(descriptions: list[list[str]]) -> pa.Table:
 
 
 class DescriptionAddresses:
-    """Per element key: the block and row of its description, and of its description list."""
+    """Per element key: the block and row of its description, and of its description list.
+    Both start in the key's merge shard's block (`handles[shard]`); a summary moves the
+    description."""
 
-    def __init__(self, n_keys: int):
-        self.handles: list = []
-        self.block = np.full(n_keys, -1, dtype=np.int32)
-        self.row = np.zeros(n_keys, dtype=np.int32)
-        self.list_block = np.full(n_keys, -1, dtype=np.int32)
-        self.list_row = np.zeros(n_keys, dtype=np.int32)
-
-    def add_merged(self, handle, keys: np.ndarray, rows: np.ndarray) -> None:
-        """A merge shard's block: `keys[i]` is at row `rows[i]` (for both columns)."""
-        number = self._add(handle)
-        self.block[keys] = number
-        self.row[keys] = rows
-        self.list_block[keys] = number
-        self.list_row[keys] = rows
+    def __init__(self, handles: list, shard: np.ndarray, row: np.ndarray):
+        self.handles = list(handles)
+        self.list_block = shard.astype(np.int32)
+        self.list_row = row.astype(np.int32)
+        self.block = self.list_block.copy()
+        self.row = self.list_row.copy()
 
     def add_summaries(self, handle, keys: list[int]) -> None:
         """A summary block: row i is the new description of `keys[i]`."""
-        number = self._add(handle)
-        self.block[keys] = number
-        self.row[keys] = np.arange(len(keys), dtype=np.int32)
-
-    def _add(self, handle) -> int:
         self.handles.append(handle)
-        return len(self.handles) - 1
+        self.block[keys] = len(self.handles) - 1
+        self.row[keys] = np.arange(len(keys), dtype=np.int32)
 
     def gather(self, keys, lists: bool = False) -> tuple[list, list[tuple[int, int]]]:
         """What a worker needs to read `keys`' descriptions (or lists): the blocks holding them
         and, per key, (position in that list of blocks, row)."""
         blocks = (self.list_block if lists else self.block)[keys]
         rows = (self.list_row if lists else self.row)[keys]
-        if (blocks < 0).any():
-            raise RuntimeError("an element has no description block")
         used, position = np.unique(blocks, return_inverse=True)
         return ([self.handles[b] for b in used],
                 list(zip(position.tolist(), rows.tolist())))
@@ -117,11 +105,6 @@ def place_blocks(entities: pa.Table, relationships: pa.Table, handles: list
                             relationships.column("description_shard").to_numpy()])
     row = np.concatenate([entities.column("description_row").to_numpy(),
                           relationships.column("description_row").to_numpy()])
-    addresses = DescriptionAddresses(len(shard))
-    order = np.argsort(shard, kind="stable")
-    bounds = np.searchsorted(shard[order], np.arange(len(handles) + 1))
-    for number, handle in enumerate(handles):
-        keys = order[bounds[number]:bounds[number + 1]]
-        addresses.add_merged(handle, keys, row[keys])
     placement = ["description_shard", "description_row"]
-    return entities.drop_columns(placement), relationships.drop_columns(placement), addresses
+    return (entities.drop_columns(placement), relationships.drop_columns(placement),
+            DescriptionAddresses(handles, shard, row))
