@@ -21,12 +21,11 @@ from typing import Any
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import write_atomically
-from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 POINTER = "index.json"
 VERSIONS = "versions"
@@ -62,14 +61,11 @@ class IndexVersion:
         """`<name>.parquet`, or, for tables longer than `rows_per_part`, the parts
         `<name>/part-00000.parquet`, ... that readers put back together in order."""
         if rows_per_part is None or table.num_rows <= rows_per_part:
-            self.fs.makedirs(self.root, exist_ok=True)
-            with self.fs.open(self._path(f"{name}.parquet"), "wb") as handle:
-                pq.write_table(table, handle, compression="zstd")
+            write_parquet(self.fs, self._path(f"{name}.parquet"), table)
             return
-        self.fs.makedirs(self._path(name), exist_ok=True)
         for part, start in enumerate(range(0, table.num_rows, rows_per_part)):
-            with self.fs.open(self._path(f"{name}/part-{part:05d}.parquet"), "wb") as handle:
-                pq.write_table(table.slice(start, rows_per_part), handle, compression="zstd")
+            write_parquet(self.fs, self._path(f"{name}/part-{part:05d}.parquet"),
+                          table.slice(start, rows_per_part))
 
     def write_stream(self, name: str, tables, rows_per_part: int,
                      bytes_per_part: int = 256 * 2 ** 20) -> int:
@@ -81,9 +77,8 @@ class IndexVersion:
 
         def flush() -> None:
             nonlocal parts, buffered_rows, buffered_bytes
-            self.fs.makedirs(self._path(name), exist_ok=True)
-            with self.fs.open(self._path(f"{name}/part-{parts:05d}.parquet"), "wb") as handle:
-                pq.write_table(pa.concat_tables(buffer), handle, compression="zstd")
+            write_parquet(self.fs, self._path(f"{name}/part-{parts:05d}.parquet"),
+                          pa.concat_tables(buffer))
             parts += 1
             buffer.clear()
             buffered_rows = buffered_bytes = 0
