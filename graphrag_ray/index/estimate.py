@@ -16,7 +16,7 @@ from graphrag_ray.distributed import map_table
 from graphrag_ray.index.chunking import chunk_documents
 from graphrag_ray.index.communities import Community, carried_down
 from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
-from graphrag_ray.index.merge import merge_elements
+from graphrag_ray.index.merge import edge_endpoints, merge_elements
 from graphrag_ray.index.pipeline import detect_communities
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd
@@ -155,7 +155,8 @@ def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) ->
         relationships.column("descriptions").to_pylist()
     multi = [d for d in lists if len(d) > 1]
     encoding = config.chunks.encoding_model
-    communities: list[Community] = detect_communities(entities, relationships, config) \
+    communities: list[Community] = detect_communities(
+        entities, relationships, edge_endpoints(entities, relationships), config) \
         if entities.num_rows else []
     by_id = {c.id: c for c in communities}
     needing_report = [c for c in communities if not carried_down(c, by_id)]

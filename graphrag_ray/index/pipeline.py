@@ -34,16 +34,16 @@ from graphrag_ray.index.extraction.stage import (
 from graphrag_ray.index.instance_shards import read_shard
 from graphrag_ray.index.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, element_id, merge_shard)
-from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.index.read_and_chunk import input_reports, read_and_chunk, stored_pieces
+from graphrag_ray.index.summaries_and_reports import summarize_and_report
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.progress import ProgressBar
-from graphrag_ray.resources import PeakRss, driver_rss_mb, shared_memory_mb
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
+from graphrag_ray.resources import PeakRss, driver_rss_mb, shared_memory_mb
 from graphrag_ray.storage import IndexStore, IndexVersion
 
 log = logging.getLogger(__name__)
@@ -173,12 +173,15 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         # actors would hold.
         pool = make_pool(config)
         entities, relationships = add_degrees(entities, relationships)
+        # Each edge's ends as entity rows, for Leiden, the report contexts and the communities
+        # table: worked out once (a lookup by name per edge end).
+        endpoints = edge_endpoints(entities, relationships)
         leiden: dict = {}
         communities_list = timer.run("communities", detect_communities, entities, relationships,
-                                     config, leiden)
+                                     endpoints, config, leiden)
         described = timer.run("summaries_and_reports", summarize_and_report, entities,
-                              relationships, claims, claims_block, communities_list, addresses,
-                              config, prompts, services, pool, bar)
+                              relationships, endpoints, claims, claims_block, communities_list,
+                              addresses, config, prompts, services, pool, bar)
         entities = _finalize_entities(entities)
         relationships = _finalize_relationships(relationships)
         reports = described.reports
@@ -190,7 +193,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                                 config.output.rows_per_part))
         if config.claims.enabled:
             counts[schema.COVARIATES] = claims.num_rows
-        tables = {schema.COMMUNITIES: communities_table(communities_list, entities, relationships),
+        tables = {schema.COMMUNITIES: communities_table(communities_list, entities, relationships,
+                                                        endpoints),
                   schema.COMMUNITY_REPORTS: reports}
         embedded, dimensions, embed_usage = timer.run("embed", embed_index, tables, staged,
                                                       config, services, pool)
@@ -383,12 +387,14 @@ def _finalize_relationships(relationships: pa.Table) -> pa.Table:
     return relationships.select(RELATIONSHIP_STRUCTURE)
 
 
-def detect_communities(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig,
+def detect_communities(entities: pa.Table, relationships: pa.Table,
+                       endpoints: tuple[np.ndarray, np.ndarray], config: GraphRagConfig,
                        figures: dict | None = None) -> list[Community]:
-    """`figures`, when given, receives the graph's size and Leiden's time and memory."""
+    """`endpoints`: `edge_endpoints(entities, relationships)`. `figures`, when given, receives
+    the graph's size and Leiden's time and memory."""
     started = time.perf_counter()
     with PeakRss() as memory:
-        sources, targets = edge_endpoints(entities, relationships)
+        sources, targets = endpoints
         weights = relationships.column("weight").to_numpy()
         graph = build_graph(entities.num_rows, sources, targets, weights)
         built = time.perf_counter()
@@ -404,12 +410,12 @@ def detect_communities(entities: pa.Table, relationships: pa.Table, config: Grap
 
 
 def communities_table(communities: list[Community], entities: pa.Table,
-                      relationships: pa.Table) -> pa.Table:
+                      relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray]
+                      ) -> pa.Table:
     entity_ids = entities.column("id").to_pylist()
     edge_ids = relationships.column("id").to_pylist()
     edge_units = relationships.column("text_unit_ids").to_pylist()
-    edges_inside = edges_by_community(communities, *edge_endpoints(entities, relationships),
-                                      entities.num_rows)
+    edges_inside = edges_by_community(communities, *endpoints, entities.num_rows)
     empty = np.zeros(0, dtype=np.int64)
     rows = []
     for community in communities:

@@ -30,7 +30,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.communities import Community, carried_down, membership_by_level
 from graphrag_ray.index.description_blocks import DescriptionAddresses
-from graphrag_ray.index.merge import edge_endpoints, element_id
+from graphrag_ray.index.merge import element_id
 from graphrag_ray.index.report_context import (
     GraphElements, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys)
@@ -57,7 +57,8 @@ SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
 REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
 
 
-def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa.Table,
+def summarize_and_report(entities: pa.Table, relationships: pa.Table,
+                         endpoints: tuple[np.ndarray, np.ndarray], claims: pa.Table,
                          claims_block, communities: list[Community],
                          addresses: DescriptionAddresses,
                          config: GraphRagConfig, prompts: dict[str, str], services: LLMServices,
@@ -65,13 +66,15 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table, claims: pa
                          bar: Callable[[str, int, str], ProgressBar | None]) -> SummariesAndReports:
     """`entities`/`relationships`: merged structure with degrees, `description_count` and
     `inner_tokens`, rows in their final order; their text is in the blocks `addresses` points
-    to, and the summaries' blocks are added to it. `claims`: the claims' structure
+    to, and the summaries' blocks are added to it. `endpoints`: each edge's ends as entity
+    rows (`edge_endpoints`). `claims`: the claims' structure
     (`covariates.build_covariates`), their text in `claims_block`."""
     n_entities = entities.num_rows
     counts = np.concatenate([entities.column("description_count").to_numpy(),
                              relationships.column("description_count").to_numpy()])
     todo = np.flatnonzero(counts > 1)
-    elements = _graph_elements(entities, relationships, claims, config.chunks.encoding_model)
+    elements = _graph_elements(entities, relationships, endpoints, claims,
+                               config.chunks.encoding_model)
     by_id = {c.id: c for c in communities}
     schedule = _Schedule(communities, by_id, _communities_holding(
         todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)))
@@ -273,7 +276,8 @@ def _communities_holding(todo: list[int], n_entities: int, elements: GraphElemen
     return holding
 
 
-def _graph_elements(entities: pa.Table, relationships: pa.Table, claims: pa.Table,
+def _graph_elements(entities: pa.Table, relationships: pa.Table,
+                    endpoints: tuple[np.ndarray, np.ndarray], claims: pa.Table,
                     encoding: str) -> GraphElements:
     titles = entities.column("title").to_pylist()
     index = {title: i for i, title in enumerate(titles)}
@@ -284,7 +288,7 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table, claims: pa.Tabl
         if subject in index:
             claims_by_entity[index[subject]].append(row)
             claim_tokens[index[subject]].append(tokens)
-    edge_source, edge_target = edge_endpoints(entities, relationships)
+    edge_source, edge_target = endpoints
     degree = entities.column("degree").to_numpy()
     combined_degree = relationships.column("combined_degree").to_numpy()
     # Each row's tokens: its numbers (row index = human_readable_id, degree) around the
