@@ -66,8 +66,9 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     `concurrent_batches` > 1 runs that many batches at once in each actor (threads; the worker
     must be thread-safe): for I/O-bound work, so one batch's slowest row does not idle the actor.
     `first` runs a plain function over `table` to make the workers' input (it may yield several
-    tables: each becomes a block of its own), and `then` one over the workers' output, each in batches of its own size: at most `runtime.num_workers` Ray
-    tasks at a time that hold no CPU (they must not wait behind actors that hold them all).
+    tables: each becomes a block of its own), and `then` one over the workers' output, each in
+    batches of its own size: at most `runtime.num_workers` Ray tasks at a time that hold no CPU
+    (they must not wait behind actors that hold them all).
     """
     if table.num_rows == 0:
         return output_schema.empty_table()

@@ -4,7 +4,8 @@ never has to pass through the driver.
 A batch of consecutive files is read and chunked; its documents and chunks are written to the
 build's work area, named by the batch's first file (`_work/documents/files-N.parquet`,
 `_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for skipped files and decoding
-warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file, then document, then window.
+warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file,
+then document, then window.
 """
 
 from __future__ import annotations

@@ -63,6 +63,10 @@ def list_input_files(url: str, config: InputConfig
     return fs, root, files, sum(int(found[f].get("size") or 0) for f in files)
 
 
+DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()),
+                             ("creation_date", pa.string()), ("metadata", pa.string())])
+
+
 def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
               config: InputConfig) -> LoadedInput:
     """One input file's documents (in file order, without human_readable_id), or why it was
@@ -86,10 +90,6 @@ def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
         "metadata": [json.dumps({"source": r["_source"], **r.get("metadata", {})}) for r in rows],
     }, schema=DOCUMENT_SCHEMA)
     return result
-
-
-DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()),
-                             ("creation_date", pa.string()), ("metadata", pa.string())])
 
 
 def load_documents(url: str, config: InputConfig) -> LoadedInput:

@@ -17,10 +17,10 @@ from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import ReadTable, merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
-from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.query.local_search import (
     LocalData, build_local_context, extractive_answer, query_text)
+from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens

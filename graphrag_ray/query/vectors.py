@@ -30,8 +30,8 @@ class VectorTable:
             return []
         if query.shape[-1] != self.matrix.shape[1]:
             raise GraphRagError(f"the question's vector has {query.shape[-1]} dimensions and the "
-                             f"index's {self.matrix.shape[1]}: query with the embeddings "
-                             "settings the index was built with")
+                                f"index's {self.matrix.shape[1]}: query with the embeddings "
+                                "settings the index was built with")
         scores = self.matrix @ query.reshape(-1)
         k = min(k, len(self.ids))
         top = np.argpartition(-scores, k - 1)[:k]

@@ -25,6 +25,7 @@ RELATIONSHIP_STRUCT = pa.struct([("source", pa.string()), ("target", pa.string()
                                  ("description", pa.string()), ("strength", pa.float64())])
 CLAIM_STRUCT = pa.struct([(name, pa.string()) for name in CLAIM_FIELDS])
 
+
 def _instance_schema(struct: pa.StructType) -> pa.Schema:
     return pa.schema(list(struct) + [("text_unit_id", pa.string()), ("seq", pa.int64())])
 
