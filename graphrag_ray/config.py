@@ -41,6 +41,10 @@ class ExtractionConfig(_Section):
     method: Literal["nlp", "llm"] = "nlp"
     entity_types: list[str] = ["organization", "person", "geo", "event"]
     max_gleanings: int = Field(1, ge=0)
+    # Before each gleaning round, ask whether anything was missed (the paper's Y/N check).
+    # false: glean `max_gleanings` times without asking, as Microsoft GraphRAG does; it saves
+    # the check's call, which resends the whole conversation for a one-token answer.
+    glean_check: bool = True
     # logit_bias forces a one-token Y/N answer; endpoints that reject it fall back to parsing.
     use_logit_bias: bool = True
     tuple_delimiter: str = "<|>"
@@ -167,12 +171,14 @@ class EvalConfig(_Section):
     concurrency: int = Field(8, gt=0)
 
 
-# USD per 1M tokens (prompt, completion) for cost estimates; `llm.prices` adds or overrides.
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
+# USD per 1M tokens (prompt, completion[, cached prompt]) for cost estimates; `llm.prices`
+# adds or overrides. The cached-prompt price applies to the prompt tokens a response reports
+# as served from the provider's prompt cache (`usage.prompt_tokens_details.cached_tokens`).
+DEFAULT_PRICES: dict[str, tuple[float, ...]] = {
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1": (2.00, 8.00, 0.50),
     "gpt-4-turbo": (10.00, 30.00),
     "text-embedding-3-small": (0.02, 0.0),
     "text-embedding-3-large": (0.13, 0.0),
@@ -190,22 +196,36 @@ class LLMConfig(_Section):
     # The provider's limits; the budget holds across every worker of the job (None: unlimited).
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
-    max_concurrency: int = Field(32, gt=0)
+    # Calls in flight follow from the limits and the latency seen (Little's law); this caps
+    # them whatever the limits allow.
+    max_concurrency: int = Field(256, gt=0)
+    # Calls in flight when neither limit is set (nothing to size from): a local server's
+    # parallel slots, or a provider that paces with 429s alone.
+    unlimited_concurrency: int = Field(32, gt=0)
     # How the provider counts a call against tokens_per_minute: the usage it reports
     # (reservations are reconciled), or the requested prompt + max_tokens (no refund).
     tokens_counted: Literal["usage", "requested"] = "usage"
     # Pace at this fraction of the limits, with at most this many seconds of burst.
     rate_limit_headroom: float = Field(0.98, gt=0, le=1)
     burst_seconds: float = Field(1.0, gt=0)
-    # Concurrent requests inside one worker actor (LLM calls are I/O bound).
-    concurrent_requests: int = Field(8, gt=0)
+    # Calls one worker actor makes at once (threads; LLM calls are I/O bound): the number of
+    # actors is the calls in flight a stage needs divided by this.
+    concurrent_requests: int = Field(64, gt=0)
     # Times a malformed (unparseable) reply is re-requested before the item is marked failed.
     max_parse_retries: int = Field(2, ge=0)
-    prices: dict[str, tuple[float, float]] = Field(
-        default_factory=dict, description="model -> (USD per 1M prompt, per 1M completion)")
+    prices: dict[str, tuple[float, float] | tuple[float, float, float]] = Field(
+        default_factory=dict,
+        description="model -> (USD per 1M prompt, per 1M completion[, per 1M cached prompt])")
 
-    def price(self) -> tuple[float, float] | None:
+    def price(self) -> tuple[float, ...] | None:
         return self.prices.get(self.model) or DEFAULT_PRICES.get(self.model)
+
+    def concurrency_ceiling(self) -> int:
+        """The most calls in flight: `max_concurrency`, or `unlimited_concurrency` when no
+        limit is set."""
+        if self.requests_per_minute or self.tokens_per_minute:
+            return self.max_concurrency
+        return min(self.max_concurrency, self.unlimited_concurrency)
 
 
 class EmbeddingsConfig(LLMConfig):

@@ -6,6 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Callable
 
 import pyarrow as pa
@@ -31,6 +34,9 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
             ray.init(num_cpus=runtime.num_cpus, **kwargs)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # Ray Data counts a generator's input as one input and warns that a pool "only received
+    # 1 input(s)"; the blocks it yields do reach every actor (tests/index/test_throughput.py).
+    warnings.filterwarnings("ignore", message=r".*only received 1 input\(s\)", category=UserWarning)
     context = DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
@@ -55,16 +61,36 @@ def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
 FollowUp = tuple[Callable[..., pa.Table], dict, int]  # (fn(batch, **kwargs), kwargs, batch size)
 
 
+@dataclass(frozen=True)
+class PoolShape:
+    """How a stage's work is spread: `actors` (Ray) each running `per_actor` batches at once
+    (threads). In-process there is one worker, running `actors * per_actor` batches at once."""
+    actors: int
+    per_actor: int = 1
+
+    @property
+    def in_flight(self) -> int:
+        return self.actors * self.per_actor
+
+
+def io_pool_shape(in_flight: int, per_actor: int) -> PoolShape:
+    """`in_flight` batches at once for I/O-bound work (LLM calls), `per_actor` to an actor:
+    the actor count follows the demand, so a larger rate limit asks a cluster for more."""
+    per_actor = max(1, min(per_actor, in_flight))
+    return PoolShape(-(-in_flight // per_actor), per_actor)
+
+
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
-              batch_size: int | None = None, concurrent_batches: int = 1,
+              batch_size: int | None = None, shape: PoolShape | None = None,
               first: FollowUp | None = None, then: FollowUp | None = None,
               progress: ProgressBar | None = None) -> pa.Table:
     """Apply `worker_cls(**constructor_kwargs)` to every batch of `table`; rows come back in
     arbitrary order (callers join by key). `progress` advances as output blocks arrive.
 
-    `concurrent_batches` > 1 runs that many batches at once in each actor (threads; the worker
-    must be thread-safe): for I/O-bound work, so one batch's slowest row does not idle the actor.
+    `shape`: actors and batches at once per actor (threads; the worker must be thread-safe),
+    for I/O-bound work, so that as many batches are in flight as the stage needs whatever the
+    input's structure; by default `runtime.num_workers` actors, one batch each.
     `first` runs a plain function over `table` to make the workers' input (it may yield several
     tables: each becomes a block of its own), and `then` one over the workers' output, each in
     batches of its own size: at most `runtime.num_workers` Ray tasks at a time that hold no CPU
@@ -85,10 +111,11 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
                 return output_schema.empty_table()
             table = pa.concat_tables(made)
         worker = worker_cls(**constructor_kwargs)
-        for block in split_table(table, batch_size):
-            results.append(worker(block))
-            if progress:
-                progress.update(block.num_rows)
+        with ThreadPoolExecutor(shape.in_flight if shape else 1) as threads:
+            for result in threads.map(worker, split_table(table, batch_size)):
+                results.append(result)
+                if progress:
+                    progress.add_rows(result)
         if progress:
             progress.close()
         if then is not None:
@@ -108,13 +135,15 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
                                    num_cpus=0, compute=TaskPoolStrategy(size=runtime.num_workers))
 
     ensure_ray(runtime)
+    shape = shape or PoolShape(runtime.num_workers)
     if first is not None:
         dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
-        pool_size = runtime.num_workers
+        pool_size = shape.actors
     else:
         blocks = split_table(table, batch_size)
         dataset = ray.data.from_arrow(blocks)
-        pool_size = max(1, min(runtime.num_workers, len(blocks)))
+        pool_size = max(1, min(shape.actors, -(-len(blocks) // shape.per_actor)))
+    pool_size = min(pool_size, actors_that_fit(num_cpus))
     dataset = dataset.map_batches(
         worker_cls,
         fn_constructor_kwargs=constructor_kwargs,
@@ -122,9 +151,9 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         # pool that grows one actor at a time leaves the rate budget idle for seconds.
         compute=ActorPoolStrategy(
             size=pool_size,
-            max_tasks_in_flight_per_actor=max(2, concurrent_batches),
-            max_concurrent_calls_per_actor=concurrent_batches,
-            enable_true_multi_threading=concurrent_batches > 1),
+            max_tasks_in_flight_per_actor=max(2, shape.per_actor),
+            max_concurrent_calls_per_actor=shape.per_actor,
+            enable_true_multi_threading=shape.per_actor > 1),
         batch_size=batch_size,
         batch_format="pyarrow",
         num_cpus=num_cpus,
@@ -135,10 +164,21 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         if block.num_rows:
             results.append(block)
             if progress:
-                progress.update(block.num_rows)
+                progress.add_rows(block)
     if progress:
         progress.close()
     return _as_schema(results, output_schema)
+
+
+def actors_that_fit(num_cpus: float) -> int:
+    """Actors of `num_cpus` each that the cluster can hold now (at least one): a fixed pool
+    larger than that would wait for resources that never come. (An autoscaling cluster
+    reports what it has; pools are sized again when the next stage starts.)"""
+    import ray
+
+    if num_cpus <= 0:
+        return 1 << 30
+    return max(1, int(ray.cluster_resources().get("CPU", 1) / num_cpus))
 
 
 def _tables(result) -> list[pa.Table]:
@@ -197,15 +237,22 @@ class WorkerPool:
     for stages whose work appears step by step (a parent community's report can start when its
     children's are done), where a dataset per step would pay Ray Data's start-up and a barrier
     each time. One pool serves several stages (`bind` a worker class per stage), so actors start
-    once. Ray: threaded actors spread over the cluster; local: in-process."""
+    once. Ray: `size` threaded actors spread over the cluster, `concurrency` batches at once
+    each; local: in-process threads, as many as the actors' batches together. Either way the
+    workers must be thread-safe."""
 
     def __init__(self, runtime: RuntimeConfig, *, num_cpus: float, concurrency: int,
                  size: int | None = None):
         self.engine = runtime.engine
         self._host = _WorkerHost()
         self._bound: dict[str, tuple[type, object]] = {}
-        self._done: list[pa.Table] = []
+        size = size or runtime.num_workers
+        self._pending: dict = {}  # future or object ref -> actor index
+        self._capacity = size * concurrency
         if self.engine == "local":
+            self._threads = ThreadPoolExecutor(self._capacity)
+            self._actors = [None]
+            self._load = [0]
             return
         import ray
 
@@ -215,9 +262,10 @@ class WorkerPool:
         actor_cls = ray.remote(_WorkerHost).options(
             num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD",
             max_restarts=-1, max_task_retries=-1)
-        self._actors = [actor_cls.remote() for _ in range(size or runtime.num_workers)]
+        size = min(size, actors_that_fit(num_cpus))
+        self._capacity = size * concurrency
+        self._actors = [actor_cls.remote() for _ in range(size)]
         self._load = [0] * len(self._actors)
-        self._pending: dict = {}  # object ref -> actor index
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -234,13 +282,13 @@ class WorkerPool:
         reads; it is then called as `worker(batch, tables)`."""
         worker_cls, kwargs = self._bound[key]
         arguments = (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
-        if self.engine == "local":
-            self._done.append(self._host.run(*arguments))
-            return
         index = min(range(len(self._actors)), key=self._load.__getitem__)
-        ref = self._actors[index].run.remote(*arguments)
+        if self.engine == "local":
+            pending = self._threads.submit(self._host.run, *arguments)
+        else:
+            pending = self._actors[index].run.remote(*arguments)
         self._load[index] += 1
-        self._pending[ref] = index
+        self._pending[pending] = index
 
     def put_block(self, table: pa.Table):
         """A table for later workers, held by the object store (on Ray) rather than by this
@@ -253,23 +301,37 @@ class WorkerPool:
 
     @property
     def size(self) -> int:
-        return 1 if self.engine == "local" else len(self._actors)
+        return len(self._actors)
+
+    @property
+    def capacity(self) -> int:
+        """Batches the pool runs at once."""
+        return self._capacity
 
     def pending(self) -> int:
-        """Batches submitted and not finished (local batches finish as they are submitted)."""
-        return 0 if self.engine == "local" else len(self._pending)
+        """Batches submitted and not handed back by `completed` yet."""
+        return len(self._pending)
 
     def busy(self) -> bool:
-        return bool(self._done) or (self.engine != "local" and bool(self._pending))
+        return bool(self._pending)
 
-    def completed(self) -> list[pa.Table]:
-        """Results finished so far; on Ray, waits for at least one if none is ready."""
-        if self.engine == "local" or not self._pending:
-            done, self._done = self._done, []
-            return done
+    def completed(self, timeout: float | None = None) -> list[pa.Table]:
+        """Results finished so far; waits for at least one if none is ready (at most
+        `timeout` seconds when given; none when nothing is pending)."""
+        if not self._pending:
+            return []
+        if self.engine == "local":
+            ready, _ = wait(list(self._pending), timeout, return_when=FIRST_COMPLETED)
+            results = []
+            for future in ready:
+                self._load[self._pending.pop(future)] -= 1
+                results.append(future.result())
+            return results
         import ray
 
-        ready, _ = ray.wait(list(self._pending), num_returns=1)
+        ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        if not ready:
+            return []
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
@@ -278,8 +340,10 @@ class WorkerPool:
         return results
 
     def close(self) -> None:
-        if self.engine != "local":
-            import ray
+        if self.engine == "local":
+            self._threads.shutdown(wait=True, cancel_futures=True)
+            return
+        import ray
 
-            for actor in self._actors:
-                ray.kill(actor)
+        for actor in self._actors:
+            ray.kill(actor)

@@ -24,10 +24,16 @@ class ProgressBar:
     def line(self) -> str:
         elapsed = max(1e-9, time.monotonic() - self.started)
         rate = self.done / elapsed
+        # An estimated total can fall short of the count: never a negative ETA.
+        self.total = max(self.total, self.done)
         remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta = "?" if remaining == float("inf") else f"{remaining:.0f}s"
         return (f"[{self.label}] {self.done}/{self.total} {self.unit} "
                 f"{rate:.1f}/s elapsed {elapsed:.0f}s ETA {eta}")
+
+    def add_rows(self, block) -> None:
+        """A block of finished rows (a table); subclasses learn from its columns."""
+        self.update(block.num_rows)
 
     def update(self, count: int) -> None:
         self.done += count
@@ -45,3 +51,32 @@ class ProgressBar:
     def close(self) -> None:
         self.stream.write(("\r" + self.line().ljust(79) if self.interactive else self.line()) + "\n")
         self.stream.flush()
+
+
+def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
+    """Token windows of a file of `file_bytes`, at ~4 bytes a token (at least one)."""
+    tokens = max(1, file_bytes // 4)
+    return 1 if tokens <= size else 1 + -(-(tokens - size) // max(1, size - overlap))
+
+
+class ChunkProgress(ProgressBar):
+    """Chunks extracted out of a total estimated per file from its size, corrected to the
+    file's real chunk count as soon as one of its chunks is done (rows carry `seq` and
+    `file_chunks`)."""
+
+    def __init__(self, label: str, estimates: list[int], unit: str = "chunks", **kwargs):
+        super().__init__(label, sum(estimates), unit, **kwargs)
+        self.estimates = estimates
+        self.counted: set[int] = set()
+
+    def add_rows(self, block) -> None:
+        if "file_chunks" in block.column_names:
+            from graphrag_ray.index.read_and_chunk import seq_file_index
+
+            for seq, chunks in zip(block.column("seq").to_pylist(),
+                                   block.column("file_chunks").to_pylist()):
+                file_index = seq_file_index(seq)
+                if file_index not in self.counted:
+                    self.counted.add(file_index)
+                    self.total += chunks - self.estimates[file_index]
+        self.update(block.num_rows)

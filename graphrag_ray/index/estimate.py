@@ -58,12 +58,18 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
         completion += first_out
         out = first_out
         for _ in range(ex.max_gleanings):
-            conversation += out + check
-            calls += 2
-            prompt += conversation + (conversation + CHECK_OUTPUT_TOKENS + cont)
-            conversation += CHECK_OUTPUT_TOKENS + cont
+            conversation += out
+            if ex.glean_check:
+                conversation += check
+                calls += 1
+                prompt += conversation
+                completion += CHECK_OUTPUT_TOKENS
+                conversation += CHECK_OUTPUT_TOKENS
+            conversation += cont
+            calls += 1
+            prompt += conversation
             out = int(out * GLEANING_OUTPUT_FRACTION)
-            completion += CHECK_OUTPUT_TOKENS + out
+            completion += out
     stages["extract"] = {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion}
     if config.claims.enabled:
         claims_base = template_tokens("extract_claims", claim_description=config.claims.description,

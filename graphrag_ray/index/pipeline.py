@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import WorkerPool, ensure_ray, map_items, map_table, resolve_engine
+from graphrag_ray.distributed import (
+    PoolShape, WorkerPool, ensure_ray, io_pool_shape, map_items, map_table, resolve_engine)
 from graphrag_ray.errors import InputError, LLMError
 from graphrag_ray.index.communities import (
     Community, build_graph, edges_by_community, hierarchical_leiden)
@@ -27,7 +28,8 @@ from graphrag_ray.index.covariates import build_covariates
 from graphrag_ray.index.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
 from graphrag_ray.index.element_tables import write_element_tables
-from graphrag_ray.index.embeddings import embed_index
+from graphrag_ray.index.embeddings import (
+    EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extraction.stage import (
     CHUNK_STATUS_FIELDS, ENTITY_INSTANCE_SCHEMA, EXTRACTION_SCHEMA,
     MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA, ExtractionWorker, spill_instances)
@@ -40,10 +42,12 @@ from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
-from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
-from graphrag_ray.progress import ProgressBar
+from graphrag_ray.llm.rate_limiter import (
+    LocalRateLimiter, cluster_rate_limiter, planned_in_flight)
+from graphrag_ray.progress import ChunkProgress, ProgressBar, estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.resources import PeakRss, driver_rss_mb, shared_memory_mb
+from graphrag_ray.tokens import count_tokens
 from graphrag_ray.storage import IndexStore, IndexVersion
 
 log = logging.getLogger(__name__)
@@ -118,15 +122,18 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
 
-    _, root, files, input_bytes = timer.run("list_inputs", list_input_files, input_url,
-                                            config.input)
-    # Before reading: the corpus size estimated from its bytes (~4 per token).
+    _, root, files, file_bytes = timer.run("list_inputs", list_input_files, input_url,
+                                           config.input)
+    # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
+    input_bytes = sum(file_bytes)
     estimated_tokens = max(1, input_bytes // 4)
-    estimated_chunks = -(-estimated_tokens // max(1, config.chunks.size - config.chunks.overlap))
+    chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
+                       for size in file_bytes]
+    estimated_chunk_count = sum(chunk_estimates)
     config = config.model_copy(deep=True)
-    config.runtime.engine = resolve_engine(config.runtime, estimated_chunks)
-    progress(f"{len(files)} input files ({input_bytes / 2 ** 20:.1f} MiB, ~{estimated_chunks} "
-             f"chunks); engine: {config.runtime.engine}")
+    config.runtime.engine = resolve_engine(config.runtime, estimated_chunk_count)
+    progress(f"{len(files)} input files ({input_bytes / 2 ** 20:.1f} MiB, "
+             f"~{estimated_chunk_count} chunks); engine: {config.runtime.engine}")
     store = IndexStore(output_url)
     staged = store.stage()
     # Documents, chunks and instances go from the workers to this work area and on to the
@@ -143,15 +150,23 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     # its actors' imports compete for the CPUs with the extraction actors' and delay the first
     # LLM call.
     pool = None
+    # An embeddings endpoint has its own budget: its pool starts now and embeds the text
+    # units while extraction runs.
+    embed_pool = make_embedding_pool(config) if uses_embedding_endpoint(config) else None
+    feed = EmbeddingFeed(config, staged, services, embed_pool) if embed_pool else None
+    text_units = TextUnitEmbeddings(feed, work_url) if feed else None
 
     def bar(label: str, total: int, unit: str) -> ProgressBar | None:
         return ProgressBar(label, total, unit) if progress_bars else None
 
     try:
         extraction = timer.run("extract", extract_chunks, inputs, reading, config,
-                               prompts, services, bar(
-                                   "extract", estimated_chunks, "chunks (estimated total)"),
+                               prompts, services,
+                               ChunkProgress("extract", chunk_estimates)
+                               if progress_bars else None,
                                progress, (work_url, shards))
+        if text_units:
+            text_units.reading_done.set()  # it submits the last pieces in the background
         skipped, warnings = input_reports(work_url)
         for warning in warnings:
             progress(f"warning: {warning}")
@@ -171,7 +186,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             keep_blocks=True)
         # After the merge and the claims: their Ray tasks need the CPUs an offline pool's
         # actors would hold.
-        pool = make_pool(config)
+        pool = make_pool(config, prompts)
         entities, relationships = add_degrees(entities, relationships)
         # Each edge's ends as entity rows, for Leiden, the report contexts and the communities
         # table: worked out once (a lookup by name per edge end).
@@ -181,7 +196,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                                      endpoints, config, leiden)
         described = timer.run("summaries_and_reports", summarize_and_report, entities,
                               relationships, endpoints, claims, claims_block, communities_list,
-                              addresses, config, prompts, services, pool, bar)
+                              addresses, config, prompts, services, pool, bar,
+                              FinalTextsToEmbed(feed, entities, addresses) if feed else None)
         entities = _finalize_entities(entities)
         relationships = _finalize_relationships(relationships)
         reports = described.reports
@@ -196,17 +212,23 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         tables = {schema.COMMUNITIES: communities_table(communities_list, entities, relationships,
                                                         endpoints),
                   schema.COMMUNITY_REPORTS: reports}
-        embedded, dimensions, embed_usage = timer.run("embed", embed_index, tables, staged,
-                                                      config, services, pool)
+        if text_units:
+            text_units.join()
+        embedded, dimensions, embed_usage = timer.run(
+            "embed", embed_index, tables, staged,
+            feed or EmbeddingFeed(config, staged, services, pool), feed is not None)
         staged.remove("_work")
         timer.run("write", _write_tables, staged, tables, config.output.rows_per_part)
         llm_usage = _usage_summary(
             {"extract": table_usage(extraction), "summarize": described.summarize_usage,
              "reports": described.reports_usage, "embed": embed_usage},
             {"extract": timer.timings["extract"], "summarize": described.summarize_wall_s,
-             "reports": described.reports_wall_s, "embed": timer.timings["embed"]}, config)
+             "reports": described.reports_wall_s, "embed": timer.timings["embed"]}, config,
+            services.ledger() if services.limiter is not None else None)
         if services.limiter is not None:
             llm_usage["rate_limiter"] = services.limiter.stats()
+        if services.embedding_limiter is not None:
+            llm_usage["embeddings_rate_limiter"] = services.embedding_limiter.stats()
         manifest = {
             "format_version": schema.INDEX_FORMAT_VERSION,
             "created_at": datetime.now(timezone.utc).isoformat(),
@@ -245,8 +267,13 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 progress(f"pruned index version {pruned}")
         return manifest
     finally:
-        if pool is not None:
-            pool.close()
+        if text_units:
+            text_units.reading_done.set()
+        if feed:
+            feed.stop()
+        for started_pool in (pool, embed_pool):
+            if started_pool is not None:
+                started_pool.close()
         services.close()
 
 
@@ -275,7 +302,6 @@ def merge_instances(work_url: str, shards: int, config: GraphRagConfig
     return entities, relationships, addresses, stats
 
 
-LLM_CHUNKS_PER_BATCH = 4
 FILES_PER_READ = 32
 CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 # Chunks whose instances are written together, one piece per shard: fewer, larger objects on
@@ -286,6 +312,14 @@ INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 LLM_ACTOR_CPUS = 0.25
 
 
+def llm_pool_shape(config: GraphRagConfig, tokens_per_call: float) -> PoolShape:
+    """Actors and calls per actor for an LLM stage, from the rate budget: the calls in flight
+    that keep the limits busy (Little's law, `rate_limiter.planned_in_flight`), whatever the
+    number of files, chunks per file or workers."""
+    return io_pool_shape(planned_in_flight(config.llm, tokens_per_call),
+                         config.llm.concurrent_requests)
+
+
 def extract_chunks(inputs: pa.Table, reading: dict, config: GraphRagConfig,
                    prompts: dict[str, str], services: LLMServices, bar: ProgressBar | None,
                    progress: Progress, spill: tuple[str, int]) -> pa.Table:
@@ -293,11 +327,12 @@ def extract_chunks(inputs: pa.Table, reading: dict, config: GraphRagConfig,
     (`spill`: work URL, shards). Returns one status row per chunk, in chunk order; stops if
     every chunk failed."""
     if config.extraction.method == "llm":
-        # Small batches, several at once per actor: `llm.concurrent_requests` chunks in flight
-        # per actor, and a slow chunk holds back only its own small batch.
-        batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": LLM_CHUNKS_PER_BATCH,
-                    "concurrent_batches": max(1, config.llm.concurrent_requests
-                                              // LLM_CHUNKS_PER_BATCH)}
+        # One chunk per batch (one call's worth at a time), as many at once as the budget
+        # can keep busy: a chunk's calls (extraction, gleaning) are sequential.
+        tokens_per_call = count_tokens(prompts["extract_graph"], config.chunks.encoding_model) \
+            + config.chunks.size
+        batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
+                    "shape": llm_pool_shape(config, tokens_per_call)}
     else:
         batching = {"num_cpus": 1.0}
     extraction = map_table(inputs, ExtractionWorker,
@@ -332,19 +367,39 @@ def _community_figures(communities: list[Community]) -> dict:
     }
 
 
-def make_pool(config: GraphRagConfig) -> WorkerPool:
+def make_pool(config: GraphRagConfig, prompts: dict[str, str]) -> WorkerPool:
+    """The pool for summaries, reports, the tables' writers and embeddings; sized, when it
+    calls an LLM, for the summary calls (the shortest prompts, hence the most calls/s)."""
     if uses_any_llm(config):
-        return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS,
-                          concurrency=config.llm.concurrent_requests)
+        tokens_per_call = count_tokens(prompts["summarize_descriptions"],
+                                       config.chunks.encoding_model) \
+            + 2 * config.summarize.max_length
+        shape = llm_pool_shape(config, tokens_per_call)
+        return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
+                          size=shape.actors)
     return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
+def make_embedding_pool(config: GraphRagConfig) -> WorkerPool:
+    """The pool for an embeddings endpoint, sized from its own budget."""
+    embeddings = config.embeddings
+    shape = io_pool_shape(planned_in_flight(embeddings, embeddings.batch_size * config.chunks.size),
+                          embeddings.concurrent_requests)
+    return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
+                      size=shape.actors)
+
+
 def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],
-                   config: GraphRagConfig) -> dict:
-    """`embed` is priced as the embeddings model, every other stage as the chat model."""
+                   config: GraphRagConfig, ledger: dict[str, dict[str, int]] | None) -> dict:
+    """`embed` is priced as the embeddings model, every other stage as the chat model.
+    `ledger`: the rate budgets' count of the requests that reached the provider, per stage;
+    it replaces what the workers' rows say of them (a retried Ray task's rows lose the calls
+    its first attempt made). Cache hits come from the rows."""
     summary = {"model": config.llm.model, "stages": {}}
     total, costs = Usage(), []
     for name, usage in stages.items():
+        if ledger is not None:
+            usage = Usage(cache_hits=usage.cache_hits, **ledger.get(name, {}))
         total.add(usage)
         costs.append(cost_usd(usage, config.embeddings if name == "embed" else config.llm)
                      if usage.calls else 0.0)

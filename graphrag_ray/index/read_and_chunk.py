@@ -23,9 +23,15 @@ from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
+# `file_chunks`: how many chunks the chunk's file made (progress corrects its estimate by it).
 CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
-                          ("document_id", pa.string()), ("seq", pa.int64())])
+                          ("document_id", pa.string()), ("seq", pa.int64()),
+                          ("file_chunks", pa.int64())])
 _POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
+
+
+def seq_file_index(seq: int) -> int:
+    return seq >> 2 * _POSITION_BITS
 
 
 def chunk_seq(file_index: int, document: int, window: int) -> int:
@@ -63,7 +69,9 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         chunk_parts.append(pa.table({
             "id": units.column("id"), "text": units.column("text"),
             "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
-            "seq": pa.array(seq, pa.int64())}, schema=CHUNK_SCHEMA))
+            "seq": pa.array(seq, pa.int64()),
+            "file_chunks": pa.array([units.num_rows] * units.num_rows, pa.int64())},
+            schema=CHUNK_SCHEMA))
         unit_ids: dict[str, list[str]] = {}
         for unit, document in zip(units.column("id").to_pylist(),
                                   units.column("document_id").to_pylist()):

@@ -141,7 +141,8 @@ class ReportWorker:
         self.template = prompts["community_report"]
         self.tag = prompt_version(self.template)
         self.use_llm = config.uses_llm(config.reports.method)
-        self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="reports")
+                     if self.use_llm else None)
 
     def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         rows = []

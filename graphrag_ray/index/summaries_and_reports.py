@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -57,22 +57,40 @@ SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
 REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
 
 
+class FinalTexts(Protocol):
+    """Told as texts become final, for work that follows them (the embeddings)."""
+
+    def entities_final(self, keys: list[int]) -> None:
+        """These entities' descriptions are final (at their addresses)."""
+
+    def report_done(self, ids: list[str], text: str) -> None:
+        """The report rows `ids` (a community and those carried down from it) have `text`."""
+
+
+def report_id(community_id: int, title: str) -> str:
+    return element_id("report", str(community_id), title)
+
+
 def summarize_and_report(entities: pa.Table, relationships: pa.Table,
                          endpoints: tuple[np.ndarray, np.ndarray], claims: pa.Table,
                          claims_block, communities: list[Community],
                          addresses: DescriptionAddresses,
                          config: GraphRagConfig, prompts: dict[str, str], services: LLMServices,
                          pool: WorkerPool,
-                         bar: Callable[[str, int, str], ProgressBar | None]) -> SummariesAndReports:
+                         bar: Callable[[str, int, str], ProgressBar | None],
+                         final: FinalTexts | None = None) -> SummariesAndReports:
     """`entities`/`relationships`: merged structure with degrees, `description_count` and
     `inner_tokens`, rows in their final order; their text is in the blocks `addresses` points
     to, and the summaries' blocks are added to it. `endpoints`: each edge's ends as entity
     rows (`edge_endpoints`). `claims`: the claims' structure
-    (`covariates.build_covariates`), their text in `claims_block`."""
+    (`covariates.build_covariates`), their text in `claims_block`. `final` hears of each
+    entity description and report as it becomes final."""
     n_entities = entities.num_rows
     counts = np.concatenate([entities.column("description_count").to_numpy(),
                              relationships.column("description_count").to_numpy()])
     todo = np.flatnonzero(counts > 1)
+    if final is not None:
+        final.entities_final(np.flatnonzero(counts[:n_entities] <= 1).tolist())
     elements = _graph_elements(entities, relationships, endpoints, claims,
                                config.chunks.encoding_model)
     by_id = {c.id: c for c in communities}
@@ -155,6 +173,8 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table,
                     keys = result.column("key").to_pylist()
                     # Into the object store; the driver keeps no summary text.
                     addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
+                    if final is not None:
+                        final.entities_final([k for k in keys if k < n_entities])
                     for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
                         if key < n_entities:
                             elements.entity_tokens[key] = tokens
@@ -170,10 +190,14 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table,
                         report = json.loads(row["report_json"])
                         report["community"] = row["community"]
                         report["rank"] = report["rating"]
-                        for community_id in schedule.report_done(row["community"]):
+                        served = schedule.report_done(row["community"])
+                        for community_id in served:
                             # Carried down: the same community one level up, the same report.
                             reports[community_id] = dict(report, community=community_id)
                             generation[community_id] = row["generation"]
+                        if final is not None:
+                            final.report_done([report_id(c, report["title"]) for c in served],
+                                              full_content(report))
                     marks["last_report"] = time.perf_counter() - started
                     if report_bar:
                         report_bar.update(result.num_rows)
@@ -313,7 +337,7 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
     for community in communities:
         report = reports[community.id]
         rows.append({
-            "id": element_id("report", str(community.id), report["title"]),
+            "id": report_id(community.id, report["title"]),
             "human_readable_id": community.id, "community": community.id,
             "level": community.level, "parent": community.parent, "children": community.children,
             "title": report["title"], "summary": report["summary"],

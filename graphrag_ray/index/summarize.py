@@ -64,7 +64,8 @@ class SummarizeWorker:
         self.template = prompts["summarize_descriptions"]
         self.tag = prompt_version(self.template)
         self.use_llm = config.uses_llm(config.summarize.method)
-        self.chat = (services or LLMServices()).chat(config.llm) if self.use_llm else None
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="summarize")
+                     if self.use_llm else None)
 
     def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         lists = read_descriptions(blocks, zip(batch.column("block").to_pylist(),

@@ -37,8 +37,8 @@ def document_id(source: str, row: int | None, text: str) -> str:
 
 
 def list_input_files(url: str, config: InputConfig
-                     ) -> tuple[fsspec.AbstractFileSystem, str, list[str], int]:
-    """(filesystem, root, input files in order, their total bytes)."""
+                     ) -> tuple[fsspec.AbstractFileSystem, str, list[str], list[int]]:
+    """(filesystem, root, input files in order, their sizes in bytes)."""
     try:
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
@@ -60,7 +60,7 @@ def list_input_files(url: str, config: InputConfig
             f"no input documents under {url} (looked for {', '.join('*' + s for s in suffixes)})"
         )
     files = sorted(found)
-    return fs, root, files, sum(int(found[f].get("size") or 0) for f in files)
+    return fs, root, files, [int(found[f].get("size") or 0) for f in files]
 
 
 DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()),

@@ -22,17 +22,22 @@ def table_usage(table: pa.Table) -> Usage:
 
 
 def cost_usd(usage: Usage | dict, config: LLMConfig) -> float | None:
+    """Prompt tokens the provider served from its prompt cache cost the price table's third
+    figure (the cached-input price) when it has one, the full prompt price otherwise."""
     price = config.price()
     if price is None:
         return None
     values = usage if isinstance(usage, dict) else usage.as_dict()
-    return round((values["prompt_tokens"] * price[0] + values["completion_tokens"] * price[1]) / 1e6, 6)
+    cached = values.get("cached_tokens", 0) or 0
+    cached_price = price[2] if len(price) > 2 else price[0]
+    return round(((values["prompt_tokens"] - cached) * price[0] + cached * cached_price
+                  + values["completion_tokens"] * price[1]) / 1e6, 6)
 
 
 def format_usage_table(stages: dict[str, dict]) -> str:
     """Aligned text table of the per-stage figures the manifest records."""
     columns = ["calls", "cache_hits", "retries", "rate_limited", "failed_calls",
-               "prompt_tokens", "completion_tokens", "wall_s", "cost_usd"]
+               "prompt_tokens", "cached_tokens", "completion_tokens", "wall_s", "cost_usd"]
     rows = [["stage", *columns]]
     for stage, figures in stages.items():
         rows.append([stage] + ["-" if figures.get(c) is None else f"{figures[c]:g}"

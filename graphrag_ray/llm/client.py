@@ -79,6 +79,9 @@ class Usage:
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Prompt tokens the provider served from its prompt cache (part of prompt_tokens; priced
+    # lower where the price table says so).
+    cached_tokens: int = 0
 
     def add(self, other: "Usage | dict") -> None:
         values = other if isinstance(other, dict) else asdict(other)
@@ -103,13 +106,26 @@ class LLMServices:
         # Embeddings have their own limits (their own model and keys in the config).
         self.embedding_limiter = embedding_limiter
 
-    def chat(self, config: LLMConfig) -> "ChatClient":
-        return ChatClient(config, limiter=self.limiter, cache=self.cache)
+    def chat(self, config: LLMConfig, stage: str = "") -> "ChatClient":
+        """`stage` names the build stage the budget's ledger counts these calls under."""
+        return ChatClient(config, limiter=self.limiter, cache=self.cache, stage=stage)
 
-    def embedder(self, config):
+    def embedder(self, config, stage: str = "embed"):
         from graphrag_ray.llm.embeddings import Embedder
 
-        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache)
+        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache, stage=stage)
+
+    def ledger(self) -> dict[str, dict[str, int]]:
+        """Per stage, every request that reached the chat and embeddings endpoints, as the
+        budgets counted them (true under worker retries; see rate_limiter)."""
+        ledger: dict[str, dict[str, int]] = {}
+        for limiter in (self.limiter, self.embedding_limiter):
+            if limiter is not None:
+                for stage, counts in limiter.ledger().items():
+                    total = ledger.setdefault(stage, dict.fromkeys(counts, 0))
+                    for key, value in counts.items():
+                        total[key] += value
+        return ledger
 
     def close(self) -> None:
         for limiter in (self.limiter, self.embedding_limiter):
@@ -132,9 +148,10 @@ class _EndpointClient:
     """What chat and embeddings calls share: the budget lease, retries, usage counting."""
 
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
-                 encoding: str = "cl100k_base"):
+                 encoding: str = "cl100k_base", stage: str = ""):
         require_api_base(config)
         self.config = config
+        self.stage = stage
         self.limiter = limiter
         self.cache = cache
         self.encoding = encoding
@@ -160,34 +177,44 @@ class _EndpointClient:
         """`request()` under a lease, retried as the failure allows; returns the response and
         its lease, which the caller settles with the usage the response reports."""
         for attempt in range(self.config.max_retries + 1):
-            lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag)
+            lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage)
                      if self.limiter else None)
             try:
                 return request(), lease
             except openai.APIError as exc:
                 status = getattr(exc, "status_code", None)
                 retry_after = retry_after_seconds(exc)
-                if lease is not None:
-                    self.limiter.release(lease, 0 if status == 429 else lease.tokens,
-                                         rate_limited=status == 429, retry_after=retry_after)
-                error = classify_error(exc, self.config)
                 retryable = isinstance(exc, openai.APIConnectionError) or \
                     status in _RETRYABLE_STATUS or (status is not None and status >= 500)
-                if status == 429:
-                    self._count(rate_limited=1)
-                if not retryable or attempt == self.config.max_retries:
-                    self._count(failed_calls=1)
-                    raise error from None
-                self._count(retries=1)
+                final = not retryable or attempt == self.config.max_retries
+                outcome = {"rate_limited": int(status == 429),
+                           "failed_calls" if final else "retries": 1}
+                if lease is not None:
+                    self.limiter.release(lease, 0 if status == 429 else lease.tokens,
+                                         rate_limited=status == 429, retry_after=retry_after,
+                                         usage=outcome)
+                self._count(**outcome)
+                if final:
+                    raise classify_error(exc, self.config) from None
                 time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def _settle(self, lease, reported, prompt_tokens: int, completion_tokens: int) -> None:
+    def _settle(self, lease, reported) -> Usage:
+        """The lease reconciled with the usage the response reports (all of its estimate
+        when it reports none); returns that usage."""
+        usage = Usage(calls=1)
+        if reported is not None:
+            usage.prompt_tokens = reported.prompt_tokens or 0
+            usage.completion_tokens = getattr(reported, "completion_tokens", 0) or 0
+            details = getattr(reported, "prompt_tokens_details", None)
+            usage.cached_tokens = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+        counts = {key: value for key, value in usage.as_dict().items() if value}
         if lease is not None:
             self.limiter.release(
-                lease, prompt_tokens + completion_tokens if reported else lease.tokens,
-                completion_tokens=completion_tokens if reported else None)
-        self._count(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                lease, usage.prompt_tokens + usage.completion_tokens if reported else lease.tokens,
+                completion_tokens=usage.completion_tokens if reported else None, usage=counts)
+        self._count(**counts)
+        return usage
 
 
 class ChatClient(_EndpointClient):
@@ -211,12 +238,11 @@ class ChatClient(_EndpointClient):
     def _prompt_estimate(self, messages: list[dict]) -> int:
         return sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
 
-    def _store(self, key: str | None, content: str, prompt_tokens: int,
-               completion_tokens: int) -> None:
+    def _store(self, key: str | None, content: str, usage: Usage) -> None:
         if key is not None:
             self.cache.put(key, {"content": content, "model": self.config.model,
-                                 "usage": {"prompt_tokens": prompt_tokens,
-                                           "completion_tokens": completion_tokens}})
+                                 "usage": {"prompt_tokens": usage.prompt_tokens,
+                                           "completion_tokens": usage.completion_tokens}})
 
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
@@ -228,14 +254,11 @@ class ChatClient(_EndpointClient):
             lambda: self._client.chat.completions.create(
                 model=self.config.model, messages=messages, **params),
             self._prompt_estimate(messages), max_tokens, cache_tag)
-        reported = response.usage
-        prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
-        completion_tokens = (reported.completion_tokens or 0) if reported else 0
-        self._settle(lease, reported, prompt_tokens, completion_tokens)
+        usage = self._settle(lease, response.usage)
         if not response.choices:
             raise LLMCallError("the endpoint returned no choices")
         content = response.choices[0].message.content or ""
-        self._store(key, content, prompt_tokens, completion_tokens)
+        self._store(key, content, usage)
         return content
 
     def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
@@ -264,10 +287,8 @@ class ChatClient(_EndpointClient):
             raise LLMCallError(f"the answer stream from {self.config.api_base} broke: "
                                f"{_short(exc)}") from None
         finally:
-            prompt_tokens = (reported.prompt_tokens or 0) if reported else 0
-            completion_tokens = (reported.completion_tokens or 0) if reported else 0
-            self._settle(lease, reported, prompt_tokens, completion_tokens)
-        self._store(key, "".join(pieces), prompt_tokens, completion_tokens)
+            usage = self._settle(lease, reported)
+        self._store(key, "".join(pieces), usage)
 
 
 def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:

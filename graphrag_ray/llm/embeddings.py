@@ -68,8 +68,7 @@ class EmbeddingClient(_EndpointClient):
                 lambda: self._client.embeddings.create(model=config.model, input=inputs,
                                                        **params),
                 sum(count_tokens(t, self.encoding) for t in inputs), 0, "embedding")
-            reported = response.usage
-            self._settle(lease, reported, (reported.prompt_tokens or 0) if reported else 0, 0)
+            self._settle(lease, response.usage)
             if len(response.data) != len(batch):
                 raise LLMCallError(f"the embeddings endpoint returned {len(response.data)} "
                                    f"vectors for {len(batch)} inputs")
@@ -89,10 +88,10 @@ class EmbeddingClient(_EndpointClient):
 class Embedder:
     """Texts -> unit vectors, by the configured method; one per worker."""
 
-    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None):
+    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None, stage: str = "embed"):
         self.config = config
         self.method = config.resolved_method()
-        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache)
+        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache, stage=stage)
                        if self.method == "api" else None)
 
     @property
@@ -100,9 +99,16 @@ class Embedder:
         return self.client.usage if self.client else None
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """One vector per text; identical texts are embedded once."""
+        distinct = list(dict.fromkeys(texts))
         if self.client is None:
-            return hashing_embed(texts, self.config.hashing_dimensions)
-        return self.client.embed(texts)
+            vectors = hashing_embed(distinct, self.config.hashing_dimensions)
+        else:
+            vectors = self.client.embed(distinct)
+        if len(distinct) == len(texts):
+            return vectors
+        row = {text: i for i, text in enumerate(distinct)}
+        return vectors[[row[text] for text in texts]]
 
     def scoped(self) -> "Embedder":
         clone = object.__new__(Embedder)

@@ -8,9 +8,14 @@
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
   reservation is reconciled with the usage the response reports;
-- in-flight calls are capped by a concurrency limit that halves on a 429 (at most once per
-  `backoff_cooldown_s`) and grows back by one per limit's-worth of successes (AIMD);
-- a Retry-After from the provider pauses every caller until it passes.
+- in-flight calls are capped by Little's law: the calls per second the limits allow (at the
+  tokens per call seen so far) times the mean latency seen so far, with headroom, and never
+  more than `max_concurrency`; the cap halves on a 429 (at most once per `backoff_cooldown_s`)
+  and grows back by one per limit's-worth of successes (AIMD);
+- a Retry-After from the provider pauses every caller until it passes;
+- every request that reached the provider is counted here, per stage, when it is released:
+  this ledger lives with the budget (on the head node on Ray), so a worker that dies and is
+  retried cannot lose or double the count of the calls it made.
 
 `LocalRateLimiter` guards it with a lock for threads; `RateLimiterActor` is the same budget in a
 named async Ray actor that every worker on every node shares (one round trip per acquire and
@@ -24,6 +29,7 @@ import itertools
 import math
 import threading
 import time
+from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from graphrag_ray.config import LLMConfig
@@ -32,6 +38,43 @@ _POLL_S = 0.02
 _OUTPUT_SAMPLES = 4
 _OUTPUT_MARGIN = 1.25
 _OUTPUT_WINDOW = 64
+# In-flight calls allowed above what Little's law says the limits can use: latency varies
+# from call to call, and a cap set at the mean would idle the budget whenever it rises.
+LITTLE_HEADROOM = 1.5
+# What callers plan for before any reply was seen: LLM calls take from under a second to
+# about half a minute. A caller with nothing to do waits in `acquire` at the cost of a thread,
+# so planning for the slow end costs little and never starves the budget.
+PLANNED_LATENCY_S = 30.0
+
+
+def little_in_flight(calls_per_s: float | None, latency_s: float, max_concurrency: int) -> int:
+    """Calls in flight that keep `calls_per_s` going at `latency_s` each (Little's law), with
+    headroom; `max_concurrency` when the rate is unlimited (None) and as the ceiling."""
+    if calls_per_s is None:
+        return max_concurrency
+    return max(1, min(max_concurrency, math.ceil(calls_per_s * latency_s * LITTLE_HEADROOM) + 1))
+
+
+def allowed_calls_per_s(requests_per_s: float | None, tokens_per_s: float | None,
+                        tokens_per_call: float) -> float | None:
+    """Calls per second the limits admit at `tokens_per_call`; None when nothing limits."""
+    rates = [requests_per_s] if requests_per_s else []
+    if tokens_per_s:
+        rates.append(tokens_per_s / max(1.0, tokens_per_call))
+    return min(rates) if rates else None
+
+
+def planned_in_flight(config: LLMConfig, tokens_per_call: float) -> int:
+    """How many callers a stage should have ready before any reply was seen."""
+    per_s = [limit / 60 if limit else None
+             for limit in (config.requests_per_minute, config.tokens_per_minute)]
+    return little_in_flight(allowed_calls_per_s(*per_s, tokens_per_call), PLANNED_LATENCY_S,
+                            config.concurrency_ceiling())
+
+
+# What the ledger counts per stage: the provider-side fields of `client.Usage`.
+LEDGER_FIELDS = ("calls", "retries", "rate_limited", "failed_calls", "prompt_tokens",
+                 "completion_tokens", "cached_tokens")
 
 
 @dataclass
@@ -39,6 +82,7 @@ class Lease:
     id: int
     tokens: int
     tag: str = ""
+    stage: str = ""
 
 
 class RateBudget:
@@ -55,7 +99,18 @@ class RateBudget:
         self.tokens = self.token_cap
         self.max_concurrency = max_concurrency
         self.concurrency_limit = float(max_concurrency)
-        self.in_flight: dict[int, int] = {}
+        # lease -> (tokens reserved, admitted at, prompt tokens as we counted them)
+        self.in_flight: dict[int, tuple[int, float, int]] = {}
+        # Recent successful calls: seconds from admission to release, and tokens used.
+        self.latencies: deque[float] = deque(maxlen=_OUTPUT_WINDOW)
+        self.call_tokens: deque[int] = deque(maxlen=_OUTPUT_WINDOW)
+        # The provider's prompt token count over ours, per recent call.
+        self.prompt_ratios: deque[float] = deque(maxlen=_OUTPUT_WINDOW)
+        self.ledger: dict[str, dict[str, int]] = defaultdict(dict.fromkeys(LEDGER_FIELDS, 0).copy)
+        # Time-weighted in-flight count while anything is in flight: the mean concurrency.
+        self._busy_s = 0.0
+        self._in_flight_area = 0.0
+        self._area_updated = now
         self.paused_until = 0.0
         self.last_backoff = -math.inf
         self.backoff_cooldown_s = backoff_cooldown_s
@@ -64,13 +119,20 @@ class RateBudget:
         self.outputs: dict[str, list[int]] = {}  # prompt template tag -> recent completions
         # The provider charges prompt + max_tokens at admission: reserve that and keep it.
         self.count_requested = count_requested
-        self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency}
+        self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency,
+                      "peak_in_flight": 0}
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
+        """Prompt tokens as the provider counts them (ours, scaled by the largest recent
+        ratio of its count to ours: its tokenizer may not be ours) plus the expected output."""
+        prompt = math.ceil(prompt_tokens * self.prompt_scale())
         seen = self.outputs.get(tag, [])
         if self.count_requested or len(seen) < _OUTPUT_SAMPLES:
-            return prompt_tokens + max_output
-        return prompt_tokens + min(max_output, int(max(seen) * _OUTPUT_MARGIN) + 1)
+            return prompt + max_output
+        return prompt + min(max_output, int(max(seen) * _OUTPUT_MARGIN) + 1)
+
+    def prompt_scale(self) -> float:
+        return max(self.prompt_ratios) if self.prompt_ratios else 1.0
 
     def _refill(self, now: float) -> None:
         elapsed = max(0.0, now - self.updated)
@@ -80,12 +142,37 @@ class RateBudget:
         if self.token_rate:
             self.tokens = min(self.token_cap, self.tokens + elapsed * self.token_rate)
 
-    def try_acquire(self, tokens: int, now: float, tag: str = "") -> tuple[Lease | None, float]:
-        """A lease for `tokens`, or None and how long to wait before trying again."""
+    def in_flight_target(self) -> int | None:
+        """Little's law on what was seen: the calls per second the limits allow at the mean
+        tokens per call, times the mean latency (None until a few calls have finished)."""
+        if len(self.latencies) < _OUTPUT_SAMPLES:
+            return None
+        rate = allowed_calls_per_s(self.request_rate, self.token_rate,
+                                   sum(self.call_tokens) / len(self.call_tokens))
+        return little_in_flight(rate, sum(self.latencies) / len(self.latencies),
+                                self.max_concurrency)
+
+    def concurrency_cap(self) -> int:
+        target = self.in_flight_target()
+        cap = int(self.concurrency_limit)
+        return max(1, min(cap, target) if target is not None else cap)
+
+    def _track_in_flight(self, now: float) -> None:
+        """Called before the in-flight set changes: integrates it over time."""
+        elapsed = max(0.0, now - self._area_updated)
+        self._in_flight_area += len(self.in_flight) * elapsed
+        if self.in_flight:
+            self._busy_s += elapsed
+        self._area_updated = now
+
+    def try_acquire(self, tokens: int, now: float, tag: str = "", stage: str = "",
+                    prompt_tokens: int = 0) -> tuple[Lease | None, float]:
+        """A lease for `tokens` (`prompt_tokens` of them the prompt, as we counted it), or
+        None and how long to wait before trying again."""
         self._refill(now)
         if now < self.paused_until:
             return None, self.paused_until - now
-        if len(self.in_flight) >= max(1, int(self.concurrency_limit)):
+        if len(self.in_flight) >= self.concurrency_cap():
             return None, _POLL_S
         waits = []
         if self.request_rate and self.requests < 1:
@@ -99,21 +186,35 @@ class RateBudget:
             self.requests -= 1
         if self.token_rate:
             self.tokens -= tokens
-        lease = Lease(next(self._ids), tokens, tag)
-        self.in_flight[lease.id] = tokens
+        lease = Lease(next(self._ids), tokens, tag, stage)
+        self._track_in_flight(now)
+        self.in_flight[lease.id] = (tokens, now, prompt_tokens)
         self.stats["acquired"] += 1
+        self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], len(self.in_flight))
         return lease, 0.0
 
     def release(self, lease_id: int, used_tokens: int | None, now: float,
                 rate_limited: bool = False, retry_after: float | None = None,
-                completion_tokens: int | None = None, tag: str = "") -> None:
-        """Return the unused part of the estimate; on a 429 back off (AIMD) and pause."""
+                completion_tokens: int | None = None, tag: str = "", stage: str = "",
+                usage: dict[str, int] | None = None) -> None:
+        """Return the unused part of the estimate; on a 429 back off (AIMD) and pause.
+        `usage`: what this request cost, added to the ledger under `stage`."""
         self._refill(now)
+        if usage:
+            counts = self.ledger[stage]
+            for key, value in usage.items():
+                counts[key] += int(value or 0)
         if completion_tokens is not None:
             samples = self.outputs.setdefault(tag, [])
             samples.append(completion_tokens)
             del samples[:-_OUTPUT_WINDOW]
-        estimate = self.in_flight.pop(lease_id, 0)
+        self._track_in_flight(now)
+        estimate, admitted, prompt_tokens = self.in_flight.pop(lease_id, (0, now, 0))
+        if used_tokens is not None and not rate_limited and completion_tokens is not None:
+            self.latencies.append(now - admitted)
+            self.call_tokens.append(used_tokens)
+            if prompt_tokens > 0 and used_tokens > completion_tokens:
+                self.prompt_ratios.append((used_tokens - completion_tokens) / prompt_tokens)
         if self.token_rate and used_tokens is not None and not self.count_requested:
             self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
         if rate_limited:
@@ -129,10 +230,22 @@ class RateBudget:
             self.concurrency_limit = min(float(self.max_concurrency),
                                          self.concurrency_limit + 1 / self.concurrency_limit)
 
+    def report(self) -> dict:
+        """The budget's figures for the manifest: counters, how many calls were in flight
+        (peak, and mean while any was), the latency and Little's-law target it ended with."""
+        latency = sum(self.latencies) / len(self.latencies) if self.latencies else None
+        return {**self.stats, "concurrency_limit": round(self.concurrency_limit, 2),
+                "mean_in_flight": round(self._in_flight_area / self._busy_s, 2)
+                if self._busy_s else 0.0,
+                "mean_latency_s": round(latency, 3) if latency is not None else None,
+                "in_flight_target": self.in_flight_target(),
+                "prompt_token_scale": round(self.prompt_scale(), 3)}
+
 
 def budget_from_config(config: LLMConfig) -> RateBudget:
     return RateBudget(config.requests_per_minute, config.tokens_per_minute,
-                      config.max_concurrency, config.rate_limit_headroom, config.burst_seconds,
+                      config.concurrency_ceiling(), config.rate_limit_headroom,
+                      config.burst_seconds,
                       count_requested=config.tokens_counted == "requested")
 
 
@@ -143,29 +256,40 @@ class LocalRateLimiter:
         self._budget = budget_from_config(config)
         self._changed = threading.Condition()
 
-    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
+    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
+                stage: str = "") -> Lease:
         with self._changed:
             while True:
                 tokens = self._budget.estimate(prompt_tokens, max_output, tag)
-                lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
+                lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag, stage,
+                                                       prompt_tokens)
                 if lease is not None:
                     return lease
                 # A release (refund, free slot) wakes us before the refill time is up.
                 self._changed.wait(min(wait, 0.5))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
+                retry_after: float | None = None, completion_tokens: int | None = None,
+                usage: dict[str, int] | None = None) -> None:
         with self._changed:
             self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited,
-                                 retry_after, completion_tokens, lease.tag)
+                                 retry_after, completion_tokens, lease.tag, lease.stage, usage)
             self._changed.notify_all()
 
     def stats(self) -> dict:
         with self._changed:
-            return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
+            return self._budget.report()
+
+    def ledger(self) -> dict[str, dict[str, int]]:
+        with self._changed:
+            return {stage: dict(counts) for stage, counts in self._budget.ledger.items()}
 
     def close(self) -> None:
         pass
+
+
+# How long `ledger` waits for releases still on their way (fire-and-forget from the workers).
+_LEDGER_SETTLE_S = 5.0
 
 
 class RateLimiterActor:
@@ -175,12 +299,14 @@ class RateLimiterActor:
         self._budget = budget_from_config(config)
         self._changed: asyncio.Event | None = None  # created on the actor's event loop
 
-    async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
+    async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
+                      stage: str = "") -> Lease:
         if self._changed is None:
             self._changed = asyncio.Event()
         while True:
             tokens = self._budget.estimate(prompt_tokens, max_output, tag)
-            lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag)
+            lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag, stage,
+                                                   prompt_tokens)
             if lease is not None:
                 return lease
             # A release (refund, free slot) wakes every waiter before the refill time is up.
@@ -191,15 +317,23 @@ class RateLimiterActor:
                 pass
 
     async def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                      retry_after: float | None = None,
-                      completion_tokens: int | None = None) -> None:
+                      retry_after: float | None = None, completion_tokens: int | None = None,
+                      usage: dict[str, int] | None = None) -> None:
         self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
-                             completion_tokens, lease.tag)
+                             completion_tokens, lease.tag, lease.stage, usage)
         if self._changed is not None:
             self._changed.set()
 
     async def stats(self) -> dict:
-        return dict(self._budget.stats, concurrency_limit=self._budget.concurrency_limit)
+        return self._budget.report()
+
+    async def ledger(self) -> dict[str, dict[str, int]]:
+        """Once the releases still on their way have arrived (a lease whose worker died
+        stays in flight: its call is not counted, as no reply reached us)."""
+        deadline = time.monotonic() + _LEDGER_SETTLE_S
+        while self._budget.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(_POLL_S)
+        return {stage: dict(counts) for stage, counts in self._budget.ledger.items()}
 
 
 class RayRateLimiter:
@@ -208,19 +342,27 @@ class RayRateLimiter:
     def __init__(self, actor):
         self.actor = actor
 
-    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "") -> Lease:
+    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
+                stage: str = "") -> Lease:
         import ray
 
-        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag))
+        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage))
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None) -> None:
-        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after, completion_tokens)
+                retry_after: float | None = None, completion_tokens: int | None = None,
+                usage: dict[str, int] | None = None) -> None:
+        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after,
+                                  completion_tokens, usage)
 
     def stats(self) -> dict:
         import ray
 
         return ray.get(self.actor.stats.remote())
+
+    def ledger(self) -> dict[str, dict[str, int]]:
+        import ray
+
+        return ray.get(self.actor.ledger.remote())
 
     def close(self) -> None:
         import ray

@@ -58,6 +58,9 @@ class Switches:
     rpm_limit: float = 0.0
     tpm_limit: float = 0.0
     limit_window_s: float = 60.0
+    # Report the prompt tokens a provider's prompt cache would serve: the longest earlier
+    # conversation this one extends, from 1,024 tokens up, in steps of 128 (OpenAI's rule).
+    prompt_cache: bool = True
     glean_yes_rounds: int = 1
     reject_logit_bias: bool = False
     context_window: int = 0  # > 0: prompts longer than this (in tokens) get HTTP 400
@@ -74,12 +77,18 @@ class Stats:
     # request hash -> answers delivered to a client that was still there to read them
     successful: Counter = field(default_factory=Counter)
     log: list = field(default_factory=list)  # (time, kind, status, request hash)
+    # model -> calls answered and the usage they reported, as a provider bills them
+    usage: dict = field(default_factory=dict)
+    in_flight: int = 0  # chat answers being written (admitted, within their latency)
+    peak_in_flight: int = 0
 
     def as_dict(self) -> dict:
         return {"requests": self.requests, "by_kind": dict(self.by_kind),
                 "by_status": {str(k): v for k, v in self.by_status.items()},
                 "successful_requests": sum(self.successful.values()),
-                "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1)}
+                "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1),
+                "usage_by_model": {model: dict(counts) for model, counts in self.usage.items()},
+                "peak_in_flight": self.peak_in_flight}
 
 
 def _fraction(*parts: object) -> float:
@@ -425,7 +434,9 @@ class TestLLMServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._stats = Stats()
         self._attempts: Counter = Counter()
-        self._admitted: list[tuple[float, int]] = []  # (time, tokens) inside the limit window
+        # model -> (time, tokens) admitted inside the limit window: limits are per model.
+        self._admitted: dict[str, list[tuple[float, int]]] = {}
+        self._prefixes: set[str] = set()  # conversations seen, for the prompt cache
         self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
         self._gate.set()
 
@@ -452,25 +463,28 @@ class TestLLMServer(ThreadingHTTPServer):
         with self._lock:
             self._stats = Stats()
             self._attempts = Counter()
-            self._admitted = []
+            self._admitted = {}
+            self._prefixes = set()
 
-    def _admit(self, tokens: int) -> float | None:
-        """None when the request fits the rate limits (and is counted), else seconds to wait."""
+    def _admit(self, model: str, tokens: int) -> float | None:
+        """None when the request fits its model's rate limits (and is counted), else seconds
+        to wait. Each model has its own limits, as at OpenAI or Azure."""
         s = self.switches
         if not (s.rpm_limit or s.tpm_limit):
             return None
         with self._lock:
             now = time.monotonic()
             window = s.limit_window_s
-            self._admitted = [(t, n) for t, n in self._admitted if t > now - window]
+            admitted = [(t, n) for t, n in self._admitted.get(model, []) if t > now - window]
+            self._admitted[model] = admitted
             scale = window / 60.0
             waits = []
-            if s.rpm_limit and len(self._admitted) + 1 > s.rpm_limit * scale:
-                waits.append(self._admitted[0][0] + window - now)
-            used = sum(n for _, n in self._admitted)
-            if s.tpm_limit and used + tokens > s.tpm_limit * scale and self._admitted:
+            if s.rpm_limit and len(admitted) + 1 > s.rpm_limit * scale:
+                waits.append(admitted[0][0] + window - now)
+            used = sum(n for _, n in admitted)
+            if s.tpm_limit and used + tokens > s.tpm_limit * scale and admitted:
                 freed, wait = 0, 0.0
-                for t, n in self._admitted:
+                for t, n in admitted:
                     freed += n
                     wait = t + window - now
                     if used - freed + tokens <= s.tpm_limit * scale:
@@ -478,8 +492,31 @@ class TestLLMServer(ThreadingHTTPServer):
                 waits.append(wait)
             if waits:
                 return max(0.001, max(waits))
-            self._admitted.append((now, tokens))
+            admitted.append((now, tokens))
             return None
+
+    def _bill(self, model: str, prompt_tokens: int, completion_tokens: int,
+              cached_tokens: int = 0) -> None:
+        with self._lock:
+            counts = self._stats.usage.setdefault(model, Counter())
+            counts.update(calls=1, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, cached_tokens=cached_tokens)
+
+    def _cached_prompt_tokens(self, messages: list[dict]) -> int:
+        """Tokens of the longest earlier conversation (a prefix of whole messages) that this
+        one repeats, counted as a provider's prompt cache would serve them; then remembers
+        this conversation's prefixes."""
+        if not self.switches.prompt_cache:
+            return 0
+        keys = [hashlib.sha256(json.dumps(messages[:k], sort_keys=True).encode()).hexdigest()
+                for k in range(1, len(messages) + 1)]
+        with self._lock:
+            seen = [k for k, key in enumerate(keys, 1) if key in self._prefixes]
+            self._prefixes.update(keys)
+        if not seen:
+            return 0
+        tokens = sum(len(m.get("content") or "") for m in messages[:max(seen)]) // 4
+        return tokens // 128 * 128 if tokens >= 1024 else 0
 
     def _record(self, kind: str, status: int, request_hash: str) -> None:
         with self._lock:
@@ -549,7 +586,8 @@ class TestLLMServer(ThreadingHTTPServer):
         if len(words) > max_tokens:
             content = " ".join(words[:max_tokens])
         completion_tokens = max(1, len(content) // 4)
-        wait = self._admit(prompt_tokens + completion_tokens)
+        model = body.get("model", "test-model")
+        wait = self._admit(model, prompt_tokens + completion_tokens)
         if wait is not None:
             self._record(kind, 429, request_hash)
             handler._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
@@ -557,15 +595,25 @@ class TestLLMServer(ThreadingHTTPServer):
                           {"Retry-After": f"{wait:.3f}", "retry-after-ms": f"{wait * 1000:.0f}"})
             return
         self._record(kind, 200, request_hash)  # logged at admission, as a provider counts it
-        time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
-        self._gate.wait()
+        cached_tokens = self._cached_prompt_tokens(messages)
+        self._bill(model, prompt_tokens, completion_tokens, cached_tokens)
+        with self._lock:
+            self._stats.in_flight += 1
+            self._stats.peak_in_flight = max(self._stats.peak_in_flight, self._stats.in_flight)
+        try:
+            time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
+            self._gate.wait()
+        finally:
+            with self._lock:
+                self._stats.in_flight -= 1
         reply = {
             "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
-            "created": int(time.time()), "model": body.get("model", "test-model"),
+            "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "prompt_tokens_details": {"cached_tokens": cached_tokens}},
         }
         if body.get("stream"):
             delivered = handler._send_stream(reply, content)
@@ -593,13 +641,15 @@ class TestLLMServer(ThreadingHTTPServer):
                           {"Retry-After": f"{self.switches.retry_after_s:g}"})
             return
         tokens = sum(len(str(text)) for text in inputs) // 4
-        wait = self._admit(tokens)
+        model = body.get("model", "test-embedding")
+        wait = self._admit(model, tokens)
         if wait is not None:
             self._record("embeddings", 429, request_hash)
             handler._send(429, {"error": {"message": "Rate limit reached"}},
                           {"Retry-After": f"{wait:.3f}"})
             return
         self._record("embeddings", 200, request_hash)
+        self._bill(model, tokens, 0)
         time.sleep(self.switches.latency_ms / 1000)
         vectors = hashing_embed([str(text) for text in inputs], int(body.get("dimensions") or 256))
         if handler._send(200, {
@@ -630,7 +680,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, default in Switches().__dict__.items():
         flag = "--" + name.replace("_", "-")
         if isinstance(default, bool):
-            parser.add_argument(flag, action="store_true")
+            if default:
+                parser.add_argument("--no-" + name.replace("_", "-"), dest=name,
+                                    action="store_false")
+            else:
+                parser.add_argument(flag, action="store_true")
         else:
             parser.add_argument(flag, type=type(default) if default is not None else str,
                                 default=default)

@@ -1,6 +1,7 @@
 """The shared rate budget: unit behaviour on a stepped clock, then several Ray actors against
 the test server enforcing the same limits."""
 
+import math
 import time
 
 import pytest
@@ -116,3 +117,74 @@ def test_providers_that_count_requested_tokens_get_no_refund():
     budget.release(lease.id, used_tokens=10, now=0.0, completion_tokens=5, tag="t")
     assert budget.tokens == pytest.approx(50.0)  # 100 cap - 50 reserved, nothing returned
     assert budget.estimate(100, 2000, "t") == 2100  # never learns a smaller output
+
+
+def test_in_flight_cap_follows_littles_law_from_what_was_seen():
+    # 600 requests/min is 10 calls/s; tokens do not bind. Replies take 2 s each: 20 calls in
+    # flight keep the limit busy, 1.5x that (+1) is allowed.
+    budget = RateBudget(requests_per_minute=600, tokens_per_minute=None, max_concurrency=200,
+                        headroom=1.0, now=0.0)
+    assert budget.in_flight_target() is None and budget.concurrency_cap() == 200
+    for i in range(8):
+        lease, _ = budget.try_acquire(100, float(i))
+        budget.release(lease.id, 100, float(i) + 2.0, completion_tokens=10)
+    assert budget.in_flight_target() == 31
+    assert budget.concurrency_cap() == 31
+    # Tokens bind when calls are large: 60k tokens/min = 1,000/s over 500-token calls = 2/s.
+    budget = RateBudget(None, tokens_per_minute=60_000, max_concurrency=200, headroom=1.0,
+                        now=0.0)
+    for i in range(8):
+        lease, _ = budget.try_acquire(500, 100.0 * i)
+        budget.release(lease.id, 500, 100.0 * i + 4.0, completion_tokens=50)
+    assert budget.in_flight_target() == 13  # 2/s x 4 s x 1.5 + 1
+    # Never above max_concurrency, and the AIMD limit still halves it on a 429.
+    budget.max_concurrency = 10
+    assert budget.in_flight_target() == 10
+
+
+def test_planned_in_flight_sizes_callers_from_the_limits():
+    from graphrag_ray.llm.rate_limiter import PLANNED_LATENCY_S, planned_in_flight
+
+    config = LLMConfig(api_base="http://x/v1", requests_per_minute=500,
+                       tokens_per_minute=200_000)
+    # 200k tokens/min over 2,000-token calls: 1.67 calls/s for up to 30 s each, with headroom.
+    expected = math.ceil(200_000 / 60 / 2000 * PLANNED_LATENCY_S * 1.5) + 1
+    assert planned_in_flight(config, 2000) == expected
+    # A bigger tier asks for more callers, up to max_concurrency.
+    bigger = config.model_copy(update={"requests_per_minute": 10_000,
+                                       "tokens_per_minute": 2_000_000})
+    assert planned_in_flight(bigger, 2000) == bigger.max_concurrency
+    # No limit to size from: the unlimited setting.
+    assert planned_in_flight(LLMConfig(api_base="http://x/v1"), 2000) == 32
+
+
+def test_ledger_counts_every_request_per_stage_and_the_mean_in_flight():
+    budget = RateBudget(None, None, max_concurrency=10, now=0.0)
+    first, _ = budget.try_acquire(10, 0.0, stage="extract")
+    second, _ = budget.try_acquire(10, 1.0, stage="extract")
+    budget.release(first.id, 0, 2.0, rate_limited=True, stage="extract",
+                   usage={"rate_limited": 1, "retries": 1})
+    budget.release(second.id, 30, 3.0, completion_tokens=10, stage="extract",
+                   usage={"calls": 1, "prompt_tokens": 20, "completion_tokens": 10})
+    third, _ = budget.try_acquire(10, 3.0, stage="reports")
+    budget.release(third.id, 5, 4.0, completion_tokens=1, stage="reports",
+                   usage={"calls": 1, "prompt_tokens": 4, "completion_tokens": 1})
+    assert budget.ledger["extract"] == {"calls": 1, "retries": 1, "rate_limited": 1,
+                                        "failed_calls": 0, "prompt_tokens": 20,
+                                        "completion_tokens": 10, "cached_tokens": 0}
+    assert budget.ledger["reports"]["calls"] == 1
+    report = budget.report()
+    # 1 in flight over [0,1), 2 over [1,2), 1 over [2,4): 5 call-seconds in 4 busy seconds.
+    assert report["peak_in_flight"] == 2 and report["mean_in_flight"] == 1.25
+
+
+def test_prompt_estimates_learn_the_providers_token_count():
+    """Another tokenizer counts more tokens than ours: reservations grow to match, so the
+    provider's window is not overrun before the refunds come back."""
+    budget = RateBudget(None, tokens_per_minute=600_000, max_concurrency=10, now=0.0)
+    assert budget.estimate(1000, 0, "t") == 1000
+    for i in range(3):
+        tokens = budget.estimate(1000, 0, "t")
+        lease, _ = budget.try_acquire(tokens, float(i), "t", prompt_tokens=1000)
+        budget.release(lease.id, 1100 + 50 * i + 10, float(i) + 1, completion_tokens=10, tag="t")
+    assert budget.estimate(1000, 0, "t") == 1200  # the largest ratio seen: 1.2

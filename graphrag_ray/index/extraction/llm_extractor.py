@@ -3,6 +3,9 @@
 Gleaning follows the paper: after each round, a forced yes/no "were entities missed?" check
 (logit bias on the Y and N tokens where the endpoint allows it); on yes, "MANY entities were
 missed" and another round. It stops at `max_gleanings`, on a no, or when a round adds nothing.
+With `extraction.glean_check: false` the check is skipped and every round is asked for.
+The conversation only grows at its end, so a provider's prompt cache serves each round's
+earlier turns.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ def parse_yes_no(reply: str) -> bool:
 
 
 class GraphExtractor:
-    def __init__(self, config: GraphRagConfig, prompts: dict[str, str], chat: Chat):
+    """The rendered prompts of one job, and what it learned of the endpoint; `extract` takes
+    the chat client to call through (each chunk's own, so its usage is counted per chunk)."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
         ex = config.extraction
         self.config = config
-        self.chat = chat
         self.delimiters = Delimiters(ex.tuple_delimiter, ex.record_delimiter, ex.completion_delimiter)
         shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
                       completion_delimiter=ex.completion_delimiter)
@@ -51,47 +56,48 @@ class GraphExtractor:
                                         + self.continue_prompt)
         self.claims_tag = prompt_version(self.claims_template)
 
-    def extract(self, text: str) -> ParsedRecords:
+    def extract(self, text: str, chat: Chat) -> ParsedRecords:
         ex = self.config.extraction
         messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
-        reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens,
+        reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
                                    cache_tag=self.graph_tag)
         records = parse_graph_records(reply, self.delimiters)
         for _ in range(ex.max_gleanings):
-            messages = messages + [{"role": "assistant", "content": reply},
-                                   {"role": "user", "content": self.check_prompt}]
-            answer = self._ask_yes_no(messages)
-            if not parse_yes_no(answer):
-                break
-            messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"},
-                                   {"role": "user", "content": self.continue_prompt}]
-            reply = self.chat.complete(messages, max_tokens=ex.max_output_tokens,
-                                       cache_tag=self.graph_tag)
+            messages = messages + [{"role": "assistant", "content": reply}]
+            if ex.glean_check:
+                messages = messages + [{"role": "user", "content": self.check_prompt}]
+                answer = self._ask_yes_no(messages, chat)
+                if not parse_yes_no(answer):
+                    break
+                messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"}]
+            messages = messages + [{"role": "user", "content": self.continue_prompt}]
+            reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
+                                  cache_tag=self.graph_tag)
             gleaned = parse_graph_records(reply, self.delimiters)
             if not gleaned.entities and not gleaned.relationships:
                 records.malformed.extend(gleaned.malformed)
                 break
             records.extend(gleaned)
         if self.config.claims.enabled:
-            records.extend(self.extract_claims(text, records))
+            records.extend(self.extract_claims(text, records, chat))
         return records
 
-    def _ask_yes_no(self, messages: list[dict]) -> str:
+    def _ask_yes_no(self, messages: list[dict], chat: Chat) -> str:
         if self.logit_bias is not None:
             try:
-                return self.chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
+                return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
                                           cache_tag=self.graph_tag)
             except FatalLLMError as exc:
                 if "logit_bias" not in str(exc).lower():
                     raise
                 self.logit_bias = None  # This endpoint rejects logit_bias: parse a free reply.
-        return self.chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
+        return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
 
-    def extract_claims(self, text: str, graph: ParsedRecords) -> ParsedRecords:
+    def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:
         names = sorted({e["title"] for e in graph.entities})
         entity_specs = ", ".join(names) if names else ", ".join(self.config.extraction.entity_types)
         prompt = render(self.claims_template, entity_specs=entity_specs, input_text=text)
-        reply = self.chat.complete([{"role": "user", "content": prompt}],
+        reply = chat.complete([{"role": "user", "content": prompt}],
                                    max_tokens=self.config.claims.max_output_tokens,
                                    cache_tag=self.claims_tag)
         return parse_claim_records(reply, self.delimiters)

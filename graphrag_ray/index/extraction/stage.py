@@ -6,8 +6,6 @@ reason, so no chunk disappears. Instance tables are flattened from these rows af
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -54,24 +52,26 @@ EXTRACTION_SCHEMA = pa.schema([
 
 class ExtractionWorker:
     """Heavy setup once per actor (client, prompts); `__call__` handles one batch. Input
-    columns besides id and text (the chunk's `seq`, size, document) are passed through."""
+    columns besides id and text (the chunk's `seq`, size, document) are passed through.
+    Thread-safe: LLM batches are one chunk each, many at once per actor (`map_table`'s
+    shape), so the calls in flight follow the rate budget, not the batches' structure."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
         self.config = config
         self.llm_mode = config.extraction.method == "llm"
         self.prompts = prompts
-        self.chat = (services or LLMServices()).chat(config.llm) if self.llm_mode else None
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="extract")
+                     if self.llm_mode else None)
+        # One extractor for the actor: what it learns of the endpoint (no logit_bias) holds
+        # for every chunk.
+        self.extractor = GraphExtractor(config, prompts) if self.llm_mode else None
         self.fatal: str | None = None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        ids = batch.column("id").to_pylist()
-        texts = batch.column("text").to_pylist()
-        if not self.llm_mode:
-            rows = [self._nlp_row(i, t) for i, t in zip(ids, texts)]
-        else:
-            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                rows = list(pool.map(self._llm_row, ids, texts))
+        extract = self._llm_row if self.llm_mode else self._nlp_row
+        rows = [extract(text_unit_id, text) for text_unit_id, text in zip(
+            batch.column("id").to_pylist(), batch.column("text").to_pylist())]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
             if name not in ("id", "text"):
@@ -87,7 +87,7 @@ class ExtractionWorker:
             return _failed_row(text_unit_id, self.fatal)
         chat = self.chat.scoped()  # usage is counted per chunk
         try:
-            records = GraphExtractor(self.config, self.prompts, chat).extract(text)
+            records = self.extractor.extract(text, chat)
         except FatalLLMError as exc:
             self.fatal = str(exc)  # Every further call would fail the same way: stop calling.
             return _failed_row(text_unit_id, str(exc), chat)

@@ -18,7 +18,7 @@ def _extract(max_gleanings, yes_rounds, **switches):
         config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
                                     f"extraction.max_gleanings={max_gleanings}"])
         chat = ChatClient(config.llm)
-        records = GraphExtractor(config, load_prompts(config), chat).extract(TEXT)
+        records = GraphExtractor(config, load_prompts(config)).extract(TEXT, chat)
         return records, server.stats()
 
 
@@ -54,3 +54,26 @@ def test_endpoint_rejecting_logit_bias_falls_back_to_parsing():
 def test_parse_yes_no():
     assert parse_yes_no("Y") and parse_yes_no(" yes.") and not parse_yes_no("N")
     assert not parse_yes_no("")
+
+
+def test_without_the_check_every_round_is_asked_for():
+    with run_test_server(glean_yes_rounds=0) as server:
+        config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
+                                    "extraction.max_gleanings=2", "extraction.glean_check=false"])
+        chat = ChatClient(config.llm)
+        GraphExtractor(config, load_prompts(config)).extract(TEXT, chat)
+        # The server would have said N; without asking, both rounds are requested (the second
+        # finds nothing new and ends the gleaning).
+        assert server.stats()["by_kind"] == {"extract_graph": 1, "glean_continue": 2}
+
+
+def test_gleaning_turns_reuse_the_conversation_so_a_prompt_cache_serves_it():
+    long_text = " ".join([TEXT] * 30)  # over the provider's 1,024-token caching threshold
+    with run_test_server(glean_yes_rounds=1) as server:
+        config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
+                                    "extraction.max_gleanings=1"])
+        chat = ChatClient(config.llm)
+        GraphExtractor(config, load_prompts(config)).extract(long_text, chat)
+        billed, = server.stats()["usage_by_model"].values()
+    assert chat.usage.calls == 3
+    assert chat.usage.cached_tokens == billed["cached_tokens"] > 0

@@ -1,0 +1,254 @@
+"""Does an index build fill the provider's rate limit with the settings a user gets?
+
+Runs `graphrag-ray index` (a subprocess, as a user would) against the project's test LLM
+server started as a separate process and set up as a provider: latency, requests and tokens
+per minute per model over a sliding 60 s window, 429 + Retry-After beyond. The build's
+config names only the endpoint and the provider's limits (the README's example): chunks
+1200/100, one gleaning round, LLM extraction, summaries and reports, embeddings through the
+provider. For each run it prints wall time, the bound the limits set for the calls and
+tokens the server billed (max(calls / RPM, tokens / TPM) per model; chat and embeddings have
+budgets of their own and run side by side), utilization = bound / wall time, 429s, what the
+manifest says against what the server billed, calls in flight, and the driver's peak memory.
+
+    python scripts/bench_throughput.py --runs carol            # one copy, realistic provider
+    python scripts/bench_throughput.py --runs carol5,podcast400,big
+    python scripts/bench_throughput.py --runs big --nodes 2    # a 2-node local Ray cluster
+    python scripts/bench_throughput.py --runs instant5,instant-podcast   # latency 0, no limits
+
+Profiles: realistic = 800 ms + 10 ms per output token, 500 RPM, 200k TPM; big = 2 s + 10 ms
+per output token, 10k RPM, 2M TPM; instant = no latency, no limits. Each cold run is followed
+by a warm rerun on the same output (every call cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "corpora"
+CAROL = SHARED / "christmas_carol" / "book.txt"
+PODCAST = SHARED / "podcast" / "input"
+
+PROFILES = {
+    "realistic": {"latency_ms": 800, "per_token_ms": 10, "rpm": 500, "tpm": 200_000},
+    "big": {"latency_ms": 2000, "per_token_ms": 10, "rpm": 10_000, "tpm": 2_000_000},
+    "instant": {"latency_ms": 0, "per_token_ms": 0, "rpm": None, "tpm": None},
+}
+# run name -> (corpus, profile)
+RUNS = {
+    "carol": ("carol1", "realistic"),
+    "carol5": ("carol5", "realistic"),
+    "podcast400": ("podcast400", "realistic"),
+    "big": ("carol5", "big"),
+    "instant5": ("carol5", "instant"),
+    "instant-podcast": ("podcast", "instant"),
+}
+CHAT_MODEL, EMBEDDING_MODEL = "test-model", "test-embedding"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_corpus(name: str, folder: Path) -> Path | None:
+    """The run's input folder, or None when the shared corpus is not here."""
+    target = folder / name
+    target.mkdir(parents=True, exist_ok=True)
+    if name.startswith("carol"):
+        if not CAROL.is_file():
+            return None
+        book = CAROL.read_text(encoding="utf-8")
+        copies = int(name.removeprefix("carol"))
+        for copy in range(copies):
+            # A distinct first line, of a length of its own: every copy's windows start at a
+            # different place, so no chunk (and no prompt) is another copy's.
+            preamble = f"Copy {copy + 1} of {copies}{', a copy' * (3 * copy)}.\n"
+            (target / f"carol-{copy + 1}.txt").write_text(preamble + book, encoding="utf-8")
+        return target
+    if not PODCAST.is_dir():
+        return None
+    files = sorted(PODCAST.iterdir())
+    count = int(name.removeprefix("podcast") or len(files))
+    for path in files[:count]:
+        shutil.copyfile(path, target / path.name)
+    return target
+
+
+class Provider:
+    """The test server in its own process (its threads must not share the build's GIL)."""
+
+    def __init__(self, profile: dict):
+        self.port = free_port()
+        args = [sys.executable, "-m", "graphrag_ray.testing.llm_server", "--port",
+                str(self.port), "--latency-ms", str(profile["latency_ms"]),
+                "--latency-per-output-token-ms", str(profile["per_token_ms"])]
+        if profile["rpm"]:
+            args += ["--rpm-limit", str(profile["rpm"]), "--tpm-limit", str(profile["tpm"]),
+                     "--limit-window-s", "60"]
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        self.process.stdout.readline()  # "test LLM server on ..."
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(f"{self.url}/stats", timeout=30) as response:
+            return json.loads(response.read())
+
+    def reset(self) -> None:
+        request = urllib.request.Request(f"{self.url}/reset", data=b"{}", method="POST")
+        urllib.request.urlopen(request, timeout=30).read()
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def write_config(path: Path, url: str, profile: dict) -> None:
+    """Only what a user sets: the endpoint and the provider's limits."""
+    limits = ""
+    if profile["rpm"]:
+        limits = (f"  requests_per_minute: {profile['rpm']}\n"
+                  f"  tokens_per_minute: {profile['tpm']}\n")
+    path.write_text(
+        "chunks:\n  size: 1200\n  overlap: 100\n"
+        "extraction:\n  method: llm\n  max_gleanings: 1\n"
+        f"llm:\n  api_base: {url}\n  model: {CHAT_MODEL}\n{limits}"
+        f"embeddings:\n  api_base: {url}\n  model: {EMBEDDING_MODEL}\n{limits}",
+        encoding="utf-8")
+
+
+def bound_s(billed: dict, profile: dict) -> float | None:
+    """The fastest the provider's limits allow for what it billed: per model, the larger of
+    calls / RPM and tokens / TPM; the models' budgets are separate and run side by side."""
+    if not profile["rpm"]:
+        return None
+    bounds = []
+    for counts in billed.values():
+        tokens = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
+        bounds.append(60 * max(counts.get("calls", 0) / profile["rpm"], tokens / profile["tpm"]))
+    return max(bounds) if bounds else 0.0
+
+
+def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Provider,
+               profile: dict) -> dict:
+    provider.reset()
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--config",
+                           str(config), "--input", str(corpus), "--output", str(output)],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"index failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    stats = provider.stats()
+    current = json.loads((output / "index.json").read_text())["version"]
+    manifest = json.loads((output / "versions" / current / "manifest.json").read_text())
+    billed = stats["usage_by_model"]
+    usage = manifest["llm_usage"]["stages"]
+    chat_stages = [name for name in usage if name != "embed"]
+    manifest_chat = {key: sum(usage[s][key] for s in chat_stages)
+                     for key in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens")}
+    bound = bound_s(billed, profile)
+    requests = stats["requests"]
+    rate_limited = int(stats["by_status"].get("429", 0))
+    limiter = manifest["llm_usage"].get("rate_limiter", {})
+    return {
+        "wall_s": round(wall, 1),
+        "pipeline_s": manifest["timings_s"]["total"],
+        "stages_s": {k: v for k, v in manifest["timings_s"].items() if k != "total"},
+        "engine": manifest["config"]["runtime"]["engine"],
+        "chunks": manifest["extraction"]["chunks"],
+        "failed_chunks": manifest["extraction"]["failed_chunks"],
+        "bound_s": None if bound is None else round(bound, 1),
+        "utilization": None if bound is None else round(bound / wall, 3),
+        "utilization_of_pipeline": None if bound is None
+        else round(bound / manifest["timings_s"]["total"], 3),
+        "requests": requests, "http_429": rate_limited,
+        "http_429_share": round(rate_limited / max(1, requests), 4),
+        "server_billed": billed,
+        "manifest_chat": manifest_chat,
+        "manifest_embed_calls": usage.get("embed", {}).get("calls", 0),
+        "usage_agrees": manifest_chat["calls"] == billed.get(CHAT_MODEL, {}).get("calls", 0)
+        and manifest_chat["prompt_tokens"] == billed.get(CHAT_MODEL, {}).get("prompt_tokens", 0)
+        and usage.get("embed", {}).get("calls", 0)
+        == billed.get(EMBEDDING_MODEL, {}).get("calls", 0),
+        "cache_hits": sum(s["cache_hits"] for s in usage.values()),
+        "cost_usd": manifest["llm_usage"]["total"]["cost_usd"],
+        "in_flight": {k: limiter.get(k) for k in ("peak_in_flight", "mean_in_flight",
+                                                  "in_flight_target", "mean_latency_s",
+                                                  "min_concurrency_limit")},
+        "driver_peak_rss_mb": manifest["driver_peak_rss_mb"],
+    }
+
+
+def start_cluster(nodes: int, env: dict) -> tuple[subprocess.Popen, str]:
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
+         str(nodes - 1), "--dashboard-port", str(free_port())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    info = json.loads(cluster.stdout.readline())
+    return cluster, info["gcs"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default="carol", help=f"comma-separated: {', '.join(RUNS)}")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="> 1: a local Ray cluster of that many nodes (1 CPU each)")
+    parser.add_argument("--no-warm", action="store_true", help="skip the warm reruns")
+    parser.add_argument("--out", help="append each run's figures as a JSON line to this file")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cluster = None
+    if args.nodes > 1:
+        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+        cluster, address = start_cluster(args.nodes, env)
+        env["RAY_ADDRESS"] = address
+    try:
+        for run in args.runs.split(","):
+            corpus_name, profile_name = RUNS[run]
+            corpus = make_corpus(corpus_name, work / "corpora")
+            if corpus is None:
+                print(json.dumps({"run": run, "skipped": "corpus not in ../shared"}))
+                continue
+            profile = PROFILES[profile_name]
+            provider = Provider(profile)
+            try:
+                config = work / f"{run}.yaml"
+                write_config(config, provider.url, profile)
+                output = work / f"index-{run}"
+                figures = {"run": run, "profile": profile_name, "nodes": args.nodes,
+                           "cold": index_once(corpus, output, config, env, provider, profile)}
+                if not args.no_warm:
+                    warm = index_once(corpus, output, config, env, provider, profile)
+                    figures["warm"] = {k: warm[k] for k in ("wall_s", "pipeline_s", "requests",
+                                                            "cache_hits", "engine")}
+            finally:
+                provider.close()
+            line = json.dumps(figures)
+            print(line, flush=True)
+            if args.out:
+                with open(args.out, "a", encoding="utf-8") as handle:
+                    handle.write(line + "\n")
+    finally:
+        if cluster is not None:
+            cluster.stdin.close()
+            cluster.wait(timeout=120)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
