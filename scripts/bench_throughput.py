@@ -106,6 +106,10 @@ class Provider:
         with urllib.request.urlopen(f"{self.url}/stats", timeout=30) as response:
             return json.loads(response.read())
 
+    def log(self) -> list:
+        with urllib.request.urlopen(f"{self.url}/log", timeout=30) as response:
+            return json.loads(response.read())["log"]
+
     def reset(self) -> None:
         request = urllib.request.Request(f"{self.url}/reset", data=b"{}", method="POST")
         urllib.request.urlopen(request, timeout=30).read()
@@ -152,6 +156,8 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     if done.returncode:
         raise SystemExit(f"index failed ({done.returncode}):\n{done.stderr[-3000:]}")
     stats = provider.stats()
+    log = provider.log()
+    first = min((t for t, *_ in log), default=0.0)
     current = json.loads((output / "index.json").read_text())["version"]
     manifest = json.loads((output / "versions" / current / "manifest.json").read_text())
     billed = stats["usage_by_model"]
@@ -163,10 +169,23 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     requests = stats["requests"]
     rate_limited = int(stats["by_status"].get("429", 0))
     limiter = manifest["llm_usage"].get("rate_limiter", {})
+    by_stage = {}
+    for stage, usage_stages in (("extract", ["extract"]),
+                                ("summaries_and_reports", ["summarize", "reports"])):
+        calls = sum(usage[u]["calls"] for u in usage_stages)
+        tokens = sum(usage[u]["prompt_tokens"] + usage[u]["completion_tokens"]
+                     for u in usage_stages)
+        wall_s = manifest["timings_s"][stage]
+        stage_bound = bound_s({"chat": {"calls": calls, "prompt_tokens": tokens}}, profile)
+        by_stage[stage] = {"calls": calls, "tokens": tokens, "wall_s": wall_s,
+                           "bound_s": None if stage_bound is None else round(stage_bound, 1),
+                           "utilization": None if stage_bound is None
+                           else round(stage_bound / max(wall_s, 1e-9), 3)}
     return {
         "wall_s": round(wall, 1),
         "pipeline_s": manifest["timings_s"]["total"],
         "stages_s": {k: v for k, v in manifest["timings_s"].items() if k != "total"},
+        "llm_stages": by_stage,
         "engine": manifest["config"]["runtime"]["engine"],
         "chunks": manifest["extraction"]["chunks"],
         "failed_chunks": manifest["extraction"]["failed_chunks"],
@@ -176,6 +195,8 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
         else round(bound / manifest["timings_s"]["total"], 3),
         "requests": requests, "http_429": rate_limited,
         "http_429_share": round(rate_limited / max(1, requests), 4),
+        "http_429_at": [(round(t - first, 1), kind) for t, kind, status, _ in log
+                        if status == 429][:20],
         "server_billed": billed,
         "manifest_chat": manifest_chat,
         "manifest_embed_calls": usage.get("embed", {}).get("calls", 0),

@@ -24,3 +24,32 @@ def test_terminal_mode_rewrites_one_line():
     bar.update(3)
     bar.close()
     assert stream.getvalue().count("\r") >= 1 and stream.getvalue().endswith("\n")
+
+
+def test_chunk_totals_are_estimated_per_file_and_corrected_as_files_are_read():
+    import pyarrow as pa
+
+    from graphrag_ray.index.read_and_chunk import chunk_seq
+    from graphrag_ray.progress import ChunkProgress, estimated_chunks
+
+    # Many small files: one window each, not the corpus's bytes over the window size.
+    assert estimated_chunks(2_400, 600, 100) == 1
+    assert estimated_chunks(4 * 1_100, 600, 100) == 2
+    stream = io.StringIO()
+    bar = ChunkProgress("extract", [1, 1, 1], stream=stream, log_every_s=0)
+    # File 1 turned out to make 4 chunks: the total moves to 6 when its first chunk is done.
+    bar.add_rows(pa.table({"seq": [chunk_seq(1, 0, 0), chunk_seq(1, 0, 1)],
+                           "file_chunks": [4, 4]}))
+    assert bar.total == 6 and bar.done == 2
+    bar.add_rows(pa.table({"seq": [chunk_seq(1, 0, 2), chunk_seq(1, 0, 3), chunk_seq(0, 0, 0),
+                                   chunk_seq(2, 0, 0)], "file_chunks": [4, 4, 1, 1]}))
+    bar.close()
+    assert bar.total == bar.done == 6
+    assert "ETA -" not in stream.getvalue()
+
+
+def test_a_short_estimate_never_shows_a_negative_eta():
+    stream = io.StringIO()
+    bar = ProgressBar("extract", total=2, stream=stream, log_every_s=0)
+    bar.update(5)
+    assert "5/5" in bar.line() and "ETA -" not in bar.line()

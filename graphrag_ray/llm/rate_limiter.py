@@ -2,8 +2,10 @@
 
 `RateBudget` is the algorithm, plain and clock-driven so tests can step it:
 - two token buckets (requests, tokens) refilled at `headroom` x the provider's per-minute limit,
-  holding at most `burst_seconds` of refill, so any 60 s window admits at most
-  headroom x limit + one burst (below the provider's limit: pacing without 429s);
+  holding at most `burst_seconds` of refill (pacing without bursts), and a log of the tokens
+  admitted in the last 60 s, reconciled with each reply's usage, that must stay under
+  `headroom` x the tokens limit: a call larger than the bucket (an embeddings batch) may take
+  the bucket into debt, and an estimate may fall short, yet no 60 s window goes over;
 - a call reserves its estimate up front: prompt tokens + expected output, which is the max
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
@@ -35,12 +37,13 @@ from dataclasses import dataclass
 from graphrag_ray.config import LLMConfig
 
 _POLL_S = 0.02
+_WINDOW_S = 60.0  # the providers' limits are per minute
 _OUTPUT_SAMPLES = 4
 _OUTPUT_MARGIN = 1.25
 _OUTPUT_WINDOW = 64
 # In-flight calls allowed above what Little's law says the limits can use: latency varies
 # from call to call, and a cap set at the mean would idle the budget whenever it rises.
-LITTLE_HEADROOM = 1.5
+LITTLE_HEADROOM = 2.0
 # What callers plan for before any reply was seen: LLM calls take from under a second to
 # about half a minute. A caller with nothing to do waits in `acquire` at the cost of a thread,
 # so planning for the slow end costs little and never starves the budget.
@@ -93,6 +96,10 @@ class RateBudget:
         now = time.monotonic() if now is None else now
         self.request_rate = headroom * requests_per_minute / 60 if requests_per_minute else None
         self.token_rate = headroom * tokens_per_minute / 60 if tokens_per_minute else None
+        self.window_limit = headroom * tokens_per_minute if tokens_per_minute else None
+        self.window: deque[list] = deque()  # [admitted at, tokens, lease id], oldest first
+        self.window_tokens = 0
+        self.window_entries: dict[int, list] = {}
         self.request_cap = max(1.0, self.request_rate * burst_seconds) if self.request_rate else 0.0
         self.token_cap = max(1.0, self.token_rate * burst_seconds) if self.token_rate else 0.0
         self.requests = self.request_cap
@@ -180,6 +187,13 @@ class RateBudget:
         # A token bucket may go into debt for one call larger than the bucket itself.
         if self.token_rate and self.tokens <= 0:
             waits.append(-self.tokens / self.token_rate + 1e-3)
+        if self.window_limit:
+            while self.window and self.window[0][0] <= now - _WINDOW_S:
+                expired = self.window.popleft()
+                self.window_tokens -= expired[1]
+                self.window_entries.pop(expired[2], None)
+            if self.window and self.window_tokens + tokens > self.window_limit:
+                waits.append(max(_POLL_S, self.window[0][0] + _WINDOW_S - now))
         if waits:
             return None, max(waits)
         if self.request_rate:
@@ -189,6 +203,11 @@ class RateBudget:
         lease = Lease(next(self._ids), tokens, tag, stage)
         self._track_in_flight(now)
         self.in_flight[lease.id] = (tokens, now, prompt_tokens)
+        if self.window_limit:
+            entry = [now, tokens, lease.id]
+            self.window.append(entry)
+            self.window_tokens += tokens
+            self.window_entries[lease.id] = entry
         self.stats["acquired"] += 1
         self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], len(self.in_flight))
         return lease, 0.0
@@ -217,6 +236,10 @@ class RateBudget:
                 self.prompt_ratios.append((used_tokens - completion_tokens) / prompt_tokens)
         if self.token_rate and used_tokens is not None and not self.count_requested:
             self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
+            entry = self.window_entries.pop(lease_id, None)
+            if entry is not None:  # what the provider counted when it admitted the call
+                self.window_tokens += used_tokens - entry[1]
+                entry[1] = used_tokens
         if rate_limited:
             self.stats["rate_limited"] += 1
             if now - self.last_backoff >= self.backoff_cooldown_s:
@@ -239,6 +262,9 @@ class RateBudget:
                 if self._busy_s else 0.0,
                 "mean_latency_s": round(latency, 3) if latency is not None else None,
                 "in_flight_target": self.in_flight_target(),
+                # Leases never given back: calls whose worker died before the reply came (the
+                # provider may have served them; the ledger could not count them).
+                "unsettled_calls": len(self.in_flight),
                 "prompt_token_scale": round(self.prompt_scale(), 3)}
 
 

@@ -401,6 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         if self.path.rstrip("/").endswith("/stats"):
             self._send(200, self.server.stats())
+        elif self.path.rstrip("/").endswith("/log"):
+            self._send(200, {"log": self.server.request_log()})
         elif self.path.rstrip("/").endswith("/models"):
             if self._authorised():
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
