@@ -14,6 +14,7 @@ manifest says against what the server billed, calls in flight, and the driver's 
     python scripts/bench_throughput.py --runs carol5,podcast400,big
     python scripts/bench_throughput.py --runs big --nodes 2    # a 2-node local Ray cluster
     python scripts/bench_throughput.py --runs instant5,instant-podcast   # latency 0, no limits
+    python scripts/bench_throughput.py --runs carol --set extraction.glean_check=false
 
 Profiles: realistic = 800 ms + 10 ms per output token, 500 RPM, 200k TPM; big = 2 s + 10 ms
 per output token, 10k RPM, 2M TPM; instant = no latency, no limits. Each cold run is followed
@@ -106,9 +107,10 @@ class Provider:
         with urllib.request.urlopen(f"{self.url}/stats", timeout=30) as response:
             return json.loads(response.read())
 
-    def log(self) -> list:
+    def log(self) -> dict:
+        """{"log": [(time, kind, status, request hash)], "billed": [(time, model, tokens)]}"""
         with urllib.request.urlopen(f"{self.url}/log", timeout=30) as response:
-            return json.loads(response.read())["log"]
+            return json.loads(response.read())
 
     def reset(self) -> None:
         request = urllib.request.Request(f"{self.url}/reset", data=b"{}", method="POST")
@@ -146,18 +148,25 @@ def bound_s(billed: dict, profile: dict) -> float | None:
 
 
 def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Provider,
-               profile: dict) -> dict:
+               profile: dict, settings: list[str]) -> dict:
     provider.reset()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--config",
-                           str(config), "--input", str(corpus), "--output", str(output)],
+                           str(config), "--input", str(corpus), "--output", str(output),
+                           *[arg for setting in settings for arg in ("--set", setting)]],
                           capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - started
     if done.returncode:
         raise SystemExit(f"index failed ({done.returncode}):\n{done.stderr[-3000:]}")
     stats = provider.stats()
-    log = provider.log()
+    logs = provider.log()
+    log = logs["log"]
     first = min((t for t, *_ in log), default=0.0)
+    # Chat tokens the provider admitted per 10 s from the first request: where the budget idled.
+    per_10s: dict[int, int] = {}
+    for t, model, tokens in logs["billed"]:
+        if model == CHAT_MODEL:
+            per_10s[int((t - first) // 10)] = per_10s.get(int((t - first) // 10), 0) + tokens
     current = json.loads((output / "index.json").read_text())["version"]
     manifest = json.loads((output / "versions" / current / "manifest.json").read_text())
     billed = stats["usage_by_model"]
@@ -186,6 +195,7 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
         "pipeline_s": manifest["timings_s"]["total"],
         "stages_s": {k: v for k, v in manifest["timings_s"].items() if k != "total"},
         "llm_stages": by_stage,
+        "chat_tokens_per_10s": [per_10s.get(k, 0) for k in range(max(per_10s, default=-1) + 1)],
         "engine": manifest["config"]["runtime"]["engine"],
         "chunks": manifest["extraction"]["chunks"],
         "failed_chunks": manifest["extraction"]["failed_chunks"],
@@ -208,7 +218,7 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
         "cost_usd": manifest["llm_usage"]["total"]["cost_usd"],
         "in_flight": {k: limiter.get(k) for k in ("peak_in_flight", "mean_in_flight",
                                                   "in_flight_target", "mean_latency_s",
-                                                  "min_concurrency_limit")},
+                                                  "min_concurrency_limit", "unused_tokens")},
         "driver_peak_rss_mb": manifest["driver_peak_rss_mb"],
     }
 
@@ -229,6 +239,10 @@ def main() -> int:
                         help="> 1: a local Ray cluster of that many nodes (1 CPU each)")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm reruns")
     parser.add_argument("--out", help="append each run's figures as a JSON line to this file")
+    parser.add_argument("--set", action="append", default=[],
+                        help="a setting beyond the defaults (KEY=VALUE), e.g. "
+                             "extraction.glean_check=false; the figures are then not the "
+                             "defaults'")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -251,9 +265,11 @@ def main() -> int:
                 write_config(config, provider.url, profile)
                 output = work / f"index-{run}"
                 figures = {"run": run, "profile": profile_name, "nodes": args.nodes,
-                           "cold": index_once(corpus, output, config, env, provider, profile)}
+                           "settings": args.set,
+                           "cold": index_once(corpus, output, config, env, provider, profile,
+                                              args.set)}
                 if not args.no_warm:
-                    warm = index_once(corpus, output, config, env, provider, profile)
+                    warm = index_once(corpus, output, config, env, provider, profile, args.set)
                     figures["warm"] = {k: warm[k] for k in ("wall_s", "pipeline_s", "requests",
                                                             "cache_hits", "engine")}
             finally:

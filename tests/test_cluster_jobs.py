@@ -69,7 +69,7 @@ def _index_args(server, source: str, output: str) -> list[str]:
     return ["index", "--input", source, "--output", output, "--set", "extraction.method=llm",
             "--set", f"llm.api_base={server.url}", "--set", "llm.model=test-model",
             "--set", "extraction.max_gleanings=0", "--set", "runtime.engine=ray",
-            "--set", "runtime.num_workers=2", "--set", "llm.concurrent_requests=4"]
+            "--set", "runtime.num_workers=2", "--set", "llm.concurrent_requests=16"]
 
 
 def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_excerpt):
@@ -177,7 +177,13 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
     units = store.read_table(schema.TEXT_UNITS)
     assert len(set(units.column("id").to_pylist())) == units.num_rows
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
-    assert store.read_manifest()["extraction"]["chunks"] == units.num_rows
+    manifest = store.read_manifest()
+    assert manifest["extraction"]["chunks"] == units.num_rows
+    # Every call the provider billed is in the manifest, once, whatever Ray retried: answered
+    # calls in the usage, and those whose worker died before the answer as unsettled.
+    usage = manifest["llm_usage"]
+    assert usage["total"]["calls"] + usage["rate_limiter"]["unsettled_calls"] \
+        == stats["usage_by_model"]["test-model"]["calls"]
     reports = store.read_table(schema.COMMUNITY_REPORTS)
     assert reports.num_rows == store.read_table(schema.COMMUNITIES).num_rows
     assert set(reports.column("generation").to_pylist()) == {"llm"}

@@ -10,10 +10,13 @@
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
   reservation is reconciled with the usage the response reports;
-- in-flight calls are capped by Little's law: the calls per second the limits allow (at the
-  tokens per call seen so far) times the mean latency seen so far, with headroom, and never
-  more than `max_concurrency`; the cap halves on a 429 (at most once per `backoff_cooldown_s`)
-  and grows back by one per limit's-worth of successes (AIMD);
+- callers are planned by Little's law (`planned_in_flight`: the calls per second the limits
+  allow times a latency at the slow end, with headroom) and the buckets pace them; the calls
+  in flight are then what the limits and the latency make them (`report`: peak, mean, and the
+  target Little's law gives for the latency seen). A cap on them at that target idled the
+  budget whenever long calls bunched up, so the only cap is `max_concurrency`, halved on a
+  429 (at most once per `backoff_cooldown_s`) and grown back by one per limit's-worth of
+  successes (AIMD);
 - a Retry-After from the provider pauses every caller until it passes;
 - every request that reached the provider is counted here, per stage, when it is released:
   this ledger lives with the budget (on the head node on Ray), so a worker that dies and is
@@ -41,8 +44,8 @@ _WINDOW_S = 60.0  # the providers' limits are per minute
 _OUTPUT_SAMPLES = 4
 _OUTPUT_MARGIN = 1.25
 _OUTPUT_WINDOW = 64
-# In-flight calls allowed above what Little's law says the limits can use: latency varies
-# from call to call, and a cap set at the mean would idle the budget whenever it rises.
+# Callers ready beyond what Little's law says the limits can use: latency varies from call to
+# call, and callers sized at the mean would leave the budget idle whenever long calls bunch up.
 LITTLE_HEADROOM = 2.0
 # What callers plan for before any reply was seen: LLM calls take from under a second to
 # about half a minute. A caller with nothing to do waits in `acquire` at the cost of a thread,
@@ -127,7 +130,7 @@ class RateBudget:
         # The provider charges prompt + max_tokens at admission: reserve that and keep it.
         self.count_requested = count_requested
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency,
-                      "peak_in_flight": 0}
+                      "peak_in_flight": 0, "unused_tokens": 0.0}
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         """Prompt tokens as the provider counts them (ours, scaled by the largest recent
@@ -147,11 +150,16 @@ class RateBudget:
         if self.request_rate:
             self.requests = min(self.request_cap, self.requests + elapsed * self.request_rate)
         if self.token_rate:
-            self.tokens = min(self.token_cap, self.tokens + elapsed * self.token_rate)
+            refilled = self.tokens + elapsed * self.token_rate
+            # Budget nobody took in time (no caller ready, or all of them in flight).
+            if self.stats["acquired"]:
+                self.stats["unused_tokens"] += max(0.0, refilled - self.token_cap)
+            self.tokens = min(self.token_cap, refilled)
 
     def in_flight_target(self) -> int | None:
         """Little's law on what was seen: the calls per second the limits allow at the mean
-        tokens per call, times the mean latency (None until a few calls have finished)."""
+        tokens per call, times the mean latency, with headroom (None until a few calls have
+        finished): the callers a stage needs ready, for the report."""
         if len(self.latencies) < _OUTPUT_SAMPLES:
             return None
         rate = allowed_calls_per_s(self.request_rate, self.token_rate,
@@ -159,10 +167,6 @@ class RateBudget:
         return little_in_flight(rate, sum(self.latencies) / len(self.latencies),
                                 self.max_concurrency)
 
-    def concurrency_cap(self) -> int:
-        target = self.in_flight_target()
-        cap = int(self.concurrency_limit)
-        return max(1, min(cap, target) if target is not None else cap)
 
     def _track_in_flight(self, now: float) -> None:
         """Called before the in-flight set changes: integrates it over time."""
@@ -179,7 +183,7 @@ class RateBudget:
         self._refill(now)
         if now < self.paused_until:
             return None, self.paused_until - now
-        if len(self.in_flight) >= self.concurrency_cap():
+        if len(self.in_flight) >= max(1, int(self.concurrency_limit)):
             return None, _POLL_S
         waits = []
         if self.request_rate and self.requests < 1:
@@ -257,7 +261,8 @@ class RateBudget:
         """The budget's figures for the manifest: counters, how many calls were in flight
         (peak, and mean while any was), the latency and Little's-law target it ended with."""
         latency = sum(self.latencies) / len(self.latencies) if self.latencies else None
-        return {**self.stats, "concurrency_limit": round(self.concurrency_limit, 2),
+        return {**self.stats, "unused_tokens": int(self.stats["unused_tokens"]),
+                "concurrency_limit": round(self.concurrency_limit, 2),
                 "mean_in_flight": round(self._in_flight_area / self._busy_s, 2)
                 if self._busy_s else 0.0,
                 "mean_latency_s": round(latency, 3) if latency is not None else None,

@@ -79,6 +79,7 @@ class Stats:
     log: list = field(default_factory=list)  # (time, kind, status, request hash)
     # model -> calls answered and the usage they reported, as a provider bills them
     usage: dict = field(default_factory=dict)
+    billed: list = field(default_factory=list)  # (time, model, tokens) per admitted call
     in_flight: int = 0  # chat answers being written (admitted, within their latency)
     peak_in_flight: int = 0
 
@@ -402,7 +403,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/stats"):
             self._send(200, self.server.stats())
         elif self.path.rstrip("/").endswith("/log"):
-            self._send(200, {"log": self.server.request_log()})
+            with self.server._lock:
+                billed = list(self.server._stats.billed)
+            self._send(200, {"log": self.server.request_log(), "billed": billed})
         elif self.path.rstrip("/").endswith("/models"):
             if self._authorised():
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
@@ -500,6 +503,7 @@ class TestLLMServer(ThreadingHTTPServer):
     def _bill(self, model: str, prompt_tokens: int, completion_tokens: int,
               cached_tokens: int = 0) -> None:
         with self._lock:
+            self._stats.billed.append((time.time(), model, prompt_tokens + completion_tokens))
             counts = self._stats.usage.setdefault(model, Counter())
             counts.update(calls=1, prompt_tokens=prompt_tokens,
                           completion_tokens=completion_tokens, cached_tokens=cached_tokens)

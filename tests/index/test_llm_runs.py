@@ -65,7 +65,7 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
         command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(carol_excerpt),
                    "--output", str(out), "--set", "extraction.method=llm",
                    "--set", f"llm.api_base={server.url}", "--set", "runtime.engine=local",
-                   "--set", "llm.concurrent_requests=4"]
+                   "--set", "llm.unlimited_concurrency=4"]
         victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
         wait_for_calls(server, "extract_graph", 10, victim, timeout_s=120)
@@ -108,8 +108,8 @@ def test_unknown_model_stops_the_run_fast_with_the_message(carol_excerpt, tmp_pa
 
     with run_test_server(models="test-model") as server:
         config = llm_config(server, "runtime.engine=local", "llm.model=no-such-model",
-                            "llm.concurrent_requests=4")
+                            "llm.unlimited_concurrency=4")
         with pytest.raises(LLMError, match="does not know model 'no-such-model'"):
             build_index(str(carol_excerpt), str(tmp_path / "i"), config, progress=lambda _: None)
-        # One worker: at most its concurrent calls go out before it stops calling.
+        # At most the calls in flight go out before it stops calling.
         assert server.stats()["requests"] <= 4

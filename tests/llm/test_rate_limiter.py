@@ -119,17 +119,16 @@ def test_providers_that_count_requested_tokens_get_no_refund():
     assert budget.estimate(100, 2000, "t") == 2100  # never learns a smaller output
 
 
-def test_in_flight_cap_follows_littles_law_from_what_was_seen():
+def test_in_flight_target_follows_littles_law_from_what_was_seen():
     # 600 requests/min is 10 calls/s; tokens do not bind. Replies take 2 s each: 20 calls in
     # flight keep the limit busy, twice that (+1) is allowed.
     budget = RateBudget(requests_per_minute=600, tokens_per_minute=None, max_concurrency=200,
                         headroom=1.0, now=0.0)
-    assert budget.in_flight_target() is None and budget.concurrency_cap() == 200
+    assert budget.in_flight_target() is None
     for i in range(8):
         lease, _ = budget.try_acquire(100, float(i))
         budget.release(lease.id, 100, float(i) + 2.0, completion_tokens=10)
     assert budget.in_flight_target() == 41
-    assert budget.concurrency_cap() == 41
     # Tokens bind when calls are large: 60k tokens/min = 1,000/s over 500-token calls = 2/s.
     budget = RateBudget(None, tokens_per_minute=60_000, max_concurrency=200, headroom=1.0,
                         now=0.0)
@@ -137,7 +136,7 @@ def test_in_flight_cap_follows_littles_law_from_what_was_seen():
         lease, _ = budget.try_acquire(500, 100.0 * i)
         budget.release(lease.id, 500, 100.0 * i + 4.0, completion_tokens=50)
     assert budget.in_flight_target() == 17  # 2/s x 4 s x 2 + 1
-    # Never above max_concurrency, and the AIMD limit still halves it on a 429.
+    # Never above max_concurrency.
     budget.max_concurrency = 10
     assert budget.in_flight_target() == 10
 
