@@ -8,6 +8,7 @@ import os
 import threading
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -129,45 +130,69 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     import ray
     from ray.data import ActorPoolStrategy, TaskPoolStrategy
 
+    ensure_ray(runtime)
+    shape = shape or PoolShape(runtime.num_workers)
+    io_bound = shape.per_actor > 1
+
     def light_tasks(dataset, follow_up: FollowUp):
         fn, kwargs, size = follow_up
         return dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=size, batch_format="pyarrow",
                                    num_cpus=0, compute=TaskPoolStrategy(size=runtime.num_workers))
 
-    ensure_ray(runtime)
-    shape = shape or PoolShape(runtime.num_workers)
-    if first is not None:
-        dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
-        pool_size = shape.actors
-    else:
-        blocks = split_table(table, batch_size)
-        dataset = ray.data.from_arrow(blocks)
-        pool_size = max(1, min(shape.actors, -(-len(blocks) // shape.per_actor)))
-    pool_size = min(pool_size, actors_that_fit(num_cpus))
-    dataset = dataset.map_batches(
-        worker_cls,
-        fn_constructor_kwargs=constructor_kwargs,
-        # A fixed pool, every actor started at once: it is sized to the work, and an LLM-bound
-        # pool that grows one actor at a time leaves the rate budget idle for seconds.
-        compute=ActorPoolStrategy(
-            size=pool_size,
-            max_tasks_in_flight_per_actor=max(2, shape.per_actor),
-            max_concurrent_calls_per_actor=shape.per_actor,
-            enable_true_multi_threading=shape.per_actor > 1),
-        batch_size=batch_size,
-        batch_format="pyarrow",
-        num_cpus=num_cpus,
-    )
-    if then is not None:
-        dataset = light_tasks(dataset, then)
-    for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-        if block.num_rows:
-            results.append(block)
-            if progress:
-                progress.add_rows(block)
+    with _block_per_yield(io_bound):
+        if first is not None:
+            dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
+            pool_size = shape.actors
+        else:
+            blocks = split_table(table, batch_size)
+            dataset = ray.data.from_arrow(blocks)
+            pool_size = max(1, min(shape.actors, -(-len(blocks) // shape.per_actor)))
+        dataset = dataset.map_batches(
+            worker_cls,
+            fn_constructor_kwargs=constructor_kwargs,
+            # A fixed pool, every actor started at once: it is sized to the work, and an
+            # LLM-bound pool that grows one actor at a time leaves the rate budget idle.
+            compute=ActorPoolStrategy(
+                size=min(pool_size, actors_that_fit(num_cpus)),
+                max_tasks_in_flight_per_actor=max(2, shape.per_actor),
+                max_concurrent_calls_per_actor=shape.per_actor,
+                enable_true_multi_threading=io_bound),
+            batch_size=batch_size,
+            batch_format="pyarrow",
+            num_cpus=num_cpus,
+        )
+        if then is not None:
+            dataset = light_tasks(dataset, then)
+        for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            if block.num_rows:
+                results.append(block)
+                if progress:
+                    progress.add_rows(block)
     if progress:
         progress.close()
     return _as_schema(results, output_schema)
+
+
+@contextmanager
+def _block_per_yield(enabled: bool):
+    """Every table a `first` stage yields stays a block of its own and goes on at once. Ray
+    Data otherwise merges a task's small yields into blocks of up to `target_max_block_size`
+    (128 MiB), and holds a generator a few blocks ahead of its consumer: a read task's
+    one-chunk blocks reached the extraction pool as one block, which one actor task ran chunk
+    after chunk (1 call in flight under any budget)."""
+    if not enabled:
+        yield
+        return
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    saved = context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer
+    context.target_max_block_size = 1
+    context._max_num_blocks_in_streaming_gen_buffer = None
+    try:
+        yield
+    finally:
+        context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer = saved
 
 
 def actors_that_fit(num_cpus: float) -> int:

@@ -172,10 +172,8 @@ class EmbeddingFeed:
             return
         waiting = self.pending.setdefault(name, _Pending(since=time.monotonic()))
         waiting.ids.extend(ids)
-        if kind == "text":
-            waiting.texts.extend(values)
-        else:
-            waiting.texts.extend(values)  # titles
+        waiting.texts.extend(values)  # titles, for addressed rows
+        if kind == "addressed":
             waiting.addresses.extend(extra)
 
     def _send(self, flush: bool) -> None:

@@ -80,8 +80,8 @@ class Stats:
     # model -> calls answered and the usage they reported, as a provider bills them
     usage: dict = field(default_factory=dict)
     billed: list = field(default_factory=list)  # (time, model, tokens) per admitted call
-    in_flight: int = 0  # chat answers being written (admitted, within their latency)
-    peak_in_flight: int = 0
+    in_flight: Counter = field(default_factory=Counter)  # by kind: answers being written
+    peak_in_flight: Counter = field(default_factory=Counter)  # by kind, and "all"
 
     def as_dict(self) -> dict:
         return {"requests": self.requests, "by_kind": dict(self.by_kind),
@@ -89,7 +89,9 @@ class Stats:
                 "successful_requests": sum(self.successful.values()),
                 "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1),
                 "usage_by_model": {model: dict(counts) for model, counts in self.usage.items()},
-                "peak_in_flight": self.peak_in_flight}
+                "peak_in_flight": self.peak_in_flight["all"],
+                "peak_in_flight_by_kind": {k: v for k, v in self.peak_in_flight.items()
+                                           if k != "all"}}
 
 
 def _fraction(*parts: object) -> float:
@@ -432,6 +434,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class TestLLMServer(ThreadingHTTPServer):
     daemon_threads = True
+    # Connections waiting to be accepted: the default 5 made clients that open hundreds at
+    # once (a big rate-limit tier) wait for TCP's connect retry, a second or more.
+    request_queue_size = 1024
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, switches: Switches | None = None):
         super().__init__((host, port), _Handler)
@@ -604,14 +609,16 @@ class TestLLMServer(ThreadingHTTPServer):
         cached_tokens = self._cached_prompt_tokens(messages)
         self._bill(model, prompt_tokens, completion_tokens, cached_tokens)
         with self._lock:
-            self._stats.in_flight += 1
-            self._stats.peak_in_flight = max(self._stats.peak_in_flight, self._stats.in_flight)
+            counts, peaks = self._stats.in_flight, self._stats.peak_in_flight
+            counts.update((kind, "all"))
+            for key in (kind, "all"):
+                peaks[key] = max(peaks[key], counts[key])
         try:
             time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
             self._gate.wait()
         finally:
             with self._lock:
-                self._stats.in_flight -= 1
+                self._stats.in_flight.subtract((kind, "all"))
         reply = {
             "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": model,

@@ -27,9 +27,9 @@ def test_one_file_still_fills_the_budget_with_calls_in_flight(engine, carol_exce
         stats = server.stats()
     chunks = manifest["extraction"]["chunks"]
     assert chunks >= 20 and manifest["extraction"]["failed_chunks"] == 0
-    # Every chunk's call at once is what this budget allows at 0.5 s a call.
-    assert stats["peak_in_flight"] >= 16
-    assert manifest["llm_usage"]["rate_limiter"]["peak_in_flight"] >= 16
+    # Every chunk's call at once is what this budget allows at 0.5 s a call. (On Ray, the read
+    # task's chunks once reached the pool as one block: one extraction call at a time.)
+    assert stats["peak_in_flight_by_kind"]["extract_graph"] >= 16
     billed = stats["usage_by_model"]["test-model"]
     total = manifest["llm_usage"]["total"]
     assert (total["calls"], total["prompt_tokens"], total["completion_tokens"]) == (
