@@ -32,7 +32,9 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_cpus=runtime.num_cpus, **kwargs)
+            # A new instance of our own: never whatever cluster this machine last knew of
+            # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead.
+            ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     # Ray Data counts a generator's input as one input and warns that a pool "only received

@@ -47,7 +47,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = LLMConfig(requests_per_minute=10_000_000, tokens_per_minute=1e12,
                        max_concurrency=10_000)
     limiter = cluster_rate_limiter(config, "bench-limiter")

@@ -23,7 +23,7 @@ def ray_session():
     from graphrag_ray.distributed import ensure_ray
 
     # Workers import test-defined worker classes from tests/ too.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
     ensure_ray(RuntimeConfig())
     yield ray
