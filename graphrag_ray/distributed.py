@@ -275,8 +275,8 @@ class WorkerPool:
         self._bound: dict[str, tuple[type, object]] = {}
         size = size or runtime.num_workers
         self._pending: dict = {}  # future or object ref -> actor index
-        self._capacity = size * concurrency
         if self.engine == "local":
+            self._capacity = size * concurrency
             self._threads = ThreadPoolExecutor(self._capacity)
             self._actors = [None]
             self._load = [0]

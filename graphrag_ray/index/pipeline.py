@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray import schema
-from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.config import GraphRagConfig, LLMConfig
 from graphrag_ray.distributed import (
     PoolShape, WorkerPool, ensure_ray, io_pool_shape, map_items, map_table, resolve_engine)
 from graphrag_ray.errors import InputError, LLMError
@@ -47,8 +47,8 @@ from graphrag_ray.llm.rate_limiter import (
 from graphrag_ray.progress import ChunkProgress, ProgressBar, estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.resources import PeakRss, driver_rss_mb, shared_memory_mb
-from graphrag_ray.tokens import count_tokens
 from graphrag_ray.storage import IndexStore, IndexVersion
+from graphrag_ray.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -312,12 +312,19 @@ INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 LLM_ACTOR_CPUS = 0.25
 
 
-def llm_pool_shape(config: GraphRagConfig, tokens_per_call: float) -> PoolShape:
-    """Actors and calls per actor for an LLM stage, from the rate budget: the calls in flight
-    that keep the limits busy (Little's law, `rate_limiter.planned_in_flight`), whatever the
-    number of files, chunks per file or workers."""
-    return io_pool_shape(planned_in_flight(config.llm, tokens_per_call),
-                         config.llm.concurrent_requests)
+def llm_pool_shape(limits: LLMConfig, tokens_per_call: float) -> PoolShape:
+    """Actors and calls per actor for a stage calling the endpoint of `limits` (the `llm` or
+    `embeddings` section), from its rate budget: the calls in flight that keep the limits busy
+    (Little's law, `rate_limiter.planned_in_flight`), whatever the number of files, chunks per
+    file or workers."""
+    return io_pool_shape(planned_in_flight(limits, tokens_per_call), limits.concurrent_requests)
+
+
+def llm_worker_pool(config: GraphRagConfig, limits: LLMConfig,
+                    tokens_per_call: float) -> WorkerPool:
+    shape = llm_pool_shape(limits, tokens_per_call)
+    return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
+                      size=shape.actors)
 
 
 def extract_chunks(inputs: pa.Table, reading: dict, config: GraphRagConfig,
@@ -332,7 +339,7 @@ def extract_chunks(inputs: pa.Table, reading: dict, config: GraphRagConfig,
         tokens_per_call = count_tokens(prompts["extract_graph"], config.chunks.encoding_model) \
             + config.chunks.size
         batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
-                    "shape": llm_pool_shape(config, tokens_per_call)}
+                    "shape": llm_pool_shape(config.llm, tokens_per_call)}
     else:
         batching = {"num_cpus": 1.0}
     extraction = map_table(inputs, ExtractionWorker,
@@ -371,22 +378,16 @@ def make_pool(config: GraphRagConfig, prompts: dict[str, str]) -> WorkerPool:
     """The pool for summaries, reports, the tables' writers and embeddings; sized, when it
     calls an LLM, for the summary calls (the shortest prompts, hence the most calls/s)."""
     if uses_any_llm(config):
-        tokens_per_call = count_tokens(prompts["summarize_descriptions"],
-                                       config.chunks.encoding_model) \
-            + 2 * config.summarize.max_length
-        shape = llm_pool_shape(config, tokens_per_call)
-        return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
-                          size=shape.actors)
+        return llm_worker_pool(config, config.llm, count_tokens(
+            prompts["summarize_descriptions"], config.chunks.encoding_model)
+            + 2 * config.summarize.max_length)
     return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
 def make_embedding_pool(config: GraphRagConfig) -> WorkerPool:
     """The pool for an embeddings endpoint, sized from its own budget."""
-    embeddings = config.embeddings
-    shape = io_pool_shape(planned_in_flight(embeddings, embeddings.batch_size * config.chunks.size),
-                          embeddings.concurrent_requests)
-    return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
-                      size=shape.actors)
+    return llm_worker_pool(config, config.embeddings,
+                           config.embeddings.batch_size * config.chunks.size)
 
 
 def _usage_summary(stages: dict[str, Usage], timings: dict[str, float],

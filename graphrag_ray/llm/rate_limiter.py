@@ -167,7 +167,6 @@ class RateBudget:
         return little_in_flight(rate, sum(self.latencies) / len(self.latencies),
                                 self.max_concurrency)
 
-
     def _track_in_flight(self, now: float) -> None:
         """Called before the in-flight set changes: integrates it over time."""
         elapsed = max(0.0, now - self._area_updated)
