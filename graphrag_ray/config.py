@@ -208,6 +208,11 @@ class LLMConfig(_Section):
     # Pace at this fraction of the limits, with at most this many seconds of burst.
     rate_limit_headroom: float = Field(0.98, gt=0, le=1)
     burst_seconds: float = Field(1.0, gt=0)
+    # The limits are per minute: budget left idle in the last 60 s (while a stage drains, say)
+    # may be caught up at up to this multiple of the per-minute rate, no 60 s window ever
+    # going over. The first 429 turns it off (a provider that enforces over shorter spans);
+    # 1 paces strictly from the start.
+    catch_up_factor: float = Field(2.0, ge=1)
     # Calls one worker actor makes at once (threads; LLM calls are I/O bound): the number of
     # actors is the calls in flight a stage needs divided by this.
     concurrent_requests: int = Field(64, gt=0)

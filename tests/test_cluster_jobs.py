@@ -180,10 +180,12 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
     manifest = store.read_manifest()
     assert manifest["extraction"]["chunks"] == units.num_rows
     # Every call the provider billed is in the manifest, once, whatever Ray retried: answered
-    # calls in the usage, and those whose worker died before the answer as unsettled.
+    # calls in the usage, and those whose worker died before the answer as unsettled (of
+    # those, the ones killed before their request went out were never billed).
     usage = manifest["llm_usage"]
-    assert usage["total"]["calls"] + usage["rate_limiter"]["unsettled_calls"] \
-        == stats["usage_by_model"]["test-model"]["calls"]
+    billed = stats["usage_by_model"]["test-model"]["calls"]
+    assert usage["total"]["calls"] <= billed \
+        <= usage["total"]["calls"] + usage["rate_limiter"]["unsettled_calls"]
     reports = store.read_table(schema.COMMUNITY_REPORTS)
     assert reports.num_rows == store.read_table(schema.COMMUNITIES).num_rows
     assert set(reports.column("generation").to_pylist()) == {"llm"}

@@ -165,10 +165,16 @@ def report_row(report: dict) -> str:
                                         f"{report['summary']} Findings: {findings}"))
 
 
+def all_elements_fit(elements: GraphElements, members: np.ndarray, budget: int) -> bool:
+    """A community whose element summaries all fit needs none of its sub-communities'
+    reports."""
+    return elements.header_tokens + elements.element_tokens(members) <= budget
+
+
 def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
                             children: list[tuple[np.ndarray, dict]], budget: int) -> Selection:
     """Higher-level context. `children`: (members, report) of each sub-community."""
-    if elements.header_tokens + elements.element_tokens(members) <= budget or not children:
+    if all_elements_fit(elements, members, budget) or not children:
         return select_elements(elements, members, budget)
     ranked = sorted(children, key=lambda c: (-elements.element_tokens(c[0]), c[1]["community"]))
     report_tokens = [count_tokens(report_row(r), elements.encoding) + 1 for _, r in ranked]

@@ -32,7 +32,7 @@ from graphrag_ray.index.communities import Community, carried_down, membership_b
 from graphrag_ray.index.description_blocks import DescriptionAddresses
 from graphrag_ray.index.merge import element_id
 from graphrag_ray.index.report_context import (
-    GraphElements, context_spec, number_tokens, select_elements,
+    GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys)
 from graphrag_ray.index.reports import REPORT_WORK_SCHEMA, ReportWorker, full_content
 from graphrag_ray.index.summarize import SUMMARY_WORK_SCHEMA, SummarizeWorker
@@ -94,8 +94,14 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table,
     elements = _graph_elements(entities, relationships, endpoints, claims,
                                config.chunks.encoding_model)
     by_id = {c.id: c for c in communities}
+    budget = config.reports.max_input_tokens
+
+    def fits(community: Community) -> bool:  # once the summaries inside it are final
+        return all_elements_fit(elements, community.members, budget)
+
     schedule = _Schedule(communities, by_id, _communities_holding(
-        todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)))
+        todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)),
+        fits)
     started = time.perf_counter()
     # Seconds since `started`; summaries are all requested at 0.
     marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
@@ -132,14 +138,12 @@ def summarize_and_report(entities: pa.Table, relationships: pa.Table,
         "llm" if config.uses_llm(config.reports.method) else "offline"]
 
     def context_spec_of(community: Community) -> tuple[dict, list[int]]:
-        if community.children:
+        if community.children and not fits(community):
             selection = select_with_sub_reports(
                 elements, community.members,
-                [(by_id[i].members, reports[i]) for i in community.children],
-                config.reports.max_input_tokens)
+                [(by_id[i].members, reports[i]) for i in community.children], budget)
         else:
-            selection = select_elements(elements, community.members,
-                                        config.reports.max_input_tokens)
+            selection = select_elements(elements, community.members, budget)
         return context_spec(elements, selection), spec_keys(selection, n_entities)
 
     def submit_ready() -> None:
@@ -233,19 +237,25 @@ def _name(elements: GraphElements, key: int, n_entities: int) -> str:
 
 
 class _Schedule:
-    """When each community's report may be requested: no summary pending inside it, and every
-    sub-community's report done. Carried-down communities share their child's report."""
+    """When each community's report may be requested: no summary pending inside it, and either
+    all its elements fit the context (`fits`; the paper uses its sub-communities' reports only
+    when they do not) or every sub-community's report is done. Carried-down communities share
+    their child's report. A report that needs nothing of its children's starts as soon as its
+    summaries are final: the levels' critical path is then only as long as substitution
+    makes it."""
 
     def __init__(self, communities: list[Community], by_id: dict[int, Community],
-                 holding: dict[int, list[int]]):
+                 holding: dict[int, list[int]], fits: Callable[[Community], bool]):
         self.by_id = by_id
+        self.fits = fits
+        self.carried = {c.id for c in communities if carried_down(c, by_id)}
         self.holding = holding  # element key -> communities whose report waits for its summary
         self.pending_summaries: dict[int, int] = defaultdict(int)
         for held in holding.values():
             for community_id in held:
                 self.pending_summaries[community_id] += 1
         self.pending_children = {c.id: len(c.children) for c in communities}
-        self.candidates = [c.id for c in communities if not c.children]
+        self.candidates = [c.id for c in communities if c.id not in self.carried]
         self.submitted: set[int] = set()
 
     def summary_done(self, key: int) -> None:
@@ -257,8 +267,10 @@ class _Schedule:
     def take_ready(self) -> list[Community]:
         ready = []
         for community_id in self.candidates:
-            if (community_id not in self.submitted and not self.pending_summaries[community_id]
-                    and not self.pending_children[community_id]):
+            if (community_id in self.submitted or community_id in self.carried
+                    or self.pending_summaries[community_id]):
+                continue
+            if not self.pending_children[community_id] or self.fits(self.by_id[community_id]):
                 self.submitted.add(community_id)
                 ready.append(self.by_id[community_id])
         self.candidates = []

@@ -1,11 +1,15 @@
 """One request/token budget for every caller of a model, in one process or across a Ray cluster.
 
 `RateBudget` is the algorithm, plain and clock-driven so tests can step it:
-- two token buckets (requests, tokens) refilled at `headroom` x the provider's per-minute limit,
-  holding at most `burst_seconds` of refill (pacing without bursts), and a log of the tokens
-  admitted in the last 60 s, reconciled with each reply's usage, that must stay under
-  `headroom` x the tokens limit: a call larger than the bucket (an embeddings batch) may take
-  the bucket into debt, and an estimate may fall short, yet no 60 s window goes over;
+- a log of the calls and tokens admitted in the last 60 s, reconciled with each reply's usage,
+  that must stay under `headroom` x the provider's per-minute limits: that is what the
+  provider counts, so no 60 s window goes over, even when an estimate fell short;
+- two token buckets (requests, tokens) that pace admissions within it, holding at most
+  `burst_seconds` of refill (no bursts). They refill at `catch_up_factor` x the per-minute
+  rate, so budget left idle in the window (a stage draining its last chunks, the merge) is
+  caught up rather than lost, at a bounded pace; the first 429 sets the factor to 1 (a
+  provider enforcing its limits over shorter spans than a minute). A call larger than the
+  bucket (an embeddings batch) may take the bucket into debt;
 - a call reserves its estimate up front: prompt tokens + expected output, which is the max
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
@@ -95,18 +99,23 @@ class RateBudget:
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None,
                  max_concurrency: int, headroom: float = 0.98, burst_seconds: float = 1.0,
                  backoff_cooldown_s: float = 2.0, now: float | None = None,
-                 count_requested: bool = False):
+                 count_requested: bool = False, catch_up_factor: float = 1.0):
         now = time.monotonic() if now is None else now
         self.request_rate = headroom * requests_per_minute / 60 if requests_per_minute else None
         self.token_rate = headroom * tokens_per_minute / 60 if tokens_per_minute else None
         self.window_limit = headroom * tokens_per_minute if tokens_per_minute else None
+        self.window_request_limit = headroom * requests_per_minute if requests_per_minute \
+            else None
         self.window: deque[list] = deque()  # [admitted at, tokens, lease id], oldest first
         self.window_tokens = 0
         self.window_entries: dict[int, list] = {}
-        self.request_cap = max(1.0, self.request_rate * burst_seconds) if self.request_rate else 0.0
-        self.token_cap = max(1.0, self.token_rate * burst_seconds) if self.token_rate else 0.0
+        self.catch_up_factor = catch_up_factor
+        self.burst_seconds = burst_seconds
+        self._set_bucket_caps()
         self.requests = self.request_cap
         self.tokens = self.token_cap
+        self.first_admission: float | None = None
+        self.used_tokens = 0  # admitted, reconciled with usage
         self.max_concurrency = max_concurrency
         self.concurrency_limit = float(max_concurrency)
         # lease -> (tokens reserved, admitted at, prompt tokens as we counted them)
@@ -130,7 +139,13 @@ class RateBudget:
         # The provider charges prompt + max_tokens at admission: reserve that and keep it.
         self.count_requested = count_requested
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency,
-                      "peak_in_flight": 0, "unused_tokens": 0.0}
+                      "peak_in_flight": 0, "catch_up_off_after_s": None}
+
+    def _set_bucket_caps(self) -> None:
+        rates = (self.request_rate or 0.0) * self.catch_up_factor, \
+            (self.token_rate or 0.0) * self.catch_up_factor
+        self.request_cap = max(1.0, rates[0] * self.burst_seconds) if self.request_rate else 0.0
+        self.token_cap = max(1.0, rates[1] * self.burst_seconds) if self.token_rate else 0.0
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         """Prompt tokens as the provider counts them (ours, scaled by the largest recent
@@ -148,13 +163,17 @@ class RateBudget:
         elapsed = max(0.0, now - self.updated)
         self.updated = now
         if self.request_rate:
-            self.requests = min(self.request_cap, self.requests + elapsed * self.request_rate)
+            self.requests = min(self.request_cap, self.requests
+                                + elapsed * self.request_rate * self.catch_up_factor)
         if self.token_rate:
-            refilled = self.tokens + elapsed * self.token_rate
-            # Budget nobody took in time (no caller ready, or all of them in flight).
-            if self.stats["acquired"]:
-                self.stats["unused_tokens"] += max(0.0, refilled - self.token_cap)
-            self.tokens = min(self.token_cap, refilled)
+            self.tokens = min(self.token_cap,
+                              self.tokens + elapsed * self.token_rate * self.catch_up_factor)
+
+    def _expire_window(self, now: float) -> None:
+        while self.window and self.window[0][0] <= now - _WINDOW_S:
+            expired = self.window.popleft()
+            self.window_tokens -= expired[1]
+            self.window_entries.pop(expired[2], None)
 
     def in_flight_target(self) -> int | None:
         """Little's law on what was seen: the calls per second the limits allow at the mean
@@ -186,17 +205,16 @@ class RateBudget:
             return None, _POLL_S
         waits = []
         if self.request_rate and self.requests < 1:
-            waits.append((1 - self.requests) / self.request_rate)
+            waits.append((1 - self.requests) / (self.request_rate * self.catch_up_factor))
         # A token bucket may go into debt for one call larger than the bucket itself.
         if self.token_rate and self.tokens <= 0:
-            waits.append(-self.tokens / self.token_rate + 1e-3)
-        if self.window_limit:
-            while self.window and self.window[0][0] <= now - _WINDOW_S:
-                expired = self.window.popleft()
-                self.window_tokens -= expired[1]
-                self.window_entries.pop(expired[2], None)
-            if self.window and self.window_tokens + tokens > self.window_limit:
-                waits.append(max(_POLL_S, self.window[0][0] + _WINDOW_S - now))
+            waits.append(-self.tokens / (self.token_rate * self.catch_up_factor) + 1e-3)
+        self._expire_window(now)
+        if self.window and (
+                (self.window_limit and self.window_tokens + tokens > self.window_limit)
+                or (self.window_request_limit
+                    and len(self.window) + 1 > self.window_request_limit)):
+            waits.append(max(_POLL_S, self.window[0][0] + _WINDOW_S - now))
         if waits:
             return None, max(waits)
         if self.request_rate:
@@ -206,11 +224,14 @@ class RateBudget:
         lease = Lease(next(self._ids), tokens, tag, stage)
         self._track_in_flight(now)
         self.in_flight[lease.id] = (tokens, now, prompt_tokens)
-        if self.window_limit:
+        if self.window_limit or self.window_request_limit:
             entry = [now, tokens, lease.id]
             self.window.append(entry)
             self.window_tokens += tokens
             self.window_entries[lease.id] = entry
+        if self.first_admission is None:
+            self.first_admission = now
+        self.used_tokens += tokens
         self.stats["acquired"] += 1
         self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], len(self.in_flight))
         return lease, 0.0
@@ -239,12 +260,20 @@ class RateBudget:
                 self.prompt_ratios.append((used_tokens - completion_tokens) / prompt_tokens)
         if self.token_rate and used_tokens is not None and not self.count_requested:
             self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
+            self.used_tokens += used_tokens - estimate
             entry = self.window_entries.pop(lease_id, None)
             if entry is not None:  # what the provider counted when it admitted the call
                 self.window_tokens += used_tokens - entry[1]
                 entry[1] = used_tokens
         if rate_limited:
             self.stats["rate_limited"] += 1
+            if self.catch_up_factor > 1:  # the provider counts over shorter spans: pace
+                self.catch_up_factor = 1.0
+                self._set_bucket_caps()
+                self.requests = min(self.requests, self.request_cap)
+                self.tokens = min(self.tokens, self.token_cap)
+                self.stats["catch_up_off_after_s"] = round(
+                    now - (now if self.first_admission is None else self.first_admission), 1)
             if now - self.last_backoff >= self.backoff_cooldown_s:
                 self.concurrency_limit = max(1.0, self.concurrency_limit / 2)
                 self.last_backoff = now
@@ -260,7 +289,7 @@ class RateBudget:
         """The budget's figures for the manifest: counters, how many calls were in flight
         (peak, and mean while any was), the latency and Little's-law target it ended with."""
         latency = sum(self.latencies) / len(self.latencies) if self.latencies else None
-        return {**self.stats, "unused_tokens": int(self.stats["unused_tokens"]),
+        return {**self.stats, "unused_tokens": self._unused_tokens(),
                 "concurrency_limit": round(self.concurrency_limit, 2),
                 "mean_in_flight": round(self._in_flight_area / self._busy_s, 2)
                 if self._busy_s else 0.0,
@@ -272,11 +301,21 @@ class RateBudget:
                 "prompt_token_scale": round(self.prompt_scale(), 3)}
 
 
+    def _unused_tokens(self) -> int | None:
+        """Token budget the run left idle: what the limit allowed from the first admission to
+        the last update, less what was used (None without a tokens limit)."""
+        if not self.token_rate or self.first_admission is None:
+            return None
+        return max(0, int(self.token_rate * (self.updated - self.first_admission)
+                          - self.used_tokens))
+
+
 def budget_from_config(config: LLMConfig) -> RateBudget:
     return RateBudget(config.requests_per_minute, config.tokens_per_minute,
                       config.concurrency_ceiling(), config.rate_limit_headroom,
                       config.burst_seconds,
-                      count_requested=config.tokens_counted == "requested")
+                      count_requested=config.tokens_counted == "requested",
+                      catch_up_factor=config.catch_up_factor)
 
 
 class LocalRateLimiter:

@@ -4,7 +4,8 @@
 
 Prints one JSON line (`{"gcs": ..., "dashboard": ..., "nodes": [...]}`) once every node is
 up, then keeps the cluster until its stdin closes (or a line "remove-worker" arrives, which
-kills the first worker node without warning, as a lost machine would). Every node inherits
+kills the first worker node without warning, as a lost machine would: its Ray processes
+and every worker process they started, all at once). Every node inherits
 this process's environment: set RAY_AUTH_MODE/RAY_AUTH_TOKEN and any storage credentials
 before starting it, and give `ray job submit` the same token.
 """
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 
 def _free_port() -> int:
@@ -52,6 +56,47 @@ def _wait_for_job_server(address: str, timeout_s: float = 120) -> None:
         time.sleep(0.2)
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs (from /proc; empty when it is gone)."""
+    found = []
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            children = (thread / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *_descendants(child)]
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
+
+
+def _lose_node(cluster, node, timeout_s: float = 60) -> None:
+    """Kill a node the way a lost machine goes: its Ray processes and their worker processes
+    at once. A worker left to notice its raylet died could still take a reply, then die before
+    recording it: a lost machine has no such moment."""
+    started = [info.process.pid for infos in node.all_processes.values() for info in infos]
+    pids = [pid for root in started for pid in _descendants(root)]
+    cluster.remove_node(node, allow_graceful=False)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=1, help="worker nodes besides the head")
@@ -78,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for line in sys.stdin:
             if line.strip() == "remove-worker" and workers:
-                cluster.remove_node(workers.pop(0), allow_graceful=False)
+                _lose_node(cluster, workers.pop(0))
                 print(json.dumps({"removed": True}), flush=True)
     finally:
         cluster.shutdown()

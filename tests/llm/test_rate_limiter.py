@@ -4,6 +4,7 @@ the test server enforcing the same limits."""
 import math
 import time
 
+import numpy as np
 import pytest
 
 from graphrag_ray.config import LLMConfig
@@ -80,10 +81,12 @@ def test_several_actors_share_one_budget(ray_session):
             return self.client.usage.as_dict()
 
     # The server enforces 600 requests/min over a 5 s window (50 per 5 s); the budget paces
-    # at 95% with a 0.2 s burst, which stays under it in any window of that length.
+    # at 95% with a 0.2 s burst and no catch-up, which stays under it in any window of that
+    # length.
     with run_test_server(rpm_limit=600, limit_window_s=5.0) as server:
         config = LLMConfig(api_base=server.url, model="test-model", requests_per_minute=600,
-                           rate_limit_headroom=0.95, burst_seconds=0.2, max_retries=0)
+                           rate_limit_headroom=0.95, burst_seconds=0.2, max_retries=0,
+                           catch_up_factor=1.0)
         limiter = cluster_rate_limiter(config, f"test-several-actors-{time.time()}")
         callers = [Caller.remote(config, limiter) for _ in range(actors)]
         usages = ray.get([c.run.remote(calls_per_actor, f"actor{i}") for i, c in enumerate(callers)])
@@ -97,6 +100,47 @@ def test_several_actors_share_one_budget(ray_session):
     assert stats["by_status"] == {"200": total}  # not a single 429
     assert span >= (total - 2) / 10  # paced: the limit is 10 requests/s
     assert span <= total / 9.5 + 4  # and close to it
+
+
+def _admit_until(budget: RateBudget, start: float, end: float, step: float = 0.05
+                 ) -> list[float]:
+    """Admission times of a caller always ready from `start` to `end` (instant replies)."""
+    admitted, now = [], start
+    while now < end:
+        lease, _ = budget.try_acquire(1, now)
+        if lease is None:
+            now += step
+            continue
+        budget.release(lease.id, 1, now, completion_tokens=0)
+        admitted.append(now)
+    return admitted
+
+
+def test_budget_left_idle_is_caught_up_without_any_minute_going_over():
+    # 60 requests/min; a stage drains and nobody calls from 10 s to 40 s.
+    budget = RateBudget(60, None, max_concurrency=100, headroom=1.0, now=0.0,
+                        catch_up_factor=2.0)
+    before = _admit_until(budget, 0.0, 10.0)
+    after = _admit_until(budget, 40.0, 120.0)
+    admitted = before + after
+    # At most twice the rate while catching up ...
+    assert all(sum(1 for t in admitted if start <= t < start + 5) <= 11
+               for start in range(0, 120))
+    # ... never more than the limit in any 60 s ...
+    assert all(sum(1 for t in admitted if start <= t < start + 60) <= 60
+               for start in np.arange(0.0, 120.0, 0.25))
+    # ... and the idle half minute is caught up: 60 calls within the first minute.
+    assert sum(1 for t in admitted if t < 60) >= 58
+
+
+def test_a_429_turns_catch_up_off():
+    budget = RateBudget(60, None, max_concurrency=100, headroom=1.0, now=0.0,
+                        catch_up_factor=2.0)
+    lease, _ = budget.try_acquire(1, 0.0)
+    budget.release(lease.id, None, 0.5, rate_limited=True)
+    admitted = _admit_until(budget, 1.0, 21.0)
+    assert len(admitted) <= 21  # the per-minute rate, no more
+    assert budget.report()["catch_up_off_after_s"] == 0.5
 
 
 def test_output_estimate_learns_from_replies_of_the_same_template():
