@@ -4,12 +4,14 @@
 - a log of the calls and tokens admitted in the last 60 s, reconciled with each reply's usage,
   that must stay under `headroom` x the provider's per-minute limits: that is what the
   provider counts, so no 60 s window goes over, even when an estimate fell short;
-- two token buckets (requests, tokens) that pace admissions within it, holding at most
-  `burst_seconds` of refill (no bursts). They refill at `catch_up_factor` x the per-minute
-  rate, so budget left idle in the window (a stage draining its last chunks, the merge) is
-  caught up rather than lost, at a bounded pace; the first 429 sets the factor to 1 (a
-  provider enforcing its limits over shorter spans than a minute). A call larger than the
-  bucket (an embeddings batch) may take the bucket into debt;
+- for each limit, a pair of token buckets that pace admissions within it: a sustained one
+  refilled at the per-minute rate and a peak one refilled at `catch_up_factor` x that rate,
+  holding `burst_seconds` of it (no bursts). The sustained bucket keeps the budget left idle
+  (a stage draining its last chunks, the merge) for up to a minute's worth, so it is caught
+  up rather than lost, no faster than the peak bucket allows; at the start nothing was left
+  idle, so nothing runs ahead. The first 429 sets the factor to 1 and drops what was kept
+  (a provider enforcing its limits over shorter spans than a minute). A call larger than the
+  bucket (an embeddings batch) may take it into debt;
 - a call reserves its estimate up front: prompt tokens + expected output, which is the max
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
@@ -87,6 +89,47 @@ LEDGER_FIELDS = ("calls", "retries", "rate_limited", "failed_calls", "prompt_tok
                  "completion_tokens", "cached_tokens")
 
 
+class _Pace:
+    """One limit's pair of buckets (see the module's docstring), in calls or tokens."""
+
+    def __init__(self, rate: float, burst_seconds: float, catch_up_factor: float):
+        self.rate = rate
+        self.burst_seconds = burst_seconds
+        self.factor = catch_up_factor
+        self.sustained_cap, self.peak_cap = self._caps()
+        # Nothing was left idle yet: a burst's worth, like any bucket.
+        self.sustained = max(1.0, rate * burst_seconds)
+        self.peak = self.peak_cap
+
+    def _caps(self) -> tuple[float, float]:
+        burst = max(1.0, self.rate * self.burst_seconds)
+        return (self.rate * _WINDOW_S if self.factor > 1 else burst,
+                max(1.0, burst * self.factor))
+
+    def set_factor(self, factor: float) -> None:
+        self.factor = factor
+        self.sustained_cap, self.peak_cap = self._caps()
+        self.sustained = min(self.sustained, self.sustained_cap)
+        self.peak = min(self.peak, self.peak_cap)
+
+    def refill(self, elapsed: float) -> None:
+        self.sustained = min(self.sustained_cap, self.sustained + elapsed * self.rate)
+        self.peak = min(self.peak_cap, self.peak + elapsed * self.rate * self.factor)
+
+    def wait_s(self, need: float) -> float:
+        """Seconds until both buckets hold `need` (0: now)."""
+        return max(0.0, (need - self.sustained) / self.rate,
+                   (need - self.peak) / (self.rate * self.factor))
+
+    def take(self, amount: float) -> None:
+        self.sustained -= amount
+        self.peak -= amount
+
+    def give_back(self, amount: float) -> None:
+        self.sustained = min(self.sustained_cap, self.sustained + amount)
+        self.peak = min(self.peak_cap, self.peak + amount)
+
+
 @dataclass
 class Lease:
     id: int
@@ -109,11 +152,10 @@ class RateBudget:
         self.window: deque[list] = deque()  # [admitted at, tokens, lease id], oldest first
         self.window_tokens = 0
         self.window_entries: dict[int, list] = {}
-        self.catch_up_factor = catch_up_factor
-        self.burst_seconds = burst_seconds
-        self._set_bucket_caps()
-        self.requests = self.request_cap
-        self.tokens = self.token_cap
+        self.request_pace = _Pace(self.request_rate, burst_seconds, catch_up_factor) \
+            if self.request_rate else None
+        self.token_pace = _Pace(self.token_rate, burst_seconds, catch_up_factor) \
+            if self.token_rate else None
         self.first_admission: float | None = None
         self.used_tokens = 0  # admitted, reconciled with usage
         self.max_concurrency = max_concurrency
@@ -141,12 +183,6 @@ class RateBudget:
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency,
                       "peak_in_flight": 0, "catch_up_off_after_s": None}
 
-    def _set_bucket_caps(self) -> None:
-        rates = (self.request_rate or 0.0) * self.catch_up_factor, \
-            (self.token_rate or 0.0) * self.catch_up_factor
-        self.request_cap = max(1.0, rates[0] * self.burst_seconds) if self.request_rate else 0.0
-        self.token_cap = max(1.0, rates[1] * self.burst_seconds) if self.token_rate else 0.0
-
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         """Prompt tokens as the provider counts them (ours, scaled by the largest recent
         ratio of its count to ours: its tokenizer may not be ours) plus the expected output."""
@@ -162,12 +198,9 @@ class RateBudget:
     def _refill(self, now: float) -> None:
         elapsed = max(0.0, now - self.updated)
         self.updated = now
-        if self.request_rate:
-            self.requests = min(self.request_cap, self.requests
-                                + elapsed * self.request_rate * self.catch_up_factor)
-        if self.token_rate:
-            self.tokens = min(self.token_cap,
-                              self.tokens + elapsed * self.token_rate * self.catch_up_factor)
+        for pace in (self.request_pace, self.token_pace):
+            if pace:
+                pace.refill(elapsed)
 
     def _expire_window(self, now: float) -> None:
         while self.window and self.window[0][0] <= now - _WINDOW_S:
@@ -204,11 +237,11 @@ class RateBudget:
         if len(self.in_flight) >= max(1, int(self.concurrency_limit)):
             return None, _POLL_S
         waits = []
-        if self.request_rate and self.requests < 1:
-            waits.append((1 - self.requests) / (self.request_rate * self.catch_up_factor))
+        if self.request_pace and self.request_pace.wait_s(1.0):
+            waits.append(self.request_pace.wait_s(1.0))
         # A token bucket may go into debt for one call larger than the bucket itself.
-        if self.token_rate and self.tokens <= 0:
-            waits.append(-self.tokens / (self.token_rate * self.catch_up_factor) + 1e-3)
+        if self.token_pace and self.token_pace.wait_s(1.0):
+            waits.append(self.token_pace.wait_s(1.0))
         self._expire_window(now)
         if self.window and (
                 (self.window_limit and self.window_tokens + tokens > self.window_limit)
@@ -217,10 +250,10 @@ class RateBudget:
             waits.append(max(_POLL_S, self.window[0][0] + _WINDOW_S - now))
         if waits:
             return None, max(waits)
-        if self.request_rate:
-            self.requests -= 1
-        if self.token_rate:
-            self.tokens -= tokens
+        if self.request_pace:
+            self.request_pace.take(1)
+        if self.token_pace:
+            self.token_pace.take(tokens)
         lease = Lease(next(self._ids), tokens, tag, stage)
         self._track_in_flight(now)
         self.in_flight[lease.id] = (tokens, now, prompt_tokens)
@@ -258,8 +291,8 @@ class RateBudget:
             self.call_tokens.append(used_tokens)
             if prompt_tokens > 0 and used_tokens > completion_tokens:
                 self.prompt_ratios.append((used_tokens - completion_tokens) / prompt_tokens)
-        if self.token_rate and used_tokens is not None and not self.count_requested:
-            self.tokens = min(self.token_cap, self.tokens + estimate - used_tokens)
+        if self.token_pace and used_tokens is not None and not self.count_requested:
+            self.token_pace.give_back(estimate - used_tokens)
             self.used_tokens += used_tokens - estimate
             entry = self.window_entries.pop(lease_id, None)
             if entry is not None:  # what the provider counted when it admitted the call
@@ -267,11 +300,10 @@ class RateBudget:
                 entry[1] = used_tokens
         if rate_limited:
             self.stats["rate_limited"] += 1
-            if self.catch_up_factor > 1:  # the provider counts over shorter spans: pace
-                self.catch_up_factor = 1.0
-                self._set_bucket_caps()
-                self.requests = min(self.requests, self.request_cap)
-                self.tokens = min(self.tokens, self.token_cap)
+            paces = [pace for pace in (self.request_pace, self.token_pace) if pace]
+            if any(pace.factor > 1 for pace in paces):  # it counts over shorter spans: pace
+                for pace in paces:
+                    pace.set_factor(1.0)
                 self.stats["catch_up_off_after_s"] = round(
                     now - (now if self.first_admission is None else self.first_admission), 1)
             if now - self.last_backoff >= self.backoff_cooldown_s:
