@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import os
 import threading
 import uuid
@@ -28,17 +29,13 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.query.basic_search import basic_search, units_by_id
-from graphrag_ray.query.drift_search import drift_search
 from graphrag_ray.query.fanout import FanOut
-from graphrag_ray.query.global_search import REPORT_COLUMNS, global_search
-from graphrag_ray.query.local_search import LocalData, local_data, local_search
+from graphrag_ray.query.local_search import LocalData, local_data
+from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.query.text_search import text_search
 from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.storage import IndexStore, IndexVersion
 
-METHODS = ("global", "local", "drift", "basic", "text")
 OnToken = Callable[[str], None]
 
 
@@ -144,58 +141,26 @@ class GraphIndex:
         if not question.strip():
             raise GraphRagError("the question is empty")
 
-    # -- the methods -----------------------------------------------------------------------
+    def has_table(self, name: str) -> bool:
+        return self.store.has_table(name)
 
-    def global_search(self, question: str, level: int | None = None, *,
-                      dynamic: bool | None = None, history: list[dict] | None = None,
-                      on_token: OnToken | None = None) -> SearchResult:
-        """Map-reduce over one level's reports, or (`dynamic`, default from
-        global_search.dynamic.enabled) over the reports rated relevant from the root down."""
-        self._check(question)
-        if dynamic is None:
-            dynamic = self.config.global_search.dynamic.enabled and level is None
-        used_level = None if dynamic else self.resolve_level(level)
-        if dynamic and not self.levels:
-            raise GraphRagError("the index has no communities (no relationships were extracted)")
-        return global_search(question, self.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS),
-                             used_level, self.config, self.prompts, self.services, self.fan_out,
-                             self.table, history=history, on_token=on_token)
-
-    def local_search(self, question: str, *, history: list[dict] | None = None,
-                     on_token: OnToken | None = None) -> SearchResult:
-        self._check(question)
-        return local_search(question, self.local_data(), self.config, self.prompts,
-                            self.services, self.embed, self.table, history=history,
-                            on_token=on_token)
-
-    def drift_search(self, question: str, *, history: list[dict] | None = None,
-                     on_token: OnToken | None = None) -> SearchResult:
-        self._check(question)
-        return drift_search(question, self.vectors(schema.REPORT_EMBEDDINGS), self.local_data(),
-                            self.config, self.prompts, self.services, self.fan_out, self.embed,
-                            self.table, history=history, on_token=on_token)
-
-    def basic_search(self, question: str, *, history: list[dict] | None = None,
-                     on_token: OnToken | None = None) -> SearchResult:
-        self._check(question)
-        units = self.table(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])
-        return basic_search(question, self.vectors(schema.TEXT_UNIT_EMBEDDINGS),
-                            lambda ids: units_by_id(units, ids), self.config, self.prompts,
-                            self.services, self.embed, self.table, history=history,
-                            on_token=on_token)
-
-    def text_search(self, question: str, *, history: list[dict] | None = None,
-                    on_token: OnToken | None = None) -> SearchResult:
-        self._check(question)
-        return text_search(question, self.table(schema.TEXT_UNITS, [
-            "id", "human_readable_id", "document_id", "text"]),
-            self.table(schema.DOCUMENTS, ["id", "title"]), self.config, self.prompts,
-            self.services, self.fan_out, self.table, history=history, on_token=on_token)
+    # -- the methods (`query.methods.QUERY_METHODS`) ---------------------------------------
 
     def search(self, method: str, question: str, **options) -> SearchResult:
-        if method not in METHODS:
-            raise GraphRagError(f"unknown query method {method!r}; one of {', '.join(METHODS)}")
-        return getattr(self, f"{method}_search")(question, **options)
+        """Answer with a registered method; `options`: `history`, `on_token` and the
+        method's own (`global`: `level`, `dynamic`)."""
+        if method not in QUERY_METHODS:
+            raise GraphRagError(f"unknown query method {method!r}; one of "
+                                f"{', '.join(QUERY_METHODS)}")
+        self._check(question)
+        return QUERY_METHODS[method].search(self, question, **options)
+
+    def __getattr__(self, name: str):
+        """`index.global_search(question, level=1)` and the like: `search` by its name."""
+        method = name.removesuffix("_search")
+        if name.endswith("_search") and method in QUERY_METHODS:
+            return functools.partial(self.search, method)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def stream(self, method: str, question: str, **options) -> "AnswerStream":
         """`async for piece in index.stream(...)`: the answer as it is written; the whole

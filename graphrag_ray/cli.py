@@ -13,6 +13,7 @@ import yaml
 
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.errors import GraphRagError
+from graphrag_ray.query.methods import QUERY_METHODS
 
 
 def _eprint(message: str) -> None:
@@ -98,10 +99,14 @@ def cmd_query(args: argparse.Namespace) -> int:
               else config_from_manifest(manifest, args.set))
     index = GraphIndex(store, manifest, config)
     options: dict = {"history": _read_history(args.history)}
-    if args.method == "global":
-        options.update(level=args.level, dynamic=args.dynamic or None)
-    elif args.level is not None or args.dynamic:
-        raise GraphRagError("--level and --dynamic apply to --method global only")
+    own = {"level": args.level, "dynamic": args.dynamic or None}
+    accepted = QUERY_METHODS[args.method].options
+    for name, value in own.items():
+        if name in accepted:
+            options[name] = value
+        elif value is not None:
+            takers = [m.name for m in QUERY_METHODS.values() if name in m.options]
+            raise GraphRagError(f"--{name} applies to --method {' or '.join(takers)} only")
     streaming = args.stream and not args.json
     if streaming:
         options["on_token"] = lambda piece: print(piece, end="", flush=True)
@@ -247,11 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = sub.add_parser("query", help="answer a question from an index")
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")
-    query.add_argument("--method", default="global",
-                       choices=["global", "local", "drift", "basic", "text"],
-                       help="global: map-reduce over community reports; local: entity-centred "
-                            "context; drift: reports then follow-ups; basic: vector RAG over "
-                            "text units; text: map-reduce over source texts")
+    query.add_argument("--method", default="global", choices=list(QUERY_METHODS),
+                       help="; ".join(f"{m.name}: {m.help}" for m in QUERY_METHODS.values()))
     query.add_argument("--level", type=int, default=None,
                        help="global: community level (0 = root); defaults to "
                             "global_search.default_level")

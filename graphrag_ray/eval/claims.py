@@ -41,18 +41,16 @@ def cluster_counts(vectors: np.ndarray, thresholds: list[float]) -> dict[str, in
 def extract_claims(chat: ChatClient, template: str, question: str, answer: str,
                    max_tokens: int, attempts: int) -> list[str]:
     prompt = render(template, question=question, answer=answer)
-    problem = ""
-    for attempt in range(attempts):
-        reply = chat.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens,
-                              cache_tag=f"attempt-{attempt}")
-        try:
-            claims = parse_json_object(reply)["claims"]
-            if isinstance(claims, list):
-                return [str(c) for c in claims if str(c).strip()]
-            problem = "'claims' is not a list"
-        except (ValueError, KeyError) as exc:
-            problem = str(exc)
-    raise LLMError(f"no readable claims after {attempts} replies: {problem}")
+
+    def parse(reply: str) -> list[str]:
+        claims = parse_json_object(reply)["claims"]
+        if not isinstance(claims, list):
+            raise ValueError("'claims' is not a list")
+        return [str(c) for c in claims if str(c).strip()]
+
+    return chat.complete_parsed([{"role": "user", "content": prompt}], parse,
+                                max_tokens=max_tokens, cache_tag="attempt-{attempt}",
+                                retries=attempts - 1)
 
 
 def measure_claims(answers: list[dict], chat: ChatClient, template: str,

@@ -14,7 +14,7 @@ from typing import Callable
 
 from graphrag_ray.errors import LLMError
 from graphrag_ray.eval.records import RecordFile
-from graphrag_ray.llm.client import ChatClient, parse_json_object
+from graphrag_ray.llm.client import ChatClient, MalformedReply, parse_json_object
 from graphrag_ray.prompts_loader import render
 
 METRICS = {
@@ -62,20 +62,17 @@ def judge_once(chat: ChatClient, template: str, question: str, metric: str, answ
     first, second = (answer_b, answer_a) if swapped else (answer_a, answer_b)
     prompt = render(template, metric=metric, definition=METRICS[metric], question=question,
                     first_answer=first, second_answer=second)
-    problem = ""
-    for attempt in range(attempts):
-        try:
-            reply = chat.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens,
-                                  cache_tag=f"repeat-{repeat}-attempt-{attempt}")
-            shown, reason = parse_verdict(reply)
-        except LLMError as exc:
-            return {"swapped": swapped, "winner": None, "reason": "", "error": str(exc)}
-        except ValueError as exc:
-            problem = f"malformed verdict: {exc}"
-            continue
-        winner = "tie" if shown == TIE else ("a" if (shown == 1) != swapped else "b")
-        return {"swapped": swapped, "winner": winner, "reason": reason, "error": None}
-    return {"swapped": swapped, "winner": None, "reason": "", "error": problem}
+    try:
+        shown, reason = chat.complete_parsed(
+            [{"role": "user", "content": prompt}], parse_verdict, max_tokens=max_tokens,
+            cache_tag=f"repeat-{repeat}-attempt-{{attempt}}", retries=attempts - 1)
+    except MalformedReply as exc:
+        return {"swapped": swapped, "winner": None, "reason": "",
+                "error": f"malformed verdict: {exc}"}
+    except LLMError as exc:
+        return {"swapped": swapped, "winner": None, "reason": "", "error": str(exc)}
+    winner = "tie" if shown == TIE else ("a" if (shown == 1) != swapped else "b")
+    return {"swapped": swapped, "winner": winner, "reason": reason, "error": None}
 
 
 def judge_answers(answers: dict[tuple[str, str], dict], conditions: list[str],

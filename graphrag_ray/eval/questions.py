@@ -29,18 +29,15 @@ def question_id(text: str) -> str:
 
 
 def _ask_json(chat: ChatClient, prompt: str, key: str, max_tokens: int, attempts: int) -> list:
-    problem = ""
-    for attempt in range(attempts):
-        reply = chat.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens,
-                              cache_tag=f"attempt-{attempt}")
-        try:
-            value = parse_json_object(reply)[key]
-            if isinstance(value, list) and value:
-                return value
-            problem = f"'{key}' is empty or not a list"
-        except (ValueError, KeyError) as exc:
-            problem = str(exc)
-    raise LLMError(f"no usable '{key}' after {attempts} replies: {problem}")
+    def parse(reply: str) -> list:
+        value = parse_json_object(reply)[key]
+        if not isinstance(value, list) or not value:
+            raise ValueError(f"'{key}' is empty or not a list")
+        return value
+
+    return chat.complete_parsed([{"role": "user", "content": prompt}], parse,
+                                max_tokens=max_tokens, cache_tag="attempt-{attempt}",
+                                retries=attempts - 1)
 
 
 def generate_questions(description: str, config: GraphRagConfig, prompts: dict[str, str],

@@ -19,7 +19,7 @@ from graphrag_ray.index.description_blocks import read_descriptions
 from graphrag_ray.index.report_context import (
     context_record, fill_claims, fill_descriptions, render_context)
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
-from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
+from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage, parse_json_object
 from graphrag_ray.prompts_loader import prompt_version, render
 
 
@@ -169,21 +169,17 @@ class ReportWorker:
         prompt = render(self.template, input_text=context_text,
                         max_findings=self.config.reports.max_findings)
         chat = self.chat.scoped()
-        problem = ""
-        for attempt in range(self.config.llm.max_parse_retries + 1):
-            try:
-                # A re-request after a malformed reply must not be answered from the cache.
-                reply = chat.complete([{"role": "user", "content": prompt}],
-                                      max_tokens=self.config.reports.max_output_tokens,
-                                      cache_tag=f"{self.tag}:{attempt}")
-            except LLMError as exc:
-                problem = f"LLM call failed: {exc}"
-                break
-            try:
-                report = validate_report(parse_json_object(reply))
-            except ValueError as exc:
-                problem = f"malformed report JSON: {exc}"
-                continue
+        try:
+            report = chat.complete_parsed(
+                [{"role": "user", "content": prompt}],
+                lambda reply: validate_report(parse_json_object(reply)),
+                max_tokens=self.config.reports.max_output_tokens,
+                cache_tag=f"{self.tag}:{{attempt}}")
+        except MalformedReply as exc:
+            problem = f"malformed report JSON: {exc}"
+        except LLMError as exc:
+            problem = f"LLM call failed: {exc}"
+        else:
             return {"community": community, "report_json": json.dumps(report),
                     "generation": "llm", **usage_row(chat.usage)}
         return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500],

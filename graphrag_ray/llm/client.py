@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Callable, TypeVar
 
 import openai
 
@@ -25,6 +26,8 @@ from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.tokens import count_tokens
+
+T = TypeVar("T")
 
 # The client requires a key; local servers (vLLM, Ollama, llama.cpp) ignore it.
 _PLACEHOLDER_KEY = "not-needed"
@@ -64,6 +67,10 @@ def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> opena
 
 class LLMCallError(LLMError):
     """A call that failed for this item (retries exhausted, prompt too long)."""
+
+
+class MalformedReply(LLMError):
+    """Every attempt's reply was one the caller could not read."""
 
 
 class FatalLLMError(LLMError):
@@ -260,6 +267,29 @@ class ChatClient(_EndpointClient):
         content = response.choices[0].message.content or ""
         self._store(key, content, usage)
         return content
+
+    def complete_parsed(self, messages: list[dict], parse: Callable[[str], T], *,
+                        max_tokens: int, cache_tag: str = "", retries: int | None = None) -> T:
+        """`parse(reply)`; a reply it rejects (ValueError, KeyError, TypeError) is requested
+        again, up to `retries` times (default `llm.max_parse_retries`), then MalformedReply.
+        Each attempt has a cache key of its own, so a malformed reply in the cache is never
+        served again as the retry's answer (and a rerun replays the attempt that worked):
+        `cache_tag` may hold `{attempt}`; without it, attempt 0 uses `cache_tag` as given and
+        attempt n `cache_tag:retry-n`. Errors of the call itself (LLMError) are raised at once."""
+        attempts = (self.config.max_parse_retries if retries is None else retries) + 1
+        problem = ""
+        for attempt in range(attempts):
+            if "{attempt}" in cache_tag:
+                tag = cache_tag.replace("{attempt}", str(attempt))
+            else:
+                tag = f"{cache_tag}:retry-{attempt}" if attempt else cache_tag
+            reply = self.complete(messages, max_tokens=max_tokens, cache_tag=tag)
+            try:
+                return parse(reply)
+            except (ValueError, KeyError, TypeError) as exc:
+                problem = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) \
+                    else str(exc)
+        raise MalformedReply(f"no readable reply in {attempts} attempts: {problem}")
 
     def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
         """The reply piece by piece as the endpoint sends it (a cached reply comes whole).

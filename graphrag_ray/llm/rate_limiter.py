@@ -7,11 +7,13 @@
 - for each limit, a pair of token buckets that pace admissions within it: a sustained one
   refilled at the per-minute rate and a peak one refilled at `catch_up_factor` x that rate,
   holding `burst_seconds` of it (no bursts). The sustained bucket keeps the budget left idle
-  (a stage draining its last chunks, the merge) for up to a minute's worth, so it is caught
-  up rather than lost, no faster than the peak bucket allows; at the start nothing was left
-  idle, so nothing runs ahead. The first 429 sets the factor to 1 and drops what was kept
-  (a provider enforcing its limits over shorter spans than a minute). A call larger than the
-  bucket (an embeddings batch) may take it into debt;
+  (a stage draining its last chunks, the merge; the empty window at the start) for up to a
+  minute's worth, so it is caught up rather than lost, no faster than the peak bucket
+  allows: a stage's calls later in their chains (gleaning) find budget when they come, and
+  the next stage's first calls fill the time the last one's drain left. The first 429 sets
+  the factor to 1 and drops what was kept (a provider enforcing its limits over shorter
+  spans than a minute). A call larger than the bucket (an embeddings batch) may take it
+  into debt;
 - a call reserves its estimate up front: prompt tokens + expected output, which is the max
   output until a few replies to the same prompt template were seen, then a margin over the
   largest recent reply (learned here, from every worker's replies); when it finishes the
@@ -97,9 +99,8 @@ class _Pace:
         self.burst_seconds = burst_seconds
         self.factor = catch_up_factor
         self.sustained_cap, self.peak_cap = self._caps()
-        # Nothing was left idle yet: a burst's worth, like any bucket.
-        self.sustained = max(1.0, rate * burst_seconds)
-        self.peak = self.peak_cap
+        # The provider's window starts empty: a minute's budget to spend at the peak rate.
+        self.sustained, self.peak = self.sustained_cap, self.peak_cap
 
     def _caps(self) -> tuple[float, float]:
         burst = max(1.0, self.rate * self.burst_seconds)

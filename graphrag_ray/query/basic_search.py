@@ -8,26 +8,24 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.llm.client import LLMServices
+from graphrag_ray import schema
 from graphrag_ray.query.answer import answer_from_context
-from graphrag_ray.query.citations import ReadTable, sources_of_records
+from graphrag_ray.query.citations import sources_of_records
 from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.local_search import extractive_answer, query_text
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.query.vectors import VectorTable
 
 
-def basic_search(question: str, unit_vectors: VectorTable,
-                 fetch_units: Callable[[list[str]], pa.Table], config: GraphRagConfig,
-                 prompts: dict[str, str], services: LLMServices, embed: Callable,
-                 read: ReadTable, *, history: list[dict] | None = None,
+def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
-    """`fetch_units(ids)`: id, human_readable_id, text of those text units."""
+    config, prompts, services = index.config, index.prompts, index.services
+    unit_vectors = index.vectors(schema.TEXT_UNIT_EMBEDDINGS)
     cfg = config.basic_search
     query = query_text(question, history)
-    nearest = unit_vectors.nearest(embed([query])[0], cfg.top_k)
-    units = fetch_units([i for i, _ in nearest])
+    nearest = unit_vectors.nearest(index.embed([query])[0], cfg.top_k)
+    units = units_by_id(index.table(schema.TEXT_UNITS, ["id", "human_readable_id", "text"]),
+                        [i for i, _ in nearest])
     rows = {u["id"]: u for u in units.to_pylist()}
     section = pack_table("Sources", "id|text",
                          [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")
@@ -43,7 +41,7 @@ def basic_search(question: str, unit_vectors: VectorTable,
         response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
         on_token=on_token,
         extractive=lambda: extractive_answer(question, [], [rows[i]["text"] for i in section.keys]))
-    result.sources = sources_of_records(read, {"text_units": section.keys})
+    result.sources = sources_of_records(index.table, {"text_units": section.keys})
     return result
 
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_context
-from graphrag_ray.query.citations import ReadTable, merge_sources, sources_of_records
+from graphrag_ray.query.citations import merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.query.local_search import (
     LocalData, build_local_context, extractive_answer, query_text)
 from graphrag_ray.query.map_reduce import NO_ANSWER
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
 
@@ -69,24 +70,20 @@ def run_drift_task(task: DriftTask) -> DriftStep:
     chat = task.services.chat(task.config.llm)
     prompt = render(task.template, question=task.question, query=task.query,
                     context_data=task.context, max_follow_ups=cfg.follow_ups_per_step)
-    problem = ""
-    for _ in range(task.config.llm.max_parse_retries + 1):
-        try:
-            reply = chat.complete([{"role": "user", "content": prompt}],
-                                  max_tokens=cfg.max_output_tokens)
-            answer, score, follow_ups = parse_step(reply)
-            return DriftStep(task.query, answer, score, follow_ups, chat.usage)
-        except LLMError as exc:
-            return DriftStep(task.query, "", 0.0, [], chat.usage, f"{task.query}: {exc}")
-        except ValueError as exc:
-            problem = f"{task.query}: malformed reply ({exc})"
-    return DriftStep(task.query, "", 0.0, [], chat.usage, problem)
+    try:
+        answer, score, follow_ups = chat.complete_parsed(
+            [{"role": "user", "content": prompt}], parse_step, max_tokens=cfg.max_output_tokens)
+    except LLMError as exc:
+        return DriftStep(task.query, "", 0.0, [], chat.usage, f"{task.query}: {exc}")
+    return DriftStep(task.query, answer, score, follow_ups, chat.usage)
 
 
-def drift_search(question: str, report_vectors: VectorTable, data: LocalData, config: GraphRagConfig, prompts: dict[str, str],
-                 services: LLMServices, fan_out: FanOut, embed: Callable, read: ReadTable, *,
-                 history: list[dict] | None = None,
+def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
+    config, prompts, services, fan_out = (index.config, index.prompts, index.services,
+                                          index.fan_out)
+    data, embed, read = index.local_data(), index.embed, index.table
+    report_vectors = index.vectors(schema.REPORT_EMBEDDINGS)
     cfg = config.drift_search
     reports = data.reports
     encoding = config.chunks.encoding_model

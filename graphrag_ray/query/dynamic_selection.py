@@ -92,18 +92,14 @@ def run_rate_task(task: RateTask) -> Rating:
     chat = task.services.chat(task.config.llm)
     prompt = render(task.template, question=task.question, report=truncate_to_tokens(
         task.report, cfg.report_tokens, task.config.chunks.encoding_model))
-    problem = ""
-    for _ in range(task.config.llm.max_parse_retries + 1):
-        try:
-            reply = chat.complete([{"role": "user", "content": prompt}],
-                                  max_tokens=cfg.max_output_tokens)
-            return Rating(max(0, min(5, int(float(parse_json_object(reply)["rating"])))),
-                          chat.usage)
-        except LLMError as exc:
-            return Rating(3, chat.usage, f"rating: {exc}")
-        except (ValueError, KeyError, TypeError) as exc:
-            problem = f"rating: malformed reply ({exc})"
-    return Rating(3, chat.usage, problem)
+    try:
+        rating = chat.complete_parsed(
+            [{"role": "user", "content": prompt}],
+            lambda reply: max(0, min(5, int(float(parse_json_object(reply)["rating"])))),
+            max_tokens=cfg.max_output_tokens)
+    except LLMError as exc:
+        return Rating(3, chat.usage, f"rating: {exc}")
+    return Rating(rating, chat.usage)
 
 
 def lexical_rating(question: str, report: str) -> int:

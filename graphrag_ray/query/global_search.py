@@ -9,13 +9,16 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import GraphRagError
 from graphrag_ray.llm.client import LLMServices, Usage
-from graphrag_ray.query.citations import ReadTable, sources_of_reports
+from graphrag_ray.query.citations import sources_of_reports
 from graphrag_ray.query.dynamic_selection import (
     RateTask, lexical_rating, run_rate_task, select_reports)
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.query.map_reduce import REPORT_CONTEXT_HEADER, map_reduce, report_row
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.tokens import count_tokens
 
@@ -23,11 +26,20 @@ REPORT_COLUMNS = ["community", "level", "parent", "children", "title", "summary"
                   "full_content", "findings"]
 
 
-def global_search(question: str, reports: pa.Table, level: int | None, config: GraphRagConfig,
-                  prompts: dict[str, str], services: LLMServices, fan_out: FanOut,
-                  read: ReadTable, *, history: list[dict] | None = None,
+def global_search(index: OpenedIndex, question: str, *, level: int | None = None,
+                  dynamic: bool | None = None, history: list[dict] | None = None,
                   on_token: Callable[[str], None] | None = None) -> SearchResult:
-    """`reports`: every level's; `level` None means dynamic selection."""
+    """Over the reports of `level` (default `global_search.default_level`), or, with `dynamic`
+    (default `global_search.dynamic.enabled` when no level is given), over those rated
+    relevant from the root down."""
+    if dynamic is None:
+        dynamic = index.config.global_search.dynamic.enabled and level is None
+    if dynamic and not index.levels:
+        raise GraphRagError("the index has no communities (no relationships were extracted)")
+    level = None if dynamic else index.resolve_level(level)
+    reports = index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS)
+    config, prompts, services, fan_out = (index.config, index.prompts, index.services,
+                                          index.fan_out)
     result = SearchResult(method="global", answer="")
     if level is None:
         rows, details, rating_usage = _dynamic_rows(question, reports, config, prompts,
@@ -58,7 +70,7 @@ def global_search(question: str, reports: pa.Table, level: int | None, config: G
         dynamic["saved_tokens"] = dynamic["static_map_context_tokens"] - (
             outcome.map_context_tokens + dynamic["rating_context_tokens"])
     # Points cite reports by community number; a community number names one community.
-    result.sources = sources_of_reports(read, outcome.cited_ids)
+    result.sources = sources_of_reports(index.table, outcome.cited_ids)
     return result
 
 

@@ -17,11 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import ReadTable, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.terms import content_terms
@@ -195,14 +194,14 @@ def query_text(question: str, history: list[dict] | None) -> str:
     return " ".join(previous + [question])
 
 
-def local_search(question: str, data: LocalData, config: GraphRagConfig,
-                 prompts: dict[str, str], services: LLMServices, embed: Callable,
-                 read: ReadTable, *, history: list[dict] | None = None,
+def local_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
+    config, prompts, services, data = (index.config, index.prompts, index.services,
+                                       index.local_data())
     cfg = config.local_search
     query = query_text(question, history)
     context = build_local_context(
-        query, embed([query])[0], data, top_k_entities=cfg.top_k_entities,
+        query, index.embed([query])[0], data, top_k_entities=cfg.top_k_entities,
         top_k_relationships=cfg.top_k_relationships, budget=cfg.context_tokens,
         text_unit_proportion=cfg.text_unit_proportion,
         community_proportion=cfg.community_proportion, encoding=config.chunks.encoding_model)
@@ -216,7 +215,7 @@ def local_search(question: str, data: LocalData, config: GraphRagConfig,
         response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
         on_token=on_token,
         extractive=lambda: extractive_answer(question, context.entity_rows, context.unit_texts))
-    result.sources = sources_of_records(read, context.records)
+    result.sources = sources_of_records(index.table, context.records)
     return result
 
 

@@ -204,17 +204,14 @@ class MapOutcome:
 def run_map_task(task: MapTask) -> MapOutcome:
     prompt = render(task.template, question=task.question, context_data=task.context)
     chat = task.services.chat(task.config.llm)
-    problem = ""
-    for _ in range(task.config.llm.max_parse_retries + 1):
-        try:
-            reply = chat.complete([{"role": "user", "content": prompt}],
-                                  max_tokens=task.config.global_search.map_max_output_tokens)
-            return MapOutcome(parse_map_points(reply, task.number, task.ids), chat.usage)
-        except LLMError as exc:
-            return MapOutcome([], chat.usage, f"map batch {task.number}: {exc}")
-        except ValueError as exc:
-            problem = f"map batch {task.number}: malformed reply ({exc})"
-    return MapOutcome([], chat.usage, problem)
+    try:
+        points = chat.complete_parsed(
+            [{"role": "user", "content": prompt}],
+            lambda reply: parse_map_points(reply, task.number, task.ids),
+            max_tokens=task.config.global_search.map_max_output_tokens)
+    except LLMError as exc:
+        return MapOutcome([], chat.usage, f"map batch {task.number}: {exc}")
+    return MapOutcome(points, chat.usage)
 
 
 def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts: dict[str, str],

@@ -9,11 +9,10 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.query.citations import ReadTable, documents_of
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray import schema
+from graphrag_ray.query.citations import documents_of
 from graphrag_ray.query.map_reduce import map_reduce
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult, Sources
 
 TEXT_CONTEXT_HEADER = "id|document|rank|text"
@@ -29,11 +28,12 @@ def text_rows(units: pa.Table, documents: pa.Table) -> list[dict]:
                                               units.column("text").to_pylist())]
 
 
-def text_search(question: str, units: pa.Table, documents: pa.Table, config: GraphRagConfig,
-                prompts: dict[str, str], services: LLMServices, fan_out: FanOut,
-                read: ReadTable, *, history: list[dict] | None = None,
+def text_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                 on_token: Callable[[str], None] | None = None) -> SearchResult:
-    """`units`: id, human_readable_id, document_id, text; `documents`: id, title."""
+    units = index.table(schema.TEXT_UNITS, ["id", "human_readable_id", "document_id", "text"])
+    documents = index.table(schema.DOCUMENTS, ["id", "title"])
+    config, prompts, services, fan_out = (index.config, index.prompts, index.services,
+                                          index.fan_out)
     outcome = map_reduce(question, text_rows(units, documents), config, prompts,
                          map_prompt="text_map", header=TEXT_CONTEXT_HEADER, services=services,
                          fan_out=fan_out, history=history, on_token=on_token)
@@ -42,7 +42,7 @@ def text_search(question: str, units: pa.Table, documents: pa.Table, config: Gra
     unit_ids = cited.column("id").to_pylist()
     return SearchResult(
         method="text", answer=outcome.answer,
-        sources=Sources(text_units=unit_ids, documents=documents_of(read, unit_ids)),
+        sources=Sources(text_units=unit_ids, documents=documents_of(index.table, unit_ids)),
         context_tokens=outcome.map_context_tokens + outcome.reduce_context_tokens,
         llm_calls=outcome.map_calls + outcome.reduce_calls, usage=outcome.usage,
         failures=outcome.failures,

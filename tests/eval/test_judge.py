@@ -3,6 +3,7 @@ import json
 import pytest
 
 from graphrag_ray.eval.judge import comparisons, judge_once, parse_verdict, win_rates
+from graphrag_ray.llm.client import ChatClient
 
 
 @pytest.mark.parametrize("reply, verdict", [
@@ -29,10 +30,15 @@ class ScriptedChat:
     def __init__(self, replies):
         self.replies = list(replies)
         self.prompts = []
+        self.cache_tags = []
 
     def complete(self, messages, max_tokens, cache_tag=""):
         self.prompts.append(messages[0]["content"])
+        self.cache_tags.append(cache_tag)
         return self.replies.pop(0)
+
+    # The client's own parse-and-retry, over the scripted replies.
+    complete_parsed = ChatClient.complete_parsed
 
 
 def test_order_swaps_between_repeats_and_the_verdict_maps_back():
@@ -51,6 +57,8 @@ def test_a_malformed_reply_is_retried_then_recorded_as_failed():
     chat = ScriptedChat(["no json", '{"winner": 2}'])
     verdict = judge_once(chat, "{first_answer}{second_answer}", "Q", "diversity", "a", "b", 0, 10, 2)
     assert verdict["winner"] == "b" and verdict["error"] is None
+    # Each attempt has its own cache key: the retry is never the cached malformed reply.
+    assert chat.cache_tags == ["repeat-0-attempt-0", "repeat-0-attempt-1"]
     failed = judge_once(ScriptedChat(["no", "nope"]), "{first_answer}", "Q", "diversity", "a",
                         "b", 0, 10, 2)
     assert failed["winner"] is None and "malformed" in failed["error"]

@@ -103,3 +103,37 @@ def test_retry_after_headers_are_parsed():
     assert parse_duration("soon") is None
     assert 2.0 <= backoff_delay(5, 2.0, base=1.0) <= 2.2
     assert 0 <= backoff_delay(3, None, base=1.0) <= 8
+
+
+def test_a_malformed_reply_is_requested_again_not_served_again_from_the_cache(tmp_path):
+    """Half the replies are garbled (empty). With the cache on, each attempt has a key of its
+    own: the retries reach the endpoint, and a rerun replays every attempt from the cache."""
+    from graphrag_ray.llm.cache import ResponseCache
+    from graphrag_ray.llm.client import MalformedReply
+
+    def parse(reply: str) -> str:
+        if reply != "OK":
+            raise ValueError(f"not OK: {reply!r}")
+        return reply
+
+    prompts = [[{"role": "user", "content": f"hello {i}"}] for i in range(12)]
+
+    def ask_all(server) -> tuple[list, ChatClient]:
+        client = ChatClient(_config(server, max_parse_retries=3),
+                            cache=ResponseCache(str(tmp_path / "cache")))
+        outcomes = []
+        for messages in prompts:
+            try:
+                outcomes.append(client.complete_parsed(messages, parse, max_tokens=10))
+            except MalformedReply:
+                outcomes.append(None)
+        return outcomes, client
+
+    with run_test_server(rate_malformed=0.5) as server:
+        first, client = ask_all(server)
+        requests = server.stats()["requests"]
+        assert requests > len(prompts)  # some prompts needed retries, and got them
+        assert first.count("OK") >= len(prompts) - 1  # 4 attempts at 1/2 each
+        again, rerun = ask_all(server)
+        assert server.stats()["requests"] == requests  # the rerun is all cache
+        assert again == first and rerun.usage.cache_hits == requests

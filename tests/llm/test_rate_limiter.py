@@ -122,7 +122,6 @@ def test_budget_left_idle_is_caught_up_without_any_minute_going_over():
                         catch_up_factor=2.0)
     before = _admit_until(budget, 0.0, 10.0)
     after = _admit_until(budget, 40.0, 120.0)
-    assert len(before) <= 11  # nothing was left idle at the start: nothing runs ahead
     admitted = before + after
     # At most twice the rate while catching up ...
     assert all(sum(1 for t in admitted if start <= t < start + 5) <= 11

@@ -14,12 +14,13 @@ from graphrag_ray.cli import main
 from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.pipeline import build_index
 from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import CAROL_DIR, llm_config
 
 QUESTION = "What does Marley tell Scrooge about the chain he wears?"
-METHODS = ["global", "local", "drift", "basic", "text"]
+METHODS = list(QUERY_METHODS)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,48 @@
+"""What a query method reads from an open index: one small object instead of a dozen
+arguments. `api.GraphIndex` is the implementation; a test may pass anything with these
+members."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.query.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from graphrag_ray.query.local_search import LocalData
+
+
+class OpenedIndex(Protocol):
+    config: GraphRagConfig
+    fan_out: FanOut
+
+    @property
+    def prompts(self) -> dict[str, str]: ...
+
+    @property
+    def services(self) -> LLMServices: ...
+
+    @property
+    def levels(self) -> list[int]: ...
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """The index table `name` (only `columns`), read once and kept."""
+
+    def has_table(self, name: str) -> bool: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Query texts embedded as the index's texts were."""
+
+    def vectors(self, name: str) -> VectorTable: ...
+
+    def local_data(self) -> "LocalData":
+        """The rows local and DRIFT search rank (read once)."""
+
+    def resolve_level(self, level: int | None) -> int:
+        """A community level that exists (the default one for None)."""
