@@ -17,7 +17,6 @@ import copy
 import functools
 import os
 import threading
-import uuid
 from typing import Callable
 
 import pyarrow as pa
@@ -27,7 +26,7 @@ from graphrag_ray.config import GraphRagConfig, config_from_data, known_settings
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
+from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.query.local_search import LocalData, local_data
@@ -104,21 +103,12 @@ class GraphIndex:
         """One rate budget for this index's queries: a named Ray actor when the calls fan out
         across actors, a lock in this process otherwise."""
         if self._services is None:
-            embeddings = self.config.embeddings
-            use_api = embeddings.resolved_method() == "api"
             if self.fan_out.use_ray:
                 from graphrag_ray.distributed import ensure_ray
 
                 ensure_ray(self.config.runtime)
-                name = f"query:{uuid.uuid4().hex[:12]}"
-                self._services = LLMServices(
-                    cluster_rate_limiter(self.config.llm, f"{self.config.llm.model}:{name}"),
-                    self.cache, embedding_limiter=cluster_rate_limiter(
-                        embeddings, f"{embeddings.model}:{name}") if use_api else None)
-            else:
-                self._services = LLMServices(
-                    LocalRateLimiter(self.config.llm), self.cache,
-                    embedding_limiter=LocalRateLimiter(embeddings) if use_api else None)
+            self._services = open_services(self.config, self.cache, on_ray=self.fan_out.use_ray,
+                                           job="query")
         return self._services
 
     def embed(self, texts: list[str]):

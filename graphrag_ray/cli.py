@@ -55,7 +55,7 @@ def starter_settings() -> str:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from graphrag_ray.index.pipeline import build_index
+    from graphrag_ray.index.build import build_index
     from graphrag_ray.llm.accounting import format_usage_table
 
     overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (

@@ -71,7 +71,7 @@ class ChunkProgress(ProgressBar):
 
     def add_rows(self, block) -> None:
         if "file_chunks" in block.column_names:
-            from graphrag_ray.index.read_and_chunk import seq_file_index
+            from graphrag_ray.index.chunks.read_and_chunk import seq_file_index
 
             for seq, chunks in zip(block.column("seq").to_pylist(),
                                    block.column("file_chunks").to_pylist()):

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graphrag_ray import GraphIndex, load_config  # noqa: E402
-from graphrag_ray.index.pipeline import build_index  # noqa: E402
+from graphrag_ray.index.build import build_index  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
 from graphrag_ray.testing.llm_server import run_test_server  # noqa: E402
 

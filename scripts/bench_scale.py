@@ -90,7 +90,7 @@ def planted_graph_leiden(nodes: int) -> dict:
     import numpy as np
 
     from graphrag_ray.config import CommunitiesConfig
-    from graphrag_ray.index.communities import build_graph, hierarchical_leiden
+    from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
     from graphrag_ray.resources import PeakRss
 
     rng = np.random.default_rng(0)

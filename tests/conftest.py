@@ -55,8 +55,8 @@ def carol_excerpt(tmp_path: Path) -> Path:
 @pytest.fixture
 def carol_instances(carol_excerpt: Path):
     """The offline extraction's entity and relationship instances of the Carol excerpt."""
-    from graphrag_ray.index.chunking import chunk_documents
-    from graphrag_ray.index.extraction.stage import ExtractionWorker, flatten_instances
+    from graphrag_ray.index.chunks.chunking import chunk_documents
+    from graphrag_ray.index.extract.stage import ExtractionWorker, flatten_instances
     from graphrag_ray.input.loader import load_documents
     from graphrag_ray.prompts_loader import load_prompts
 

@@ -10,7 +10,7 @@ from graphrag_ray import GraphIndex, schema
 from graphrag_ray.cli import main
 from graphrag_ray.config import load_config
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 

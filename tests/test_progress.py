@@ -29,7 +29,7 @@ def test_terminal_mode_rewrites_one_line():
 def test_chunk_totals_are_estimated_per_file_and_corrected_as_files_are_read():
     import pyarrow as pa
 
-    from graphrag_ray.index.read_and_chunk import chunk_seq
+    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq
     from graphrag_ray.progress import ChunkProgress, estimated_chunks
 
     # Many small files: one window each, not the corpus's bytes over the window size.

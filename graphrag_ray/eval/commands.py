@@ -17,8 +17,9 @@ from graphrag_ray.eval.questions import Question, generate_questions, read_quest
 from graphrag_ray.eval.records import RecordFile
 from graphrag_ray.eval.report import write_report
 from graphrag_ray.llm.cache import ResponseCache
-from graphrag_ray.llm.client import ChatClient, LLMServices
+from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
+from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 
 Progress = Callable[[str], None]
@@ -101,10 +102,9 @@ def judge_step(out: Path, config: GraphRagConfig, progress: Progress) -> int:
 
 
 def claims_step(out: Path, config: GraphRagConfig, progress: Progress) -> int:
-    embeddings = config.embeddings
-    services = LLMServices(cache=ResponseCache(str(out / "cache")),
-                           embedding_limiter=LocalRateLimiter(embeddings))
-    embedder = services.embedder(embeddings)
+    services = open_services(config, ResponseCache(str(out / "cache")), on_ray=False,
+                             job="eval")
+    embedder = services.embedder(config.embeddings)
     return measure_claims(list(_answer_table(out).values()), _chat(judge_llm(config), out),
                           load_prompts(config)["eval_claims"], embedder.embed,
                           config.eval.claim_distance_thresholds, _claims(out),

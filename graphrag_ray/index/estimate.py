@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_table
-from graphrag_ray.index.chunking import chunk_documents
-from graphrag_ray.index.communities import Community, carried_down
-from graphrag_ray.index.extraction.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
-from graphrag_ray.index.merge import edge_endpoints, merge_elements
-from graphrag_ray.index.pipeline import detect_communities
+from graphrag_ray.index.chunks.chunking import chunk_documents
+from graphrag_ray.index.graph.communities import Community, carried_down
+from graphrag_ray.index.extract.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
+from graphrag_ray.index.graph.merge import edge_endpoints, merge_elements
+from graphrag_ray.index.graph.stage import detect_communities
 from graphrag_ray.input.loader import load_documents
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.prompts_loader import load_prompts, render

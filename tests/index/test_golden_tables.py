@@ -22,7 +22,7 @@ import pytest
 
 from graphrag_ray import schema
 from graphrag_ray.config import load_config
-from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 

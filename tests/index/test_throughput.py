@@ -4,7 +4,7 @@ what the provider billed."""
 
 import pytest
 
-from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.index.build import build_index
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import llm_config

@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from graphrag_ray import GraphIndex
-from graphrag_ray.index.pipeline import build_index
+from graphrag_ray.index.build import build_index
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import S3_SECRET, llm_config

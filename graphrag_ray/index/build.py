@@ -1,0 +1,192 @@
+"""The index build as a list of stages:
+
+    list inputs -> extract (read, chunk, extract, spill instances) -> merge graph ->
+    communities -> summaries and reports (one schedule) -> write tables -> embed -> publish
+
+Each stage is a function `stage(ctx, ...)` in its folder, over tables; `BuildContext` is what
+they share. Pools start where the stages need them: the embeddings pool (an endpoint's own
+budget) at the start, so text units are embedded while extraction runs; the summaries pool
+after the merge, whose Ray tasks need the CPUs its actors would hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+
+from graphrag_ray import schema
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import ensure_ray, resolve_engine
+from graphrag_ray.errors import InputError
+from graphrag_ray.index.chunks.read_and_chunk import input_reports
+from graphrag_ray.index.context import BuildContext, Progress
+from graphrag_ray.index.embed.feed import (
+    EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
+from graphrag_ray.index.extract.stage import extract_chunks
+from graphrag_ray.index.graph.stage import find_communities, merge_graph
+from graphrag_ray.index.manifest import community_figures, count_generations, usage_summary
+from graphrag_ray.index.pools import (
+    embeddings_pool, summaries_pool, uses_any_llm, uses_chat_llm, uses_embedding_endpoint)
+from graphrag_ray.index.reports.schedule import summarize_and_report
+from graphrag_ray.index.write.tables import write_graph_tables, write_tables
+from graphrag_ray.input.loader import list_input_files
+from graphrag_ray.llm.cache import ResponseCache
+from graphrag_ray.llm.client import LLMServices, check_endpoint
+from graphrag_ray.llm.accounting import table_usage
+from graphrag_ray.llm.services import open_services
+from graphrag_ray.progress import estimated_chunks
+from graphrag_ray.prompts_loader import load_prompts, prompt_version
+from graphrag_ray.resources import driver_rss_mb
+from graphrag_ray.storage import IndexStore
+
+log = logging.getLogger(__name__)
+
+
+def default_cache_url(output_url: str) -> str:
+    return f"{output_url.rstrip('/')}/cache"
+
+
+def build_index(input_url: str, output_url: str, config: GraphRagConfig,
+                progress: Progress = log.info, progress_bars: bool = False) -> dict:
+    """Build the index and publish it at `output_url`; returns the manifest."""
+    started = time.perf_counter()
+    prompts = load_prompts(config)
+    if uses_chat_llm(config):
+        check_endpoint(config.llm)
+    if uses_embedding_endpoint(config):
+        check_endpoint(config.embeddings)
+    listing_started = time.perf_counter()
+    _, root, files, file_bytes = list_input_files(input_url, config.input)
+    listing_s = round(time.perf_counter() - listing_started, 3)
+    # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
+    chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
+                       for size in file_bytes]
+    config = config.model_copy(deep=True)
+    config.runtime.engine = resolve_engine(config.runtime, sum(chunk_estimates))
+    progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
+             f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
+    shards = config.merge.shards or max(
+        1, -(-max(1, sum(file_bytes) // 4) // config.merge.tokens_per_shard))
+    store = IndexStore(output_url)
+    ctx = BuildContext(config, prompts, _services(config, output_url), store.stage(),
+                       progress, progress_bars)
+    ctx.timings["list_inputs"] = listing_s
+    pools, feed, text_units = [], None, None
+    try:
+        if uses_embedding_endpoint(config):
+            pools.append(embeddings_pool(config))
+            feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
+            text_units = TextUnitEmbeddings(feed, ctx.work_url)
+        with ctx.stage("extract"):
+            extraction = extract_chunks(ctx, input_url, root, files, chunk_estimates, shards)
+        if text_units:
+            text_units.reading_done.set()  # it submits the last pieces in the background
+        skipped, warnings = _report_inputs(ctx, input_url, extraction)
+        graph = merge_graph(ctx, shards)
+        pools.append(summaries_pool(config, prompts))
+        communities = find_communities(ctx, graph)
+        with ctx.stage("summaries_and_reports"):
+            described = summarize_and_report(
+                ctx, graph, communities, pools[-1],
+                FinalTextsToEmbed(feed, graph.entities, graph.addresses) if feed else None)
+        counts, tables = write_graph_tables(ctx, graph, communities, described.reports,
+                                            extraction, pools[-1])
+        del graph  # the blocks' text leaves the object store
+        if text_units:
+            text_units.join()
+        with ctx.stage("embed"):
+            embedded, dimensions, embed_usage = embed_index(
+                tables, ctx.staged, feed or EmbeddingFeed(config, ctx.staged, ctx.services,
+                                                          pools[-1]), feed is not None)
+        ctx.staged.remove("_work")
+        write_tables(ctx, tables)
+        manifest = _manifest(ctx, input_url, extraction, described, tables,
+                             {**counts, **embedded}, dimensions, embed_usage, skipped, warnings,
+                             communities, started)
+        store.publish(ctx.staged, manifest)  # Last: readers now open this version.
+        manifest["version"] = ctx.staged.version
+        if config.output.keep_versions:
+            for pruned in store.prune(config.output.keep_versions):
+                progress(f"pruned index version {pruned}")
+        return manifest
+    finally:
+        if text_units:
+            text_units.reading_done.set()
+        if feed:
+            feed.stop()
+        for pool in pools:
+            pool.close()
+        ctx.services.close()
+
+
+def _services(config: GraphRagConfig, output_url: str) -> LLMServices:
+    """The build's rate budgets (named Ray actors on Ray) and response cache."""
+    if not uses_any_llm(config):
+        return LLMServices()
+    cache = ResponseCache(config.cache.url or default_cache_url(output_url)) \
+        if config.cache.enabled else None
+    if config.runtime.engine == "ray":
+        ensure_ray(config.runtime)
+    return open_services(config, cache, on_ray=config.runtime.engine == "ray", job="build")
+
+
+def _report_inputs(ctx: BuildContext, input_url: str, extraction) -> tuple[list, list]:
+    """What the readers skipped or warned of, told to the user; stops when nothing was read."""
+    skipped, warnings = input_reports(ctx.work_url)
+    for warning in warnings:
+        ctx.progress(f"warning: {warning}")
+    for item in skipped:
+        ctx.progress(f"skipped {item['path']}: {item['reason']}")
+    if not extraction.num_rows:
+        reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:10])
+        raise InputError(f"no readable documents under {input_url} ({reasons})")
+    ctx.progress(f"{extraction.num_rows} chunks "
+                 f"({sum(extraction.column('n_tokens').to_pylist())} tokens)")
+    return skipped, warnings
+
+
+def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, counts,
+              dimensions, embed_usage, skipped, warnings, communities, started) -> dict:
+    config, services = ctx.config, ctx.services
+    llm_usage = usage_summary(
+        {"extract": table_usage(extraction), "summarize": described.summarize_usage,
+         "reports": described.reports_usage, "embed": embed_usage},
+        {"extract": ctx.timings["extract"], "summarize": described.summarize_wall_s,
+         "reports": described.reports_wall_s, "embed": ctx.timings["embed"]}, config,
+        services.ledger() if services.limiter is not None else None)
+    if services.limiter is not None:
+        llm_usage["rate_limiter"] = services.limiter.stats()
+    if services.embedding_limiter is not None:
+        llm_usage["embeddings_rate_limiter"] = services.embedding_limiter.stats()
+    statuses = extraction.column("status").to_pylist()
+    return {
+        "format_version": schema.INDEX_FORMAT_VERSION,
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "input": input_url,
+        "config": config.public_dict(),
+        "prompt_versions": {name: prompt_version(text) for name, text in ctx.prompts.items()},
+        "tables": {**counts, **{name: table.num_rows for name, table in tables.items()}},
+        "embeddings": {"method": config.embeddings.resolved_method(),
+                       "model": config.embeddings.model
+                       if uses_embedding_endpoint(config) else "hashing",
+                       "dimensions": dimensions},
+        **community_figures(communities),
+        "merge": ctx.figures["merge"],
+        "leiden": ctx.figures["leiden"],
+        "extraction": {
+            "chunks": extraction.num_rows,
+            "failed_chunks": extraction.num_rows - sum(s == "ok" for s in statuses),
+            "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
+        },
+        "llm_usage": llm_usage,
+        "summaries": described.summaries,
+        "reports_by_generation": count_generations(
+            described.reports.column("generation").to_pylist()),
+        "skipped_inputs": skipped,
+        "input_warnings": warnings,
+        "timings_s": {**ctx.timings, "total": round(time.perf_counter() - started, 3)},
+        # The driver holds the graph for Leiden: its peak is what sizes the head node.
+        "driver_peak_rss_mb": driver_rss_mb()[1],
+        "driver_rss_mb_by_stage": ctx.driver_rss_mb,
+    }

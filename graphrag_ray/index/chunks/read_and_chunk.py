@@ -1,0 +1,114 @@
+"""The first stage, run by workers: input files -> documents and chunks, so the corpus text
+never has to pass through the driver.
+
+A batch of consecutive files is read and chunked; its documents and chunks are written to the
+build's work area, named by the batch's first file (`_work/documents/files-N.parquet`,
+`_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for skipped files and decoding
+warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file,
+then document, then window.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import fsspec
+import pyarrow as pa
+
+from graphrag_ray.config import ChunksConfig, InputConfig
+from graphrag_ray.errors import InputError
+from graphrag_ray.index.chunks.chunking import chunk_documents
+from graphrag_ray.input.loader import load_file
+from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+
+# `file_chunks`: how many chunks the chunk's file made (progress corrects its estimate by it).
+CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
+                          ("document_id", pa.string()), ("seq", pa.int64()),
+                          ("file_chunks", pa.int64())])
+_POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
+
+
+def seq_file_index(seq: int) -> int:
+    return seq >> 2 * _POSITION_BITS
+
+
+def chunk_seq(file_index: int, document: int, window: int) -> int:
+    if document >> _POSITION_BITS or window >> _POSITION_BITS:
+        raise InputError(f"input file {file_index} has more than {1 << _POSITION_BITS:,} "
+                         "documents, or a document more than that many chunks; split it")
+    return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
+
+
+def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
+                   chunks_config: ChunksConfig, work_url: str,
+                   block_rows: int) -> Iterator[pa.Table]:
+    """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
+    `block_rows`: each block is a separate unit for the extraction pool, so one long file
+    still keeps every extraction actor busy."""
+    input_fs = fsspec.core.url_to_fs(input_url)[0]
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    indexes = files.column("file_index").to_pylist()
+    name = f"files-{indexes[0]:08d}"
+    skipped, warnings, document_parts, chunk_parts = [], [], [], []
+    for file_index, path in zip(indexes, files.column("path").to_pylist()):
+        loaded = load_file(input_fs, input_root, path, input_config)
+        skipped += loaded.skipped
+        warnings += loaded.warnings
+        documents = loaded.documents
+        if not documents.num_rows:
+            continue
+        units = chunk_documents(documents, chunks_config)
+        position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
+        windows: dict[str, int] = {}
+        seq = []
+        for document in units.column("document_id").to_pylist():
+            windows[document] = windows.get(document, -1) + 1
+            seq.append(chunk_seq(file_index, position[document], windows[document]))
+        chunk_parts.append(pa.table({
+            "id": units.column("id"), "text": units.column("text"),
+            "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
+            "seq": pa.array(seq, pa.int64()),
+            "file_chunks": pa.array([units.num_rows] * units.num_rows, pa.int64())},
+            schema=CHUNK_SCHEMA))
+        unit_ids: dict[str, list[str]] = {}
+        for unit, document in zip(units.column("id").to_pylist(),
+                                  units.column("document_id").to_pylist()):
+            unit_ids.setdefault(document, []).append(unit)
+        document_parts.append(documents.append_column("text_unit_ids", pa.array(
+            [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
+            pa.list_(pa.string()))))
+    if skipped or warnings:
+        write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
+            {"skipped": skipped, "warnings": warnings}).encode("utf-8"))
+    if not chunk_parts:
+        return
+    chunks = pa.concat_tables(chunk_parts)
+    write_parquet(work_fs, f"{work_root}/documents/{name}.parquet",
+                 pa.concat_tables(document_parts))
+    write_parquet(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
+    for start in range(0, chunks.num_rows, block_rows):
+        yield chunks.slice(start, block_rows)
+
+
+def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
+    """(skipped files with reasons, warnings) recorded by the readers, in file order."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    skipped, warnings = [], []
+    try:
+        names = sorted(fs.ls(f"{root}/inputs", detail=False))
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        report = json.loads(fs.cat_file(name))
+        skipped += report["skipped"]
+        warnings += report["warnings"]
+    return skipped, warnings
+
+
+def stored_pieces(work_url: str, kind: str, columns: list[str] | None = None):
+    """The readers' documents or chunks, a read batch at a time, in file order."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    for part in parquet_parts(fs, f"{root}/{kind}"):
+        yield read_parquet(fs, part, columns)

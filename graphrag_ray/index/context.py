@@ -1,0 +1,67 @@
+"""What every stage of a build shares (`BuildContext`), and how a stage is timed.
+
+A stage is a plain function `stage(ctx, inputs...) -> outputs` in its folder (`chunks/`,
+`extract/`, `graph/`, `reports/`, `write/`, `embed/`); `build.build_index` is the list of them.
+The context carries what they all need: the config, the prompts, the LLM services (rate
+budgets and cache), the version being staged with its work area, and the progress sinks;
+stages report figures for the manifest into `ctx.figures`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.progress import ProgressBar
+from graphrag_ray.resources import driver_rss_mb, shared_memory_mb
+from graphrag_ray.storage import IndexVersion
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class BuildContext:
+    config: GraphRagConfig
+    prompts: dict[str, str]
+    services: LLMServices
+    staged: IndexVersion
+    progress: Progress = log.info
+    progress_bars: bool = False
+    # Stage -> seconds, and the driver's memory after it (where the head node's memory goes:
+    # RSS, its peak so far, and how much of the RSS is object store pages).
+    timings: dict[str, float] = field(default_factory=dict)
+    driver_rss_mb: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Sections of the manifest the stages fill in (merge stats, Leiden figures, ...).
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def work_url(self) -> str:
+        """Where documents, chunks and instances go from one stage's workers to the next's;
+        removed before the version is published."""
+        return self.staged.url_of("_work")
+
+    @property
+    def tokenizer(self) -> str:
+        return self.config.chunks.encoding_model
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """`with ctx.stage("merge"): ...` times what it wraps."""
+        self.progress(f"[{name}] ...")
+        start = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - start, 3)
+        current, peak = driver_rss_mb()
+        self.driver_rss_mb[name] = {"after": current, "peak": peak,
+                                    "object_store_pages": shared_memory_mb()}
+        self.progress(f"[{name}] done in {self.timings[name]:.2f}s")
+
+    def bar(self, label: str, total: int, unit: str) -> ProgressBar | None:
+        return ProgressBar(label, total, unit) if self.progress_bars else None

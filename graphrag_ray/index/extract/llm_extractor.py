@@ -1,0 +1,103 @@
+"""LLM extraction of one chunk: the multi-part prompt, then gleaning rounds in the same conversation.
+
+Gleaning follows the paper: after each round, a forced yes/no "were entities missed?" check
+(logit bias on the Y and N tokens where the endpoint allows it); on yes, "MANY entities were
+missed" and another round. It stops at `max_gleanings`, on a no, or when a round adds nothing.
+With `extraction.glean_check: false` the check is skipped and every round is asked for.
+The conversation only grows at its end, so a provider's prompt cache serves each round's
+earlier turns.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.index.extract.tuples import (
+    Delimiters, ParsedRecords, parse_claim_records, parse_graph_records)
+from graphrag_ray.llm.client import FatalLLMError
+from graphrag_ray.prompts_loader import prompt_version, render
+from graphrag_ray.tokens import get_encoding
+
+
+class Chat(Protocol):
+    def complete(self, messages: list[dict], *, max_tokens: int,
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str: ...
+
+
+def yes_no_logit_bias(encoding_name: str) -> dict[int, int]:
+    encoding = get_encoding(encoding_name)
+    return {encoding.encode_ordinary(letter)[0]: 100 for letter in ("Y", "N")}
+
+
+def parse_yes_no(reply: str) -> bool:
+    return reply.strip().strip("\"'.").upper().startswith("Y")
+
+
+class GraphExtractor:
+    """The rendered prompts of one job, and what it learned of the endpoint; `extract` takes
+    the chat client to call through (each chunk's own, so its usage is counted per chunk)."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str]):
+        ex = config.extraction
+        self.config = config
+        self.delimiters = Delimiters(ex.tuple_delimiter, ex.record_delimiter, ex.completion_delimiter)
+        shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
+                      completion_delimiter=ex.completion_delimiter)
+        self.extract_template = render(prompts["extract_graph"],
+                                       entity_types=", ".join(ex.entity_types), **shared)
+        self.check_prompt = render(prompts["glean_check"], **shared)
+        self.continue_prompt = render(prompts["glean_continue"], **shared)
+        self.claims_template = render(prompts["extract_claims"],
+                                      claim_description=config.claims.description, **shared)
+        self.logit_bias = (yes_no_logit_bias(config.chunks.encoding_model)
+                           if ex.use_logit_bias else None)
+        self.graph_tag = prompt_version(self.extract_template + self.check_prompt
+                                        + self.continue_prompt)
+        self.claims_tag = prompt_version(self.claims_template)
+
+    def extract(self, text: str, chat: Chat) -> ParsedRecords:
+        ex = self.config.extraction
+        messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
+        reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
+                                   cache_tag=self.graph_tag)
+        records = parse_graph_records(reply, self.delimiters)
+        for _ in range(ex.max_gleanings):
+            messages = messages + [{"role": "assistant", "content": reply}]
+            if ex.glean_check:
+                messages = messages + [{"role": "user", "content": self.check_prompt}]
+                answer = self._ask_yes_no(messages, chat)
+                if not parse_yes_no(answer):
+                    break
+                messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"}]
+            messages = messages + [{"role": "user", "content": self.continue_prompt}]
+            reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
+                                  cache_tag=self.graph_tag)
+            gleaned = parse_graph_records(reply, self.delimiters)
+            if not gleaned.entities and not gleaned.relationships:
+                records.malformed.extend(gleaned.malformed)
+                break
+            records.extend(gleaned)
+        if self.config.claims.enabled:
+            records.extend(self.extract_claims(text, records, chat))
+        return records
+
+    def _ask_yes_no(self, messages: list[dict], chat: Chat) -> str:
+        if self.logit_bias is not None:
+            try:
+                return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
+                                          cache_tag=self.graph_tag)
+            except FatalLLMError as exc:
+                if "logit_bias" not in str(exc).lower():
+                    raise
+                self.logit_bias = None  # This endpoint rejects logit_bias: parse a free reply.
+        return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
+
+    def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:
+        names = sorted({e["title"] for e in graph.entities})
+        entity_specs = ", ".join(names) if names else ", ".join(self.config.extraction.entity_types)
+        prompt = render(self.claims_template, entity_specs=entity_specs, input_text=text)
+        reply = chat.complete([{"role": "user", "content": prompt}],
+                                   max_tokens=self.config.claims.max_output_tokens,
+                                   cache_tag=self.claims_tag)
+        return parse_claim_records(reply, self.delimiters)

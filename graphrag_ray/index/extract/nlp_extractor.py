@@ -1,0 +1,153 @@
+"""Offline extraction without an LLM: proper-noun phrases as entities, sentence co-occurrence as
+relationships, the sentences themselves as descriptions.
+
+Why hand-written: spaCy, NLTK and TextBlob all need models or corpora downloaded at run time,
+which this product must never do. Capitalisation is a strong signal for names in English prose
+and transcripts; the filters below remove sentence-initial common words.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import combinations
+
+from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"'”’)\]]*\s+|\n\s*\n")
+_WORD = r"[A-Z][a-z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z][a-z]|[A-Z]{2,5}\b"
+_MAX_NAME_WORDS = 5
+# Runs of capitalised words, allowing short joiners inside: "Bank of England", "Tiny Tim".
+_PHRASE = re.compile(rf"\b(?:{_WORD})(?:\s+(?:(?:of|the|de|du|da|van|von)\s+)?(?:{_WORD}))*")
+_POSSESSIVE = re.compile(r"['’]s\b")
+_HONORIFICS = {"MR", "MRS", "MS", "MISS", "DR", "SIR", "LADY", "LORD", "SAINT", "ST", "MASTER",
+               "UNCLE", "AUNT", "PROFESSOR", "PROF", "CAPTAIN", "KING", "QUEEN"}
+_ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIVERSITY",
+              "INSTITUTE", "BANK", "GROUP", "FOUNDATION", "SOCIETY", "ASSOCIATION", "COUNCIL",
+              "COMMITTEE", "AGENCY", "DEPARTMENT", "MINISTRY", "LABS", "SCHOOL", "COLLEGE"}
+_PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", "SQUARE",
+                "ROAD", "LANE", "HALL", "EXCHANGE", "MARKET", "VALLEY", "BRIDGE", "HOUSE",
+                "TOWN", "PARK", "COUNTRY", "STATE", "STATES", "KINGDOM", "EMPIRE"}
+_EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
+                "EVE", "DAY", "REVOLUTION"}
+_SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
+_PLACE_PREPOSITIONS = {"in", "at", "near", "across", "through"}
+# Words that are capitalised because they start a sentence or are pronouns/titles, not names.
+_STOPWORDS = set("""
+a about above after again against all also am an and another any are as at be because been
+before being below between both but by can could did do does doing down during each either even
+ever every few for from further had has have having he her here hers herself him himself his how
+however i if in into is it its itself just let like many may me might mine more most much must
+my myself neither never no nor not now o of off oh on once one only or other our ours ourselves
+out over own perhaps quite rather really same shall she should so some still such than that the
+their theirs them themselves then there these they this those though through thus to too under
+until up upon us very was we well were what whatever when where whether which while who whom
+whose why will with within without would yes yet you your yours yourself yourselves ah aye nay
+ha hallo hello hey hi okay ok yeah sure right good great thank thanks please sorry god
+monday tuesday wednesday thursday friday saturday sunday january february march april june july
+august september october november december chapter stave part section episode transcript
+illustration note contents page
+""".split())
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def _clean_phrase(phrase: str) -> str:
+    phrase = re.sub(r"['’]s$", "", phrase.strip())
+    words = phrase.split()
+    while words and (words[0].lower() in _STOPWORDS or re.search(r"['’]", words[0])):
+        words = words[1:]
+    while words and words[-1].lower() in _STOPWORDS | {"and", "&", "of", "the"}:
+        words = words[:-1]
+    return " ".join(words)
+
+
+def _is_sentence_start(sentence: str, position: int) -> bool:
+    return not re.search(r"[A-Za-z0-9]", sentence[:position])
+
+
+def find_entities(sentence: str, lowercase_words: set[str],
+                  midsentence_words: set[str]) -> list[tuple[str, str]]:
+    """(NAME, TYPE) pairs in one sentence, in order of appearance, without repeats."""
+    found: dict[str, str] = {}
+    letters = [c for c in sentence if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
+        return []  # Shouted text (headings, licence boilerplate): capitals carry no signal.
+    # "MIT's Ben Bloomberg" holds two names; a same-length substitute keeps offsets valid.
+    for match in _PHRASE.finditer(_POSSESSIVE.sub(" ,", sentence)):
+        phrase = _clean_phrase(match.group())
+        if not phrase or len(phrase) < 2 or re.search(r"['’](ll|re|ve|d|m|t)$", phrase, re.I):
+            continue
+        words = phrase.split()
+        if len(words) > _MAX_NAME_WORDS:
+            continue
+        if len(words) == 1:
+            word = words[0]
+            # A lone capitalised word is a name only if the chunk never uses it in lower case
+            # and, at a sentence start, also capitalises it mid-sentence somewhere.
+            if word.lower() in lowercase_words and not word.isupper():
+                continue
+            if _is_sentence_start(sentence, match.start()) and word not in midsentence_words:
+                continue
+            if word.upper() in _HONORIFICS:
+                continue
+        name = normalize_name(phrase)
+        if name not in found:
+            found[name] = _guess_type(words, sentence, match.start(), match.end())
+    return list(found.items())
+
+
+def _guess_type(words: list[str], sentence: str, start: int, end: int) -> str:
+    upper = [w.upper().strip(".") for w in words]
+    if upper[0] in _HONORIFICS:
+        return "PERSON"
+    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
+        return "ORGANIZATION"
+    if upper[-1] in _PLACE_WORDS:
+        return "GEO"
+    if any(w in _EVENT_WORDS for w in upper):
+        return "EVENT"
+    before = sentence[:start].split()[-1:] if start else []
+    after = sentence[end:].split()[:1]
+    before_word = re.sub(r"\W", "", before[0]).lower() if before else ""
+    after_word = re.sub(r"\W", "", after[0]).lower() if after else ""
+    if before_word in {"mr", "mrs", "ms", "dr", "sir", "miss"} or after_word in _SPEECH_VERBS \
+            or before_word in _SPEECH_VERBS or sentence[end:end + 1] == ":":
+        return "PERSON"
+    if before_word in _PLACE_PREPOSITIONS:
+        return "GEO"
+    return "PERSON" if len(words) in (2, 3) else "OTHER"
+
+
+def _trim(sentence: str, limit: int) -> str:
+    sentence = re.sub(r"\s+", " ", sentence).strip()
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
+    records = ParsedRecords()
+    text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
+    lowercase_words = set(re.findall(r"\b[a-z][a-z'’\-]+\b", text))
+    midsentence_words = set(re.findall(r"(?<=[a-z,] )[A-Z][a-zA-Z'’\-]*[a-zA-Z]", text))
+    entity_sentences: dict[str, list[str]] = {}
+    entity_types: dict[str, str] = {}
+    pair_sentences: dict[tuple[str, str], list[str]] = {}
+    for sentence in split_sentences(text):
+        entities = find_entities(sentence, lowercase_words, midsentence_words)
+        clean = _trim(sentence, max_description_chars)
+        for name, kind in entities:
+            entity_types.setdefault(name, kind)
+            entity_sentences.setdefault(name, []).append(clean)
+        for (a, _), (b, _) in combinations(entities, 2):
+            pair_sentences.setdefault(tuple(sorted((a, b))), []).append(clean)
+    for name, sentences in entity_sentences.items():
+        records.entities.append({"title": name, "type": entity_types[name],
+                                 "description": " ".join(dict.fromkeys(sentences[:2]))})
+    for (source, target), sentences in pair_sentences.items():
+        records.relationships.append({
+            "source": source, "target": target,
+            "description": sentences[0],
+            "strength": float(len(sentences)),
+        })
+    return records

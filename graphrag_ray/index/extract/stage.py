@@ -1,0 +1,201 @@
+"""The extraction stage: input files -> (workers) documents and chunks -> extraction ->
+instances written to the work area, sharded for the merge. `extract_chunks` runs it;
+`ExtractionWorker` is what Ray Data runs in its actor pool (threads locally).
+
+One output row per input chunk, always: status "ok" with its records, or "failed" with the
+reason, so no chunk disappears. Instance tables are flattened from these rows afterwards.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import map_table
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.llm_extractor import GraphExtractor
+from graphrag_ray.index.extract.nlp_extractor import extract_nlp
+from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.index.pools import LLM_ACTOR_CPUS, llm_pool_shape
+from graphrag_ray.llm.client import ChatClient, FatalLLMError, LLMServices
+from graphrag_ray.progress import ChunkProgress
+from graphrag_ray.tokens import count_tokens
+
+ENTITY_STRUCT = pa.struct([("title", pa.string()), ("type", pa.string()),
+                           ("description", pa.string())])
+RELATIONSHIP_STRUCT = pa.struct([("source", pa.string()), ("target", pa.string()),
+                                 ("description", pa.string()), ("strength", pa.float64())])
+CLAIM_STRUCT = pa.struct([(name, pa.string()) for name in CLAIM_FIELDS])
+
+
+def _instance_schema(struct: pa.StructType) -> pa.Schema:
+    return pa.schema(list(struct) + [("text_unit_id", pa.string()), ("seq", pa.int64())])
+
+
+# Instances as spilled to storage: the record's fields, its chunk, and the chunk's position.
+ENTITY_INSTANCE_SCHEMA = _instance_schema(ENTITY_STRUCT)
+MENTION_SCHEMA = pa.schema([("title", pa.string()), ("text_unit_id", pa.string()),
+                            ("seq", pa.int64())])
+RELATIONSHIP_INSTANCE_SCHEMA = _instance_schema(RELATIONSHIP_STRUCT)
+CLAIM_INSTANCE_SCHEMA = _instance_schema(CLAIM_STRUCT)
+
+# What the driver receives per chunk: the extraction's status and usage, and the chunk's place.
+CHUNK_STATUS_FIELDS = [("seq", pa.int64()), ("n_tokens", pa.int64()), ("document_id", pa.string())]
+
+EXTRACTION_SCHEMA = pa.schema([
+    ("text_unit_id", pa.string()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("entities", pa.list_(ENTITY_STRUCT)),
+    ("relationships", pa.list_(RELATIONSHIP_STRUCT)),
+    ("claims", pa.list_(CLAIM_STRUCT)),
+    ("malformed_records", pa.int64()),
+    *USAGE_SCHEMA_FIELDS,
+])
+
+
+class ExtractionWorker:
+    """Heavy setup once per actor (client, prompts); `__call__` handles one batch. Input
+    columns besides id and text (the chunk's `seq`, size, document) are passed through.
+    Thread-safe: LLM batches are one chunk each, many at once per actor (`map_table`'s
+    shape), so the calls in flight follow the rate budget, not the batches' structure."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
+        self.config = config
+        self.llm_mode = config.extraction.method == "llm"
+        self.prompts = prompts
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="extract")
+                     if self.llm_mode else None)
+        # One extractor for the actor: what it learns of the endpoint (no logit_bias) holds
+        # for every chunk.
+        self.extractor = GraphExtractor(config, prompts) if self.llm_mode else None
+        self.fatal: str | None = None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        extract = self._llm_row if self.llm_mode else self._nlp_row
+        rows = [extract(text_unit_id, text) for text_unit_id, text in zip(
+            batch.column("id").to_pylist(), batch.column("text").to_pylist())]
+        result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
+        for name in batch.column_names:
+            if name not in ("id", "text"):
+                result = result.append_column(name, batch.column(name))
+        return result
+
+    def _nlp_row(self, text_unit_id: str, text: str) -> dict:
+        records = extract_nlp(text, self.config.extraction.nlp_max_description_chars)
+        return _row(text_unit_id, records)
+
+    def _llm_row(self, text_unit_id: str, text: str) -> dict:
+        if self.fatal:
+            return _failed_row(text_unit_id, self.fatal)
+        chat = self.chat.scoped()  # usage is counted per chunk
+        try:
+            records = self.extractor.extract(text, chat)
+        except FatalLLMError as exc:
+            self.fatal = str(exc)  # Every further call would fail the same way: stop calling.
+            return _failed_row(text_unit_id, str(exc), chat)
+        except LLMError as exc:
+            return _failed_row(text_unit_id, str(exc), chat)
+        return _row(text_unit_id, records, chat)
+
+
+def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = None) -> dict:
+    return {"text_unit_id": text_unit_id, "status": "ok", "error": None,
+            "entities": records.entities, "relationships": records.relationships,
+            "claims": records.claims, "malformed_records": len(records.malformed),
+            **usage_row(chat.usage if chat else None)}
+
+
+def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
+    return {"text_unit_id": text_unit_id, "status": "failed", "error": reason,
+            "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
+            **usage_row(chat.usage if chat else None)}
+
+
+def flatten_instances(extraction: pa.Table, column: str,
+                      seq: pa.Array | pa.ChunkedArray | None = None) -> pa.Table:
+    """One row per extracted instance, tagged with the chunk it came from (and, given each
+    row's `seq`, the chunk's position)."""
+    lists = extraction.column(column).combine_chunks()
+    values = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    flat = (pa.Table.from_struct_array(values) if len(values)
+            else pa.schema(list(lists.type.value_type)).empty_table())
+    flat = flat.append_column("text_unit_id", pc.take(extraction.column("text_unit_id"), parents))
+    if seq is not None:
+        flat = flat.append_column("seq", pc.take(seq, parents))
+    return flat
+
+
+def spill_instances(extraction: pa.Table, work_url: str, shards: int) -> pa.Table:
+    """Extraction rows (with `seq`) -> their instances partitioned and written to storage
+    (`instance_shards`); the rows come back without instances, so what reaches the driver is
+    one small status row per chunk. Runs as its own stage, on batches larger than the LLM's."""
+    from graphrag_ray.index.extract.instance_shards import piece_name, write_pieces
+    from graphrag_ray.index.graph.merge import partition_instances
+
+    seq = extraction.column("seq")
+    pieces = partition_instances(flatten_instances(extraction, "entities", seq),
+                                 flatten_instances(extraction, "relationships", seq), shards)
+    write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq),
+                 piece_name(extraction.column("text_unit_id").to_pylist()))
+    empty = pa.array([[]] * extraction.num_rows)
+    for column in ("entities", "relationships", "claims"):
+        index = extraction.schema.get_field_index(column)
+        extraction = extraction.set_column(index, extraction.schema.field(index),
+                                           empty.cast(extraction.schema.field(index).type))
+    return extraction
+
+
+# Input files per read task (documents and chunks are written by the readers).
+FILES_PER_READ = 32
+CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
+# Chunks whose instances are written together, one piece per shard: fewer, larger objects on
+# storage. The progress bar moves a batch at a time, hence smaller batches for slow LLM work.
+INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
+
+
+def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
+                   chunk_estimates: list[int], shards: int) -> pa.Table:
+    """Input files -> (workers) documents and chunks into the work area -> extraction ->
+    instances into `shards` pieces per batch. Returns one status row per chunk, in chunk
+    order; stops if every chunk failed. `chunk_estimates`: per file, for the progress bar."""
+    config = ctx.config
+    if config.extraction.method == "llm":
+        # One chunk per batch (one call's worth at a time), as many at once as the budget
+        # can keep busy: a chunk's calls (extraction, gleaning) are sequential.
+        tokens_per_call = count_tokens(ctx.prompts["extract_graph"], ctx.tokenizer) \
+            + config.chunks.size
+        batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
+                    "shape": llm_pool_shape(config.llm, tokens_per_call)}
+    else:
+        batching = {"num_cpus": 1.0}
+    inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
+                       "path": pa.array(files, pa.string())})
+    reading = {"input_url": input_url, "input_root": input_root, "input_config": config.input,
+               "chunks_config": config.chunks, "work_url": ctx.work_url,
+               "block_rows": batching.get("batch_size", config.runtime.batch_size)}
+    extraction = map_table(inputs, ExtractionWorker,
+                           {"config": config, "prompts": ctx.prompts, "services": ctx.services},
+                           config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **batching,
+                           first=(read_and_chunk, reading, FILES_PER_READ),
+                           then=(spill_instances, {"work_url": ctx.work_url, "shards": shards},
+                                 INSTANCE_BATCH_CHUNKS[config.extraction.method]),
+                           progress=ChunkProgress("extract", chunk_estimates)
+                           if ctx.progress_bars else None)
+    # Workers return rows in completion order; chunk order makes every later stage
+    # (description lists, prompts, hence cache keys) the same from run to run.
+    extraction = extraction.sort_by("seq")
+    failed = extraction.filter(pc.equal(extraction.column("status"), "failed"))
+    if failed.num_rows:
+        reasons = failed.column("error").to_pylist()
+        ctx.progress(f"warning: {failed.num_rows} of {extraction.num_rows} chunks failed "
+                     f"extraction; first reason: {reasons[0]}")
+        if failed.num_rows == extraction.num_rows:
+            raise LLMError(f"every chunk failed extraction: {reasons[0]}")
+    return extraction

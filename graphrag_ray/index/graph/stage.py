@@ -1,0 +1,104 @@
+"""The graph stages: instances -> merged entities and relationships (one task per shard), the
+claims' covariates, degrees and edge ends; then hierarchical Leiden on the driver.
+
+The driver holds the graph's structure only; descriptions stay in object-store blocks
+(`description_blocks`) that the summary and report workers read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import map_items
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.instance_shards import read_shard
+from graphrag_ray.index.extract.stage import (
+    ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
+from graphrag_ray.index.graph.claims import build_covariates
+from graphrag_ray.index.graph.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.graph.description_blocks import (
+    DescriptionAddresses, place_blocks, split_descriptions)
+from graphrag_ray.index.graph.merge import (
+    MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
+from graphrag_ray.resources import PeakRss
+
+
+@dataclass
+class Graph:
+    """The merged graph as the driver holds it."""
+    entities: pa.Table  # structure with degrees, `description_count`, `inner_tokens`
+    relationships: pa.Table
+    endpoints: tuple[np.ndarray, np.ndarray]  # each edge's ends as entity rows
+    addresses: DescriptionAddresses  # where each element's description text is
+    claims: pa.Table  # id, subject_id, text_unit_id, row_tokens
+    claims_block: object  # the claims' context fields, in the object store
+    merge_stats: MergeStats
+
+
+def merge_stored_shard(shard: tuple[str, int, str]
+                       ) -> tuple[tuple[pa.Table, pa.Table, MergeStats], pa.Table]:
+    """One shard (work URL, number, tokenizer) read from storage and merged: its structure for
+    the driver, and its description text as a block that stays with the workers."""
+    work_url, number, encoding = shard
+    entities, relationships, stats = merge_shard(read_shard(work_url, number, (
+        ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)))
+    entities, relationships, block = split_descriptions(entities, relationships, number,
+                                                        encoding)
+    return (entities, relationships, stats), block
+
+
+def merge_graph(ctx: BuildContext, shards: int) -> Graph:
+    """Each shard merged by its own task (parallel on Ray), the driver getting the structure
+    in its final order and the address of every element's description; the covariates
+    written by a worker when claims are kept."""
+    config = ctx.config
+    with ctx.stage("merge"):
+        merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer)
+                                                for k in range(shards)],
+                           config.runtime, keep_blocks=True)
+        entities, relationships, stats = combine_shards([result for result, _ in merged])
+        entities, relationships, addresses = place_blocks(entities, relationships,
+                                                          [block for _, block in merged])
+    (claims, claims_block), = map_items(build_covariates, [(
+        ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
+        config.output.rows_per_part, ctx.tokenizer)], config.runtime, keep_blocks=True)
+    entities, relationships = add_degrees(entities, relationships)
+    ctx.figures["merge"] = asdict(stats)
+    # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
+    # communities table.
+    return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
+                 claims, claims_block, stats)
+
+
+def find_communities(ctx: BuildContext, graph: Graph) -> list[Community]:
+    with ctx.stage("communities"):
+        ctx.figures["leiden"] = {}
+        return detect_communities(graph.entities, graph.relationships, graph.endpoints,
+                                  ctx.config, ctx.figures["leiden"])
+
+
+def detect_communities(entities: pa.Table, relationships: pa.Table,
+                       endpoints: tuple[np.ndarray, np.ndarray], config: GraphRagConfig,
+                       figures: dict | None = None) -> list[Community]:
+    """`endpoints`: `edge_endpoints(entities, relationships)`. `figures`, when given, receives
+    the graph's size and Leiden's time and memory."""
+    started = time.perf_counter()
+    with PeakRss() as memory:
+        sources, targets = endpoints
+        weights = relationships.column("weight").to_numpy()
+        graph = build_graph(entities.num_rows, sources, targets, weights)
+        built = time.perf_counter()
+        communities = hierarchical_leiden(graph, config.communities)
+    if figures is not None:
+        figures.update({
+            "nodes": graph.vcount(), "edges": graph.ecount(),
+            "build_graph_s": round(built - started, 3),
+            "leiden_s": round(time.perf_counter() - built, 3),
+            "communities": len(communities),
+            "driver_rss_mb_before": memory.before_mb, "driver_rss_mb_peak": memory.peak_mb})
+    return communities

@@ -1,0 +1,186 @@
+"""Community contexts -> reports {title, summary, rating, rating_explanation, findings}.
+
+LLM reports are parsed and validated; a reply that stays malformed after `max_parse_retries`
+re-requests, or a call that fails, yields an extractive report with the reason recorded in the
+`generation` column, so every community still has a report and the failure is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.graph.description_blocks import read_descriptions
+from graphrag_ray.index.reports.context import (
+    context_record, fill_claims, fill_descriptions, render_context)
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage, parse_json_object
+from graphrag_ray.prompts_loader import prompt_version, render
+
+
+def validate_report(data: dict) -> dict:
+    """A report dict with the required keys and types, or ValueError naming what is wrong."""
+    for key in ("title", "summary"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise ValueError(f"report has no {key!r} string")
+    try:
+        rating = float(data.get("rating", 0))
+    except (TypeError, ValueError):
+        raise ValueError("report 'rating' is not a number") from None
+    findings = data.get("findings", [])
+    if not isinstance(findings, list):
+        raise ValueError("report 'findings' is not a list")
+    clean_findings = []
+    for finding in findings:
+        if isinstance(finding, dict) and finding.get("summary"):
+            clean_findings.append({"summary": str(finding["summary"]),
+                                   "explanation": str(finding.get("explanation", ""))})
+        elif isinstance(finding, str) and finding.strip():
+            clean_findings.append({"summary": finding.strip(), "explanation": ""})
+    return {"title": data["title"].strip(), "summary": data["summary"].strip(),
+            "rating": min(10.0, max(0.0, rating)),
+            "rating_explanation": str(data.get("rating_explanation", "")),
+            "findings": clean_findings}
+
+
+_LOWER_JOINERS = {"OF", "THE", "AND", "DE", "DU", "DA", "VAN", "VON"}
+
+
+def _title_case(name: str) -> str:
+    """'BANK OF ENGLAND' -> 'Bank of England'; two-letter words stay (AI, UK)."""
+    words = []
+    for index, word in enumerate(name.split()):
+        if index and word in _LOWER_JOINERS:
+            words.append(word.lower())
+        elif word.isupper() and len(word) > 2:
+            words.append(word.capitalize())
+        else:
+            words.append(word)
+    return " ".join(words)
+
+
+def _first_sentence(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    for end in (". ", "! ", "? "):
+        pos = text.find(end)
+        if 0 < pos < limit:
+            return text[: pos + 1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def extractive_report(context: dict, max_findings: int) -> dict:
+    """A report assembled from the context's own text: most connected entities, strongest
+    relationships and sub-community reports. No LLM, no invented facts."""
+    entities = sorted(context["entities"], key=lambda e: (-e["degree"], e["title"]))
+    edges = context["relationships"]  # already in priority order
+    reports = sorted(context["reports"], key=lambda r: (-r["rank"], r["community"]))
+    names = [_title_case(e["title"]) for e in entities[:3]] or \
+        [r["title"] for r in reports[:2]]
+    title = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else \
+        (names[0] if names else "Empty community")
+    summary_parts = []
+    if entities:
+        summary_parts.append(f"This community centres on {title}.")
+        summary_parts.extend(_first_sentence(e["description"]) for e in entities[:2]
+                             if e["description"])
+    if reports:
+        summary_parts.append("It brings together: " + "; ".join(r["title"] for r in reports[:5]) + ".")
+    findings = []
+    for report in reports:
+        findings.append({"summary": report["title"],
+                         "explanation": f"{report['summary']} [Data: Reports ({report['community']})]"})
+    for edge in edges:
+        findings.append({
+            "summary": f"{_title_case(edge['source'])} and {_title_case(edge['target'])}",
+            "explanation": f"{edge['description']} [Data: Relationships ({edge['human_readable_id']})]"})
+    for entity in entities:
+        if entity["description"]:
+            findings.append({"summary": _title_case(entity["title"]),
+                             "explanation": f"{entity['description']} "
+                                            f"[Data: Entities ({entity['human_readable_id']})]"})
+    connectivity = sum(e["degree"] for e in entities) + sum(r["rank"] for r in reports)
+    rating = round(min(10.0, 2.0 * math.log10(1 + connectivity) + 1.0), 1)
+    return {
+        "title": title, "summary": " ".join(summary_parts) or title, "rating": rating,
+        "rating_explanation": f"Rated by size and connectivity: {len(entities)} entities, "
+                              f"{len(edges)} relationships, {len(reports)} sub-community reports.",
+        "findings": findings[:max_findings],
+    }
+
+
+def full_content(report: dict) -> str:
+    lines = [f"# {report['title']}", "", report["summary"], ""]
+    for finding in report["findings"]:
+        lines += [f"## {finding['summary']}", "", finding["explanation"], ""]
+    return "\n".join(lines).strip()
+
+
+REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.string()),
+                                  ("generation", pa.string()), *USAGE_SCHEMA_FIELDS])
+
+
+REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("spec_json", pa.string()),
+                                ("blocks", pa.list_(pa.int64())), ("rows", pa.list_(pa.int64())),
+                                ("claims_block", pa.int64())])
+
+
+class ReportWorker:
+    """Rows: community, its context without descriptions (`context_spec`), where each
+    description is (blocks, rows) and which block holds the claims (-1: none needed) ->
+    community, report_json, generation. The context is written here, where the descriptions
+    are read, not in the driver."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
+        self.config = config
+        self.template = prompts["community_report"]
+        self.tag = prompt_version(self.template)
+        self.use_llm = config.uses_llm(config.reports.method)
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="reports")
+                     if self.use_llm else None)
+
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        rows = []
+        for community, spec, block_numbers, block_rows, claims_block in zip(
+                *(batch.column(name).to_pylist() for name in REPORT_WORK_SCHEMA.names)):
+            context = fill_descriptions(json.loads(spec), read_descriptions(
+                blocks, zip(block_numbers, block_rows)))
+            fill_claims(context, blocks[claims_block] if claims_block >= 0 else None)
+            rows.append((community, render_context(context), context_record(context)))
+        if self.use_llm:
+            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+                out = list(pool.map(lambda r: self._llm(*r), rows))
+        else:
+            out = [self._extractive(c, j, "extractive") for c, _, j in rows]
+        return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
+
+    def _extractive(self, community: int, context_json: str, generation: str,
+                    usage: Usage | None = None) -> dict:
+        report = extractive_report(json.loads(context_json), self.config.reports.max_findings)
+        return {"community": community, "report_json": json.dumps(report),
+                "generation": generation, **usage_row(usage)}
+
+    def _llm(self, community: int, context_text: str, context_json: str) -> dict:
+        prompt = render(self.template, input_text=context_text,
+                        max_findings=self.config.reports.max_findings)
+        chat = self.chat.scoped()
+        try:
+            report = chat.complete_parsed(
+                [{"role": "user", "content": prompt}],
+                lambda reply: validate_report(parse_json_object(reply)),
+                max_tokens=self.config.reports.max_output_tokens,
+                cache_tag=f"{self.tag}:{{attempt}}")
+        except MalformedReply as exc:
+            problem = f"malformed report JSON: {exc}"
+        except LLMError as exc:
+            problem = f"LLM call failed: {exc}"
+        else:
+            return {"community": community, "report_json": json.dumps(report),
+                    "generation": "llm", **usage_row(chat.usage)}
+        return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500],
+                                chat.usage)

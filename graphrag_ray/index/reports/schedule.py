@@ -1,0 +1,367 @@
+"""Description summaries and community reports, scheduled as one graph of work.
+
+A community's report needs the final descriptions of its entities and of the relationships
+inside it, and (above the leaves) its sub-communities' reports; nothing else. So every summary
+is requested at once, and each report as soon as the summaries inside its community and its
+sub-communities' reports are done. There is no barrier between the two stages: the first
+reports overlap the last summaries, and the LLM budget does not idle while one stage drains.
+Leiden needs only the graph's structure, so communities are known before any summary.
+
+The driver never holds description text: it chooses each context from the structure and each
+row's token count (counted by the merge tasks, and by the summarizers for a summary), and the
+workers read the descriptions from their blocks (`description_blocks`) to summarize and to
+write the contexts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray import schema
+from graphrag_ray.distributed import WorkerPool
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.graph.communities import Community, carried_down, membership_by_level
+from graphrag_ray.index.graph.description_blocks import DescriptionAddresses
+from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.reports.context import (
+    GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
+    select_with_sub_reports, spec_keys)
+from graphrag_ray.index.reports.report_worker import REPORT_WORK_SCHEMA, ReportWorker, full_content
+from graphrag_ray.index.reports.summary_worker import SUMMARY_WORK_SCHEMA, SummarizeWorker
+from graphrag_ray.llm.accounting import table_usage
+from graphrag_ray.llm.client import Usage
+
+
+@dataclass
+class SummariesAndReports:
+    reports: pa.Table
+    # Descriptions summarized; those whose LLM summary failed (extractive used), with reasons.
+    summaries: dict
+    summarize_usage: Usage
+    reports_usage: Usage
+    # Active spans (they overlap): first request to last result of each kind of work.
+    summarize_wall_s: float
+    reports_wall_s: float
+
+
+SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
+REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
+
+
+class FinalTexts(Protocol):
+    """Told as texts become final, for work that follows them (the embeddings)."""
+
+    def entities_final(self, keys: list[int]) -> None:
+        """These entities' descriptions are final (at their addresses)."""
+
+    def report_done(self, ids: list[str], text: str) -> None:
+        """The report rows `ids` (a community and those carried down from it) have `text`."""
+
+
+def report_id(community_id: int, title: str) -> str:
+    return element_id("report", str(community_id), title)
+
+
+def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Community],
+                         pool: WorkerPool, final: FinalTexts | None = None
+                         ) -> SummariesAndReports:
+    """Every summary, and each community's report when it may start (`_Schedule`), on
+    `pool`; the summaries' blocks are added to `graph.addresses`. `final` hears of each
+    entity description and report as it becomes final."""
+    config, prompts, services = ctx.config, ctx.prompts, ctx.services
+    entities, relationships, addresses = graph.entities, graph.relationships, graph.addresses
+    claims, claims_block = graph.claims, graph.claims_block
+    bar = ctx.bar
+    n_entities = entities.num_rows
+    counts = np.concatenate([entities.column("description_count").to_numpy(),
+                             relationships.column("description_count").to_numpy()])
+    todo = np.flatnonzero(counts > 1)
+    if final is not None:
+        final.entities_final(np.flatnonzero(counts[:n_entities] <= 1).tolist())
+    elements = _graph_elements(entities, relationships, graph.endpoints, claims, ctx.tokenizer)
+    by_id = {c.id: c for c in communities}
+    budget = config.reports.max_input_tokens
+
+    def fits(community: Community) -> bool:  # once the summaries inside it are final
+        return all_elements_fit(elements, community.members, budget)
+
+    schedule = _Schedule(communities, by_id, _communities_holding(
+        todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)),
+        fits)
+    started = time.perf_counter()
+    # Seconds since `started`; summaries are all requested at 0.
+    marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
+                                      "last_report": 0.0}
+
+    def record(key: int) -> str:
+        return json.dumps(elements.entity_record(key) if key < n_entities
+                          else elements.edge_record(key - n_entities))
+
+    summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
+                                              "services": services})
+    report_key = pool.bind(ReportWorker, {"config": config, "prompts": prompts,
+                                          "services": services})
+    summary_bar = bar("summarize", len(todo), "descriptions") if len(todo) else None
+    report_bar = bar("reports", sum(1 for c in communities if not carried_down(c, by_id)),
+                     "communities")
+    summarize_usage, reports_usage = Usage(), Usage()
+    reports: dict[int, dict] = {}
+    generation: dict[int, str] = {}
+    fallbacks: list[str] = []
+    mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
+    # In block order: a call's description lists come from one or two blocks.
+    ordered = _in_block_order(todo, addresses, lists=True)
+    for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
+        keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
+        handles, where = addresses.gather(keys, lists=True)
+        pool.submit(summary_key, pa.table({
+            "key": pa.array(keys, pa.int64()),
+            "name": [_name(elements, k, n_entities) for k in keys],
+            "block": [b for b, _ in where], "row": [r for _, r in where],
+            "record_json": [record(k) for k in keys]}, schema=SUMMARY_WORK_SCHEMA),
+            blocks=handles)
+    rows_per_report_call = REPORT_ROWS_PER_CALL[
+        "llm" if config.uses_llm(config.reports.method) else "offline"]
+
+    def context_spec_of(community: Community) -> tuple[dict, list[int]]:
+        if community.children and not fits(community):
+            selection = select_with_sub_reports(
+                elements, community.members,
+                [(by_id[i].members, reports[i]) for i in community.children], budget)
+        else:
+            selection = select_elements(elements, community.members, budget)
+        return context_spec(elements, selection), spec_keys(selection, n_entities)
+
+    def submit_ready() -> None:
+        ready = schedule.take_ready()
+        if ready and marks["first_report"] is None:
+            marks["first_report"] = time.perf_counter() - started
+        for start in range(0, len(ready), rows_per_report_call):
+            specs = [context_spec_of(c) for c in ready[start:start + rows_per_report_call]]
+            handles, where = addresses.gather([k for _, keys in specs for k in keys])
+            # The claims' block goes last, when a context has claims.
+            claims_at = len(handles) if any(spec["claims"] for spec, _ in specs) else -1
+            if claims_at >= 0:
+                handles.append(claims_block)
+            rows, offset = [], 0
+            for community, (spec, keys) in zip(ready[start:], specs):
+                mine = where[offset:offset + len(keys)]
+                offset += len(keys)
+                rows.append({"community": community.id, "spec_json": json.dumps(spec),
+                             "blocks": [b for b, _ in mine], "rows": [r for _, r in mine],
+                             "claims_block": claims_at})
+            pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA),
+                        blocks=handles)
+
+    try:
+        submit_ready()  # communities with nothing to summarize inside start right away
+        while pool.busy():
+            for result in pool.completed():
+                if "row_tokens" in result.column_names:  # summaries
+                    summarize_usage.add(table_usage(result))
+                    fallbacks.extend(e for e in result.column("error").to_pylist() if e)
+                    keys = result.column("key").to_pylist()
+                    # Into the object store; the driver keeps no summary text.
+                    addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
+                    if final is not None:
+                        final.entities_final([k for k in keys if k < n_entities])
+                    for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
+                        if key < n_entities:
+                            elements.entity_tokens[key] = tokens
+                        else:
+                            elements.edge_tokens[key - n_entities] = tokens
+                        schedule.summary_done(key)
+                    marks["last_summary"] = time.perf_counter() - started
+                    if summary_bar:
+                        summary_bar.update(result.num_rows)
+                else:
+                    reports_usage.add(table_usage(result))
+                    for row in result.to_pylist():
+                        report = json.loads(row["report_json"])
+                        report["community"] = row["community"]
+                        report["rank"] = report["rating"]
+                        served = schedule.report_done(row["community"])
+                        for community_id in served:
+                            # Carried down: the same community one level up, the same report.
+                            reports[community_id] = dict(report, community=community_id)
+                            generation[community_id] = row["generation"]
+                        if final is not None:
+                            final.report_done([report_id(c, report["title"]) for c in served],
+                                              full_content(report))
+                    marks["last_report"] = time.perf_counter() - started
+                    if report_bar:
+                        report_bar.update(result.num_rows)
+                submit_ready()
+    finally:
+        for progress in (summary_bar, report_bar):
+            if progress:
+                progress.close()
+    missing = [c.id for c in communities if c.id not in reports]
+    if missing:
+        raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
+    return SummariesAndReports(
+        reports=_reports_table(communities, reports, generation),
+        summaries={"summarized": len(todo), "extractive_fallbacks": len(fallbacks),
+                   "first_fallback_reasons": fallbacks[:5]},
+        summarize_usage=summarize_usage, reports_usage=reports_usage,
+        summarize_wall_s=round(marks["last_summary"], 3),
+        reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
+
+
+def _in_block_order(keys: np.ndarray, addresses: DescriptionAddresses, lists: bool) -> list[int]:
+    blocks = (addresses.list_block if lists else addresses.block)[keys]
+    rows = (addresses.list_row if lists else addresses.row)[keys]
+    return keys[np.lexsort((rows, blocks))].tolist()
+
+
+def _name(elements: GraphElements, key: int, n_entities: int) -> str:
+    if key < n_entities:
+        return elements.titles[key]
+    edge = key - n_entities
+    return f"{elements.titles[elements.edge_source[edge]]} -> " \
+           f"{elements.titles[elements.edge_target[edge]]}"
+
+
+class _Schedule:
+    """When each community's report may be requested: no summary pending inside it, and either
+    all its elements fit the context (`fits`; the paper uses its sub-communities' reports only
+    when they do not) or every sub-community's report is done. Carried-down communities share
+    their child's report. A report that needs nothing of its children's starts as soon as its
+    summaries are final: the levels' critical path is then only as long as substitution
+    makes it."""
+
+    def __init__(self, communities: list[Community], by_id: dict[int, Community],
+                 holding: dict[int, list[int]], fits: Callable[[Community], bool]):
+        self.by_id = by_id
+        self.fits = fits
+        self.carried = {c.id for c in communities if carried_down(c, by_id)}
+        self.holding = holding  # element key -> communities whose report waits for its summary
+        self.pending_summaries: dict[int, int] = defaultdict(int)
+        for held in holding.values():
+            for community_id in held:
+                self.pending_summaries[community_id] += 1
+        self.pending_children = {c.id: len(c.children) for c in communities}
+        self.candidates = [c.id for c in communities if c.id not in self.carried]
+        self.submitted: set[int] = set()
+
+    def summary_done(self, key: int) -> None:
+        for community_id in self.holding.pop(key, []):
+            self.pending_summaries[community_id] -= 1
+            if not self.pending_summaries[community_id]:
+                self.candidates.append(community_id)
+
+    def take_ready(self) -> list[Community]:
+        ready = []
+        for community_id in self.candidates:
+            if (community_id in self.submitted or community_id in self.carried
+                    or self.pending_summaries[community_id]):
+                continue
+            if not self.pending_children[community_id] or self.fits(self.by_id[community_id]):
+                self.submitted.add(community_id)
+                ready.append(self.by_id[community_id])
+        self.candidates = []
+        return ready
+
+    def report_done(self, community_id: int) -> list[int]:
+        """The communities this report serves (itself and the parents carried down from it);
+        their parents may become ready."""
+        served = [community_id]
+        while True:
+            parent_id = self.by_id[served[-1]].parent
+            if parent_id < 0:
+                break
+            self.pending_children[parent_id] -= 1
+            if self.pending_children[parent_id]:
+                break
+            if carried_down(self.by_id[parent_id], self.by_id):
+                self.submitted.add(parent_id)
+                served.append(parent_id)
+            else:
+                self.candidates.append(parent_id)
+                break
+        return served
+
+
+def _communities_holding(todo: list[int], n_entities: int, elements: GraphElements,
+                         membership: dict[int, np.ndarray]) -> dict[int, list[int]]:
+    """Element key -> the communities containing it (an entity, or both ends of an edge)."""
+    holding: dict[int, list[int]] = {}
+    for key in todo:
+        if key < n_entities:
+            held = [int(labels[key]) for labels in membership.values() if labels[key] >= 0]
+        else:
+            edge = key - n_entities
+            source, target = elements.edge_source[edge], elements.edge_target[edge]
+            held = [int(labels[source]) for labels in membership.values()
+                    if labels[source] >= 0 and labels[source] == labels[target]]
+        holding[key] = held
+    return holding
+
+
+def _graph_elements(entities: pa.Table, relationships: pa.Table,
+                    endpoints: tuple[np.ndarray, np.ndarray], claims: pa.Table,
+                    encoding: str) -> GraphElements:
+    titles = entities.column("title").to_pylist()
+    index = {title: i for i, title in enumerate(titles)}
+    claims_by_entity: dict[int, list[int]] = defaultdict(list)
+    claim_tokens: dict[int, list[int]] = defaultdict(list)
+    for row, (subject, tokens) in enumerate(zip(claims.column("subject_id").to_pylist(),
+                                                claims.column("row_tokens").to_pylist())):
+        if subject in index:
+            claims_by_entity[index[subject]].append(row)
+            claim_tokens[index[subject]].append(tokens)
+    edge_source, edge_target = endpoints
+    degree = entities.column("degree").to_numpy()
+    combined_degree = relationships.column("combined_degree").to_numpy()
+    # Each row's tokens: its numbers (row index = human_readable_id, degree) around the
+    # tokens the merge counted for the rest (`inner_cells_tokens`), and the line break.
+    entity_tokens = (number_tokens(np.arange(entities.num_rows), encoding)
+                     + entities.column("inner_tokens").to_numpy()
+                     + number_tokens(degree, encoding) + 1)
+    edge_tokens = (number_tokens(np.arange(relationships.num_rows), encoding)
+                   + relationships.column("inner_tokens").to_numpy()
+                   + number_tokens(combined_degree, encoding) + 1)
+    return GraphElements(
+        titles=titles, types=entities.column("type").to_pylist(), degree=degree,
+        edge_source=edge_source, edge_target=edge_target, combined_degree=combined_degree,
+        claims_by_entity=dict(claims_by_entity), claim_tokens=dict(claim_tokens),
+        entity_tokens=entity_tokens.astype(np.int64),
+        edge_tokens=edge_tokens.astype(np.int64), encoding=encoding)
+
+
+def _reports_table(communities: list[Community], reports: dict[int, dict],
+                   generation: dict[int, str]) -> pa.Table:
+    rows = []
+    for community in communities:
+        report = reports[community.id]
+        rows.append({
+            "id": report_id(community.id, report["title"]),
+            "human_readable_id": community.id, "community": community.id,
+            "level": community.level, "parent": community.parent, "children": community.children,
+            "title": report["title"], "summary": report["summary"],
+            "full_content": full_content(report), "rank": float(report["rating"]),
+            "rating_explanation": report["rating_explanation"],
+            "findings": report["findings"],
+            "full_content_json": json.dumps({k: report[k] for k in (
+                "title", "summary", "rating", "rating_explanation", "findings")}),
+            "period": datetime.now(timezone.utc).date().isoformat(),
+            "size": len(community.members), "generation": generation[community.id],
+        })
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
+        ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
+        ("title", pa.string()), ("summary", pa.string()), ("full_content", pa.string()),
+        ("rank", pa.float64()), ("rating_explanation", pa.string()),
+        ("findings", pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))),
+        ("full_content_json", pa.string()), ("period", pa.string()), ("size", pa.int64()),
+        ("generation", pa.string())]))
+    return table.select(schema.COMMUNITY_REPORT_COLUMNS)

@@ -1,0 +1,105 @@
+"""Element description lists -> one description each (LLM prompt, or extractive offline).
+
+Only elements with more than one distinct description need work; the full list stays in the
+`descriptions` column, so nothing a summary leaves out is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import LLMError
+from graphrag_ray.index.graph.description_blocks import read_descriptions
+from graphrag_ray.index.reports.context import context_row_tokens
+from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
+from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.prompts_loader import prompt_version, render
+from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str = "cl100k_base") -> str:
+    """Keep the most central descriptions (sharing most words with the rest) within the budget,
+    in their original order."""
+    if len(descriptions) <= 1:
+        return descriptions[0] if descriptions else ""
+    word_sets = [set(_WORDS.findall(d.lower())) for d in descriptions]
+    frequency = Counter(w for words in word_sets for w in words)
+    centrality = [sum(frequency[w] for w in words) / (1 + len(words)) ** 0.5 for words in word_sets]
+    order = sorted(range(len(descriptions)), key=lambda i: (-centrality[i], i))
+    chosen, used = [], 0
+    for index in order:
+        tokens = count_tokens(descriptions[index], encoding)
+        if used + tokens > max_tokens and chosen:
+            continue
+        chosen.append(index)
+        used += tokens
+    text = " ".join(descriptions[i] for i in sorted(chosen))
+    return truncate_to_tokens(text, max_tokens, encoding)
+
+
+SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
+                            ("row_tokens", pa.int64()), ("error", pa.string()),
+                            *USAGE_SCHEMA_FIELDS])
+SUMMARY_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("name", pa.string()),
+                                 ("block", pa.int64()), ("row", pa.int64()),
+                                 ("record_json", pa.string())])
+
+
+class SummarizeWorker:
+    """Rows: key, name, the (block, row) of its description list, and its context row
+    (`record_json`, description left out) -> key, description (the summary), the row's tokens
+    with it, error (fallback used when set), usage."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
+        self.config = config
+        self.template = prompts["summarize_descriptions"]
+        self.tag = prompt_version(self.template)
+        self.use_llm = config.uses_llm(config.summarize.method)
+        self.chat = ((services or LLMServices()).chat(config.llm, stage="summarize")
+                     if self.use_llm else None)
+
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        lists = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
+                                              batch.column("row").to_pylist()), "descriptions")
+        rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(), lists))
+        if self.use_llm:
+            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+                out = list(pool.map(lambda r: self._llm(*r), rows))
+        else:
+            out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
+        for row, record in zip(out, batch.column("record_json").to_pylist()):
+            row["row_tokens"] = context_row_tokens(json.loads(record), row["description"],
+                                                   self.config.chunks.encoding_model)
+        return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
+
+    def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
+                    usage: Usage | None = None) -> dict:
+        summary = extractive_summary(descriptions, self.config.summarize.max_length,
+                                     self.config.chunks.encoding_model)
+        return {"key": key, "description": summary, "error": error, **usage_row(usage)}
+
+    def _llm(self, key: int, name: str, descriptions: list[str]) -> dict:
+        cfg = self.config.summarize
+        listing = truncate_to_tokens("\n".join(f"- {d}" for d in descriptions),
+                                     cfg.max_input_tokens, self.config.chunks.encoding_model)
+        prompt = render(self.template, entity_name=name, description_list=listing,
+                        max_length=cfg.max_length)
+        chat = self.chat.scoped()
+        try:
+            text = chat.complete([{"role": "user", "content": prompt}],
+                                 max_tokens=cfg.max_length * 2, cache_tag=self.tag)
+        except LLMError as exc:
+            return self._extractive(key, descriptions,
+                                    f"LLM summary failed, extractive used: {exc}", chat.usage)
+        if not text.strip():
+            return self._extractive(key, descriptions, "LLM returned an empty summary", chat.usage)
+        return {"key": key, "description": text.strip(), "error": None, **usage_row(chat.usage)}

@@ -1,0 +1,72 @@
+"""The final entities and relationships tables: the driver's structure (ids, titles, degrees,
+weights, ...) joined, part by part and by the pool's workers, with the description text where
+it lies (the blocks of `description_blocks`). The driver never holds the text."""
+
+from __future__ import annotations
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray import schema
+from graphrag_ray.distributed import WorkerPool
+from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, read_descriptions
+from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.parquet_io import write_parquet
+
+ADDRESS_COLUMNS = ["block", "row", "list_block", "list_row", "path"]
+
+
+class ElementTableWriter:
+    """A batch is one part of the table, with each row's description and list addresses and
+    the part's path inside the index version; the part is written here."""
+
+    def __init__(self, version_url: str, columns: list[str]):
+        self.fs, self.root = fsspec.core.url_to_fs(version_url)
+        self.columns = columns
+
+    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+        description = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
+                                                    batch.column("row").to_pylist()))
+        lists = read_descriptions(blocks, zip(batch.column("list_block").to_pylist(),
+                                              batch.column("list_row").to_pylist()), "descriptions")
+        path = batch.column("path")[0].as_py()
+        table = _with_text(batch.drop_columns(ADDRESS_COLUMNS), description, lists)
+        write_parquet(self.fs, f"{self.root.rstrip('/')}/{path}", table.select(self.columns))
+        return pa.table({"rows": [batch.num_rows]})
+
+
+def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships: pa.Table,
+                         addresses: DescriptionAddresses, pool: WorkerPool,
+                         rows_per_part: int) -> dict[str, int]:
+    """Written like `IndexVersion.write_table`: whole, or in parts of `rows_per_part` rows."""
+    n_entities = entities.num_rows
+    for name, table, first_key, columns in (
+            (schema.ENTITIES, entities, 0, schema.ENTITY_COLUMNS),
+            (schema.RELATIONSHIPS, relationships, n_entities, schema.RELATIONSHIP_COLUMNS)):
+        if not table.num_rows:
+            staged.write_table(name, _with_text(table, [], []).select(columns))
+            continue
+        writer = pool.bind(ElementTableWriter, {"version_url": staged.url_of(""),
+                                                "columns": columns})
+        starts = range(0, table.num_rows, rows_per_part)
+        for part, start in enumerate(starts):
+            piece = table.slice(start, rows_per_part)
+            keys = np.arange(first_key + start, first_key + start + piece.num_rows)
+            handles, where = addresses.gather(keys)
+            list_handles, list_where = addresses.gather(keys, lists=True)
+            path = f"{name}.parquet" if len(starts) == 1 else f"{name}/part-{part:05d}.parquet"
+            addressed = {"block": [b for b, _ in where], "row": [r for _, r in where],
+                         "list_block": [len(handles) + b for b, _ in list_where],
+                         "list_row": [r for _, r in list_where], "path": [path] * piece.num_rows}
+            for column in ADDRESS_COLUMNS:
+                piece = piece.append_column(column, pa.array(addressed[column]))
+            pool.submit(writer, piece, blocks=handles + list_handles)
+    while pool.busy():
+        pool.completed()
+    return {schema.ENTITIES: n_entities, schema.RELATIONSHIPS: relationships.num_rows}
+
+
+def _with_text(table: pa.Table, description: list[str], lists: list[list[str]]) -> pa.Table:
+    return table.append_column("description", pa.array(description, pa.string())).append_column(
+        "descriptions", pa.array(lists, pa.list_(pa.string())))

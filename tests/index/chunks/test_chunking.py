@@ -1,0 +1,36 @@
+import pyarrow as pa
+
+from graphrag_ray.config import ChunksConfig
+from graphrag_ray.index.chunks.chunking import chunk_documents, token_windows
+from graphrag_ray.tokens import get_encoding
+
+
+def test_windows_overlap_and_cover_the_end():
+    assert token_windows(0, 10, 2) == []
+    assert token_windows(5, 10, 2) == [(0, 5)]
+    assert token_windows(10, 10, 2) == [(0, 10)]
+    assert token_windows(25, 10, 2) == [(0, 10), (8, 18), (16, 25)]
+
+
+def test_chunks_never_span_documents_and_keep_their_document():
+    words = " ".join(f"word{i}" for i in range(400))
+    docs = pa.table({"id": ["d1", "d2"], "text": [words, "short document"]})
+    chunks = chunk_documents(docs, ChunksConfig(size=100, overlap=20))
+    encoding = get_encoding()
+    d1 = [c for c in chunks.to_pylist() if c["document_id"] == "d1"]
+    d2 = [c for c in chunks.to_pylist() if c["document_id"] == "d2"]
+    assert [c["text"] for c in d2] == ["short document"]
+    assert all(c["n_tokens"] <= 100 for c in d1)
+    # Consecutive chunks share exactly `overlap` tokens.
+    first, second = (encoding.encode_ordinary(c["text"]) for c in d1[:2])
+    assert first[-20:] == second[:20]
+    # Together the chunks reproduce the document.
+    total = len(encoding.encode_ordinary(words))
+    assert sum(c["n_tokens"] for c in d1) - 20 * (len(d1) - 1) == total
+
+
+def test_ids_are_deterministic_and_distinct():
+    docs = pa.table({"id": ["d1"], "text": ["alpha beta gamma " * 200]})
+    a = chunk_documents(docs, ChunksConfig(size=50, overlap=10)).column("id").to_pylist()
+    b = chunk_documents(docs, ChunksConfig(size=50, overlap=10)).column("id").to_pylist()
+    assert a == b and len(set(a)) == len(a)

@@ -1,0 +1,50 @@
+from graphrag_ray.index.extract.tuples import (
+    Delimiters, normalize_name, parse_claim_records, parse_graph_records)
+
+
+def test_parses_entities_and_relationships():
+    text = ('("entity"<|>Ada Brandt<|>person<|>Founder of Keel Labs)##'
+            '("entity"<|>"KEEL LABS"<|>organization<|>Builds turbines)##'
+            '("relationship"<|>ADA BRANDT<|>KEEL LABS<|>Ada founded it<|>9)<|COMPLETE|>')
+    parsed = parse_graph_records(text)
+    assert [(e["title"], e["type"]) for e in parsed.entities] == [
+        ("ADA BRANDT", "PERSON"), ("KEEL LABS", "ORGANIZATION")]
+    assert parsed.relationships == [{"source": "ADA BRANDT", "target": "KEEL LABS",
+                                     "description": "Ada founded it", "strength": 9.0}]
+    assert parsed.malformed == []
+
+
+def test_records_on_lines_without_record_delimiter_and_missing_strength():
+    text = ('("entity"<|>A<|>PERSON<|>x)\n("entity"<|>B<|>PERSON<|>y)\n'
+            '("relationship"<|>A<|>B<|>knows)\n<|COMPLETE|>')
+    parsed = parse_graph_records(text)
+    assert len(parsed.entities) == 2
+    assert parsed.relationships[0]["strength"] == 1.0
+
+
+def test_malformed_records_are_counted_with_reasons():
+    text = '("entity"<|>ONLY)##("relationship"<|>A)##("banana"<|>x<|>y)##junk'
+    parsed = parse_graph_records(text)
+    assert parsed.entities == [] and parsed.relationships == []
+    assert len(parsed.malformed) == 4
+    assert any("unknown record kind" in m for m in parsed.malformed)
+
+
+def test_custom_delimiters():
+    d = Delimiters(tuple="|", record=";;", completion="DONE")
+    parsed = parse_graph_records('("entity"|x|geo|a place);;("entity"|y|geo|b)DONE', d)
+    assert [e["title"] for e in parsed.entities] == ["X", "Y"]
+
+
+def test_names_normalize():
+    assert normalize_name('  "Tiny   Tim" ') == "TINY TIM"
+
+
+def test_claims():
+    text = ('("claim"<|>ACME<|>NONE<|>FRAUD<|>suspected<|>2020-01-01<|>NONE<|>'
+            'ACME may have misreported<|>the filing says so)##("claim"<|>too<|>short)')
+    parsed = parse_claim_records(text)
+    assert parsed.claims[0]["subject_id"] == "ACME"
+    assert parsed.claims[0]["status"] == "SUSPECTED"
+    assert parsed.claims[0]["source_text"] == "the filing says so"
+    assert len(parsed.malformed) == 1

@@ -1,0 +1,60 @@
+import numpy as np
+
+from graphrag_ray.config import CommunitiesConfig
+from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden, membership_by_level
+
+
+def _clustered_graph(seed=3):
+    """Four dense clusters of 30 nodes, sparsely linked, plus isolated nodes and one pair."""
+    rng = np.random.default_rng(seed)
+    edges = set()
+    for cluster in range(4):
+        base = cluster * 30
+        for _ in range(150):
+            a, b = rng.integers(0, 30, size=2)
+            if a != b:
+                edges.add((base + min(a, b), base + max(a, b)))
+    edges |= {(0, 30), (30, 60), (60, 90)}
+    edges.add((121, 122))  # a pair; 120 and 123 are isolated
+    src, tgt = map(np.array, zip(*sorted(edges)))
+    return build_graph(124, src, tgt, np.ones(len(src)))
+
+
+def test_every_node_in_exactly_one_community_per_level():
+    graph = _clustered_graph()
+    communities = hierarchical_leiden(graph, CommunitiesConfig(max_cluster_size=10))
+    levels = membership_by_level(communities, graph.vcount())
+    assert len(levels) >= 2
+    for level, labels in levels.items():
+        assert (labels >= 0).all(), f"level {level} misses nodes"
+        members = np.concatenate([c.members for c in communities if c.level == level])
+        assert sorted(members.tolist()) == list(range(graph.vcount()))
+
+
+def test_children_partition_their_parent_and_large_ones_split():
+    communities = hierarchical_leiden(_clustered_graph(), CommunitiesConfig(max_cluster_size=10))
+    by_id = {c.id: c for c in communities}
+    for community in communities:
+        if community.children:
+            union = np.sort(np.concatenate([by_id[i].members for i in community.children]))
+            assert union.tolist() == community.members.tolist()
+        if community.parent >= 0:
+            assert by_id[community.parent].level == community.level - 1
+    roots = [c for c in communities if c.level == 0 and not c.pooled]
+    assert any(len(c.children) > 1 for c in roots)
+
+
+def test_small_components_are_pooled_and_deterministic():
+    config = CommunitiesConfig(max_cluster_size=10, min_component_size=3)
+    first = hierarchical_leiden(_clustered_graph(), config)
+    pooled = [c for c in first if c.level == 0 and c.pooled]
+    assert len(pooled) == 1 and pooled[0].members.tolist() == [120, 121, 122, 123]
+    second = hierarchical_leiden(_clustered_graph(), config)
+    assert [(c.level, c.members.tolist()) for c in first] == \
+        [(c.level, c.members.tolist()) for c in second]
+
+
+def test_graph_without_edges():
+    graph = build_graph(3, np.array([], dtype=int), np.array([], dtype=int), np.array([]))
+    communities = hierarchical_leiden(graph, CommunitiesConfig())
+    assert len(communities) == 1 and communities[0].members.tolist() == [0, 1, 2]

@@ -1,0 +1,73 @@
+import pyarrow as pa
+import pytest
+
+from graphrag_ray.index.graph.merge import add_degrees, merge_elements
+
+
+def _entities(rows):
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        ("title", pa.string()), ("type", pa.string()), ("description", pa.string()),
+        ("text_unit_id", pa.string())]))
+
+
+def _relationships(rows):
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        ("source", pa.string()), ("target", pa.string()), ("description", pa.string()),
+        ("strength", pa.float64()), ("text_unit_id", pa.string())]))
+
+
+def test_merge_entities_and_undirected_relationships():
+    entities = _entities([
+        {"title": "A", "type": "PERSON", "description": "a1", "text_unit_id": "t1"},
+        {"title": "A", "type": "ORGANIZATION", "description": "a2", "text_unit_id": "t2"},
+        {"title": "A", "type": "PERSON", "description": "a1", "text_unit_id": "t3"},
+        {"title": "B", "type": "GEO", "description": "b", "text_unit_id": "t1"},
+    ])
+    relationships = _relationships([
+        {"source": "A", "target": "B", "description": "ab", "strength": 1.0, "text_unit_id": "t1"},
+        {"source": "B", "target": "A", "description": "ba", "strength": 1.0, "text_unit_id": "t2"},
+        {"source": "A", "target": "C", "description": "ac", "strength": 1.0, "text_unit_id": "t3"},
+        {"source": "A", "target": "A", "description": "self", "strength": 1.0, "text_unit_id": "t3"},
+    ])
+    ents, rels, stats = merge_elements(entities, relationships)
+    by_title = {row["title"]: row for row in ents.to_pylist()}
+    assert by_title["A"]["type"] == "PERSON"  # majority of 2 PERSON vs 1 ORGANIZATION
+    assert by_title["A"]["descriptions"] == ["a1", "a2"]
+    assert by_title["A"]["frequency"] == 3
+    assert by_title["C"]["type"] == "UNKNOWN"  # named only by a relationship, kept
+    assert stats.entities_added_from_relationships == 1
+    assert stats.self_loops_dropped == 1 and stats.type_conflicts == 1
+    edges = {(r["source"], r["target"]): r for r in rels.to_pylist()}
+    assert set(edges) == {("A", "B"), ("A", "C")}
+    assert edges[("A", "B")]["instance_count"] == 2
+    assert edges[("A", "B")]["weight"] == pytest.approx(1.0)
+    assert edges[("A", "C")]["weight"] == pytest.approx(0.5)
+    assert edges[("A", "B")]["descriptions"] == ["ab", "ba"]
+
+
+def test_degrees():
+    ents = pa.table({"title": ["A", "B", "C"]})
+    rels = pa.table({"source": ["A", "A"], "target": ["B", "C"]})
+    ents, rels = add_degrees(ents, rels)
+    assert ents.column("degree").to_pylist() == [2, 1, 1]
+    assert rels.column("combined_degree").to_pylist() == [3, 3]
+
+
+@pytest.mark.parametrize("n_shards", [1, 3, 16])
+def test_sharded_merge_equals_the_unsharded_merge(carol_instances, n_shards):
+    from graphrag_ray.index.graph.merge import merge_sharded
+
+    entity_instances, relationship_instances = carol_instances
+    # Conflicting types and self-loops, so every merge rule crosses shard boundaries.
+    entity_instances = pa.concat_tables([entity_instances, _entities([
+        {"title": entity_instances.column("title")[0].as_py(), "type": "ODD",
+         "description": "another view", "text_unit_id": "t-extra"}]).cast(entity_instances.schema)])
+    entities, relationships, stats = merge_elements(entity_instances, relationship_instances)
+    sharded_entities, sharded_relationships, sharded_stats = merge_sharded(
+        entity_instances, relationship_instances, n_shards)
+    assert entities.num_rows > 50 and relationships.num_rows > 50
+    assert sharded_entities.equals(entities)
+    assert sharded_relationships.equals(relationships)  # weights, description lists, units
+    assert sharded_stats.shards == n_shards
+    sharded_stats.shards = stats.shards
+    assert sharded_stats == stats and stats.type_conflicts >= 1

@@ -1,0 +1,104 @@
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.index.reports.context import (
+    CLAIM_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
+    fill_descriptions, inner_cells_tokens, number_tokens, render_context, row_tokens,
+    select_elements, select_with_sub_reports, spec_keys)
+from graphrag_ray.tokens import count_tokens
+
+
+TITLES = ["HUB", "LEAF ONE", "LEAF TWO", "BRIDGE", "TAIL"]
+EDGES = [(0, 1), (0, 2), (0, 3), (3, 4)]
+# Element key -> description: entities, then edges (as the report workers read them).
+DESCRIPTIONS = [f"{t} description " * 5 for t in TITLES] + \
+    [f"{TITLES[s]} relates to {TITLES[t]}" for s, t in EDGES]
+
+
+CLAIMS = pa.table({"human_readable_id": [0], "subject_id": ["HUB"], "type": ["FACT"],
+                   "status": ["TRUE"], "description": ["the hub claim"]})
+
+
+def _elements():
+    # A star around node 0 plus a chain 3-4; degrees: 0->3, 1,2->1, 3->2(0,4), 4->1
+    degree = np.array([3, 1, 1, 2, 1])
+    elements = GraphElements(
+        TITLES, ["X"] * 5, degree, np.array([s for s, _ in EDGES]),
+        np.array([t for _, t in EDGES]), np.array([degree[s] + degree[t] for s, t in EDGES]),
+        claims_by_entity={0: [0]},  # HUB's claim: row 0 of the claims' block
+        claim_tokens={0: [row_tokens(CLAIMS.to_pylist()[0], CLAIM_FIELDS, "cl100k_base")]},
+        entity_tokens=np.zeros(5, dtype=np.int64), edge_tokens=np.zeros(4, dtype=np.int64))
+    for node in range(5):
+        elements.entity_tokens[node] = context_row_tokens(
+            elements.entity_record(node), DESCRIPTIONS[node], "cl100k_base")
+    for edge in range(4):
+        elements.edge_tokens[edge] = context_row_tokens(
+            elements.edge_record(edge), DESCRIPTIONS[5 + edge], "cl100k_base")
+    return elements
+
+
+def _render(elements, selection) -> str:
+    """What a report worker writes: the spec, with descriptions read by key."""
+    spec = json.loads(json.dumps(context_spec(elements, selection)))
+    keys = spec_keys(selection, len(TITLES))
+    return render_context(fill_claims(fill_descriptions(spec, [DESCRIPTIONS[k] for k in keys]),
+                                      CLAIMS))
+
+
+def test_leaf_order_follows_combined_degree_source_target_claims_edge():
+    elements = _elements()
+    selection = select_elements(elements, np.arange(5), budget=10_000)
+    # Edge 2 (HUB-BRIDGE, combined 5) first, then edges 0 and 1 (4), then edge 3 (3).
+    assert selection.edges == [2, 0, 1, 3]
+    assert selection.entities == [0, 3, 1, 2, 4]
+    assert selection.claims == [(0, 0)]
+    assert "0|HUB|FACT|TRUE|the hub claim" in _render(elements, selection)
+
+
+def test_budget_is_never_exceeded():
+    elements = _elements()
+    for budget in (60, 90, 120, 200, 400):  # above the fixed section headers (~56 tokens)
+        selection = select_elements(elements, np.arange(5), budget=budget)
+        text = _render(elements, selection)
+        assert selection.tokens <= budget
+        assert count_tokens(text) <= budget
+
+
+def test_sub_community_reports_replace_elements_when_context_overflows():
+    elements = _elements()
+    big = {"community": 7, "title": "Hub group", "summary": "short", "rank": 5.0, "findings": []}
+    small = {"community": 8, "title": "Tail group", "summary": "tiny", "rank": 1.0, "findings": []}
+    children = [(np.array([0, 1, 2]), big), (np.array([3, 4]), small)]
+    everything = elements.header_tokens + elements.element_tokens(np.arange(5))
+    # Fits: same as a leaf, no reports.
+    roomy = select_with_sub_reports(elements, np.arange(5), children, budget=everything)
+    assert roomy.reports == [] and len(roomy.entities) == 5
+    # Overflows: the largest sub-community (by element tokens) is replaced first.
+    tight = select_with_sub_reports(elements, np.arange(5), children, budget=everything - 20)
+    assert [r["community"] for r in tight.reports] == [7]
+    assert sorted(tight.entities) == [3, 4]
+    assert tight.tokens <= everything - 20
+    text = _render(elements, tight)
+    assert "Hub group" in text and "HUB description" not in text
+
+
+def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
+    """The merge counts a row without its numbers; the driver adds them. Exact, because
+    tokenizers never join a digit run with the `|` around it."""
+    rng = np.random.default_rng(7)
+    alphabet = list("abcXYZ 0123456789.,;:!?'\"|-/()\n\r\t") + ["é", "中", "  ", "..."]
+    for _ in range(400):
+        cells = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 30)))) for _ in range(3)]
+        first, last = (int(v) for v in rng.integers(0, 10 ** int(rng.integers(1, 8)), size=2))
+        entity = {"human_readable_id": first, "title": cells[0], "type": cells[1],
+                  "description": cells[2], "degree": last}
+        edge = {"human_readable_id": first, "source": cells[0], "target": cells[1],
+                "description": cells[2], "combined_degree": last}
+        for record in (entity, edge):
+            expected = context_row_tokens(dict(record, description=None), cells[2], "cl100k_base")
+            parts = (number_tokens(np.array([first]), "cl100k_base")[0]
+                     + inner_cells_tokens(record, "cl100k_base")
+                     + number_tokens(np.array([last]), "cl100k_base")[0] + 1)
+            assert parts == expected, record
