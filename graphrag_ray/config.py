@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +35,12 @@ class InputConfig(_Section):
 class ChunksConfig(_Section):
     size: int = Field(600, gt=0)
     overlap: int = Field(100, ge=0)
-    encoding_model: str = "cl100k_base"
+
+
+class TokenizerConfig(_Section):
+    # The tiktoken encoding every token count uses: chunk windows, context budgets, rate
+    # budget estimates, gleaning's logit bias. Formerly `chunks.encoding_model`.
+    encoding: str = "cl100k_base"
 
 
 class ExtractionConfig(_Section):
@@ -284,6 +290,7 @@ class PromptsConfig(_Section):
 
 class GraphRagConfig(_Section):
     input: InputConfig = InputConfig()
+    tokenizer: TokenizerConfig = TokenizerConfig()
     chunks: ChunksConfig = ChunksConfig()
     extraction: ExtractionConfig = ExtractionConfig()
     claims: ClaimsConfig = ClaimsConfig()
@@ -386,10 +393,35 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return config_from_data(data, overrides, source)
 
 
+# Settings renamed: old (section, key) -> new (section, key).
+RENAMED_SETTINGS = {("chunks", "encoding_model"): ("tokenizer", "encoding")}
+
+
+def migrate_renamed_settings(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+    """`data` with renamed keys moved to their new place (the new one wins when both are
+    set); `source`, when given, names the file in a warning that the old key is deprecated."""
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for (old_section, old_key), (new_section, new_key) in RENAMED_SETTINGS.items():
+        section = data.get(old_section)
+        if not isinstance(section, dict) or old_key not in section:
+            continue
+        value = section.pop(old_key)
+        target = data.setdefault(new_section, {})
+        if isinstance(target, dict):
+            target.setdefault(new_key, value)
+        if source is not None:
+            warnings.warn(f"{old_section}.{old_key} (in {source}) is deprecated: set "
+                          f"{new_section}.{new_key} instead", FutureWarning, stacklevel=3)
+    return data
+
+
 def known_settings(data: dict[str, Any],
                    model: type[BaseModel] = GraphRagConfig) -> dict[str, Any]:
     """`data` without the keys `model` does not know, at any depth: an index's manifest holds
-    the config of the version that built it, and a key since renamed must not stop a query."""
+    the config of the version that built it, and a key since renamed must not stop a query
+    (renamed keys are moved to their new place first)."""
+    if model is GraphRagConfig:
+        data = migrate_renamed_settings(data)
     kept = {}
     for key, value in data.items():
         field = model.model_fields.get(key)
@@ -410,6 +442,7 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
     for assignment in overrides or []:
         apply_override(data, assignment)
         source = f"{source} + --set"
+    data = migrate_renamed_settings(data, source)
     try:
         config = GraphRagConfig.model_validate(data)
     except ValidationError as exc:

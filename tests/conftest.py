@@ -62,7 +62,7 @@ def carol_instances(carol_excerpt: Path):
 
     config = load_config(None, ["runtime.engine=local"])
     units = chunk_documents(load_documents(str(carol_excerpt), config.input).documents,
-                            config.chunks)
+                            config.chunks, config.tokenizer.encoding)
     extraction = ExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
     return (flatten_instances(extraction, "entities"),
             flatten_instances(extraction, "relationships"))

@@ -67,3 +67,19 @@ def test_an_older_index_manifest_with_a_renamed_key_still_opens():
     assert config.merge.shards == 3 and config.chunks.size == 300
     with pytest.raises(ConfigError, match="unknown key"):
         config_from_manifest(manifest, ["merge.typo=1"])  # the user's own keys stay checked
+
+
+def test_the_old_tokenizer_key_still_works_with_a_deprecation_warning(tmp_path):
+    path = tmp_path / "settings.yaml"
+    path.write_text("chunks:\n  size: 300\n  encoding_model: p50k_base\n", encoding="utf-8")
+    with pytest.warns(FutureWarning, match="chunks.encoding_model .* set tokenizer.encoding"):
+        config = load_config(path)
+    assert config.tokenizer.encoding == "p50k_base" and config.chunks.size == 300
+
+
+def test_an_old_manifest_keeps_its_tokenizer_without_a_warning(recwarn):
+    from graphrag_ray.api import config_from_manifest
+
+    config = config_from_manifest({"config": {"chunks": {"encoding_model": "p50k_base"}}})
+    assert config.tokenizer.encoding == "p50k_base"
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]

@@ -49,7 +49,7 @@ class BuildContext:
 
     @property
     def tokenizer(self) -> str:
-        return self.config.chunks.encoding_model
+        return self.config.tokenizer.encoding
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

@@ -33,10 +33,10 @@ REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, be
 
 
 def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
-    encoding = config.chunks.encoding_model
+    encoding = config.tokenizer.encoding
     prompts = load_prompts(config)
     documents = load_documents(input_url, config.input).documents
-    text_units = chunk_documents(documents, config.chunks)
+    text_units = chunk_documents(documents, config.chunks, config.tokenizer.encoding)
     chunk_tokens = text_units.column("n_tokens").to_pylist()
     ex = config.extraction
     shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
@@ -160,7 +160,7 @@ def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) ->
     lists = entities.column("descriptions").to_pylist() + \
         relationships.column("descriptions").to_pylist()
     multi = [d for d in lists if len(d) > 1]
-    encoding = config.chunks.encoding_model
+    encoding = config.tokenizer.encoding
     communities: list[Community] = detect_communities(
         entities, relationships, edge_endpoints(entities, relationships), config) \
         if entities.num_rows else []

@@ -49,7 +49,7 @@ def summaries_pool(config: GraphRagConfig, prompts: dict[str, str]) -> WorkerPoo
     calls/s). Offline, one CPU-bound worker per CPU."""
     if uses_any_llm(config):
         return llm_worker_pool(config, config.llm, count_tokens(
-            prompts["summarize_descriptions"], config.chunks.encoding_model)
+            prompts["summarize_descriptions"], config.tokenizer.encoding)
             + 2 * config.summarize.max_length)
     return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
 

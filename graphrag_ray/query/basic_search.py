@@ -30,7 +30,7 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     section = pack_table("Sources", "id|text",
                          [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")
                           for i, _ in nearest if i in rows],
-                         cfg.context_tokens, config.chunks.encoding_model)
+                         cfg.context_tokens, config.tokenizer.encoding)
     result = SearchResult(method="basic", answer="", context_tokens=section.tokens,
                           details={"retrieved": len(nearest), "in_context": len(section.keys),
                                    "similarities": [round(s, 4) for _, s in nearest

@@ -86,7 +86,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     report_vectors = index.vectors(schema.REPORT_EMBEDDINGS)
     cfg = config.drift_search
     reports = data.reports
-    encoding = config.chunks.encoding_model
+    encoding = config.tokenizer.encoding
     use_llm = config.uses_llm(cfg.method)
     result = SearchResult(method="drift", answer="")
     query = query_text(question, history)

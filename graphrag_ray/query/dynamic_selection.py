@@ -91,7 +91,7 @@ def run_rate_task(task: RateTask) -> Rating:
     cfg = task.config.global_search.dynamic
     chat = task.services.chat(task.config.llm)
     prompt = render(task.template, question=task.question, report=truncate_to_tokens(
-        task.report, cfg.report_tokens, task.config.chunks.encoding_model))
+        task.report, cfg.report_tokens, task.config.tokenizer.encoding))
     try:
         rating = chat.complete_parsed(
             [{"role": "user", "content": prompt}],

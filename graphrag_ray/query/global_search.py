@@ -78,7 +78,7 @@ def _dynamic_rows(question: str, reports: pa.Table, config: GraphRagConfig,
                   prompts: dict[str, str], services: LLMServices,
                   fan_out: FanOut) -> tuple[list[dict], dict, Usage]:
     cfg = config.global_search
-    encoding = config.chunks.encoding_model
+    encoding = config.tokenizer.encoding
     all_reports = reports.select(REPORT_COLUMNS).to_pylist()
     usage = Usage()
     failures: list[str] = []

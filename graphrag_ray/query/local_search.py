@@ -204,7 +204,7 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         query, index.embed([query])[0], data, top_k_entities=cfg.top_k_entities,
         top_k_relationships=cfg.top_k_relationships, budget=cfg.context_tokens,
         text_unit_proportion=cfg.text_unit_proportion,
-        community_proportion=cfg.community_proportion, encoding=config.chunks.encoding_model)
+        community_proportion=cfg.community_proportion, encoding=config.tokenizer.encoding)
     result = SearchResult(method="local", answer="", context_tokens=context.tokens,
                           details={"matched_entities": [e["title"] for e in context.entity_rows],
                                    "context_records": {k: len(v) for k, v in

@@ -220,7 +220,7 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
                on_token: Callable[[str], None] | None = None) -> MapReduceOutcome:
     """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`."""
     cfg = config.global_search
-    encoding = config.chunks.encoding_model
+    encoding = config.tokenizer.encoding
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding,
                                   header)
     outcome = MapReduceOutcome(answer=NO_ANSWER)

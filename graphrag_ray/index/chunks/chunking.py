@@ -29,9 +29,10 @@ def chunk_id(document_id: str, start: int, text: str) -> str:
     return hashlib.sha256(f"{document_id}\x00{start}\x00{text}".encode("utf-8")).hexdigest()
 
 
-def chunk_documents(documents: pa.Table, config: ChunksConfig) -> pa.Table:
-    """One row per chunk, in document order; ids depend only on the document and the window."""
-    encoding = get_encoding(config.encoding_model)
+def chunk_documents(documents: pa.Table, config: ChunksConfig, tokenizer: str) -> pa.Table:
+    """One row per chunk, in document order, windows of `tokenizer`'s tokens; ids depend only
+    on the document and the window."""
+    encoding = get_encoding(tokenizer)
     ids, texts, n_tokens, doc_ids = [], [], [], []
     for doc_id, text in zip(documents.column("id").to_pylist(), documents.column("text").to_pylist()):
         tokens = encoding.encode_ordinary(text)

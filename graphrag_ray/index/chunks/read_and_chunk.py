@@ -42,7 +42,7 @@ def chunk_seq(file_index: int, document: int, window: int) -> int:
 
 
 def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
-                   chunks_config: ChunksConfig, work_url: str,
+                   chunks_config: ChunksConfig, tokenizer: str, work_url: str,
                    block_rows: int) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
     `block_rows`: each block is a separate unit for the extraction pool, so one long file
@@ -59,7 +59,7 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         documents = loaded.documents
         if not documents.num_rows:
             continue
-        units = chunk_documents(documents, chunks_config)
+        units = chunk_documents(documents, chunks_config, tokenizer)
         position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
         windows: dict[str, int] = {}
         seq = []

@@ -50,7 +50,7 @@ class GraphExtractor:
         self.continue_prompt = render(prompts["glean_continue"], **shared)
         self.claims_template = render(prompts["extract_claims"],
                                       claim_description=config.claims.description, **shared)
-        self.logit_bias = (yes_no_logit_bias(config.chunks.encoding_model)
+        self.logit_bias = (yes_no_logit_bias(config.tokenizer.encoding)
                            if ex.use_logit_bias else None)
         self.graph_tag = prompt_version(self.extract_template + self.check_prompt
                                         + self.continue_prompt)

@@ -178,7 +178,8 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
     inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
                        "path": pa.array(files, pa.string())})
     reading = {"input_url": input_url, "input_root": input_root, "input_config": config.input,
-               "chunks_config": config.chunks, "work_url": ctx.work_url,
+               "chunks_config": config.chunks, "tokenizer": ctx.tokenizer,
+               "work_url": ctx.work_url,
                "block_rows": batching.get("batch_size", config.runtime.batch_size)}
     extraction = map_table(inputs, ExtractionWorker,
                            {"config": config, "prompts": ctx.prompts, "services": ctx.services},

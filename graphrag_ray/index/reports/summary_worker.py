@@ -78,19 +78,19 @@ class SummarizeWorker:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
         for row, record in zip(out, batch.column("record_json").to_pylist()):
             row["row_tokens"] = context_row_tokens(json.loads(record), row["description"],
-                                                   self.config.chunks.encoding_model)
+                                                   self.config.tokenizer.encoding)
         return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
 
     def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
                     usage: Usage | None = None) -> dict:
         summary = extractive_summary(descriptions, self.config.summarize.max_length,
-                                     self.config.chunks.encoding_model)
+                                     self.config.tokenizer.encoding)
         return {"key": key, "description": summary, "error": error, **usage_row(usage)}
 
     def _llm(self, key: int, name: str, descriptions: list[str]) -> dict:
         cfg = self.config.summarize
         listing = truncate_to_tokens("\n".join(f"- {d}" for d in descriptions),
-                                     cfg.max_input_tokens, self.config.chunks.encoding_model)
+                                     cfg.max_input_tokens, self.config.tokenizer.encoding)
         prompt = render(self.template, entity_name=name, description_list=listing,
                         max_length=cfg.max_length)
         chat = self.chat.scoped()

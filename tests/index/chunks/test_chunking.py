@@ -15,7 +15,7 @@ def test_windows_overlap_and_cover_the_end():
 def test_chunks_never_span_documents_and_keep_their_document():
     words = " ".join(f"word{i}" for i in range(400))
     docs = pa.table({"id": ["d1", "d2"], "text": [words, "short document"]})
-    chunks = chunk_documents(docs, ChunksConfig(size=100, overlap=20))
+    chunks = chunk_documents(docs, ChunksConfig(size=100, overlap=20), "cl100k_base")
     encoding = get_encoding()
     d1 = [c for c in chunks.to_pylist() if c["document_id"] == "d1"]
     d2 = [c for c in chunks.to_pylist() if c["document_id"] == "d2"]
@@ -31,6 +31,6 @@ def test_chunks_never_span_documents_and_keep_their_document():
 
 def test_ids_are_deterministic_and_distinct():
     docs = pa.table({"id": ["d1"], "text": ["alpha beta gamma " * 200]})
-    a = chunk_documents(docs, ChunksConfig(size=50, overlap=10)).column("id").to_pylist()
-    b = chunk_documents(docs, ChunksConfig(size=50, overlap=10)).column("id").to_pylist()
+    a = chunk_documents(docs, ChunksConfig(size=50, overlap=10), "cl100k_base").column("id").to_pylist()
+    b = chunk_documents(docs, ChunksConfig(size=50, overlap=10), "cl100k_base").column("id").to_pylist()
     assert a == b and len(set(a)) == len(a)
