@@ -35,3 +35,22 @@ def truncate_to_tokens(text: str, max_tokens: int, encoding: str = "cl100k_base"
     enc = get_encoding(encoding)
     ids = enc.encode_ordinary(text)
     return text if len(ids) <= max_tokens else enc.decode(ids[:max_tokens])
+
+
+def take_within_budget(texts: list[str], budget: int, used: int = 0, *,
+                       skip_misses: bool = False, encoding: str = "cl100k_base"
+                       ) -> tuple[list[int], int]:
+    """Which of `texts`, in order, fit in `budget` tokens on top of `used` (each text counted
+    with its line break): stop at the first that does not fit, or (`skip_misses`) skip it and
+    try the next. Returns their indices and the tokens used in all. Every context this project
+    packs row by row (reduce contexts, query tables) is packed here."""
+    taken = []
+    for index, text in enumerate(texts):
+        tokens = count_tokens(text, encoding) + 1
+        if used + tokens > budget:
+            if skip_misses:
+                continue
+            break
+        taken.append(index)
+        used += tokens
+    return taken, used

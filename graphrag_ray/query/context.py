@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphrag_ray.tokens import count_tokens
+from graphrag_ray.tokens import count_tokens, take_within_budget
 
 NO_HISTORY = "(none)"
 
@@ -38,14 +38,10 @@ def pack_table(title: str, header: str, rows: list[tuple[object, str]], budget: 
     used = count_tokens("\n".join(lines), encoding) + 1
     if used > budget:
         return TableSection("", [], 0)
-    keys = []
-    for key, row in rows:
-        tokens = count_tokens(row, encoding) + 1
-        if used + tokens > budget:
-            continue
-        lines.append(row)
-        keys.append(key)
-        used += tokens
+    taken, used = take_within_budget([row for _, row in rows], budget, used, skip_misses=True,
+                                     encoding=encoding)
+    lines += [rows[i][1] for i in taken]
+    keys = [rows[i][0] for i in taken]
     if not keys:
         return TableSection("", [], 0)
     return TableSection("\n".join(lines), keys, used)

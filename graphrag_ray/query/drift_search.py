@@ -24,7 +24,7 @@ from graphrag_ray.query.local_search import (
 from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+from graphrag_ray.tokens import take_within_budget, truncate_to_tokens
 
 
 @dataclass
@@ -160,14 +160,11 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     # 3. Reduce: the primer's answer first, then the follow-ups' by score.
     answered = [s for s in history_of_steps if s.answer]
     ordered = answered[:1] + sorted(answered[1:], key=lambda s: (-s.score, s.depth))
-    sections, used = [], 0
-    for number, step in enumerate(ordered, start=1):
-        section = f"----Step {number}: {step.query}----\n{step.answer}"
-        tokens = count_tokens(section, encoding) + 1
-        if used + tokens > config.global_search.reduce_context_tokens:
-            break
-        sections.append(section)
-        used += tokens
+    steps = [f"----Step {number}: {step.query}----\n{step.answer}"
+             for number, step in enumerate(ordered, start=1)]
+    taken, used = take_within_budget(steps, config.global_search.reduce_context_tokens,
+                                     encoding=encoding)
+    sections = [steps[i] for i in taken]
     result.context_tokens += used
     answer_from_context(
         result, question, "\n\n".join(sections), use_llm=use_llm and bool(sections),

@@ -24,7 +24,7 @@ from graphrag_ray.query.answer import answer_from_prompt
 from graphrag_ray.query.context import conversation_text
 from graphrag_ray.query.fanout import FanOut
 from graphrag_ray.terms import content_terms
-from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
 
 NO_ANSWER = "I could not find information in the index that answers this question."
 REPORT_CONTEXT_HEADER = "id|title|rank|content"
@@ -117,16 +117,10 @@ def rank_points(points: list[Point]) -> list[Point]:
 
 def pack_reduce_context(points: list[Point], max_tokens: int,
                         encoding: str = "cl100k_base") -> tuple[str, list[Point], int]:
-    sections, used_points, used = [], [], 0
-    for number, point in enumerate(points, start=1):
-        section = f"----Analyst {number}----\nImportance Score: {point.score:g}\n{point.description}"
-        tokens = count_tokens(section, encoding) + 1
-        if used + tokens > max_tokens:
-            break
-        sections.append(section)
-        used_points.append(point)
-        used += tokens
-    return "\n\n".join(sections), used_points, used
+    sections = [f"----Analyst {number}----\nImportance Score: {point.score:g}\n"
+                f"{point.description}" for number, point in enumerate(points, start=1)]
+    taken, used = take_within_budget(sections, max_tokens, encoding=encoding)
+    return "\n\n".join(sections[i] for i in taken), [points[i] for i in taken], used
 
 
 def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
