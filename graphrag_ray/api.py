@@ -28,7 +28,7 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.local_search import LocalData, local_data
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from graphrag_ray.config import GraphRagConfig, load_config
+from graphrag_ray.distributed.engine import ray_initialized
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.query.methods import QUERY_METHODS
 
@@ -299,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    ray_before = _ray_running()
+    ray_before = ray_initialized()
     try:
         return args.func(args)
     except GraphRagError as exc:
@@ -312,11 +313,6 @@ def main(argv: list[str] | None = None) -> int:
         _release_native_threads(stop_ray=not ray_before)
 
 
-def _ray_running() -> bool:
-    ray = sys.modules.get("ray")
-    return ray is not None and ray.is_initialized()
-
-
 def _release_native_threads(stop_ray: bool) -> None:
     """Stop the Ray instance this command started (not one its caller runs) and collect
     Arrow's readers while the interpreter is whole: Arrow's native thread pools torn down at
@@ -324,6 +320,6 @@ def _release_native_threads(stop_ray: bool) -> None:
     an active exception", apache/arrow#34314), seen here rarely."""
     import gc
 
-    if stop_ray and _ray_running():
+    if stop_ray and ray_initialized():
         sys.modules["ray"].shutdown()
     gc.collect()

@@ -16,7 +16,7 @@ from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.query.citations import sources_of_reports
 from graphrag_ray.query.dynamic_selection import (
     RateTask, lexical_rating, run_rate_task, select_reports)
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.map_reduce import REPORT_CONTEXT_HEADER, map_reduce, report_row
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult

@@ -22,7 +22,7 @@ from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_prompt
 from graphrag_ray.query.context import conversation_text
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.terms import content_terms
 from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
 

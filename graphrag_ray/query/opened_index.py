@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.vectors import VectorTable
 
 if TYPE_CHECKING:

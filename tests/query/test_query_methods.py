@@ -13,7 +13,7 @@ from graphrag_ray import GraphIndex, schema
 from graphrag_ray.cli import main
 from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.build import build_index
-from graphrag_ray.query.fanout import FanOut
+from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.testing.llm_server import run_test_server
 

@@ -1,12 +1,10 @@
-"""The thin layer that runs a stage's worker class over a table: Ray Data actor pools, or
-in-process for small jobs and debugging (`runtime.engine: local`). Both give the same rows."""
+"""Running a stage's worker class over a table or a stream of batches: Ray Data actor pools
+(`map_table`), Ray tasks (`map_items`) and long-lived threaded actors (`WorkerPool`), or the
+same classes in-process (`runtime.engine: local`). Both give the same rows."""
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
-import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,46 +13,9 @@ from typing import Callable
 import pyarrow as pa
 
 from graphrag_ray.config import RuntimeConfig
+from graphrag_ray.distributed.engine import ensure_ray
 from graphrag_ray.progress import ProgressBar
 
-
-
-def ensure_ray(runtime: RuntimeConfig) -> None:
-    """Join the cluster we run in (ray job submit / RAY_ADDRESS / runtime.ray_address) or start
-    a local instance; reuse one that is already initialised."""
-    import ray
-    from ray.data import DataContext
-
-    if not ray.is_initialized():
-        address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
-        kwargs = {"include_dashboard": False, "log_to_driver": False,
-                  "logging_level": logging.WARNING}
-        if address:
-            ray.init(address=address, **kwargs)
-        else:
-            # A new instance of our own: never whatever cluster this machine last knew of
-            # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead.
-            ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
-
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
-    # Ray Data counts a generator's input as one input and warns that a pool "only received
-    # 1 input(s)"; the blocks it yields do reach every actor (tests/index/test_throughput.py).
-    warnings.filterwarnings("ignore", message=r".*only received 1 input\(s\)", category=UserWarning)
-    context = DataContext.get_current()
-    context.enable_progress_bars = False
-    context.print_on_execution_start = False
-
-
-def resolve_engine(runtime: RuntimeConfig, n_chunks: int) -> str:
-    if runtime.engine != "auto":
-        return runtime.engine
-    if runtime.ray_address or os.environ.get("RAY_ADDRESS"):
-        return "ray"
-    import sys
-
-    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-        return "ray"
-    return "ray" if n_chunks > runtime.local_max_chunks else "local"
 
 
 def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:

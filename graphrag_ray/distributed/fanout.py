@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import threading
 from typing import Callable, TypeVar
 
 from graphrag_ray.config import RuntimeConfig
+from graphrag_ray.distributed.engine import ensure_ray, resolve_engine
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")
-
-
-def ray_connected(runtime: RuntimeConfig) -> bool:
-    """`runtime.engine` ray/local decides; auto: Ray when this process is attached to one."""
-    if runtime.engine != "auto":
-        return runtime.engine == "ray"
-    if runtime.ray_address or os.environ.get("RAY_ADDRESS"):
-        return True
-    import sys
-
-    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
 
 
 class _QueryActor:
@@ -42,7 +31,7 @@ class FanOut:
 
     def __init__(self, runtime: RuntimeConfig):
         self.runtime = runtime
-        self.use_ray = ray_connected(runtime)
+        self.use_ray = resolve_engine(runtime) == "ray"
         self._actors: list = []
         self._starting = threading.Lock()
 
@@ -55,8 +44,6 @@ class FanOut:
 
     def _map_ray(self, fn, items):
         import ray
-
-        from graphrag_ray.distributed import ensure_ray
 
         with self._starting:
             if not self._actors:

@@ -1,0 +1,12 @@
+"""The Ray layer, and the only place Ray is touched: the engine choice (`engine`), worker pools
+and object-store blocks for the build (`workers`), and the query-time fan-out (`fanout`).
+With `runtime.engine: local` the same classes run in-process and give the same rows."""
+
+from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine
+from graphrag_ray.distributed.fanout import FanOut
+from graphrag_ray.distributed.workers import (
+    PoolShape, WorkerPool, actors_that_fit, io_pool_shape, map_items, map_table, split_table)
+
+__all__ = ["FanOut", "PoolShape", "WorkerPool", "actors_that_fit", "ensure_ray",
+           "io_pool_shape", "map_items", "map_table", "ray_initialized", "resolve_engine",
+           "split_table"]

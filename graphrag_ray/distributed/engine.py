@@ -1,0 +1,55 @@
+"""Which engine a job runs on, and joining Ray: the one place either is decided."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+from graphrag_ray.config import RuntimeConfig
+
+
+def ensure_ray(runtime: RuntimeConfig) -> None:
+    """Join the cluster we run in (ray job submit / RAY_ADDRESS / runtime.ray_address) or start
+    a local instance; reuse one that is already initialised."""
+    import ray
+    from ray.data import DataContext
+
+    if not ray.is_initialized():
+        address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
+        kwargs = {"include_dashboard": False, "log_to_driver": False,
+                  "logging_level": logging.WARNING}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            # A new instance of our own: never whatever cluster this machine last knew of
+            # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead.
+            ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # Ray Data counts a generator's input as one input and warns that a pool "only received
+    # 1 input(s)"; the blocks it yields do reach every actor (tests/index/test_throughput.py).
+    warnings.filterwarnings("ignore", message=r".*only received 1 input\(s\)", category=UserWarning)
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+
+
+def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None) -> str:
+    """The one place the engine is chosen: `runtime.engine` when set (ray or local); for auto,
+    Ray when this process is attached to one (`runtime.ray_address`, RAY_ADDRESS, Ray already
+    initialised: a `ray job submit` job, a notebook), else Ray for a build of more than
+    `runtime.local_max_chunks` chunks (`n_chunks`), local for anything smaller and for queries
+    (`n_chunks` None)."""
+    if runtime.engine != "auto":
+        return runtime.engine
+    if runtime.ray_address or os.environ.get("RAY_ADDRESS") or ray_initialized():
+        return "ray"
+    return "ray" if n_chunks is not None and n_chunks > runtime.local_max_chunks else "local"
+
+
+def ray_initialized() -> bool:
+    """Whether this process has initialised Ray (without importing it when it has not)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
