@@ -3,24 +3,31 @@
 Extraction is counted exactly from the chunks: one call per chunk, plus a yes/no check and a
 continuation per gleaning round (an upper bound: every check answered yes), plus one claims
 call when claims are on; prompt tokens are the rendered prompts, conversation included.
-Summaries and reports depend on the graph the LLM will find, which we cannot know; we build
-the offline (nlp) graph of the same corpus as a proxy and count its elements with several
-descriptions and its communities that need their own report. Completion tokens are
-assumptions stated in the output.
+Summaries and reports depend on the graph the LLM will find, which we cannot know; the build's
+own first stages (the same functions: reading, chunking, extraction, merge, communities) run
+offline as a proxy, and we count its elements with several descriptions and its communities
+that need their own report. Completion tokens are assumptions stated in the output.
 """
 
 from __future__ import annotations
 
+import tempfile
+
+import numpy as np
+
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_table
-from graphrag_ray.index.chunks.chunking import chunk_documents
-from graphrag_ray.index.graph.communities import Community, carried_down
-from graphrag_ray.index.extract.stage import EXTRACTION_SCHEMA, ExtractionWorker, flatten_instances
-from graphrag_ray.index.graph.merge import edge_endpoints, merge_elements
-from graphrag_ray.index.graph.stage import detect_communities
-from graphrag_ray.input.loader import load_documents
+from graphrag_ray.errors import InputError
+from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.stage import extract_chunks
+from graphrag_ray.index.graph.communities import carried_down
+from graphrag_ray.index.graph.description_blocks import read_descriptions
+from graphrag_ray.index.graph.stage import find_communities, merge_graph
+from graphrag_ray.input.loader import list_input_files
+from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.prompts_loader import load_prompts, render
+from graphrag_ray.storage import IndexStore
 from graphrag_ray.tokens import count_tokens
 
 # Assumed completion sizes (fractions of the configured maxima, or of the input).
@@ -35,9 +42,8 @@ REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, be
 def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
     encoding = config.tokenizer.encoding
     prompts = load_prompts(config)
-    documents = load_documents(input_url, config.input).documents
-    text_units = chunk_documents(documents, config.chunks, config.tokenizer.encoding)
-    chunk_tokens = text_units.column("n_tokens").to_pylist()
+    proxy = _offline_build(input_url, config, prompts)
+    chunk_tokens = proxy.pop("chunk_tokens")
     ex = config.extraction
     shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
                   completion_delimiter=ex.completion_delimiter)
@@ -79,7 +85,6 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
             "prompt_tokens": sum(claims_base + t + 50 for t in chunk_tokens),
             "completion_tokens": int(len(chunk_tokens) * config.claims.max_output_tokens * 0.2)}
 
-    proxy = _proxy_graph(text_units, config, prompts)
     summary_base = template_tokens("summarize_descriptions", entity_name="",
                                    description_list="", max_length=config.summarize.max_length)
     stages["summarize"] = {
@@ -99,7 +104,7 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
                                  * REPORT_OUTPUT_FRACTION)}
     if config.embeddings.resolved_method() == "api":
         # Chunks, entity descriptions (about the summary length) and reports, in batches.
-        texts = text_units.num_rows + proxy["entities"] + len(proxy["report_sizes"])
+        texts = len(chunk_tokens) + proxy["entities"] + len(proxy["report_sizes"])
         stages["embed"] = {
             "calls": -(-texts // config.embeddings.batch_size),
             "prompt_tokens": sum(chunk_tokens) + int(
@@ -122,7 +127,7 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
     total["cost_usd"] = None if None in costs else round(sum(costs), 6)
     return {
-        "documents": documents.num_rows, "chunks": text_units.num_rows,
+        "documents": proxy.pop("documents"), "chunks": len(chunk_tokens),
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
         "stages": stages, "total": total,
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
@@ -147,33 +152,43 @@ def _minutes(stages: dict[str, dict], config: GraphRagConfig) -> float | None:
     return round(sum(minutes), 2) if minutes else None
 
 
-def _proxy_graph(text_units, config: GraphRagConfig, prompts: dict[str, str]) -> dict:
-    """Counts from the offline graph of the same chunks (in-process, no LLM)."""
+def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, str]) -> dict:
+    """The build's own first stages (reading, chunking, extraction, merge, communities), run
+    offline and in-process in a scratch folder: the chunks are exactly the build's, and the
+    offline graph of the same chunks stands in for the one the LLM will find."""
     proxy_config = config.model_copy(deep=True)
     proxy_config.extraction.method = "nlp"
+    proxy_config.claims.enabled = False
+    proxy_config.cache.enabled = False
     proxy_config.runtime.engine = "local"
-    extraction = map_table(text_units.select(["id", "text"]), ExtractionWorker,
-                           {"config": proxy_config, "prompts": prompts}, proxy_config.runtime,
-                           output_schema=EXTRACTION_SCHEMA)
-    entities, relationships, _ = merge_elements(flatten_instances(extraction, "entities"),
-                                                flatten_instances(extraction, "relationships"))
-    lists = entities.column("descriptions").to_pylist() + \
-        relationships.column("descriptions").to_pylist()
-    multi = [d for d in lists if len(d) > 1]
+    with tempfile.TemporaryDirectory(prefix="graphrag-dry-run-") as scratch:
+        ctx = BuildContext(proxy_config, prompts, LLMServices(), IndexStore(scratch).stage(),
+                           progress=lambda _: None)
+        _, root, files, _ = list_input_files(input_url, config.input)
+        extraction = extract_chunks(ctx, input_url, root, files, [0] * len(files), shards=1)
+        if not extraction.num_rows:
+            raise InputError(f"no readable documents under {input_url}")
+        documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
+        graph = merge_graph(ctx, shards=1)
+        communities = find_communities(ctx, graph) if graph.entities.num_rows else []
+    counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
+                             graph.relationships.column("description_count").to_numpy()])
+    multi = np.flatnonzero(counts > 1).tolist()
+    # In-process, the description blocks are the tables themselves.
+    blocks, where = graph.addresses.gather(multi, lists=True)
+    lists = read_descriptions(blocks, where, "descriptions")
     encoding = config.tokenizer.encoding
-    communities: list[Community] = detect_communities(
-        entities, relationships, edge_endpoints(entities, relationships), config) \
-        if entities.num_rows else []
     by_id = {c.id: c for c in communities}
-    needing_report = [c for c in communities if not carried_down(c, by_id)]
     return {
-        "entities": entities.num_rows, "relationships": relationships.num_rows,
+        "documents": documents,
+        "chunk_tokens": extraction.column("n_tokens").to_pylist(),
+        "entities": graph.entities.num_rows, "relationships": graph.relationships.num_rows,
         "communities": len(communities),
         "multi_description_elements": len(multi),
         "description_tokens_to_summarize": sum(
             min(config.summarize.max_input_tokens, count_tokens("\n".join(d), encoding))
-            for d in multi),
-        "report_sizes": [len(c.members) for c in needing_report],
+            for d in lists),
+        "report_sizes": [len(c.members) for c in communities if not carried_down(c, by_id)],
     }
 
 
