@@ -71,11 +71,9 @@ def test_blocks_stay_in_the_object_store_on_ray(ray_session):
         assert isinstance(handles[-1], ray.ObjectRef)
         key = pool.bind(BlockReader, {})
         pool.submit(key, pa.table({"block": [2, 0, 3], "row": [1, 0, 0]}), blocks=handles)
-        done = []
-        while pool.busy():
-            done.extend(pool.completed())
-        assert [t.column("description").to_pylist() for t in done] == [
-            ["text 3", "text 1", "put by the driver"]]
+        done = pool.drain()
+        assert [(k, t.column("description").to_pylist()) for k, t in done] == [
+            (key, ["text 3", "text 1", "put by the driver"])]
     finally:
         pool.close()
     # The local engine gives the same results, with the blocks in process.

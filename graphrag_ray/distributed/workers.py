@@ -265,9 +265,10 @@ class WorkerPool:
             self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
         return key
 
-    def submit(self, key: str, batch: pa.Table, blocks: list | None = None) -> None:
-        """`blocks`: handles (`map_items(keep_blocks=True)`, `put_block`) of tables the worker
-        reads; it is then called as `worker(batch, tables)`."""
+    def submit(self, key: str, batch: pa.Table | list, blocks: list | None = None) -> None:
+        """`batch`: a table or a list of work items (plain Python values); `blocks`: handles
+        (`map_items(keep_blocks=True)`, `put_block`) of tables the worker reads; it is then
+        called as `worker(batch, tables)`. `completed` hands the result back with `key`."""
         worker_cls, kwargs = self._bound[key]
         arguments = (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
         index = min(range(len(self._actors)), key=self._load.__getitem__)
@@ -276,7 +277,7 @@ class WorkerPool:
         else:
             pending = self._actors[index].run.remote(*arguments)
         self._load[index] += 1
-        self._pending[pending] = index
+        self._pending[pending] = (index, key)
 
     def put_block(self, table: pa.Table):
         """A table for later workers, held by the object store (on Ray) rather than by this
@@ -303,17 +304,18 @@ class WorkerPool:
     def busy(self) -> bool:
         return bool(self._pending)
 
-    def completed(self, timeout: float | None = None) -> list[pa.Table]:
-        """Results finished so far; waits for at least one if none is ready (at most
-        `timeout` seconds when given; none when nothing is pending)."""
+    def completed(self, timeout: float | None = None) -> list[tuple[str, object]]:
+        """(bound key, result) of the batches finished so far; waits for at least one if none
+        is ready (at most `timeout` seconds when given; none when nothing is pending)."""
         if not self._pending:
             return []
         if self.engine == "local":
             ready, _ = wait(list(self._pending), timeout, return_when=FIRST_COMPLETED)
             results = []
             for future in ready:
-                self._load[self._pending.pop(future)] -= 1
-                results.append(future.result())
+                index, key = self._pending.pop(future)
+                self._load[index] -= 1
+                results.append((key, future.result()))
             return results
         import ray
 
@@ -323,8 +325,16 @@ class WorkerPool:
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
         results = []
         for ref in ready:
-            self._load[self._pending.pop(ref)] -= 1
-            results.append(ray.get(ref))
+            index, key = self._pending.pop(ref)
+            self._load[index] -= 1
+            results.append((key, ray.get(ref)))
+        return results
+
+    def drain(self) -> list[tuple[str, object]]:
+        """Waits for every batch submitted; their (key, result), in completion order."""
+        results = []
+        while self._pending:
+            results += self.completed()
         return results
 
     def close(self) -> None:

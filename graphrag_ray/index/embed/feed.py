@@ -158,7 +158,7 @@ class EmbeddingFeed:
                     self._take(item)
                 self._send(flush=done)
                 if self.pool.busy():
-                    self.results.extend(self.pool.completed(
+                    self.results.extend(result for _, result in self.pool.completed(
                         timeout=None if self.pool.pending() >= 2 * self.pool.capacity else 0))
         except BaseException as exc:  # noqa: BLE001 - raised in the driver by `finish`
             self.error = exc
@@ -193,7 +193,7 @@ class EmbeddingFeed:
                 addresses: list[tuple[object, int]] | None = None,
                 part: int | None = None) -> None:
         while self.pool.pending() >= 2 * self.pool.capacity:
-            self.results.extend(self.pool.completed())
+            self.results.extend(result for _, result in self.pool.completed())
         if part is None:
             part = self.numbered[name]
             self.numbered[name] += len(ids)

@@ -11,7 +11,6 @@ by their (shorter) reports one at a time until the context fits.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -248,11 +247,11 @@ def render_context(context: dict) -> str:
     return "\n\n".join(parts)
 
 
-def context_record(context: dict) -> str:
-    """The selected data as JSON, for extractive reports and for citations."""
-    return json.dumps({
+def context_record(context: dict) -> dict:
+    """The selected data, for extractive reports."""
+    return {
         "entities": context["entities"], "claims": context["claims"],
         "relationships": context["relationships"],
         "reports": [{k: r[k] for k in ("community", "title", "summary", "rank")}
                     for r in context["reports"]],
-    }, default=str)
+    }

@@ -7,7 +7,7 @@ re-requests, or a call that fails, yields an extractive report with the reason r
 
 from __future__ import annotations
 
-import json
+import copy
 import math
 from concurrent.futures import ThreadPoolExecutor
 
@@ -120,20 +120,19 @@ def full_content(report: dict) -> str:
     return "\n".join(lines).strip()
 
 
-REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report_json", pa.string()),
+REPORT_STRUCT = pa.struct([
+    ("title", pa.string()), ("summary", pa.string()), ("rating", pa.float64()),
+    ("rating_explanation", pa.string()),
+    ("findings", pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())])))])
+REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report", REPORT_STRUCT),
                                   ("generation", pa.string()), *USAGE_SCHEMA_FIELDS])
 
 
-REPORT_WORK_SCHEMA = pa.schema([("community", pa.int64()), ("spec_json", pa.string()),
-                                ("blocks", pa.list_(pa.int64())), ("rows", pa.list_(pa.int64())),
-                                ("claims_block", pa.int64())])
-
-
 class ReportWorker:
-    """Rows: community, its context without descriptions (`context_spec`), where each
-    description is (blocks, rows) and which block holds the claims (-1: none needed) ->
-    community, report_json, generation. The context is written here, where the descriptions
-    are read, not in the driver."""
+    """Work items: {community, spec: its context without descriptions (`context_spec`),
+    blocks and rows: where each description is, claims_block: the block holding the claims
+    (-1: none needed)} -> rows of community, report, generation. The context is written here,
+    where the descriptions are read, not in the driver."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -144,14 +143,16 @@ class ReportWorker:
         self.chat = ((services or LLMServices()).chat(config.llm, stage="reports")
                      if self.use_llm else None)
 
-    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
+    def __call__(self, work: list[dict], blocks: list[pa.Table]) -> pa.Table:
         rows = []
-        for community, spec, block_numbers, block_rows, claims_block in zip(
-                *(batch.column(name).to_pylist() for name in REPORT_WORK_SCHEMA.names)):
-            context = fill_descriptions(json.loads(spec), read_descriptions(
-                blocks, zip(block_numbers, block_rows)))
-            fill_claims(context, blocks[claims_block] if claims_block >= 0 else None)
-            rows.append((community, render_context(context), context_record(context)))
+        for item in work:
+            # Filled in place: the submitter's spec stays as it was (in-process it is the same
+            # object).
+            context = fill_descriptions(copy.deepcopy(item["spec"]), read_descriptions(
+                blocks, zip(item["blocks"], item["rows"])))
+            fill_claims(context, blocks[item["claims_block"]] if item["claims_block"] >= 0
+                        else None)
+            rows.append((item["community"], render_context(context), context_record(context)))
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(lambda r: self._llm(*r), rows))
@@ -159,13 +160,13 @@ class ReportWorker:
             out = [self._extractive(c, j, "extractive") for c, _, j in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
 
-    def _extractive(self, community: int, context_json: str, generation: str,
+    def _extractive(self, community: int, record: dict, generation: str,
                     usage: Usage | None = None) -> dict:
-        report = extractive_report(json.loads(context_json), self.config.reports.max_findings)
-        return {"community": community, "report_json": json.dumps(report),
-                "generation": generation, **usage_row(usage)}
+        report = extractive_report(record, self.config.reports.max_findings)
+        return {"community": community, "report": report, "generation": generation,
+                **usage_row(usage)}
 
-    def _llm(self, community: int, context_text: str, context_json: str) -> dict:
+    def _llm(self, community: int, context_text: str, record: dict) -> dict:
         prompt = render(self.template, input_text=context_text,
                         max_findings=self.config.reports.max_findings)
         chat = self.chat.scoped()
@@ -180,7 +181,7 @@ class ReportWorker:
         except LLMError as exc:
             problem = f"LLM call failed: {exc}"
         else:
-            return {"community": community, "report_json": json.dumps(report),
-                    "generation": "llm", **usage_row(chat.usage)}
-        return self._extractive(community, context_json, f"extractive fallback ({problem})"[:500],
+            return {"community": community, "report": report, "generation": "llm",
+                    **usage_row(chat.usage)}
+        return self._extractive(community, record, f"extractive fallback ({problem})"[:500],
                                 chat.usage)

@@ -35,8 +35,8 @@ from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
     GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys)
-from graphrag_ray.index.reports.report_worker import REPORT_WORK_SCHEMA, ReportWorker, full_content
-from graphrag_ray.index.reports.summary_worker import SUMMARY_WORK_SCHEMA, SummarizeWorker
+from graphrag_ray.index.reports.report_worker import ReportWorker, full_content
+from graphrag_ray.index.reports.summary_worker import SummarizeWorker
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.client import Usage
 
@@ -102,9 +102,9 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
                                       "last_report": 0.0}
 
-    def record(key: int) -> str:
-        return json.dumps(elements.entity_record(key) if key < n_entities
-                          else elements.edge_record(key - n_entities))
+    def record(key: int) -> dict:
+        return elements.entity_record(key) if key < n_entities \
+            else elements.edge_record(key - n_entities)
 
     summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
                                               "services": services})
@@ -123,12 +123,9 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
         keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
         handles, where = addresses.gather(keys, lists=True)
-        pool.submit(summary_key, pa.table({
-            "key": pa.array(keys, pa.int64()),
-            "name": [_name(elements, k, n_entities) for k in keys],
-            "block": [b for b, _ in where], "row": [r for _, r in where],
-            "record_json": [record(k) for k in keys]}, schema=SUMMARY_WORK_SCHEMA),
-            blocks=handles)
+        pool.submit(summary_key, [
+            {"key": key, "name": _name(elements, key, n_entities), "block": block, "row": row,
+             "record": record(key)} for key, (block, row) in zip(keys, where)], blocks=handles)
     rows_per_report_call = REPORT_ROWS_PER_CALL[
         "llm" if config.uses_llm(config.reports.method) else "offline"]
 
@@ -156,17 +153,16 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             for community, (spec, keys) in zip(ready[start:], specs):
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
-                rows.append({"community": community.id, "spec_json": json.dumps(spec),
+                rows.append({"community": community.id, "spec": spec,
                              "blocks": [b for b, _ in mine], "rows": [r for _, r in mine],
                              "claims_block": claims_at})
-            pool.submit(report_key, pa.Table.from_pylist(rows, schema=REPORT_WORK_SCHEMA),
-                        blocks=handles)
+            pool.submit(report_key, rows, blocks=handles)
 
     try:
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
-            for result in pool.completed():
-                if "row_tokens" in result.column_names:  # summaries
+            for key, result in pool.completed():
+                if key == summary_key:
                     summarize_usage.add(table_usage(result))
                     fallbacks.extend(e for e in result.column("error").to_pylist() if e)
                     keys = result.column("key").to_pylist()
@@ -186,8 +182,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 else:
                     reports_usage.add(table_usage(result))
                     for row in result.to_pylist():
-                        report = json.loads(row["report_json"])
-                        report["community"] = row["community"]
+                        report = dict(row["report"], community=row["community"])
                         report["rank"] = report["rating"]
                         served = schedule.report_done(row["community"])
                         for community_id in served:

@@ -6,7 +6,6 @@ Only elements with more than one distinct description need work; the full list s
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -48,14 +47,9 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
 SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
                             ("row_tokens", pa.int64()), ("error", pa.string()),
                             *USAGE_SCHEMA_FIELDS])
-SUMMARY_WORK_SCHEMA = pa.schema([("key", pa.int64()), ("name", pa.string()),
-                                 ("block", pa.int64()), ("row", pa.int64()),
-                                 ("record_json", pa.string())])
-
-
 class SummarizeWorker:
-    """Rows: key, name, the (block, row) of its description list, and its context row
-    (`record_json`, description left out) -> key, description (the summary), the row's tokens
+    """Work items: {key, name, block and row of its description list, record: its context
+    row without the description} -> rows of key, description (the summary), the row's tokens
     with it, error (fallback used when set), usage."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
@@ -67,17 +61,18 @@ class SummarizeWorker:
         self.chat = ((services or LLMServices()).chat(config.llm, stage="summarize")
                      if self.use_llm else None)
 
-    def __call__(self, batch: pa.Table, blocks: list[pa.Table]) -> pa.Table:
-        lists = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
-                                              batch.column("row").to_pylist()), "descriptions")
-        rows = list(zip(batch.column("key").to_pylist(), batch.column("name").to_pylist(), lists))
+    def __call__(self, work: list[dict], blocks: list[pa.Table]) -> pa.Table:
+        lists = read_descriptions(blocks, ((item["block"], item["row"]) for item in work),
+                                  "descriptions")
+        rows = [(item["key"], item["name"], descriptions)
+                for item, descriptions in zip(work, lists)]
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(lambda r: self._llm(*r), rows))
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
-        for row, record in zip(out, batch.column("record_json").to_pylist()):
-            row["row_tokens"] = context_row_tokens(json.loads(record), row["description"],
+        for row, item in zip(out, work):
+            row["row_tokens"] = context_row_tokens(item["record"], row["description"],
                                                    self.config.tokenizer.encoding)
         return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
 

@@ -62,8 +62,7 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
             for column in ADDRESS_COLUMNS:
                 piece = piece.append_column(column, pa.array(addressed[column]))
             pool.submit(writer, piece, blocks=handles + list_handles)
-    while pool.busy():
-        pool.completed()
+    pool.drain()
     return {schema.ENTITIES: n_entities, schema.RELATIONSHIPS: relationships.num_rows}
 
 
