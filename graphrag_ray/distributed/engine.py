@@ -36,17 +36,20 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
     context.print_on_execution_start = False
 
 
-def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None) -> str:
+def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None,
+                   llm_bound: bool = False) -> str:
     """The one place the engine is chosen: `runtime.engine` when set (ray or local); for auto,
     Ray when this process is attached to one (`runtime.ray_address`, RAY_ADDRESS, Ray already
-    initialised: a `ray job submit` job, a notebook), else Ray for a build of more than
-    `runtime.local_max_chunks` chunks (`n_chunks`), local for anything smaller and for queries
+    initialised: a `ray job submit` job, a notebook), else Ray for a build of more chunks
+    (`n_chunks`) than `runtime.local_max_chunks`, or `runtime.local_max_llm_chunks` when its
+    extraction waits on an LLM (`llm_bound`); local for anything smaller and for queries
     (`n_chunks` None)."""
     if runtime.engine != "auto":
         return runtime.engine
     if runtime.ray_address or os.environ.get("RAY_ADDRESS") or ray_initialized():
         return "ray"
-    return "ray" if n_chunks is not None and n_chunks > runtime.local_max_chunks else "local"
+    limit = runtime.local_max_llm_chunks if llm_bound else runtime.local_max_chunks
+    return "ray" if n_chunks is not None and n_chunks > limit else "local"
 
 
 def ray_initialized() -> bool:

@@ -63,7 +63,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
                        for size in file_bytes]
     config = config.model_copy(deep=True)
-    config.runtime.engine = resolve_engine(config.runtime, sum(chunk_estimates))
+    config.runtime.engine = resolve_engine(config.runtime, sum(chunk_estimates),
+                                           llm_bound=config.extraction.method == "llm")
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(
