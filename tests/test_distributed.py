@@ -17,7 +17,11 @@ SCHEMA = pa.schema([("key", pa.int64()), ("value", pa.int64())])
 
 
 def test_resolve_engine(monkeypatch):
+    from graphrag_ray.distributed import engine
+
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    # As in a fresh process (other tests of this session may have started Ray here).
+    monkeypatch.setattr(engine, "ray_initialized", lambda: False)
     assert resolve_engine(RuntimeConfig(engine="local"), 10_000) == "local"
     assert resolve_engine(RuntimeConfig(engine="ray"), 1) == "ray"
     assert resolve_engine(RuntimeConfig(ray_address="ray://head:10001"), 1) == "ray"
