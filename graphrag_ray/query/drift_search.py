@@ -18,7 +18,6 @@ from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
-from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.local_search import (
     LocalData, build_local_context, extractive_answer, query_text)
 from graphrag_ray.query.map_reduce import NO_ANSWER
@@ -78,30 +77,81 @@ def run_drift_task(task: DriftTask) -> DriftStep:
     return DriftStep(task.query, answer, score, follow_ups, chat.usage)
 
 
+class _LLMSteps:
+    """DRIFT with the LLM: a hypothetical answer finds the primer's reports; every step (the
+    primer and each follow-up) is one call, fanned out; the reduce is one streamed call."""
+    uses_llm = True
+
+    def __init__(self, index: OpenedIndex, question: str):
+        self.index, self.question = index, question
+        self.config = index.config
+
+    def probe(self, query: str, reports: list[dict], result: SearchResult) -> str:
+        if not reports:
+            return query
+        example = max(reports, key=lambda r: (r["rank"], -r["level"]))["full_content"]
+        chat = self.index.services.chat(self.config.llm)
+        probe = chat.complete([{"role": "user", "content": render(
+            self.index.prompts["hypothetical_answer"], question=self.question,
+            example_report=truncate_to_tokens(example, 500, self.config.tokenizer.encoding))}],
+            max_tokens=self.config.drift_search.max_output_tokens).strip() or query
+        result.usage.add(chat.usage)
+        result.llm_calls += 1
+        return probe
+
+    def primer(self, section, reports: list[dict]) -> DriftStep:
+        return self.answer([self.question], [section.text])[0]
+
+    def follow_up(self, queries: list[str], contexts: list) -> list[DriftStep]:
+        return self.answer(queries, [c.text for c in contexts])
+
+    def answer(self, queries: list[str], contexts: list[str]) -> list[DriftStep]:
+        tasks = [DriftTask(self.question, query, context, self.index.prompts["drift_step"],
+                           self.config, self.index.services)
+                 for query, context in zip(queries, contexts)]
+        return self.index.fan_out.map(run_drift_task, tasks, self.config.drift_search.concurrency)
+
+
+class _ExtractiveSteps:
+    """DRIFT offline: the primer is the reports' summaries, a follow-up's answer the local
+    context's own sentences; follow-ups ask about the leading entities."""
+    uses_llm = False
+
+    def __init__(self, index: OpenedIndex, question: str):
+        self.question = question
+        self.data = index.local_data()
+
+    def probe(self, query: str, reports: list[dict], result: SearchResult) -> str:
+        return query
+
+    def primer(self, section, reports: list[dict]) -> DriftStep:
+        shown = [r for r in reports if r["community"] in section.keys]
+        answer = "\n".join(f"- {r['title']}: {r['summary']} [Data: Reports ({r['community']})]"
+                           for r in shown) or "No report matches the question."
+        leading = [t for r in shown for t in _leading_entities(r, self.data)]
+        return DriftStep(self.question, answer, 50.0, _entity_questions(leading))
+
+    def follow_up(self, queries: list[str], contexts: list) -> list[DriftStep]:
+        return [DriftStep(query, extractive_answer(query, c.entity_rows, c.unit_texts),
+                          10.0 * len(c.entity_rows),
+                          _entity_questions([e["title"] for e in c.entity_rows]))
+                for query, c in zip(queries, contexts)]
+
+
 def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
-    config, prompts, services, fan_out = (index.config, index.prompts, index.services,
-                                          index.fan_out)
+    config, prompts, services = index.config, index.prompts, index.services
     data, embed, read = index.local_data(), index.embed, index.table
     report_vectors = index.vectors(schema.REPORT_EMBEDDINGS)
     cfg = config.drift_search
     reports = data.reports
     encoding = config.tokenizer.encoding
-    use_llm = config.uses_llm(cfg.method)
+    steps_by = (_LLMSteps if config.uses_llm(cfg.method) else _ExtractiveSteps)(index, question)
     result = SearchResult(method="drift", answer="")
     query = query_text(question, history)
 
     # 1. Primer: the reports nearest the question (or a hypothetical answer to it).
-    probe = query
-    if use_llm and reports:
-        example = max(reports, key=lambda r: (r["rank"], -r["level"]))["full_content"]
-        chat = services.chat(config.llm)
-        probe = chat.complete([{"role": "user", "content": render(
-            prompts["hypothetical_answer"], question=question,
-            example_report=truncate_to_tokens(example, 500, encoding))}],
-            max_tokens=cfg.max_output_tokens).strip() or query
-        result.usage.add(chat.usage)
-        result.llm_calls += 1
+    probe = steps_by.probe(query, reports, result)
     by_id = {r["id"]: r for r in reports}
     nearest = [by_id[i] for i, _ in report_vectors.nearest(embed([probe])[0], cfg.top_k_reports)
                if i in by_id]
@@ -110,18 +160,13 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
                                           f"{cell(r['full_content'])}") for r in nearest],
                         cfg.primer_context_tokens, encoding)
     result.context_tokens += primer.tokens
-    if use_llm:
-        steps = _run_steps([DriftTask(question, question, primer.text, prompts["drift_step"],
-                                      config, services)], fan_out, cfg.concurrency)
-    else:
-        steps = [_extractive_primer(question, [r for r in nearest
-                                               if r["community"] in primer.keys], data)]
-    steps[0].records = {"reports": primer.keys}
-    history_of_steps = list(steps)
+    first = steps_by.primer(primer, nearest)
+    first.records = {"reports": primer.keys}
+    history_of_steps = [first]
 
     # 2. Follow-ups, round by round, each answered from its own local-search context.
     asked = {question.strip().lower()}
-    frontier = steps
+    frontier = [first]
     for depth in range(1, cfg.depth + 1):
         follow_ups = []
         for step in sorted(frontier, key=lambda s: -s.score):
@@ -140,12 +185,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
             community_proportion=config.local_search.community_proportion, encoding=encoding)
             for f in follow_ups]
         result.context_tokens += sum(c.tokens for c in contexts)
-        if use_llm:
-            frontier = _run_steps([DriftTask(question, f, c.text, prompts["drift_step"], config,
-                                             services) for f, c in zip(follow_ups, contexts)],
-                                  fan_out, cfg.concurrency)
-        else:
-            frontier = [_extractive_step(f, c, data) for f, c in zip(follow_ups, contexts)]
+        frontier = steps_by.follow_up(follow_ups, contexts)
         for step, context in zip(frontier, contexts):
             step.depth = depth
             step.records = context.records
@@ -155,7 +195,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         result.usage.add(step.usage)
         if step.failure:
             result.failures.append(step.failure)
-    result.llm_calls += len(history_of_steps) if use_llm else 0
+    result.llm_calls += len(history_of_steps) if steps_by.uses_llm else 0
 
     # 3. Reduce: the primer's answer first, then the follow-ups' by score.
     answered = [s for s in history_of_steps if s.answer]
@@ -167,7 +207,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     sections = [steps[i] for i in taken]
     result.context_tokens += used
     answer_from_context(
-        result, question, "\n\n".join(sections), use_llm=use_llm and bool(sections),
+        result, question, "\n\n".join(sections), use_llm=steps_by.uses_llm and bool(sections),
         template=prompts["drift_reduce"], services=services, llm_config=config.llm,
         response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
         on_token=on_token,
@@ -182,24 +222,6 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     result.sources = merge_sources([sources_of_records(read, s.records)
                                     for s in history_of_steps], read)
     return result
-
-
-def _run_steps(tasks: list[DriftTask], fan_out: FanOut, concurrency: int) -> list[DriftStep]:
-    return fan_out.map(run_drift_task, tasks, concurrency)
-
-
-def _extractive_primer(question: str, reports: list[dict], data: LocalData) -> DriftStep:
-    """Offline: the reports' summaries, and a follow-up on each report's leading entities."""
-    answer = "\n".join(f"- {r['title']}: {r['summary']} [Data: Reports ({r['community']})]"
-                       for r in reports) or "No report matches the question."
-    leading = [t for r in reports for t in _leading_entities(r, data)]
-    return DriftStep(question, answer, 50.0, _entity_questions(leading))
-
-
-def _extractive_step(query: str, context, data: LocalData) -> DriftStep:
-    return DriftStep(query, extractive_answer(query, context.entity_rows, context.unit_texts),
-                     10.0 * len(context.entity_rows),
-                     _entity_questions([e["title"] for e in context.entity_rows]))
 
 
 def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str]:

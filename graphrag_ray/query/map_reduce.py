@@ -212,30 +212,17 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
                *, map_prompt: str, header: str, services: LLMServices, fan_out: FanOut,
                history: list[dict] | None = None,
                on_token: Callable[[str], None] | None = None) -> MapReduceOutcome:
-    """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`."""
+    """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`.
+    With the LLM or extractive, chosen once: both steps follow `global_search.method`."""
     cfg = config.global_search
     encoding = config.tokenizer.encoding
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding,
                                   header)
     outcome = MapReduceOutcome(answer=NO_ANSWER)
     outcome.map_context_tokens = sum(t for batch in batches for _, _, t in batch)
-    use_llm = config.uses_llm(cfg.method)
-    if use_llm:
-        tasks = [MapTask(number, question, "\n".join([header] + [row for _, row, _ in batch]),
-                         [report["community"] for report, _, _ in batch], prompts[map_prompt],
-                         config, services) for number, batch in enumerate(batches)]
-        points = []
-        for result in fan_out.map(run_map_task, tasks, cfg.concurrency):
-            points.extend(result.points)
-            outcome.usage.add(result.usage)
-            outcome.map_calls += 1
-            if result.failure:
-                outcome.failures.append(result.failure)
-        if outcome.failures and len(outcome.failures) == len(batches):
-            raise LLMError(f"every map call failed; first: {outcome.failures[0]}")
-    else:
-        points = extractive_map(question, batches,
-                                "Sources" if map_prompt == "text_map" else "Reports")
+    steps = _LLMSteps(config, prompts, services) if config.uses_llm(cfg.method) \
+        else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports")
+    points = steps.map(question, batches, header, prompts.get(map_prompt, ""), fan_out, outcome)
     ranked = rank_points(points)
     context, used, tokens = pack_reduce_context(ranked, cfg.reduce_context_tokens, encoding)
     outcome.points = used
@@ -244,16 +231,54 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
         if on_token:
             on_token(outcome.answer)
         return outcome
-    if use_llm:
-        chat = services.chat(config.llm)
-        prompt = render(prompts["global_reduce"], question=question, report_data=context,
+    outcome.answer = steps.reduce(question, context, used, history, on_token, outcome)
+    return outcome
+
+
+class _LLMSteps:
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str], services: LLMServices):
+        self.config, self.prompts, self.services = config, prompts, services
+
+    def map(self, question: str, batches, header: str, template: str, fan_out: FanOut,
+            outcome: MapReduceOutcome) -> list[Point]:
+        tasks = [MapTask(number, question, "\n".join([header] + [row for _, row, _ in batch]),
+                         [report["community"] for report, _, _ in batch], template,
+                         self.config, self.services) for number, batch in enumerate(batches)]
+        points = []
+        for result in fan_out.map(run_map_task, tasks, self.config.global_search.concurrency):
+            points.extend(result.points)
+            outcome.usage.add(result.usage)
+            outcome.map_calls += 1
+            if result.failure:
+                outcome.failures.append(result.failure)
+        if outcome.failures and len(outcome.failures) == len(batches):
+            raise LLMError(f"every map call failed; first: {outcome.failures[0]}")
+        return points
+
+    def reduce(self, question: str, context: str, used: list[Point], history, on_token,
+               outcome: MapReduceOutcome) -> str:
+        cfg = self.config.global_search
+        chat = self.services.chat(self.config.llm)
+        prompt = render(self.prompts["global_reduce"], question=question, report_data=context,
                         response_type=cfg.response_type,
                         conversation_history=conversation_text(history))
-        outcome.answer = answer_from_prompt(chat, prompt, cfg.reduce_max_output_tokens, on_token)
+        answer = answer_from_prompt(chat, prompt, cfg.reduce_max_output_tokens, on_token)
         outcome.reduce_calls = 1
         outcome.usage.add(chat.usage)
-    else:
-        outcome.answer = extractive_reduce(question, used)
+        return answer
+
+
+class _ExtractiveSteps:
+    def __init__(self, label: str):
+        self.label = label
+
+    def map(self, question: str, batches, header: str, template: str, fan_out: FanOut,
+            outcome: MapReduceOutcome) -> list[Point]:
+        return extractive_map(question, batches, self.label)
+
+    def reduce(self, question: str, context: str, used: list[Point], history, on_token,
+               outcome: MapReduceOutcome) -> str:
+        answer = extractive_reduce(question, used)
         if on_token:
-            on_token(outcome.answer)
-    return outcome
+            on_token(answer)
+        return answer
