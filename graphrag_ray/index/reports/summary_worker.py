@@ -17,7 +17,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.index.reports.context import context_row_tokens
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
-from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage
 from graphrag_ray.prompts_loader import prompt_version, render
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
@@ -90,11 +90,19 @@ class SummarizeWorker:
                         max_length=cfg.max_length)
         chat = self.chat.scoped()
         try:
-            text = chat.complete([{"role": "user", "content": prompt}],
-                                 max_tokens=cfg.max_length * 2, cache_tag=self.tag)
+            # An empty reply is asked for again, like a malformed report, before falling back.
+            text = chat.complete_parsed([{"role": "user", "content": prompt}], _non_empty,
+                                        max_tokens=cfg.max_length * 2, cache_tag=self.tag)
+        except MalformedReply:
+            return self._extractive(key, descriptions, "LLM returned empty summaries, "
+                                    "extractive used", chat.usage)
         except LLMError as exc:
             return self._extractive(key, descriptions,
                                     f"LLM summary failed, extractive used: {exc}", chat.usage)
-        if not text.strip():
-            return self._extractive(key, descriptions, "LLM returned an empty summary", chat.usage)
-        return {"key": key, "description": text.strip(), "error": None, **usage_row(chat.usage)}
+        return {"key": key, "description": text, "error": None, **usage_row(chat.usage)}
+
+
+def _non_empty(reply: str) -> str:
+    if not reply.strip():
+        raise ValueError("empty summary")
+    return reply.strip()

@@ -1,0 +1,36 @@
+"""Description summaries through the test server."""
+
+import pyarrow as pa
+
+from graphrag_ray.index.reports.summary_worker import SummarizeWorker
+from graphrag_ray.llm.cache import ResponseCache
+from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.prompts_loader import load_prompts
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import llm_config
+
+
+def _work(n: int) -> tuple[list[dict], list[pa.Table]]:
+    lists = [[f"PERSON {i} keeps a shop.", f"PERSON {i} sells coal in winter."] for i in range(n)]
+    block = pa.table({"description": [""] * n, "descriptions": lists})
+    work = [{"key": i, "name": f"PERSON {i}", "block": 0, "row": i,
+             "record": {"human_readable_id": i, "title": f"PERSON {i}", "type": "PERSON",
+                        "description": None, "degree": 1}} for i in range(n)]
+    return work, [block]
+
+
+def test_an_empty_summary_is_asked_for_again_before_falling_back(tmp_path):
+    """A third of the replies are empty: with retries (each attempt its own cache key) nearly
+    every element gets an LLM summary, where one try would fall back for about a third."""
+    work, blocks = _work(24)
+    with run_test_server(rate_malformed=0.33) as server:
+        config = llm_config(server, "llm.max_parse_retries=2")
+        worker = SummarizeWorker(config, load_prompts(config),
+                                 LLMServices(cache=ResponseCache(str(tmp_path / "cache"))))
+        result = worker(work, blocks)
+        requests = server.stats()["requests"]
+    fallbacks = [e for e in result.column("error").to_pylist() if e]
+    assert requests > len(work)  # the empty ones were asked for again
+    assert len(fallbacks) <= 2  # 3 attempts at 1/3 each: about 1 in 27 falls back
+    assert all(d for d in result.column("description").to_pylist())
