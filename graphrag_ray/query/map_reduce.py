@@ -56,8 +56,17 @@ class MapReduceOutcome:
 
 
 def report_row(report: dict, max_tokens: int, encoding: str) -> str:
-    content = truncate_to_tokens(report["full_content"].replace("\n", " "), max_tokens, encoding)
-    return f"{report['community']}|{report['title']}|{report['rank']:g}|{content}"
+    """`community|title|rank|content` in at most `max_tokens` tokens: a report larger than
+    that keeps as much of its content as fits after the prefix."""
+    prefix = f"{report['community']}|{report['title']}|{report['rank']:g}|"
+    content = report["full_content"].replace("\n", " ")
+    room = max(0, max_tokens - count_tokens(prefix, encoding))
+    while True:
+        row = prefix + truncate_to_tokens(content, room, encoding)
+        excess = count_tokens(row, encoding) - max_tokens
+        if excess <= 0 or room == 0:
+            return row
+        room = max(0, room - excess)  # tokens merged across the joint
 
 
 def pack_report_batches(reports: list[dict], max_tokens: int, seed: int,

@@ -62,3 +62,18 @@ def test_extractive_map_surveys_reports_for_thematic_questions():
     points = extractive_map("What are the main themes?", batches)
     assert sorted(p.report_ids[0] for p in points) == [0, 1, 2, 3, 4]
     assert all(p.score > 0 for p in points)
+
+
+def test_a_report_larger_than_the_budget_still_fits_its_batch():
+    from graphrag_ray.query.map_reduce import REPORT_CONTEXT_HEADER, pack_report_batches
+    from graphrag_ray.tokens import count_tokens
+
+    huge = {"community": 12345, "title": "A very long report title about everything", "rank": 7.5,
+            "full_content": "word " * 5_000}
+    small = {"community": 2, "title": "Small", "rank": 1.0, "full_content": "a short report"}
+    for budget in (200, 1_000):
+        for batch in pack_report_batches([huge, small], budget, seed=0):
+            text = "\n".join([REPORT_CONTEXT_HEADER] + [row for _, row, _ in batch])
+            assert count_tokens(text) <= budget
+            assert sum(tokens for _, _, tokens in batch) + count_tokens(
+                REPORT_CONTEXT_HEADER) + 1 <= budget
