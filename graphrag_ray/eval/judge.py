@@ -54,11 +54,19 @@ def comparisons(question_ids: list[str], conditions: list[str], metrics: list[st
             for a, b in itertools.combinations(conditions, 2) for r in range(repeats)]
 
 
+def shows_b_first(question_index: int, repeat: int, repeats: int) -> bool:
+    """Which answer the judge sees first. Judgements of a pair alternate through questions and
+    repeats together, so each condition is shown first in exactly half of them (one more for
+    one side when questions x repeats is odd): with an odd number of repeats, alternating
+    within each question alone would favour the first condition 3 to 2."""
+    return (question_index * repeats + repeat) % 2 == 1
+
+
 def judge_once(chat: ChatClient, template: str, question: str, metric: str, answer_a: str,
-               answer_b: str, repeat: int, max_tokens: int, attempts: int) -> dict:
-    """Repeat r shows A first when r is even and B first when odd; the verdict is mapped back
-    to the conditions. A reply that cannot be read after `attempts` is recorded as failed."""
-    swapped = repeat % 2 == 1
+               answer_b: str, repeat: int, max_tokens: int, attempts: int, *,
+               swapped: bool) -> dict:
+    """`swapped`: B is shown first (`shows_b_first`); the verdict is mapped back to the
+    conditions. A reply that cannot be read after `attempts` is recorded as failed."""
     first, second = (answer_b, answer_a) if swapped else (answer_a, answer_b)
     prompt = render(template, metric=metric, definition=METRICS[metric], question=question,
                     first_answer=first, second_answer=second)
@@ -88,11 +96,14 @@ def judge_answers(answers: dict[tuple[str, str], dict], conditions: list[str],
     todo = [c for c in comparisons(question_ids, conditions, metrics, repeats) if c not in done]
     progress(f"{len(todo)} judgements to make ({len(done)} already done)")
 
+    position = {question_id: index for index, question_id in enumerate(question_ids)}
+
     def judge(item: tuple[str, str, str, str, int]) -> None:
         question_id, metric, a, b, repeat = item
         verdict = judge_once(chat.scoped(), template, answers[question_id, a]["question"],
                              metric, answers[question_id, a]["answer"],
-                             answers[question_id, b]["answer"], repeat, max_tokens, attempts)
+                             answers[question_id, b]["answer"], repeat, max_tokens, attempts,
+                             swapped=shows_b_first(position[question_id], repeat, repeats))
         judgments.append({"question_id": question_id, "metric": metric, "a": a, "b": b,
                           "repeat": repeat, **verdict})
 
@@ -101,6 +112,17 @@ def judge_answers(answers: dict[tuple[str, str], dict], conditions: list[str],
             if number % 50 == 0 or number == len(todo):
                 progress(f"judged {number}/{len(todo)}")
     return len(todo)
+
+
+def order_effect(judgments: list[dict]) -> dict:
+    """How often the answer shown first won, among decided verdicts (0.5: no effect), and how
+    often each side was shown first."""
+    decided = [j for j in judgments if j.get("winner") in ("a", "b")]
+    first_won = sum(1 for j in decided if (j["winner"] == "a") != bool(j["swapped"]))
+    return {"decided": len(decided),
+            "first_shown_won": first_won / len(decided) if decided else None,
+            "a_shown_first": sum(1 for j in judgments if not j["swapped"]),
+            "b_shown_first": sum(1 for j in judgments if j["swapped"])}
 
 
 def win_rates(judgments: list[dict], conditions: list[str],

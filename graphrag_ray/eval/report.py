@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from statistics import mean
 
-from graphrag_ray.eval.judge import win_rates
+from graphrag_ray.eval.judge import order_effect, win_rates
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
@@ -89,6 +89,13 @@ def write_report(out: Path, answers: list[dict], judgments: list[dict], claims: 
                   f"{len(judgments)} judgements ({failed} unreadable, left out). A cell is the "
                   "percentage of comparisons the row condition won against the column "
                   "condition (ties count half).", ""]
+        effect = order_effect(judgments)
+        if effect["first_shown_won"] is not None:
+            lines += [f"Order effect: the answer shown first won "
+                      f"{100 * effect['first_shown_won']:.1f}% of {effect['decided']} decided "
+                      f"verdicts (50% means none); each pair's first condition was shown first "
+                      f"{effect['a_shown_first']} times and second {effect['b_shown_first']} "
+                      "times, so the effect cancels out of the win rates.", ""]
         for metric in metrics:
             matrix = matrices[metric]
             csv_path, png_path = out / f"win_rates_{metric}.csv", out / f"win_rates_{metric}.png"

@@ -68,6 +68,8 @@ def test_tiny_evaluation_writes_the_report_and_resumes(setup, capsys):
     assert (out / "win_rates_diversity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = (out / "summary.md").read_text()
     assert "| C0 |" in summary and "% of" in summary and "Claim metrics" in summary
+    # Each pair's first condition was shown first in exactly half its judgements.
+    assert "shown first 16 times and second 16 times" in summary
 
     requests = server.stats()["requests"]
     assert main(["eval", "judge", "--dir", str(out), *settings]) == 0

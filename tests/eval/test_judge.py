@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from graphrag_ray.eval.judge import comparisons, judge_once, parse_verdict, win_rates
+from graphrag_ray.eval.judge import (
+    comparisons, judge_once, order_effect, parse_verdict, shows_b_first, win_rates)
 from graphrag_ray.llm.client import ChatClient
 
 
@@ -44,8 +45,10 @@ class ScriptedChat:
 def test_order_swaps_between_repeats_and_the_verdict_maps_back():
     template = "{metric}|{definition}|{question}|{first_answer}|{second_answer}"
     chat = ScriptedChat(['{"winner": 1}', '{"winner": 1}'])
-    first = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 0, 10, 1)
-    second = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 1, 10, 1)
+    first = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 0, 10, 1,
+                       swapped=False)
+    second = judge_once(chat, template, "Q", "directness", "ANSWER-A", "ANSWER-B", 1, 10, 1,
+                        swapped=True)
     assert chat.prompts[0].endswith("ANSWER-A|ANSWER-B")
     assert chat.prompts[1].endswith("ANSWER-B|ANSWER-A")
     # "Answer 1" both times: A in the first repeat, B in the swapped one.
@@ -55,12 +58,13 @@ def test_order_swaps_between_repeats_and_the_verdict_maps_back():
 
 def test_a_malformed_reply_is_retried_then_recorded_as_failed():
     chat = ScriptedChat(["no json", '{"winner": 2}'])
-    verdict = judge_once(chat, "{first_answer}{second_answer}", "Q", "diversity", "a", "b", 0, 10, 2)
+    verdict = judge_once(chat, "{first_answer}{second_answer}", "Q", "diversity", "a", "b", 0, 10, 2,
+                         swapped=False)
     assert verdict["winner"] == "b" and verdict["error"] is None
     # Each attempt has its own cache key: the retry is never the cached malformed reply.
     assert chat.cache_tags == ["repeat-0-attempt-0", "repeat-0-attempt-1"]
     failed = judge_once(ScriptedChat(["no", "nope"]), "{first_answer}", "Q", "diversity", "a",
-                        "b", 0, 10, 2)
+                        "b", 0, 10, 2, swapped=False)
     assert failed["winner"] is None and "malformed" in failed["error"]
 
 
@@ -85,3 +89,18 @@ def test_every_pair_metric_and_repeat_is_compared_once():
     items = comparisons(["q1", "q2"], ["C0", "C1", "TS"], ["diversity", "directness"], 5)
     assert len(items) == 2 * 2 * 3 * 5 == len(set(items))
     assert json.dumps(items[0]) == '["q1", "diversity", "C0", "C1", 0]'
+
+
+def test_each_condition_of_a_pair_is_shown_first_in_exactly_half_the_judgements():
+    """Five repeats per question: alternating within a question alone shows A first 3 times
+    in 5, which a judge that favours "answer 1" turns into a 60% win rate for A."""
+    for questions, repeats in ((4, 5), (2, 5), (3, 4), (6, 1)):
+        shown = [shows_b_first(q, r, repeats) for q in range(questions) for r in range(repeats)]
+        assert shown.count(True) == shown.count(False)
+    # A judge that always picks the first answer: no condition wins by it.
+    judgments = [{"question_id": f"q{q}", "metric": "m", "a": "C0", "b": "SS", "repeat": r,
+                  "swapped": shows_b_first(q, r, 5),
+                  "winner": "b" if shows_b_first(q, r, 5) else "a"}
+                 for q in range(4) for r in range(5)]
+    assert win_rates(judgments, ["C0", "SS"], ["m"])["m"]["C0"]["SS"] == pytest.approx(0.5)
+    assert order_effect(judgments)["first_shown_won"] == 1.0
