@@ -11,7 +11,11 @@ from graphrag_ray.tokens import get_encoding
 
 
 def token_windows(n_tokens: int, size: int, overlap: int) -> list[tuple[int, int]]:
-    """[start, end) windows covering 0..n_tokens; the last window ends exactly at n_tokens."""
+    """[start, end) windows covering 0..n_tokens; the last window ends exactly at n_tokens.
+    A last window that would add no more new tokens than the overlap extends the window
+    before it instead (which then holds up to size + overlap tokens): a 610-token document at
+    600/100 is one chunk, not a second one of 110 tokens of which 10 are new, costing an
+    extraction call and a gleaning round for them."""
     if n_tokens == 0:
         return []
     step = size - overlap
@@ -19,6 +23,9 @@ def token_windows(n_tokens: int, size: int, overlap: int) -> list[tuple[int, int
     start = 0
     while True:
         end = min(start + size, n_tokens)
+        if windows and end - windows[-1][1] <= overlap and end == n_tokens:
+            windows[-1] = (windows[-1][0], end)
+            return windows
         windows.append((start, end))
         if end >= n_tokens:
             return windows

@@ -1,4 +1,5 @@
 import pyarrow as pa
+import pytest
 
 from graphrag_ray.config import ChunksConfig
 from graphrag_ray.index.chunks.chunking import chunk_documents, token_windows
@@ -10,6 +11,17 @@ def test_windows_overlap_and_cover_the_end():
     assert token_windows(5, 10, 2) == [(0, 5)]
     assert token_windows(10, 10, 2) == [(0, 10)]
     assert token_windows(25, 10, 2) == [(0, 10), (8, 18), (16, 25)]
+
+
+def test_a_last_window_of_little_more_than_overlap_extends_the_one_before():
+    # 1 and 2 new tokens (<= overlap): the previous window takes them.
+    assert token_windows(19, 10, 2) == [(0, 10), (8, 19)]
+    assert token_windows(20, 10, 2) == [(0, 10), (8, 20)]
+    assert token_windows(21, 10, 2) == [(0, 10), (8, 18), (16, 21)]
+    # Podcast-shaped documents: 600-628 tokens at 600/100 are one chunk each.
+    for n_tokens in (600, 610, 628, 700):
+        assert token_windows(n_tokens, 600, 100) == [(0, n_tokens)]
+    assert token_windows(701, 600, 100) == [(0, 600), (500, 701)]
 
 
 def test_chunks_never_span_documents_and_keep_their_document():
@@ -34,3 +46,19 @@ def test_ids_are_deterministic_and_distinct():
     a = chunk_documents(docs, ChunksConfig(size=50, overlap=10), "cl100k_base").column("id").to_pylist()
     b = chunk_documents(docs, ChunksConfig(size=50, overlap=10), "cl100k_base").column("id").to_pylist()
     assert a == b and len(set(a)) == len(a)
+
+
+@pytest.mark.slow
+def test_the_papers_podcast_corpus_is_one_chunk_per_file_at_600_100():
+    from conftest import SHARED
+
+    folder = SHARED / "corpora" / "podcast" / "input"
+    if not folder.is_dir():
+        pytest.skip("the podcast corpus is not in ../shared")
+    from graphrag_ray.config import load_config
+    from graphrag_ray.input.loader import load_documents
+
+    config = load_config(None, ["chunks.size=600", "chunks.overlap=100"])
+    documents = load_documents(str(folder), config.input).documents
+    chunks = chunk_documents(documents, config.chunks, config.tokenizer.encoding)
+    assert documents.num_rows == 1_669 and chunks.num_rows == 1_669
