@@ -185,7 +185,9 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
         if total <= budget:
             selection = Selection(reports=[r for _, r in ranked[:k]],
                                   tokens=elements.header_tokens + sum(report_tokens[:k]))
-            return select_elements(elements, remaining, budget, selection)
+            selection = select_elements(elements, remaining, budget, selection)
+            return _add_links_between(elements, members, [c[0] for c in children],
+                                      selection, budget)
     # Even all reports overflow: keep the reports of the largest sub-communities that fit.
     selection = Selection(tokens=elements.header_tokens)
     for (_, report), tokens in zip(ranked, report_tokens):
@@ -193,6 +195,28 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
             break
         selection.reports.append(report)
         selection.tokens += tokens
+    return selection
+
+
+def _add_links_between(elements: GraphElements, members: np.ndarray,
+                       children: list[np.ndarray], selection: Selection,
+                       budget: int) -> Selection:
+    """After the substitutions: the relationships between different sub-communities (a
+    substituted one's report does not hold them), by combined degree, while they fit. The row
+    names both ends, so it reads on its own when an end's entity row is not in the context."""
+    child_of = np.full(len(elements.titles), -1)
+    for index, child in enumerate(children):
+        child_of[child] = index
+    chosen = set(selection.edges)
+    for edge in elements.edges_within(members):
+        source, target = elements.edge_source[edge], elements.edge_target[edge]
+        if int(edge) in chosen or child_of[source] == child_of[target]:
+            continue
+        cost = int(elements.edge_tokens[edge])
+        if selection.tokens + cost > budget:
+            break
+        selection.edges.append(int(edge))
+        selection.tokens += cost
     return selection
 
 

@@ -82,6 +82,22 @@ def test_sub_community_reports_replace_elements_when_context_overflows():
     assert tight.tokens <= everything - 20
     text = _render(elements, tight)
     assert "Hub group" in text and "HUB description" not in text
+    # The link between the two sub-communities (HUB-BRIDGE) stays, as budget is left.
+    assert 2 in tight.edges and "HUB relates to BRIDGE" in text
+    assert count_tokens(text) <= everything - 20
+
+
+def test_links_between_sub_communities_stay_only_while_they_fit():
+    elements = _elements()
+    big = {"community": 7, "title": "Hub group", "summary": "short", "rank": 5.0, "findings": []}
+    small = {"community": 8, "title": "Tail group", "summary": "tiny", "rank": 1.0, "findings": []}
+    children = [(np.array([0, 1, 2]), big), (np.array([3, 4]), small)]
+    everything = elements.header_tokens + elements.element_tokens(np.arange(5))
+    without_link = select_with_sub_reports(elements, np.arange(5), children,
+                                           budget=everything - 20)
+    budget = without_link.tokens - 1  # one token short of what it used with the link
+    squeezed = select_with_sub_reports(elements, np.arange(5), children, budget=budget)
+    assert squeezed.tokens <= budget
 
 
 def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
