@@ -22,8 +22,10 @@ CONDITIONS: dict[str, tuple[str, dict]] = {
 
 
 def same_window(index: GraphIndex) -> None:
-    """SS gets the window the map-reduce conditions read per call."""
+    """SS gets the window the map-reduce conditions read per call; the map calls answer in the
+    paper's form (one answer and one helpfulness score per batch)."""
     config = index.config
+    config.global_search.map_answer = "single"
     config.basic_search.context_tokens = config.global_search.map_context_tokens
     config.basic_search.max_output_tokens = config.global_search.reduce_max_output_tokens
     config.basic_search.response_type = config.global_search.response_type

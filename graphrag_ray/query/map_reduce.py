@@ -119,6 +119,23 @@ def parse_map_points(reply: str, batch: int, batch_report_ids: list[int]) -> lis
     return result
 
 
+def parse_map_answer(reply: str, batch: int, batch_report_ids: list[int]) -> list[Point]:
+    """The paper's map form: one answer for the batch with one 0-100 score, as one point
+    (none when the answer is empty)."""
+    data = parse_json_object(reply)
+    if "answer" not in data:
+        raise ValueError("map reply has no 'answer'")
+    answer = str(data.get("answer") or "").strip()
+    try:
+        score = float(data.get("score", 0))
+    except (TypeError, ValueError):
+        raise ValueError("map reply's 'score' is not a number") from None
+    if not answer:
+        return []
+    cited = [i for i in parse_report_ids(answer) if i in batch_report_ids]
+    return [Point(answer, max(0.0, min(100.0, score)), cited or batch_report_ids, batch)]
+
+
 def rank_points(points: list[Point]) -> list[Point]:
     """Drop zero scores, highest score first (stable by batch for equal scores)."""
     return sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.batch))
@@ -195,6 +212,7 @@ class MapTask:
     template: str
     config: GraphRagConfig
     services: LLMServices
+    single: bool = False  # the paper's form: one answer and one score (`parse_map_answer`)
 
 
 @dataclass
@@ -210,7 +228,8 @@ def run_map_task(task: MapTask) -> MapOutcome:
     try:
         points = chat.complete_parsed(
             [{"role": "user", "content": prompt}],
-            lambda reply: parse_map_points(reply, task.number, task.ids),
+            lambda reply: (parse_map_answer if task.single else parse_map_points)(
+                reply, task.number, task.ids),
             max_tokens=task.config.global_search.map_max_output_tokens)
     except LLMError as exc:
         return MapOutcome([], chat.usage, f"map batch {task.number}: {exc}")
@@ -231,7 +250,9 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
     outcome.map_context_tokens = sum(t for batch in batches for _, _, t in batch)
     steps = _LLMSteps(config, prompts, services) if config.uses_llm(cfg.method) \
         else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports")
-    points = steps.map(question, batches, header, prompts.get(map_prompt, ""), fan_out, outcome)
+    single = cfg.map_answer == "single"
+    template = prompts.get(f"{map_prompt}_single" if single else map_prompt, "")
+    points = steps.map(question, batches, header, template, single, fan_out, outcome)
     ranked = rank_points(points)
     context, used, tokens = pack_reduce_context(ranked, cfg.reduce_context_tokens, encoding)
     outcome.points = used
@@ -248,11 +269,12 @@ class _LLMSteps:
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str], services: LLMServices):
         self.config, self.prompts, self.services = config, prompts, services
 
-    def map(self, question: str, batches, header: str, template: str, fan_out: FanOut,
-            outcome: MapReduceOutcome) -> list[Point]:
+    def map(self, question: str, batches, header: str, template: str, single: bool,
+            fan_out: FanOut, outcome: MapReduceOutcome) -> list[Point]:
         tasks = [MapTask(number, question, "\n".join([header] + [row for _, row, _ in batch]),
                          [report["community"] for report, _, _ in batch], template,
-                         self.config, self.services) for number, batch in enumerate(batches)]
+                         self.config, self.services, single)
+                 for number, batch in enumerate(batches)]
         points = []
         for result in fan_out.map(run_map_task, tasks, self.config.global_search.concurrency):
             points.extend(result.points)
@@ -281,8 +303,8 @@ class _ExtractiveSteps:
     def __init__(self, label: str):
         self.label = label
 
-    def map(self, question: str, batches, header: str, template: str, fan_out: FanOut,
-            outcome: MapReduceOutcome) -> list[Point]:
+    def map(self, question: str, batches, header: str, template: str, single: bool,
+            fan_out: FanOut, outcome: MapReduceOutcome) -> list[Point]:
         return extractive_map(question, batches, self.label)
 
     def reduce(self, question: str, context: str, used: list[Point], history, on_token,

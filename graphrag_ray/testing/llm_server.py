@@ -125,6 +125,8 @@ def classify(messages: list[dict]) -> str:
         return "community_report"
     if '"points"' in first:
         return "global_map"
+    if '{"answer"' in first and '"score"' in first and "one batch" in first:
+        return "global_map_single"
     if "---Analyst Reports---" in first:
         return "global_reduce"
     if '"follow_up_queries"' in first:
@@ -248,6 +250,11 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
                            "rating": min(10, 1 + len(names) / 2),
                            "rating_explanation": "Rated by the number of entities.",
                            "findings": findings})
+    if kind == "global_map_single":
+        points = json.loads(_answer("global_map", messages, switches))["points"]
+        relevant = [p for p in points if p["score"] > 0]
+        return json.dumps({"answer": " ".join(p["description"] for p in relevant),
+                           "score": max((p["score"] for p in relevant), default=0)})
     if kind == "global_map":
         question = set(w.lower() for w in re.findall(r"\w+", _section(first, "Question: ",
                                                                       "\n\n")))

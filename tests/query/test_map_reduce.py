@@ -1,3 +1,5 @@
+import pytest
+
 from graphrag_ray.query.map_reduce import (
     NO_ANSWER, Point, extractive_map, extractive_reduce, pack_reduce_context, pack_report_batches,
     parse_map_points, parse_report_ids, rank_points)
@@ -77,3 +79,39 @@ def test_a_report_larger_than_the_budget_still_fits_its_batch():
             assert count_tokens(text) <= budget
             assert sum(tokens for _, _, tokens in batch) + count_tokens(
                 REPORT_CONTEXT_HEADER) + 1 <= budget
+
+
+def test_the_papers_map_form_is_one_answer_and_one_score_per_batch():
+    from graphrag_ray.query.map_reduce import parse_map_answer
+
+    points = parse_map_answer('{"answer": "Whales matter [Data: Reports (3, 99)]", "score": 70}',
+                              batch=2, batch_report_ids=[3, 4])
+    assert [(p.description, p.score, p.report_ids, p.batch) for p in points] == [
+        ("Whales matter [Data: Reports (3, 99)]", 70.0, [3], 2)]
+    assert parse_map_answer('{"answer": "", "score": 0}', 0, [1]) == []
+    with pytest.raises(ValueError):
+        parse_map_answer('{"points": []}', 0, [1])
+
+
+def test_global_search_in_the_papers_map_form_through_the_test_server(tmp_path):
+    """`global_search.map_answer: single`: one map call per batch answers once; the reduce
+    ranks those answers, and the sources are the reports they cite."""
+    from graphrag_ray import GraphIndex
+    from graphrag_ray.index.build import build_index
+    from graphrag_ray.testing.llm_server import run_test_server
+
+    from conftest import CAROL_DIR, llm_config
+
+    with run_test_server() as server:
+        config = llm_config(server, "runtime.engine=local", "global_search.map_answer=single",
+                            "global_search.map_context_tokens=1500")
+        build_index(str(CAROL_DIR), str(tmp_path / "index"), config, progress=lambda _: None)
+        before = server.stats()["by_kind"]
+        result = GraphIndex.open(str(tmp_path / "index"), config=config).global_search(
+            "What does Scrooge do at Christmas?", level=0)
+        kinds = server.stats()["by_kind"]
+    map_calls = kinds.get("global_map_single", 0) - before.get("global_map_single", 0)
+    assert map_calls == result.details["map_calls"] > 1
+    assert kinds.get("global_map", 0) == before.get("global_map", 0)  # no points-form call
+    assert len(result.details["points"]) <= map_calls  # at most one answer per batch
+    assert result.sources.reports and result.answer
