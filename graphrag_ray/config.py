@@ -123,10 +123,11 @@ class GlobalSearchConfig(_Section):
     shuffle_seed: int = 86
     concurrency: int = Field(8, gt=0)
     response_type: str = "multiple paragraphs"
-    # What a map call returns: points, a list of self-contained points each scored 0-100 (the
-    # reduce ranks points from every batch); single, the paper's form, one intermediate
-    # answer per batch with one 0-100 helpfulness score (what `eval` uses to reproduce it).
-    map_answer: Literal["points", "single"] = "points"
+    # What a map call returns: single, the paper's form, one intermediate answer per batch
+    # with one 0-100 helpfulness score (what `eval` always uses); points, a list of
+    # self-contained points each scored 0-100, which the reduce ranks across batches (finer
+    # grained; not shown to be better, so not the default).
+    map_answer: Literal["single", "points"] = "single"
     dynamic: DynamicSelectionConfig = DynamicSelectionConfig()
 
 
