@@ -141,19 +141,34 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
             raise InputError(f"not a readable CSV: {exc}") from None
         return _tabular_rows(relative, table, config)
     if suffix == "jsonl":
-        records = []
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {line_no} is not JSON: {exc.msg}") from None
-            if not isinstance(record, dict):
-                raise InputError(f"line {line_no} is not a JSON object")
-            records.append(record)
-        return _records_to_rows(relative, records, config)
+        return _records_to_rows(relative, _jsonl_records(relative, text, result), config)
     raise InputError(f"unsupported file type .{suffix}")
+
+
+def _jsonl_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
+    """One JSON object per line. A line that is not one (a truncated last line, a stray
+    log line) loses that record only: the rest of the file is read, and one warning names
+    the lines skipped."""
+    records, bad = [], []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append(f"line {line_no} is not JSON ({exc.msg})")
+            continue
+        if not isinstance(record, dict):
+            bad.append(f"line {line_no} is not a JSON object")
+            continue
+        records.append(record)
+    if bad and not records:
+        raise InputError(f"no line is a JSON object; {bad[0]}")
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        result.warnings.append(f"{relative}: {len(bad)} of {len(bad) + len(records)} records "
+                               f"skipped: {shown}")
+    return records
 
 
 def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> str:

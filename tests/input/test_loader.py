@@ -61,3 +61,17 @@ def test_ids_are_deterministic(tmp_path):
     first = load_documents(str(tmp_path), InputConfig()).documents.column("id").to_pylist()
     second = load_documents(str(tmp_path), InputConfig()).documents.column("id").to_pylist()
     assert first == second
+
+
+def test_a_bad_jsonl_line_loses_that_record_not_the_file(tmp_path):
+    lines = [json.dumps({"title": f"Doc {i}", "text": f"Record {i} about Paris."})
+             for i in range(50)]
+    lines.insert(20, "2026-11-30 INFO a log line that is not JSON")
+    lines.append('{"title": "Doc 50", "text": "trunc')  # a truncated last line
+    (tmp_path / "records.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    (tmp_path / "garbage.jsonl").write_text("not json\nnor this\n", encoding="utf-8")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.documents.num_rows == 50  # every good record kept
+    assert [s["path"] for s in loaded.skipped] == ["garbage.jsonl"]  # nothing good in it
+    warning, = [w for w in loaded.warnings if "records.jsonl" in w]
+    assert "2 of 52 records skipped" in warning and "line 21" in warning and "line 52" in warning
