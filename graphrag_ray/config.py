@@ -29,7 +29,10 @@ class InputConfig(_Section):
     title_column: str = "title"
     encoding: str = "utf-8"
     # Used, with a recorded warning, when a file is not valid in `encoding`; never drops text.
+    # A file that starts with a UTF-16 or UTF-32 byte order mark is read in that encoding.
     fallback_encoding: str = "cp1252"
+    # The CSV field separator (";" for many European exports, "\t" for TSV).
+    csv_delimiter: str = Field(",", min_length=1, max_length=1)
 
 
 class ChunksConfig(_Section):

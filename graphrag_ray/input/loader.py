@@ -127,16 +127,19 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
     suffix = relative.lower().rsplit(".", 1)[-1]
     if suffix == "parquet":
         return _tabular_rows(relative, pq.read_table(io.BytesIO(data)), config)
-    if b"\x00" in data[:_BINARY_PROBE_BYTES]:
+    bom_encoding = _byte_order_mark(data)
+    if bom_encoding is None and b"\x00" in data[:_BINARY_PROBE_BYTES]:
         raise InputError("binary file (contains NUL bytes), not text")
-    text = _decode(relative, data, config, result)
+    text = data.decode(bom_encoding) if bom_encoding else _decode(relative, data, config, result)
     if suffix in ("txt", "md"):
         title = relative.rsplit("/", 1)[-1]
         return [{"id": document_id(relative, None, text), "title": title, "text": text,
                  "_source": relative, "_row": 0}]
     if suffix == "csv":
         try:
-            table = pa_csv.read_csv(io.BytesIO(text.encode("utf-8")))
+            table = pa_csv.read_csv(io.BytesIO(text.encode("utf-8")),
+                                    parse_options=pa_csv.ParseOptions(
+                                        delimiter=config.csv_delimiter))
         except pa.ArrowInvalid as exc:
             raise InputError(f"not a readable CSV: {exc}") from None
         return _tabular_rows(relative, table, config)
@@ -169,6 +172,16 @@ def _jsonl_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
         result.warnings.append(f"{relative}: {len(bad)} of {len(bad) + len(records)} records "
                                f"skipped: {shown}")
     return records
+
+
+def _byte_order_mark(data: bytes) -> str | None:
+    """The encoding a UTF-16/32 byte order mark announces (Windows tools write UTF-16 text
+    with one; its NUL bytes are not binary)."""
+    for mark, encoding in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                           (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if data.startswith(mark):
+            return encoding
+    return None
 
 
 def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> str:

@@ -75,3 +75,21 @@ def test_a_bad_jsonl_line_loses_that_record_not_the_file(tmp_path):
     assert [s["path"] for s in loaded.skipped] == ["garbage.jsonl"]  # nothing good in it
     warning, = [w for w in loaded.warnings if "records.jsonl" in w]
     assert "2 of 52 records skipped" in warning and "line 21" in warning and "line 52" in warning
+
+
+def test_utf16_text_with_a_byte_order_mark_is_read_not_skipped_as_binary(tmp_path):
+    (tmp_path / "windows.txt").write_bytes("Zoë met Bob in Paris.".encode("utf-16"))
+    (tmp_path / "big-endian.txt").write_bytes(b"\xfe\xff" + "Anna in Oslo.".encode("utf-16-be"))
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.skipped == []
+    assert sorted(loaded.documents.column("text").to_pylist()) == [
+        "Anna in Oslo.", "Zoë met Bob in Paris."]
+
+
+def test_a_semicolon_separated_csv_reads_with_its_delimiter(tmp_path):
+    (tmp_path / "export.csv").write_text("title;text\nOne;Alice met Bob.\nTwo;Carol left.\n",
+                                         encoding="utf-8")
+    with pytest.raises(InputError, match="no column 'text'"):
+        load_documents(str(tmp_path), InputConfig())
+    loaded = load_documents(str(tmp_path), InputConfig(csv_delimiter=";"))
+    assert loaded.documents.column("text").to_pylist() == ["Alice met Bob.", "Carol left."]
