@@ -24,7 +24,7 @@ class _Section(BaseModel):
 
 
 class InputConfig(_Section):
-    file_types: list[str] = ["txt", "md", "csv", "jsonl", "parquet"]
+    file_types: list[str] = ["txt", "md", "csv", "json", "jsonl", "parquet"]
     text_column: str = "text"
     title_column: str = "title"
     encoding: str = "utf-8"

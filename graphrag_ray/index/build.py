@@ -57,7 +57,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
     listing_started = time.perf_counter()
-    _, root, files, file_bytes = list_input_files(input_url, config.input)
+    _, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
     listing_s = round(time.perf_counter() - listing_started, 3)
     # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
@@ -83,7 +83,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             extraction = extract_chunks(ctx, input_url, root, files, chunk_estimates, shards)
         if text_units:
             text_units.reading_done.set()  # it submits the last pieces in the background
-        skipped, warnings = _report_inputs(ctx, input_url, extraction)
+        skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
         graph = merge_graph(ctx, shards)
         pools.append(summaries_pool(config, prompts))
         communities = find_communities(ctx, graph)
@@ -132,9 +132,12 @@ def _services(config: GraphRagConfig, output_url: str) -> LLMServices:
     return open_services(config, cache, on_ray=config.runtime.engine == "ray", job="build")
 
 
-def _report_inputs(ctx: BuildContext, input_url: str, extraction) -> tuple[list, list]:
-    """What the readers skipped or warned of, told to the user; stops when nothing was read."""
+def _report_inputs(ctx: BuildContext, input_url: str, extraction,
+                   ignored: list[dict]) -> tuple[list, list]:
+    """What the listing left out (`ignored`: files of other types) and what the readers
+    skipped or warned of, told to the user; stops when nothing was read."""
     skipped, warnings = input_reports(ctx.work_url)
+    skipped = ignored + skipped
     for warning in warnings:
         ctx.progress(f"warning: {warning}")
     for item in skipped:

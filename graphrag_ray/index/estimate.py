@@ -164,7 +164,7 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
     with tempfile.TemporaryDirectory(prefix="graphrag-dry-run-") as scratch:
         ctx = BuildContext(proxy_config, prompts, LLMServices(), IndexStore(scratch).stage(),
                            progress=lambda _: None)
-        _, root, files, _ = list_input_files(input_url, config.input)
+        _, root, files, _, _ = list_input_files(input_url, config.input)
         extraction = extract_chunks(ctx, input_url, root, files, [0] * len(files), shards=1)
         if not extraction.num_rows:
             raise InputError(f"no readable documents under {input_url}")

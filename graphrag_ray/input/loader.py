@@ -37,8 +37,10 @@ def document_id(source: str, row: int | None, text: str) -> str:
 
 
 def list_input_files(url: str, config: InputConfig
-                     ) -> tuple[fsspec.AbstractFileSystem, str, list[str], list[int]]:
-    """(filesystem, root, input files in order, their sizes in bytes)."""
+                     ) -> tuple[fsspec.AbstractFileSystem, str, list[str], list[int], list[dict]]:
+    """(filesystem, root, input files in order, their sizes in bytes, the files of other types
+    in the folder as skipped entries: a PDF or DOCX left out is said, not silently dropped;
+    hidden files are not listed)."""
     try:
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
@@ -47,12 +49,18 @@ def list_input_files(url: str, config: InputConfig
     try:
         if not fs.exists(root):
             raise InputError(f"input not found: {url}")
+        ignored: list[dict] = []
         if fs.isfile(root):
             found = {root: fs.info(root)}
             root = root.rsplit("/", 1)[0] if "/" in root else ""
         else:
-            found = {p: info for p, info in fs.find(root, detail=True).items()
-                     if p.lower().endswith(suffixes)}
+            everything = fs.find(root, detail=True)
+            found = {p: info for p, info in everything.items() if p.lower().endswith(suffixes)}
+            supported = ", ".join(f".{ext}" for ext in config.file_types)
+            ignored = [{"path": p[len(root):].lstrip("/"),
+                        "reason": f"unsupported file type (input.file_types: {supported})"}
+                       for p in sorted(everything) if p not in found
+                       and not p.rsplit("/", 1)[-1].startswith(".")]
     except OSError as exc:  # denied, unreachable endpoint, bad credentials
         raise InputError(f"cannot list input {url}: {exc}") from None
     if not found:
@@ -60,7 +68,7 @@ def list_input_files(url: str, config: InputConfig
             f"no input documents under {url} (looked for {', '.join('*' + s for s in suffixes)})"
         )
     files = sorted(found)
-    return fs, root, files, [int(found[f].get("size") or 0) for f in files]
+    return fs, root, files, [int(found[f].get("size") or 0) for f in files], ignored
 
 
 DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text", pa.string()),
@@ -94,8 +102,8 @@ def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
 
 def load_documents(url: str, config: InputConfig) -> LoadedInput:
     """Every input file's documents, in file order, with human_readable_id."""
-    fs, root, files, _ = list_input_files(url, config)
-    result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
+    fs, root, files, _, ignored = list_input_files(url, config)
+    result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table(), skipped=list(ignored))
     tables = []
     for path in files:
         loaded = load_file(fs, root, path, config)
@@ -145,7 +153,29 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
         return _tabular_rows(relative, table, config)
     if suffix == "jsonl":
         return _records_to_rows(relative, _jsonl_records(relative, text, result), config)
+    if suffix == "json":
+        return _records_to_rows(relative, _json_records(relative, text, result), config)
     raise InputError(f"unsupported file type .{suffix}")
+
+
+def _json_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
+    """A JSON array of records (entries that are not objects are skipped and said), or one
+    object."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg} (line {exc.lineno})") from None
+    if isinstance(data, dict):
+        return [data]
+    if not isinstance(data, list):
+        raise InputError("JSON is neither an array of records nor a record")
+    records = [r for r in data if isinstance(r, dict)]
+    if not records:
+        raise InputError("the JSON array holds no record (object)")
+    if len(records) < len(data):
+        result.warnings.append(f"{relative}: {len(data) - len(records)} of {len(data)} array "
+                               "entries are not objects and were skipped")
+    return records
 
 
 def _jsonl_records(relative: str, text: str, result: LoadedInput) -> list[dict]:

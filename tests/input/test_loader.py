@@ -93,3 +93,18 @@ def test_a_semicolon_separated_csv_reads_with_its_delimiter(tmp_path):
         load_documents(str(tmp_path), InputConfig())
     loaded = load_documents(str(tmp_path), InputConfig(csv_delimiter=";"))
     assert loaded.documents.column("text").to_pylist() == ["Alice met Bob.", "Carol left."]
+
+
+def test_a_json_array_of_records_is_read_and_other_file_types_are_said(tmp_path):
+    (tmp_path / "records.json").write_text(json.dumps(
+        [{"title": "One", "text": "Alice met Bob."}, "not a record",
+         {"title": "Two", "text": "Carol left."}]), encoding="utf-8")
+    (tmp_path / "one.json").write_text(json.dumps({"title": "Three", "text": "Dan stayed."}))
+    (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.7 ...")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00\x01")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert sorted(loaded.documents.column("text").to_pylist()) == [
+        "Alice met Bob.", "Carol left.", "Dan stayed."]
+    assert [s["path"] for s in loaded.skipped] == ["paper.pdf"]
+    assert "unsupported file type" in loaded.skipped[0]["reason"]
+    assert any("1 of 3 array entries" in w for w in loaded.warnings)
