@@ -13,7 +13,7 @@ import yaml
 
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.distributed.engine import ray_initialized
-from graphrag_ray.errors import GraphRagError
+from graphrag_ray.errors import GraphRagError, environment_error
 from graphrag_ray.query.methods import QUERY_METHODS
 
 
@@ -309,6 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _eprint("interrupted")
         return 130
+    except Exception as exc:  # an environment failure is a message; anything else, a bug
+        message = environment_error(exc)
+        if message is None:
+            raise
+        _eprint(f"error: {message}")
+        return 2
     finally:
         _release_native_threads(stop_ray=not ray_before)
 

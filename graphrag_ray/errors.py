@@ -19,3 +19,38 @@ class LLMError(GraphRagError):
 
 class IndexNotFoundError(GraphRagError):
     """No published index at the given URL."""
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """What the user should read for a failure of the environment rather than of our code:
+    missing cloud credentials, a denied permission, a path that is a file, a full disk. None
+    for anything else (a bug keeps its traceback). Looks through the exception's causes:
+    storage libraries wrap the cloud SDK's errors."""
+    import errno
+
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        name = type(exc).__name__
+        if name in ("NoCredentialsError", "PartialCredentialsError",
+                    "NoAuthTokenError", "DefaultCredentialsError"):
+            return (f"no credentials for the object store ({exc}): set them the way its SDK "
+                    "reads them (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
+                    "profile, or an instance role)")
+        if isinstance(exc, PermissionError) or "AccessDenied" in str(exc)[:300]:
+            where = getattr(exc, "filename", None) or ""
+            return f"permission denied{f' on {where}' if where else ''}: {_first_line(exc)}"
+        if isinstance(exc, NotADirectoryError):
+            return (f"{exc.filename} is a file where a folder is needed (use another --output, "
+                    "or remove the file)")
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return (f"no space left on the device writing {exc.filename or 'the index'}: free "
+                    "some, then rerun (cached LLM calls are not repeated); "
+                    "`graphrag-ray versions --prune N` removes abandoned builds")
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
