@@ -30,5 +30,7 @@ def test_an_output_that_is_a_file_is_a_message(tmp_path, capsys):
     (tmp_path / "out").write_text("a file")
     code = main(["index", "--input", str(CAROL_DIR), "--output", str(tmp_path / "out" / "index")])
     assert code == 2
-    err = capsys.readouterr().err
-    assert "is a file where a folder is needed" in err and "Traceback" not in err
+    captured = capsys.readouterr()
+    assert "is a file where a folder is needed" in captured.err
+    assert "Traceback" not in captured.err
+    assert "[extract]" not in captured.out + captured.err  # told before any work

@@ -145,8 +145,14 @@ class IndexStore:
         return IndexVersion(self.fs, f"{self.root}/{VERSIONS}/{version}", self.url, version)
 
     def stage(self) -> IndexVersion:
-        """A fresh, unpublished version to write tables into."""
-        return self._version(new_version_id())
+        """A fresh, unpublished version to write tables into. A first small object is
+        written at once: an output that cannot be written (no credentials, denied, a path
+        that is a file) fails here, before any work or LLM call, not at the first table."""
+        version = self._version(new_version_id())
+        work = f"{version.root}/_work"
+        self.fs.makedirs(work, exist_ok=True)
+        self.fs.pipe_file(f"{work}/started", b"")
+        return version
 
     def publish(self, staged: IndexVersion, manifest: dict[str, Any]) -> None:
         staged.write_manifest({**manifest, "version": staged.version})
