@@ -17,7 +17,6 @@ from graphrag_ray.distributed.engine import ensure_ray
 from graphrag_ray.progress import ProgressBar
 
 
-
 def split_table(table: pa.Table, rows_per_block: int) -> list[pa.Table]:
     return [table.slice(start, rows_per_block) for start in range(0, table.num_rows, rows_per_block)]
 

@@ -237,12 +237,11 @@ class RateBudget:
             return None, self.paused_until - now
         if len(self.in_flight) >= max(1, int(self.concurrency_limit)):
             return None, _POLL_S
-        waits = []
-        if self.request_pace and self.request_pace.wait_s(1.0):
-            waits.append(self.request_pace.wait_s(1.0))
-        # A token bucket may go into debt for one call larger than the bucket itself.
-        if self.token_pace and self.token_pace.wait_s(1.0):
-            waits.append(self.token_pace.wait_s(1.0))
+        # A token bucket may go into debt for one call larger than the bucket itself: each
+        # bucket needs only one unit (a call, a token) to admit.
+        waits = [wait for wait in (pace.wait_s(1.0) for pace in (self.request_pace,
+                                                                 self.token_pace) if pace)
+                 if wait > 0]
         self._expire_window(now)
         if self.window and (
                 (self.window_limit and self.window_tokens + tokens > self.window_limit)
@@ -305,8 +304,8 @@ class RateBudget:
             if any(pace.factor > 1 for pace in paces):  # it counts over shorter spans: pace
                 for pace in paces:
                     pace.set_factor(1.0)
-                self.stats["catch_up_off_after_s"] = round(
-                    now - (now if self.first_admission is None else self.first_admission), 1)
+                self.stats["catch_up_off_after_s"] = round(now - self.first_admission, 1) \
+                    if self.first_admission is not None else 0.0
             if now - self.last_backoff >= self.backoff_cooldown_s:
                 self.concurrency_limit = max(1.0, self.concurrency_limit / 2)
                 self.last_backoff = now
@@ -332,7 +331,6 @@ class RateBudget:
                 # provider may have served them; the ledger could not count them).
                 "unsettled_calls": len(self.in_flight),
                 "prompt_token_scale": round(self.prompt_scale(), 3)}
-
 
     def _unused_tokens(self) -> int | None:
         """Token budget the run left idle: what the limit allowed from the first admission to

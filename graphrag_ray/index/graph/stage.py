@@ -37,7 +37,6 @@ class Graph:
     addresses: DescriptionAddresses  # where each element's description text is
     claims: pa.Table  # id, subject_id, text_unit_id, row_tokens
     claims_block: object  # the claims' context fields, in the object store
-    merge_stats: MergeStats
 
 
 def merge_stored_shard(shard: tuple[str, int, str]
@@ -72,7 +71,7 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, stats)
+                 claims, claims_block)
 
 
 def find_communities(ctx: BuildContext, graph: Graph) -> list[Community]:

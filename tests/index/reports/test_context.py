@@ -66,12 +66,18 @@ def test_budget_is_never_exceeded():
         assert count_tokens(text) <= budget
 
 
-def test_sub_community_reports_replace_elements_when_context_overflows():
+def _two_sub_communities():
+    """The hub's group {0, 1, 2} and the tail's {3, 4}, linked by HUB-BRIDGE (edge 2); and
+    the tokens of all five elements' context."""
     elements = _elements()
     big = {"community": 7, "title": "Hub group", "summary": "short", "rank": 5.0, "findings": []}
     small = {"community": 8, "title": "Tail group", "summary": "tiny", "rank": 1.0, "findings": []}
     children = [(np.array([0, 1, 2]), big), (np.array([3, 4]), small)]
-    everything = elements.header_tokens + elements.element_tokens(np.arange(5))
+    return elements, children, elements.header_tokens + elements.element_tokens(np.arange(5))
+
+
+def test_sub_community_reports_replace_elements_when_context_overflows():
+    elements, children, everything = _two_sub_communities()
     # Fits: same as a leaf, no reports.
     roomy = select_with_sub_reports(elements, np.arange(5), children, budget=everything)
     assert roomy.reports == [] and len(roomy.entities) == 5
@@ -88,16 +94,15 @@ def test_sub_community_reports_replace_elements_when_context_overflows():
 
 
 def test_links_between_sub_communities_stay_only_while_they_fit():
-    elements = _elements()
-    big = {"community": 7, "title": "Hub group", "summary": "short", "rank": 5.0, "findings": []}
-    small = {"community": 8, "title": "Tail group", "summary": "tiny", "rank": 1.0, "findings": []}
-    children = [(np.array([0, 1, 2]), big), (np.array([3, 4]), small)]
-    everything = elements.header_tokens + elements.element_tokens(np.arange(5))
-    without_link = select_with_sub_reports(elements, np.arange(5), children,
-                                           budget=everything - 20)
-    budget = without_link.tokens - 1  # one token short of what it used with the link
+    elements, children, everything = _two_sub_communities()
+    with_link = select_with_sub_reports(elements, np.arange(5), children, budget=everything - 20)
+    assert 2 in with_link.edges
+    budget = with_link.tokens - 1  # one token short of what it used with the link
     squeezed = select_with_sub_reports(elements, np.arange(5), children, budget=budget)
     assert squeezed.tokens <= budget
+    # The link goes; the report and the remaining elements stay as they were.
+    assert squeezed.edges == [e for e in with_link.edges if e != 2]
+    assert squeezed.reports == with_link.reports and squeezed.entities == with_link.entities
 
 
 def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
