@@ -1,4 +1,5 @@
-"""Command line: `graphrag-ray init | index | query | versions` (also `python -m graphrag_ray`)."""
+"""Command line: `graphrag-ray init | index | update | query | eval | versions` (also
+`python -m graphrag_ray`)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,6 @@ def starter_settings() -> str:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_ray.index.build import build_index
-    from graphrag_ray.llm.accounting import format_usage_table
 
     overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (
         [f"output.keep_versions={args.keep}"] if args.keep else [])
@@ -70,9 +70,47 @@ def cmd_index(args: argparse.Namespace) -> int:
         return 0
     started = time.perf_counter()
     manifest = build_index(args.input, args.output, config, progress=_eprint, progress_bars=True)
+    _print_build(manifest, args.output, time.perf_counter() - started)
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.index.update import format_update_estimate, update_index
+    from graphrag_ray.storage import IndexStore
+
+    overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (
+        [f"output.keep_versions={args.keep}"] if args.keep else [])
+    # Without --config, the settings the index was built with.
+    config = load_config(args.config, overrides) if args.config else \
+        config_from_manifest(IndexStore(args.index).read_manifest(), overrides)
+    started = time.perf_counter()
+    result = update_index(args.index, args.input, config, progress=_eprint,
+                          progress_bars=not args.dry_run, dry_run=args.dry_run)
+    if result.get("no_change"):
+        print(f"no change: version {result['version']} is up to date with {args.input}")
+    elif args.dry_run:
+        print(json.dumps(result, indent=2) if args.json else format_update_estimate(result))
+    else:
+        _print_build(result, args.index, time.perf_counter() - started)
+        update = result["update"]
+        print("update: documents " + ", ".join(f"{n} {k}" for k, n in
+                                                update["documents"].items())
+              + f"; chunks {update['chunks']['reused']} reused, "
+              f"{update['chunks']['extracted']} extracted")
+        changes = update["communities"]
+        print("communities kept/changed/new/gone per level: " + ", ".join(
+            f"{level}: {c['kept']}/{c['changed']}/{c['new']}/{c['gone']}"
+            for level, c in changes["per_level"].items())
+            + f"; level-0 adjusted Rand index {changes['level0_adjusted_rand_index']}")
+    return 0
+
+
+def _print_build(manifest: dict, output: str, seconds: float) -> None:
+    from graphrag_ray.llm.accounting import format_usage_table
+
     extraction = manifest["extraction"]
-    print(f"index version {manifest['version']} published at {args.output} in "
-          f"{time.perf_counter() - started:.1f}s")
+    print(f"index version {manifest['version']} published at {output} in {seconds:.1f}s")
     print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     print("communities per level: " + ", ".join(
         f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
@@ -87,7 +125,6 @@ def cmd_index(args: argparse.Namespace) -> int:
     if extraction["failed_chunks"]:
         print(f"warning: {extraction['failed_chunks']} chunks failed; their reasons are in "
               "text_units.extraction_error", file=sys.stderr)
-    return 0
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -250,6 +287,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="after publishing, keep only the newest N index versions")
     config_options(index)
     index.set_defaults(func=cmd_index)
+
+    update = sub.add_parser("update", help="bring an index up to date with its corpus: "
+                                           "add new documents, re-read changed ones, drop "
+                                           "deleted ones, paying only for what is new")
+    update.add_argument("--index", required=True, help="folder or fsspec URL of the index")
+    update.add_argument("--input", required=True,
+                        help="the corpus as it is now (folder, file or fsspec URL)")
+    update.add_argument("--no-cache", action="store_true",
+                        help="bypass the LLM response cache (neither read nor written)")
+    update.add_argument("--dry-run", action="store_true",
+                        help="print the documents added, changed and deleted and the calls "
+                             "the new ones need; call nothing")
+    update.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
+    update.add_argument("--keep", type=int, metavar="N",
+                        help="after publishing, keep only the newest N index versions")
+    update.add_argument("--config", help="settings.yaml (default: the index's own settings)")
+    update.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override a config key (repeatable)")
+    update.set_defaults(func=cmd_update)
 
     query = sub.add_parser("query", help="answer a question from an index")
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")

@@ -13,6 +13,7 @@ manifest says against what the server billed, calls in flight, and the driver's 
     python scripts/bench_throughput.py --runs carol            # one copy, realistic provider
     python scripts/bench_throughput.py --runs carol5,podcast400,big
     python scripts/bench_throughput.py --runs big --nodes 2    # a 2-node local Ray cluster
+    python scripts/bench_throughput.py --runs big-podcast      # several windows of work
     python scripts/bench_throughput.py --runs instant5,instant-podcast   # latency 0, no limits
     python scripts/bench_throughput.py --runs carol --set extraction.glean_check=false
 
@@ -52,6 +53,7 @@ RUNS = {
     "carol5": ("carol5", "realistic"),
     "podcast400": ("podcast400", "realistic"),
     "big": ("carol5", "big"),
+    "big-podcast": ("podcast", "big"),
     "instant5": ("carol5", "instant"),
     "instant-podcast": ("podcast", "instant"),
 }

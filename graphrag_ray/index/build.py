@@ -23,12 +23,15 @@ from graphrag_ray.index.chunks.read_and_chunk import input_reports
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
+from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
 from graphrag_ray.index.extract.stage import extract_chunks
 from graphrag_ray.index.graph.stage import find_communities, merge_graph
 from graphrag_ray.index.manifest import community_figures, count_generations, usage_summary
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_any_llm, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.reports.schedule import summarize_and_report
+from graphrag_ray.index.update import (
+    INPUT_FILES, UpdateBase, input_fingerprints, settings_fingerprint)
 from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.cache import ResponseCache
@@ -48,8 +51,10 @@ def default_cache_url(output_url: str) -> str:
 
 
 def build_index(input_url: str, output_url: str, config: GraphRagConfig,
-                progress: Progress = log.info, progress_bars: bool = False) -> dict:
-    """Build the index and publish it at `output_url`; returns the manifest."""
+                progress: Progress = log.info, progress_bars: bool = False,
+                update: UpdateBase | None = None) -> dict:
+    """Build the index and publish it at `output_url`; returns the manifest. `update`: the
+    previous version this build updates (`index/update.py`)."""
     started = time.perf_counter()
     prompts = load_prompts(config)
     if uses_chat_llm(config):
@@ -57,7 +62,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
     listing_started = time.perf_counter()
-    _, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
+    fs, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
+    # What the next update compares the corpus with.
+    inputs = update.inputs if update else input_fingerprints(fs, root, files)
     listing_s = round(time.perf_counter() - listing_started, 3)
     # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
@@ -79,14 +86,17 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             pools.append(embeddings_pool(config))
             feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
             text_units = TextUnitEmbeddings(feed, ctx.work_url)
+        ctx.staged.write_table(INPUT_FILES, inputs)
         with ctx.stage("extract"):
-            extraction = extract_chunks(ctx, input_url, root, files, chunk_estimates, shards)
+            extraction = extract_chunks(
+                ctx, input_url, root, files, chunk_estimates, shards,
+                update.kept_extractions_url if update else None)
         if text_units:
             text_units.reading_done.set()  # it submits the last pieces in the background
         skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
         graph = merge_graph(ctx, shards)
         pools.append(summaries_pool(config, prompts))
-        communities = find_communities(ctx, graph)
+        communities = find_communities(ctx, graph, update.communities() if update else None)
         with ctx.stage("summaries_and_reports"):
             described = summarize_and_report(
                 ctx, graph, communities, pools[-1],
@@ -105,6 +115,12 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         manifest = _manifest(ctx, input_url, extraction, described, tables,
                              {**counts, **embedded}, dimensions, embed_usage, skipped, warnings,
                              communities, started)
+        if update:
+            manifest["update"] = {**update.summary(), "chunks": {
+                "reused": int(sum(extraction.column("reused").to_pylist())),
+                "extracted": extraction.num_rows - int(sum(
+                    extraction.column("reused").to_pylist()))},
+                "communities": ctx.figures.get("community_changes")}
         store.publish(ctx.staged, manifest)  # Last: readers now open this version.
         manifest["version"] = ctx.staged.version
         if config.output.keep_versions:
@@ -170,6 +186,10 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "input": input_url,
         "config": config.public_dict(),
         "prompt_versions": {name: prompt_version(text) for name, text in ctx.prompts.items()},
+        # What an update compares (`index/update.py`): are its settings and its extraction
+        # settings those of this version?
+        "settings_fingerprint": settings_fingerprint(config, ctx.prompts),
+        "extraction_fingerprint": extraction_fingerprint(config, ctx.prompts),
         "tables": {**counts, **{name: table.num_rows for name, table in tables.items()}},
         "embeddings": {"method": config.embeddings.resolved_method(),
                        "model": config.embeddings.model

@@ -237,13 +237,17 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
         return f"{name}: " + " ".join(dict.fromkeys(s.split(". ")[0].rstrip(".") + "." for s in items))
     if kind == "community_report":
         data = _section(first, "Data:\n", "\n\nJSON report:")
-        names = [row.split("|")[1] for row in data.split("\n")
-                 if row.count("|") >= 4 and row.split("|")[0].isdigit()]
+        rows = [row.split("|") for row in data.split("\n")
+                if row.count("|") >= 4 and row.split("|")[0].isdigit()]
+        names = [row[1] for row in rows]
         titles = [row.split("|")[1] for row in _section(data, "-----Sub-community reports-----",
                                                         "-----").split("\n")[1:] if "|" in row]
         key = names[:3] or titles[:2] or ["unnamed"]
+        entity_rows = [row.split("|") for part in data.split("\n\n")
+                       if part.startswith("-----Entities-----")
+                       for row in part.split("\n")[2:]]
         findings = [{"summary": f"{n} is central", "explanation": f"{n} appears in this community "
-                     f"[Data: Entities ({i})]"} for i, n in enumerate(names[:5])]
+                     f"[Data: Entities ({number})]"} for number, n, *_ in entity_rows[:5]]
         return json.dumps({"title": " and ".join(key).title(),
                            "summary": f"A community of {len(names)} entities and "
                                       f"{len(titles)} sub-communities around {', '.join(key)}.",

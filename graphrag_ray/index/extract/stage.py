@@ -16,6 +16,8 @@ from graphrag_ray.distributed import map_table
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk
 from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.kept_extractions import (
+    KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
 from graphrag_ray.index.extract.llm_extractor import GraphExtractor
 from graphrag_ray.index.extract.nlp_extractor import extract_nlp
 from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords
@@ -48,6 +50,9 @@ CHUNK_STATUS_FIELDS = [("seq", pa.int64()), ("n_tokens", pa.int64()), ("document
 
 EXTRACTION_SCHEMA = pa.schema([
     ("text_unit_id", pa.string()),
+    ("text_hash", pa.string()),
+    # Taken from the previous version's kept extractions (an update): no call made.
+    ("reused", pa.bool_()),
     ("status", pa.string()),
     ("error", pa.string()),
     ("entities", pa.list_(ENTITY_STRUCT)),
@@ -65,9 +70,11 @@ class ExtractionWorker:
     shape), so the calls in flight follow the rate budget, not the batches' structure."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
-                 services: LLMServices | None = None):
+                 services: LLMServices | None = None, kept_url: str | None = None):
         self.config = config
         self.llm_mode = config.extraction.method == "llm"
+        # An update: the previous version's extractions, reused for chunks of the same text.
+        self.kept = KeptExtractions(kept_url) if kept_url and self.llm_mode else None
         self.prompts = prompts
         self.chat = ((services or LLMServices()).chat(config.llm, stage="extract")
                      if self.llm_mode else None)
@@ -78,8 +85,9 @@ class ExtractionWorker:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         extract = self._llm_row if self.llm_mode else self._nlp_row
-        rows = [extract(text_unit_id, text) for text_unit_id, text in zip(
-            batch.column("id").to_pylist(), batch.column("text").to_pylist())]
+        rows = [{**extract(text_unit_id, text), "text_hash": text_hash(text)}
+                for text_unit_id, text in zip(batch.column("id").to_pylist(),
+                                              batch.column("text").to_pylist())]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
             if name not in ("id", "text"):
@@ -91,6 +99,10 @@ class ExtractionWorker:
         return _row(text_unit_id, records)
 
     def _llm_row(self, text_unit_id: str, text: str) -> dict:
+        kept = self.kept.get(text) if self.kept else None
+        if kept is not None:
+            return {**kept, "text_unit_id": text_unit_id, "status": "ok", "error": None,
+                    "reused": True, **usage_row(None)}
         if self.fatal:
             return _failed_row(text_unit_id, self.fatal)
         chat = self.chat.scoped()  # usage is counted per chunk
@@ -105,14 +117,14 @@ class ExtractionWorker:
 
 
 def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = None) -> dict:
-    return {"text_unit_id": text_unit_id, "status": "ok", "error": None,
+    return {"text_unit_id": text_unit_id, "status": "ok", "error": None, "reused": False,
             "entities": records.entities, "relationships": records.relationships,
             "claims": records.claims, "malformed_records": len(records.malformed),
             **usage_row(chat.usage if chat else None)}
 
 
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
-    return {"text_unit_id": text_unit_id, "status": "failed", "error": reason,
+    return {"text_unit_id": text_unit_id, "status": "failed", "error": reason, "reused": False,
             "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
             **usage_row(chat.usage if chat else None)}
 
@@ -132,18 +144,22 @@ def flatten_instances(extraction: pa.Table, column: str,
     return flat
 
 
-def spill_instances(extraction: pa.Table, work_url: str, shards: int) -> pa.Table:
+def spill_instances(extraction: pa.Table, work_url: str, shards: int,
+                    kept_url: str | None = None) -> pa.Table:
     """Extraction rows (with `seq`) -> their instances partitioned and written to storage
-    (`instance_shards`); the rows come back without instances, so what reaches the driver is
-    one small status row per chunk. Runs as its own stage, on batches larger than the LLM's."""
+    (`instance_shards`), and the rows themselves kept with the version (`kept_url`, LLM
+    extraction); the rows come back without instances, so what reaches the driver is one
+    small status row per chunk. Runs as its own stage, on batches larger than the LLM's."""
     from graphrag_ray.index.extract.instance_shards import piece_name, write_pieces
     from graphrag_ray.index.graph.merge import partition_instances
 
     seq = extraction.column("seq")
+    name = piece_name(extraction.column("text_unit_id").to_pylist())
     pieces = partition_instances(flatten_instances(extraction, "entities", seq),
                                  flatten_instances(extraction, "relationships", seq), shards)
-    write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq),
-                 piece_name(extraction.column("text_unit_id").to_pylist()))
+    write_pieces(work_url, pieces, flatten_instances(extraction, "claims", seq), name)
+    if kept_url:
+        keep_extractions(extraction, kept_url, name)
     empty = pa.array([[]] * extraction.num_rows)
     for column in ("entities", "relationships", "claims"):
         index = extraction.schema.get_field_index(column)
@@ -161,12 +177,16 @@ INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 
 
 def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
-                   chunk_estimates: list[int], shards: int) -> pa.Table:
+                   chunk_estimates: list[int], shards: int,
+                   previous_kept_url: str | None = None) -> pa.Table:
     """Input files -> (workers) documents and chunks into the work area -> extraction ->
     instances into `shards` pieces per batch. Returns one status row per chunk, in chunk
-    order; stops if every chunk failed. `chunk_estimates`: per file, for the progress bar."""
+    order; stops if every chunk failed. `chunk_estimates`: per file, for the progress bar.
+    `previous_kept_url`: an update's previous extractions, reused for chunks of the same
+    text."""
     config = ctx.config
-    if config.extraction.method == "llm":
+    llm = config.extraction.method == "llm"
+    if llm:
         # One chunk per batch (one call's worth at a time), as many at once as the budget
         # can keep busy: a chunk's calls (extraction, gleaning) are sequential.
         tokens_per_call = count_tokens(ctx.prompts["extract_graph"], ctx.tokenizer) \
@@ -182,10 +202,13 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
                "work_url": ctx.work_url,
                "block_rows": batching.get("batch_size", config.runtime.batch_size)}
     extraction = map_table(inputs, ExtractionWorker,
-                           {"config": config, "prompts": ctx.prompts, "services": ctx.services},
+                           {"config": config, "prompts": ctx.prompts, "services": ctx.services,
+                            "kept_url": previous_kept_url},
                            config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **batching,
                            first=(read_and_chunk, reading, FILES_PER_READ),
-                           then=(spill_instances, {"work_url": ctx.work_url, "shards": shards},
+                           then=(spill_instances, {
+                               "work_url": ctx.work_url, "shards": shards,
+                               "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if llm else None},
                                  INSTANCE_BATCH_CHUNKS[config.extraction.method]),
                            progress=ChunkProgress("extract", chunk_estimates)
                            if ctx.progress_bars else None)

@@ -11,7 +11,7 @@ from graphrag_ray import schema
 from graphrag_ray.index.extract.stage import CLAIM_INSTANCE_SCHEMA
 from graphrag_ray.index.extract.instance_shards import read_claims
 from graphrag_ray.index.graph.merge import element_id
-from graphrag_ray.index.reports.context import CLAIM_FIELDS, row_tokens
+from graphrag_ray.index.reports.context import CLAIM_FIELDS, row_tokens_without_id
 from graphrag_ray.storage import IndexVersion
 
 
@@ -34,7 +34,7 @@ def covariates_table(claims: pa.Table) -> pa.Table:
 def build_covariates(job: tuple[str, str | None, int, str]) -> tuple[pa.Table, pa.Table]:
     """(work URL, the index version's URL to write the table to or None when claims are not
     kept, rows per part, tokenizer) -> the structure for the driver (id, subject_id,
-    text_unit_id, row_tokens) and the claims' context fields as a block."""
+    text_unit_id, row_tokens without the id) and the claims' context fields as a block."""
     work_url, version_url, rows_per_part, encoding = job
     covariates = covariates_table(read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"]))
     if version_url is not None:
@@ -42,6 +42,6 @@ def build_covariates(job: tuple[str, str | None, int, str]) -> tuple[pa.Table, p
         IndexVersion(fs, root, version_url, "").write_table(schema.COVARIATES, covariates,
                                                             rows_per_part)
     context_fields = covariates.select(list(CLAIM_FIELDS))
-    tokens = [row_tokens(claim, CLAIM_FIELDS, encoding) for claim in context_fields.to_pylist()]
+    tokens = [row_tokens_without_id(claim, CLAIM_FIELDS, encoding) for claim in context_fields.to_pylist()]
     return (covariates.select(["id", "subject_id", "text_unit_id"]).append_column(
         "row_tokens", pa.array(tokens, pa.int64())), context_fields)

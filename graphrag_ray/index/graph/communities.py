@@ -14,12 +14,16 @@ for the scattered remainder of the graph instead of hundreds of near-empty ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import igraph as ig
 import leidenalg
 import numpy as np
 
 from graphrag_ray.config import CommunitiesConfig
+
+if TYPE_CHECKING:
+    from graphrag_ray.index.graph.continuity import PreviousPartition
 
 
 @dataclass
@@ -43,13 +47,15 @@ def build_graph(n_nodes: int, sources: np.ndarray, targets: np.ndarray,
     return graph
 
 
-def _leiden(graph: ig.Graph, config: CommunitiesConfig, level: int) -> np.ndarray:
+def _leiden(graph: ig.Graph, config: CommunitiesConfig, level: int,
+            initial: list[int] | None = None) -> np.ndarray:
+    """`initial`: a starting partition (an update's previous communities)."""
     if graph.ecount() == 0:
         return np.arange(graph.vcount())
     partition = leidenalg.find_partition(
         graph, leidenalg.RBConfigurationVertexPartition, weights="weight",
-        resolution_parameter=config.resolution, n_iterations=config.leiden_iterations,
-        seed=config.seed + level)
+        initial_membership=initial, resolution_parameter=config.resolution,
+        n_iterations=config.leiden_iterations, seed=config.seed + level)
     return np.asarray(partition.membership)
 
 
@@ -72,8 +78,11 @@ def _bins_of_components(components: list[np.ndarray], capacity: int) -> list[np.
     return bins
 
 
-def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig) -> list[Community]:
-    """All communities of all levels; ids are assigned level by level, from 0."""
+def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
+                        previous: "PreviousPartition | None" = None) -> list[Community]:
+    """All communities of all levels; ids are assigned level by level, from 0. `previous`
+    (an update): each Leiden run starts from the previous version's communities of its
+    nodes at its level (`continuity`); ids are carried over afterwards."""
     n = graph.vcount()
     if n == 0:
         return []
@@ -93,7 +102,8 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig) -> list[Comm
         return community
 
     if len(large):
-        labels = _leiden(graph.induced_subgraph(large.tolist()), config, 0)
+        labels = _leiden(graph.induced_subgraph(large.tolist()), config, 0,
+                         previous.initial_membership(0, large) if previous else None)
         for group in _groups(large, labels):
             add(0, -1, group)
     if len(small):
@@ -107,7 +117,8 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig) -> list[Comm
         for community in current:
             parts = [community.members]
             if community.splittable and len(community.members) > config.max_cluster_size:
-                parts = _split(graph, community, component_labels, config, level + 1)
+                parts = _split(graph, community, component_labels, config, level + 1,
+                               previous)
             split = len(parts) > 1
             any_split |= split
             next_level.append((community, parts, split))
@@ -122,12 +133,14 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig) -> list[Comm
 
 
 def _split(graph: ig.Graph, community: Community, component_labels: np.ndarray,
-           config: CommunitiesConfig, level: int) -> list[np.ndarray]:
+           config: CommunitiesConfig, level: int,
+           previous: "PreviousPartition | None") -> list[np.ndarray]:
     members = community.members
     if community.pooled:
         components = _groups(members, component_labels[members])
         return _bins_of_components(components, config.max_cluster_size)
-    labels = _leiden(graph.induced_subgraph(members.tolist()), config, level)
+    labels = _leiden(graph.induced_subgraph(members.tolist()), config, level,
+                     previous.initial_membership(level, members) if previous else None)
     return _groups(members, labels)
 
 

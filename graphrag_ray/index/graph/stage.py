@@ -21,6 +21,7 @@ from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.claims import build_covariates
 from graphrag_ray.index.graph.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, level0_similarity
 from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
 from graphrag_ray.index.graph.merge import (
@@ -74,25 +75,38 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
                  claims, claims_block)
 
 
-def find_communities(ctx: BuildContext, graph: Graph) -> list[Community]:
+def find_communities(ctx: BuildContext, graph: Graph,
+                     previous_communities: pa.Table | None = None) -> list[Community]:
+    """`previous_communities` (an update): the previous version's communities table; Leiden
+    starts from it and its ids are carried over (`continuity`), with what was kept in
+    `ctx.figures["community_changes"]`."""
     with ctx.stage("communities"):
         ctx.figures["leiden"] = {}
-        return detect_communities(graph.entities, graph.relationships, graph.endpoints,
-                                  ctx.config, ctx.figures["leiden"])
+        previous = None if previous_communities is None else PreviousPartition.from_tables(
+            previous_communities, graph.entities.column("id").to_pylist())
+        communities = detect_communities(graph.entities, graph.relationships, graph.endpoints,
+                                         ctx.config, ctx.figures["leiden"], previous)
+        if previous is not None:
+            ctx.figures["community_changes"] = {
+                "per_level": carry_ids(communities, previous),
+                "level0_adjusted_rand_index": level0_similarity(
+                    communities, previous, graph.entities.num_rows)}
+        return communities
 
 
 def detect_communities(entities: pa.Table, relationships: pa.Table,
                        endpoints: tuple[np.ndarray, np.ndarray], config: GraphRagConfig,
-                       figures: dict | None = None) -> list[Community]:
+                       figures: dict | None = None,
+                       previous: PreviousPartition | None = None) -> list[Community]:
     """`endpoints`: `edge_endpoints(entities, relationships)`. `figures`, when given, receives
-    the graph's size and Leiden's time and memory."""
+    the graph's size and Leiden's time and memory. `previous`: a warm start."""
     started = time.perf_counter()
     with PeakRss() as memory:
         sources, targets = endpoints
         weights = relationships.column("weight").to_numpy()
         graph = build_graph(entities.num_rows, sources, targets, weights)
         built = time.perf_counter()
-        communities = hierarchical_leiden(graph, config.communities)
+        communities = hierarchical_leiden(graph, config.communities, previous)
     if figures is not None:
         figures.update({
             "nodes": graph.vcount(), "edges": graph.ecount(),

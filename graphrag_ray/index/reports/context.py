@@ -7,6 +7,11 @@ most connected first.
 Higher communities: if all their element summaries fit, as for leaves. Otherwise sub-communities
 are ranked by the tokens of their element summaries, descending, and their elements are replaced
 by their (shorter) reports one at a time until the context fits.
+
+Rows are numbered within their context (1, 2, ... per table), not with the index's ids: a
+community's prompt then depends on its own content only, so inserting or deleting unrelated
+entities does not change it and its cached report is reused. The report's `[Data: ...]`
+citations are turned back into the index's ids (`citations.cite_index_ids`).
 """
 
 from __future__ import annotations
@@ -42,18 +47,25 @@ def row_tokens(record: dict, fields: tuple[str, ...], encoding: str) -> int:
     return count_tokens(row_text(record, fields), encoding) + 1
 
 
+def row_tokens_without_id(record: dict, fields: tuple[str, ...], encoding: str) -> int:
+    """A row's tokens but its leading id, which is its place in the context (digit runs are
+    never merged with the `|` after them, so the id's tokens simply add)."""
+    return count_tokens("|" + row_text(record, fields[1:]), encoding) + 1
+
+
 def context_row_tokens(record: dict, description: str, encoding: str) -> int:
-    """An entity's or relationship's row tokens (`record`: `entity_record` or `edge_record`)
-    with `description`."""
+    """An entity's or relationship's row tokens without its id (`record`: `entity_record` or
+    `edge_record`) with `description`."""
     fields = ENTITY_FIELDS if "title" in record else EDGE_FIELDS
-    return row_tokens(dict(record, description=description), fields, encoding)
+    return row_tokens_without_id(dict(record, description=description), fields, encoding)
 
 
 def inner_cells_tokens(record: dict, encoding: str) -> int:
     """The tokens of a row's cells between its first and last, with their separators: all of
-    the row but the two numbers (human_readable_id, degree), which are not known until the
-    whole graph is. Tokenizers split digit runs from their neighbours, so the row's tokens are
-    `number_tokens(first) + this + number_tokens(last) + 1` (the line break)."""
+    the row but the two numbers (its id, its degree): the id is its place in a context, the
+    degree not known until the whole graph is. Tokenizers split digit runs from their
+    neighbours, so the row's tokens are `number_tokens(id) + this + number_tokens(last) + 1`
+    (the line break)."""
     fields = ENTITY_FIELDS if "title" in record else EDGE_FIELDS
     return count_tokens("|" + row_text(record, fields[1:-1]) + "|", encoding)
 
@@ -78,14 +90,31 @@ class GraphElements:
     combined_degree: np.ndarray
     claims_by_entity: dict[int, list[int]]  # entity -> its claims' rows in the claims' block
     claim_tokens: dict[int, list[int]]  # entity -> its claims' row tokens
+    # Row tokens without the id cell's number (`row_tokens_without_id`): a row's id is its
+    # place in the context it is in, added by `id_tokens`.
     entity_tokens: np.ndarray
     edge_tokens: np.ndarray
     encoding: str = "cl100k_base"
     header_tokens: int = field(init=False)
+    # ids_prefix[k]: the tokens of the ids 1..k written out.
+    ids_prefix: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.header_tokens = sum(count_tokens(h, self.encoding) + 2 for h in (
             ENTITY_HEADER, CLAIM_HEADER, RELATIONSHIP_HEADER, REPORT_HEADER))
+        self.ids_prefix = np.zeros(1, dtype=np.int64)
+
+    def ids_tokens(self, count: int) -> int:
+        """The tokens of the ids 1..count: the id cells of a table of `count` rows."""
+        if count >= len(self.ids_prefix):
+            size = max(count + 1, 2 * len(self.ids_prefix))
+            tokens = number_tokens(np.arange(1, size), self.encoding)
+            self.ids_prefix = np.concatenate([[0], np.cumsum(tokens)]).astype(np.int64)
+        return int(self.ids_prefix[count])
+
+    def id_tokens(self, local_id: int) -> int:
+        """The tokens of one row's id (its 1-based place in its table)."""
+        return self.ids_tokens(local_id) - self.ids_tokens(local_id - 1)
 
     def entity_record(self, node: int) -> dict:
         """The entity's row without its description (filled in by the report worker)."""
@@ -106,9 +135,12 @@ class GraphElements:
         return edges[np.lexsort((edges, -self.combined_degree[edges]))] if len(edges) else edges
 
     def element_tokens(self, members: np.ndarray) -> int:
-        claims = sum(t for m in members for t in self.claim_tokens.get(int(m), []))
-        return int(self.entity_tokens[members].sum() + self.edge_tokens[self.edges_within(members)].sum()
-                   + claims)
+        """The tokens of every entity, relationship and claim of `members` in one context."""
+        claims = [t for m in members for t in self.claim_tokens.get(int(m), [])]
+        edges = self.edges_within(members)
+        return int(self.entity_tokens[members].sum() + self.edge_tokens[edges].sum()
+                   + sum(claims) + self.ids_tokens(len(members)) + self.ids_tokens(len(edges))
+                   + self.ids_tokens(len(claims)))
 
 
 @dataclass
@@ -129,13 +161,14 @@ def select_elements(elements: GraphElements, members: np.ndarray, budget: int,
     def try_add_entity(node: int) -> bool:
         if node in added:
             return True
-        cost = int(elements.entity_tokens[node])
+        cost = int(elements.entity_tokens[node]) + elements.id_tokens(len(selection.entities) + 1)
         if selection.tokens + cost > budget:
             return False
         selection.entities.append(node)
         selection.tokens += cost
         added.add(node)
         for index, tokens in enumerate(elements.claim_tokens.get(node, [])):
+            tokens += elements.id_tokens(len(selection.claims) + 1)
             if selection.tokens + tokens > budget:
                 return False
             selection.claims.append((node, index))
@@ -147,7 +180,7 @@ def select_elements(elements: GraphElements, members: np.ndarray, budget: int,
             return selection
         if not try_add_entity(int(elements.edge_target[edge])):
             return selection
-        cost = int(elements.edge_tokens[edge])
+        cost = int(elements.edge_tokens[edge]) + elements.id_tokens(len(selection.edges) + 1)
         if selection.tokens + cost > budget:
             return selection
         selection.edges.append(int(edge))
@@ -158,9 +191,10 @@ def select_elements(elements: GraphElements, members: np.ndarray, budget: int,
     return selection
 
 
-def report_row(report: dict) -> str:
+def report_row(report: dict, local_id: int) -> str:
+    """A sub-community report's row; `local_id`: its place in the context's reports."""
     findings = "; ".join(f.get("summary", "") for f in report.get("findings", []))
-    return "|".join(_cell(v) for v in (report["community"], report["title"],
+    return "|".join(_cell(v) for v in (local_id, report["title"],
                                         f"{report['summary']} Findings: {findings}"))
 
 
@@ -176,7 +210,8 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
     if all_elements_fit(elements, members, budget) or not children:
         return select_elements(elements, members, budget)
     ranked = sorted(children, key=lambda c: (-elements.element_tokens(c[0]), c[1]["community"]))
-    report_tokens = [count_tokens(report_row(r), elements.encoding) + 1 for _, r in ranked]
+    report_tokens = [count_tokens(report_row(r, place), elements.encoding) + 1
+                     for place, (_, r) in enumerate(ranked, 1)]
     for k in range(1, len(ranked) + 1):
         replaced = np.concatenate([c[0] for c in ranked[:k]])
         remaining = np.setdiff1d(members, replaced)
@@ -212,7 +247,7 @@ def _add_links_between(elements: GraphElements, members: np.ndarray,
         source, target = elements.edge_source[edge], elements.edge_target[edge]
         if int(edge) in chosen or child_of[source] == child_of[target]:
             continue
-        cost = int(elements.edge_tokens[edge])
+        cost = int(elements.edge_tokens[edge]) + elements.id_tokens(len(selection.edges) + 1)
         if selection.tokens + cost > budget:
             break
         selection.edges.append(int(edge))
@@ -254,21 +289,36 @@ def fill_claims(spec: dict, claims: pa.Table | None) -> dict:
     return spec
 
 
+def _numbered(rows: list[dict], fields: tuple[str, ...]) -> list[str]:
+    return [row_text(dict(row, human_readable_id=place), fields)
+            for place, row in enumerate(rows, 1)]
+
+
 def render_context(context: dict) -> str:
-    """The context text the report prompt gets (descriptions filled in)."""
+    """The context text the report prompt gets (descriptions filled in); each table's rows
+    numbered from 1 (`context_ids` maps the numbers back to the index's ids)."""
     parts = []
     if context["reports"]:
-        parts.append("\n".join([REPORT_HEADER] + [report_row(r) for r in context["reports"]]))
+        parts.append("\n".join([REPORT_HEADER] + [
+            report_row(r, place) for place, r in enumerate(context["reports"], 1)]))
     if context["entities"]:
-        parts.append("\n".join([ENTITY_HEADER] + [row_text(e, ENTITY_FIELDS)
-                                                  for e in context["entities"]]))
+        parts.append("\n".join([ENTITY_HEADER] + _numbered(context["entities"], ENTITY_FIELDS)))
     if context["claims"]:
-        parts.append("\n".join([CLAIM_HEADER] + [row_text(c, CLAIM_FIELDS)
-                                                 for c in context["claims"]]))
+        parts.append("\n".join([CLAIM_HEADER] + _numbered(context["claims"], CLAIM_FIELDS)))
     if context["relationships"]:
-        parts.append("\n".join([RELATIONSHIP_HEADER] + [row_text(r, EDGE_FIELDS)
-                                                        for r in context["relationships"]]))
+        parts.append("\n".join([RELATIONSHIP_HEADER]
+                               + _numbered(context["relationships"], EDGE_FIELDS)))
     return "\n\n".join(parts)
+
+
+def context_ids(context: dict) -> dict[str, list[int]]:
+    """Dataset name -> the index id of each of its rows in the rendered context, in order
+    (the row numbered k is at k - 1): entities' and relationships' and claims'
+    human_readable_id, reports' community."""
+    return {"entities": [e["human_readable_id"] for e in context["entities"]],
+            "relationships": [r["human_readable_id"] for r in context["relationships"]],
+            "claims": [c["human_readable_id"] for c in context["claims"]],
+            "reports": [r["community"] for r in context["reports"]]}
 
 
 def context_record(context: dict) -> dict:

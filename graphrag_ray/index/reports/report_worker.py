@@ -16,8 +16,9 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.graph.description_blocks import read_descriptions
+from graphrag_ray.index.reports.citations import cite_report
 from graphrag_ray.index.reports.context import (
-    context_record, fill_claims, fill_descriptions, render_context)
+    context_ids, context_record, fill_claims, fill_descriptions, render_context)
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage, parse_json_object
 from graphrag_ray.prompts_loader import prompt_version, render
@@ -152,12 +153,13 @@ class ReportWorker:
                 blocks, zip(item["blocks"], item["rows"])))
             fill_claims(context, blocks[item["claims_block"]] if item["claims_block"] >= 0
                         else None)
-            rows.append((item["community"], render_context(context), context_record(context)))
+            rows.append((item["community"], render_context(context), context_record(context),
+                         context_ids(context)))
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(lambda r: self._llm(*r), rows))
         else:
-            out = [self._extractive(c, j, "extractive") for c, _, j in rows]
+            out = [self._extractive(c, j, "extractive") for c, _, j, _ in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
 
     def _extractive(self, community: int, record: dict, generation: str,
@@ -166,7 +168,8 @@ class ReportWorker:
         return {"community": community, "report": report, "generation": generation,
                 **usage_row(usage)}
 
-    def _llm(self, community: int, context_text: str, record: dict) -> dict:
+    def _llm(self, community: int, context_text: str, record: dict,
+             ids: dict[str, list[int]]) -> dict:
         prompt = render(self.template, input_text=context_text,
                         max_findings=self.config.reports.max_findings)
         chat = self.chat.scoped()
@@ -181,7 +184,8 @@ class ReportWorker:
         except LLMError as exc:
             problem = f"LLM call failed: {exc}"
         else:
-            return {"community": community, "report": report, "generation": "llm",
+            return {"community": community, "report": cite_report(report, ids),
+                    "generation": "llm",
                     **usage_row(chat.usage)}
         return self._extractive(community, record, f"extractive fallback ({problem})"[:500],
                                 chat.usage)

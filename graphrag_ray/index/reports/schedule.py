@@ -317,13 +317,11 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table,
     edge_source, edge_target = endpoints
     degree = entities.column("degree").to_numpy()
     combined_degree = relationships.column("combined_degree").to_numpy()
-    # Each row's tokens: its numbers (row index = human_readable_id, degree) around the
-    # tokens the merge counted for the rest (`inner_cells_tokens`), and the line break.
-    entity_tokens = (number_tokens(np.arange(entities.num_rows), encoding)
-                     + entities.column("inner_tokens").to_numpy()
+    # Each row's tokens but its id (its place in a context, added there): the tokens the merge
+    # counted (`inner_cells_tokens`), the degree's, and the line break.
+    entity_tokens = (entities.column("inner_tokens").to_numpy()
                      + number_tokens(degree, encoding) + 1)
-    edge_tokens = (number_tokens(np.arange(relationships.num_rows), encoding)
-                   + relationships.column("inner_tokens").to_numpy()
+    edge_tokens = (relationships.column("inner_tokens").to_numpy()
                    + number_tokens(combined_degree, encoding) + 1)
     return GraphElements(
         titles=titles, types=entities.column("type").to_pylist(), degree=degree,

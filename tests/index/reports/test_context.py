@@ -4,9 +4,9 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.reports.context import (
-    CLAIM_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
-    fill_descriptions, inner_cells_tokens, number_tokens, render_context, row_tokens,
-    select_elements, select_with_sub_reports, spec_keys)
+    CLAIM_FIELDS, EDGE_FIELDS, ENTITY_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
+    context_ids, fill_descriptions, inner_cells_tokens, number_tokens, render_context,
+    row_tokens, row_tokens_without_id, select_elements, select_with_sub_reports, spec_keys)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -28,7 +28,8 @@ def _elements():
         TITLES, ["X"] * 5, degree, np.array([s for s, _ in EDGES]),
         np.array([t for _, t in EDGES]), np.array([degree[s] + degree[t] for s, t in EDGES]),
         claims_by_entity={0: [0]},  # HUB's claim: row 0 of the claims' block
-        claim_tokens={0: [row_tokens(CLAIMS.to_pylist()[0], CLAIM_FIELDS, "cl100k_base")]},
+        claim_tokens={0: [row_tokens_without_id(CLAIMS.to_pylist()[0], CLAIM_FIELDS,
+                                                "cl100k_base")]},
         entity_tokens=np.zeros(5, dtype=np.int64), edge_tokens=np.zeros(4, dtype=np.int64))
     for node in range(5):
         elements.entity_tokens[node] = context_row_tokens(
@@ -54,7 +55,27 @@ def test_leaf_order_follows_combined_degree_source_target_claims_edge():
     assert selection.edges == [2, 0, 1, 3]
     assert selection.entities == [0, 3, 1, 2, 4]
     assert selection.claims == [(0, 0)]
-    assert "0|HUB|FACT|TRUE|the hub claim" in _render(elements, selection)
+    assert "1|HUB|FACT|TRUE|the hub claim" in _render(elements, selection)
+
+
+def test_rows_are_numbered_in_their_context_so_unrelated_rows_do_not_change_it():
+    """The same community in a bigger index (its entities and edges at other rows) gets the
+    same context text; `context_ids` maps its row numbers to the index's ids."""
+    elements = _elements()
+    selection = select_elements(elements, np.arange(5), budget=10_000)
+    spec = json.loads(json.dumps(context_spec(elements, selection)))
+    shifted = json.loads(json.dumps(spec))
+    for row in shifted["entities"] + shifted["relationships"]:
+        row["human_readable_id"] += 1000
+    texts = []
+    for context in (spec, shifted):
+        keys = spec_keys(selection, len(TITLES))
+        filled = fill_claims(fill_descriptions(context, [DESCRIPTIONS[k] for k in keys]), CLAIMS)
+        texts.append(render_context(filled))
+    assert texts[0] == texts[1]
+    assert "\n1|HUB|X|" in texts[0] and "\n2|BRIDGE|X|" in texts[0]
+    assert context_ids(shifted)["entities"] == [1000, 1003, 1001, 1002, 1004]
+    assert context_ids(shifted)["relationships"] == [1002, 1000, 1001, 1003]
 
 
 def test_budget_is_never_exceeded():
@@ -106,7 +127,8 @@ def test_links_between_sub_communities_stay_only_while_they_fit():
 
 
 def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
-    """The merge counts a row without its numbers; the driver adds them. Exact, because
+    """The merge counts a row without its numbers; the driver adds the degree and the
+    context its place. Exact, because
     tokenizers never join a digit run with the `|` around it."""
     rng = np.random.default_rng(7)
     alphabet = list("abcXYZ 0123456789.,;:!?'\"|-/()\n\r\t") + ["é", "中", "  ", "..."]
@@ -117,9 +139,10 @@ def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
                   "description": cells[2], "degree": last}
         edge = {"human_readable_id": first, "source": cells[0], "target": cells[1],
                 "description": cells[2], "combined_degree": last}
-        for record in (entity, edge):
-            expected = context_row_tokens(dict(record, description=None), cells[2], "cl100k_base")
-            parts = (number_tokens(np.array([first]), "cl100k_base")[0]
-                     + inner_cells_tokens(record, "cl100k_base")
-                     + number_tokens(np.array([last]), "cl100k_base")[0] + 1)
-            assert parts == expected, record
+        for record, fields in ((entity, ENTITY_FIELDS), (edge, EDGE_FIELDS)):
+            without_id = context_row_tokens(dict(record, description=None), cells[2],
+                                            "cl100k_base")
+            assert without_id == (inner_cells_tokens(record, "cl100k_base")
+                                  + number_tokens(np.array([last]), "cl100k_base")[0] + 1)
+            assert row_tokens(record, fields, "cl100k_base") == \
+                number_tokens(np.array([first]), "cl100k_base")[0] + without_id, record

@@ -1,0 +1,81 @@
+"""Each chunk's extraction kept with the published version (`_extractions`), so that an update
+(`index/update`) pays only for chunks whose text is new, whether or not the response cache is
+still there.
+
+A kept row is keyed by the hash of the chunk's text: extraction depends on the text alone
+(given the settings), not on where the chunk sits, so a chunk that moved (a row inserted above
+it in a CSV, a paragraph added before it) is still found. Only successful extractions are kept;
+a failed chunk is tried again. The rows are valid for the extraction settings they were made
+with (`extraction_fingerprint`); an update with other settings extracts everything anew.
+
+    <version>/_extractions/batch-<hash of its chunk ids>.parquet
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.prompts_loader import prompt_version
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+
+KEPT_EXTRACTIONS = "_extractions"
+# What is kept of an extraction row (`stage.EXTRACTION_SCHEMA`): not its usage, not its id.
+KEPT_COLUMNS = ["text_hash", "entities", "relationships", "claims", "malformed_records"]
+EXTRACTION_PROMPTS = ("extract_graph", "glean_check", "glean_continue", "extract_claims")
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def extraction_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str:
+    """Everything an extraction's result depends on besides the chunk's text."""
+    settings = {
+        "extraction": config.extraction.model_dump(mode="json"),
+        "claims": config.claims.model_dump(mode="json") if config.claims.enabled else None,
+        "model": config.llm.model, "temperature": config.llm.temperature,
+        "tokenizer": config.tokenizer.encoding,
+        "prompts": {name: prompt_version(prompts[name]) for name in EXTRACTION_PROMPTS
+                    if name in prompts},
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def keep_extractions(extraction: pa.Table, kept_url: str, name: str) -> None:
+    """The batch's successful rows (with their records) written under `kept_url`."""
+    ok = extraction.filter(pc.equal(extraction.column("status"), "ok")).select(KEPT_COLUMNS)
+    if ok.num_rows:
+        fs, root = fsspec.core.url_to_fs(kept_url)
+        write_parquet(fs, f"{root}/{name}", ok)
+
+
+class KeptExtractions:
+    """The previous version's kept rows, looked up by text hash. Read on first use, once per
+    worker (threads share it), since most chunks of an update are found here."""
+
+    def __init__(self, kept_url: str):
+        self.kept_url = kept_url
+        self._rows: dict[str, dict] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, dict]:
+        with self._lock:
+            if self._rows is None:
+                fs, root = fsspec.core.url_to_fs(self.kept_url)
+                rows: dict[str, dict] = {}
+                for part in parquet_parts(fs, root):
+                    for row in read_parquet(fs, part).to_pylist():
+                        rows[row.pop("text_hash")] = row
+                self._rows = rows
+            return self._rows
+
+    def get(self, text: str) -> dict | None:
+        """The kept extraction of a chunk with this text, or None."""
+        return self._load().get(text_hash(text))

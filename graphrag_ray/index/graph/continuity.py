@@ -1,0 +1,129 @@
+"""Communities that survive an update: Leiden warm-started from the previous version's
+partition, and the previous ids given back to the communities that are still there.
+
+Where the graph did not change, a warm-started Leiden keeps its communities (it starts from
+them and finds nothing better to move to). A new community takes the id of the previous one
+it shares a majority of members with, both ways (at most one such pair exists); the rest get
+fresh ids. With the same id and the same context, a community's report prompt is the same, so
+its report comes from the cache instead of a call.
+
+Per level the manifest then says how many communities were kept (same members), changed (same
+id, members moved), new and gone, and how similar the level-0 partitions are on the entities
+in both (adjusted Rand index).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.index.graph.communities import Community
+
+
+@dataclass
+class PreviousPartition:
+    """The previous version's communities, over the current graph's nodes."""
+    labels: dict[int, np.ndarray]  # level -> previous community of each node (-1: none, new)
+    sizes: dict[int, int]  # previous community -> its number of entities then
+    levels: dict[int, list[int]]  # level -> its previous communities
+
+    @classmethod
+    def from_tables(cls, communities: pa.Table, entity_ids: list[str]) -> "PreviousPartition":
+        """`communities`: the previous version's communities table (community, level,
+        entity_ids); `entity_ids`: the current graph's entity ids, by node."""
+        node_of = {entity_id: node for node, entity_id in enumerate(entity_ids)}
+        labels: dict[int, np.ndarray] = {}
+        sizes: dict[int, int] = {}
+        levels: dict[int, list[int]] = {}
+        for community, level, members in zip(communities.column("community").to_pylist(),
+                                             communities.column("level").to_pylist(),
+                                             communities.column("entity_ids").to_pylist()):
+            at_level = labels.setdefault(level, np.full(len(entity_ids), -1, dtype=np.int64))
+            nodes = [node_of[m] for m in members if m in node_of]
+            at_level[nodes] = community
+            sizes[community] = len(members)
+            levels.setdefault(level, []).append(community)
+        return cls(labels, sizes, levels)
+
+    def initial_membership(self, level: int, nodes: np.ndarray) -> list[int] | None:
+        """Leiden's starting partition of `nodes` (an induced subgraph's vertices, in order):
+        each node's previous community at `level`, a new node on its own. None when there
+        is no previous level to start from."""
+        if level not in self.labels:
+            return None
+        previous = self.labels[level][nodes]
+        start = np.empty(len(nodes), dtype=np.int64)
+        known = previous >= 0
+        _, start[known] = np.unique(previous[known], return_inverse=True)
+        first_new = int(start[known].max()) + 1 if known.any() else 0
+        start[~known] = np.arange(first_new, first_new + int((~known).sum()))
+        return start.tolist()
+
+
+def carry_ids(communities: list[Community], previous: PreviousPartition) -> dict:
+    """Renumbers `communities` in place: previous ids for the communities matched to a
+    previous one (a majority of members both ways), fresh ids above every previous id for the
+    others. Returns, per level, how many were kept / changed / new / gone."""
+    next_id = max(previous.sizes, default=-1) + 1
+    new_id: dict[int, int] = {}
+    figures: dict[str, dict[str, int]] = {}
+    for level in sorted({c.level for c in communities} | set(previous.levels)):
+        counts = {"kept": 0, "changed": 0, "new": 0, "gone": 0}
+        labels = previous.labels.get(level)
+        matched: set[int] = set()
+        for community in (c for c in communities if c.level == level):
+            match = None
+            if labels is not None:
+                found = Counter(labels[community.members].tolist())
+                found.pop(-1, None)
+                if found:
+                    candidate, shared = found.most_common(1)[0]
+                    if 2 * shared > len(community.members) and \
+                            2 * shared > previous.sizes[candidate]:
+                        match = candidate
+                        same = shared == len(community.members) == previous.sizes[candidate]
+                        counts["kept" if same else "changed"] += 1
+            if match is None:
+                match, next_id = next_id, next_id + 1
+                counts["new"] += 1
+            matched.add(match)
+            new_id[community.id] = match
+        counts["gone"] = sum(1 for c in previous.levels.get(level, []) if c not in matched)
+        figures[str(level)] = counts
+    for community in communities:
+        community.id = new_id[community.id]
+        community.parent = new_id.get(community.parent, -1)
+        community.children = [new_id[c] for c in community.children]
+    return figures
+
+
+def adjusted_rand_index(first: np.ndarray, second: np.ndarray) -> float:
+    """Adjusted Rand index of two labelings of the same items (Hubert and Arabie): 1 for
+    identical partitions, about 0 for independent ones."""
+    n = len(first)
+    if n < 2:
+        return 1.0
+    _, a = np.unique(first, return_inverse=True)
+    _, b = np.unique(second, return_inverse=True)
+    pairs = lambda counts: float((counts * (counts - 1) / 2).sum())  # noqa: E731
+    together = pairs(np.unique(a * (b.max() + 1) + b, return_counts=True)[1])
+    rows, cols = pairs(np.bincount(a)), pairs(np.bincount(b))
+    expected = rows * cols / (n * (n - 1) / 2)
+    best = (rows + cols) / 2
+    return 1.0 if best == expected else (together - expected) / (best - expected)
+
+
+def level0_similarity(communities: list[Community], previous: PreviousPartition,
+                      n_nodes: int) -> float | None:
+    """ARI between the previous and the new level-0 partitions, on the entities in both."""
+    if 0 not in previous.labels:
+        return None
+    now = np.full(n_nodes, -1, dtype=np.int64)
+    for community in communities:
+        if community.level == 0:
+            now[community.members] = community.id
+    both = (previous.labels[0] >= 0) & (now >= 0)
+    return round(adjusted_rand_index(previous.labels[0][both], now[both]), 4)

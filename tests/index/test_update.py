@@ -1,0 +1,183 @@
+"""`update`: an index brought up to date with its corpus pays only for what is new, and ends
+where a full build of the new corpus ends (entities, relationships, summaries), with the
+communities that did not move keeping their ids and reports."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphrag_ray import schema
+from graphrag_ray.index.build import build_index
+from graphrag_ray.index.update import update_index
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import CAROL_DIR, kill_with_no_answer_in_transit, llm_config, wait_for_calls
+
+pytestmark = pytest.mark.slow
+
+QUIET = {"progress": lambda _: None}
+
+
+def _staves(folder: Path, names: list[str]) -> Path:
+    """Files cut from A Christmas Carol (~2.5k tokens each), named a..e."""
+    text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
+    start = text.find("STAVE ONE")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        offset = start + "abcde".index(name) * 11_000
+        (folder / f"{name}.txt").write_text(text[offset:offset + 11_000], encoding="utf-8")
+    return folder
+
+
+def _config(server, out: Path):
+    return llm_config(server, "runtime.engine=local", f"cache.url={out}-cache")
+
+
+def _graph(url: str) -> tuple[dict, dict]:
+    version = IndexStore(url).open()
+    entities = version.read_table(schema.ENTITIES).to_pylist()
+    relationships = version.read_table(schema.RELATIONSHIPS).to_pylist()
+    return ({e["title"]: (e["type"], e["description"], sorted(e["text_unit_ids"]))
+             for e in entities},
+            {(r["source"], r["target"]): (r["description"], r["weight"]) for r in relationships})
+
+
+def _tables(url: str, name: str) -> list[dict]:
+    return IndexStore(url).open().read_table(name).to_pylist()
+
+
+def _assert_partitions(url: str) -> None:
+    entity_ids = {e["id"] for e in _tables(url, schema.ENTITIES)}
+    by_level: dict[int, list[str]] = {}
+    for community in _tables(url, schema.COMMUNITIES):
+        by_level.setdefault(community["level"], []).extend(community["entity_ids"])
+    for level, members in by_level.items():
+        assert sorted(members) == sorted(entity_ids), f"level {level} is not a partition"
+
+
+def test_adding_a_document_pays_for_it_alone_and_equals_a_full_build(tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b", "c"])
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    with run_test_server() as server:
+        first = build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        before = {c["community"]: c for c in _tables(index, schema.COMMUNITY_REPORTS)}
+        members_before = {c["community"]: sorted(c["entity_ids"])
+                          for c in _tables(index, schema.COMMUNITIES)}
+        _staves(corpus, ["d"])
+        server.reset()
+        updated = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
+        calls = server.stats()["by_kind"]
+        build_index(str(corpus), full, _config(server, tmp_path / "full"), **QUIET)
+    update = updated["update"]
+    assert update["documents"] == {"added": 1, "changed": 0, "deleted": 0, "unchanged": 3}
+    assert update["chunks"]["reused"] == first["extraction"]["chunks"]
+    new_chunks = update["chunks"]["extracted"]
+    assert 0 < new_chunks < first["extraction"]["chunks"]
+    # Extraction was asked of the new document's chunks only.
+    assert calls["extract_graph"] == new_chunks
+    # Same graph as a full build of the four documents.
+    assert _graph(index) == _graph(full)
+    _assert_partitions(index)
+    # The communities that kept their members kept their ids and their reports (no call).
+    changes = update["communities"]
+    assert changes["per_level"]["0"]["kept"] > 0
+    assert 0 < changes["level0_adjusted_rand_index"] <= 1
+    after = {c["community"]: c for c in _tables(index, schema.COMMUNITIES)}
+    kept = [cid for cid, c in after.items()
+            if members_before.get(cid) == sorted(c["entity_ids"])]
+    assert kept
+    reports_after = {c["community"]: c for c in _tables(index, schema.COMMUNITY_REPORTS)}
+    same_reports = [cid for cid in kept if reports_after[cid]["full_content"]
+                    == before[cid]["full_content"]]
+    assert same_reports
+    assert calls.get("community_report", 0) < len(reports_after)
+    assert updated["llm_usage"]["stages"]["reports"]["cache_hits"] > 0
+
+
+def test_deleting_a_document_removes_what_only_it_mentioned(tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b", "c"])
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    with run_test_server() as server:
+        build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        units_before = len(_tables(index, schema.TEXT_UNITS))
+        (corpus / "c.txt").unlink()
+        server.reset()
+        updated = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
+        assert server.stats()["by_kind"].get("extract_graph", 0) == 0
+        build_index(str(corpus), full, _config(server, tmp_path / "full"), **QUIET)
+    assert updated["update"]["documents"]["deleted"] == 1
+    assert _graph(index) == _graph(full)
+    units = _tables(index, schema.TEXT_UNITS)
+    documents = _tables(index, schema.DOCUMENTS)
+    assert sorted(d["title"] for d in documents) == ["a.txt", "b.txt"]
+    kept_ids = {d["id"] for d in documents}
+    assert all(set(u["document_ids"]) <= kept_ids for u in units)
+    assert len(units) < units_before
+    _assert_partitions(index)
+
+
+def test_an_update_with_no_change_calls_nothing_and_publishes_nothing(tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    index = str(tmp_path / "index")
+    with run_test_server() as server:
+        built = build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        server.reset()
+        result = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
+        assert server.stats()["requests"] == 0
+    assert result["no_change"] and result["version"] == built["version"]
+    assert IndexStore(index).versions() == [built["version"]]
+
+
+def test_update_cli_dry_run_names_the_changes_and_calls_nothing(tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    index = str(tmp_path / "index")
+    with run_test_server() as server:
+        build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        _staves(corpus, ["c"])
+        (corpus / "a.txt").write_text("A new first document about Marley.", encoding="utf-8")
+        server.reset()
+        done = subprocess.run([sys.executable, "-m", "graphrag_ray", "update", "--index", index,
+                               "--input", str(corpus), "--dry-run"],
+                              capture_output=True, text=True, timeout=300)
+        assert server.stats()["requests"] == 0
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 added, 1 changed, 0 deleted, 1 unchanged" in done.stdout
+    assert "added: c.txt" in done.stdout and "changed: a.txt" in done.stdout
+    assert "extract" in done.stdout
+
+
+def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    index = str(tmp_path / "index")
+    with run_test_server(latency_ms=40) as server:
+        earlier = build_index(str(corpus), index, _config(server, tmp_path / "index"),
+                              **QUIET)["version"]
+        _staves(corpus, ["c", "d", "e"])
+        server.reset()
+        command = [sys.executable, "-m", "graphrag_ray", "update", "--index", index, "--input",
+                   str(corpus), "--set", "llm.unlimited_concurrency=2"]
+        env = {**os.environ, "OPENAI_API_KEY": "test"}
+        victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True, env=env)
+        wait_for_calls(server, "extract_graph", 4, victim, timeout_s=120)
+
+        def kill_driver() -> None:
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim.wait()
+
+        kill_with_no_answer_in_transit(server, kill_driver)
+        assert IndexStore(index).open().version == earlier
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        stats = server.stats()
+    assert stats["repeated_successes"] == 0
+    assert IndexStore(index).open().version != earlier
+    assert sorted(d["title"] for d in _tables(index, schema.DOCUMENTS)) == \
+        [f"{n}.txt" for n in "abcde"]
+    shutil.rmtree(f"{index}-cache", ignore_errors=True)
