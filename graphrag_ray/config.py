@@ -27,6 +27,9 @@ class InputConfig(_Section):
     file_types: list[str] = ["txt", "md", "csv", "json", "jsonl", "parquet"]
     text_column: str = "text"
     title_column: str = "title"
+    # CSV/JSON/JSONL/Parquet: the column naming each record's document, so `update` knows a
+    # record as the same document wherever its row moves (None: the row number in its file).
+    id_column: str | None = None
     encoding: str = "utf-8"
     # Used, with a recorded warning, when a file is not valid in `encoding`; never drops text.
     # A file that starts with a UTF-16 or UTF-32 byte order mark is read in that encoding.

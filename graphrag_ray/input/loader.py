@@ -30,8 +30,9 @@ class LoadedInput:
     warnings: list[str] = field(default_factory=list)
 
 
-def document_id(source: str, row: int | None, text: str) -> str:
-    """Stable id: the same file (path relative to the input root) and text give the same id."""
+def document_id(source: str, row: object | None, text: str) -> str:
+    """Stable id: the same file (path relative to the input root), record (its row number or
+    `input.id_column` value) and text give the same id."""
     key = f"{source}\x00{'' if row is None else row}\x00{text}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
@@ -231,12 +232,11 @@ def _tabular_rows(relative: str, table: pa.Table, config: InputConfig) -> list[d
 
 
 def _records_to_rows(relative: str, records: list[dict], config: InputConfig) -> list[dict]:
-    if records and config.text_column not in records[0]:
-        columns = ", ".join(map(str, records[0].keys()))
-        raise InputError(
-            f"has no column {config.text_column!r} (columns: {columns}); "
-            "set input.text_column"
-        )
+    for column, key in ((config.text_column, "text_column"), (config.id_column, "id_column")):
+        if records and column is not None and column not in records[0]:
+            columns = ", ".join(map(str, records[0].keys()))
+            raise InputError(f"has no column {column!r} (columns: {columns}); "
+                             f"set input.{key}")
     rows = []
     for index, record in enumerate(records):
         text = record.get(config.text_column)
@@ -247,8 +247,10 @@ def _records_to_rows(relative: str, records: list[dict], config: InputConfig) ->
         title = str(title) if title not in (None, "") else f"{relative}#{index}"
         metadata = {k: v for k, v in record.items()
                     if k not in (config.text_column, config.title_column)}
+        identity = record.get(config.id_column) if config.id_column else None
         rows.append({
-            "id": document_id(relative, index, text), "title": title, "text": text,
+            "id": document_id(relative, index if identity in (None, "") else identity, text),
+            "title": title, "text": text,
             "_source": relative, "_row": index,
             "metadata": json.loads(json.dumps(metadata, default=str)),
         })

@@ -35,8 +35,8 @@ def _staves(folder: Path, names: list[str]) -> Path:
     return folder
 
 
-def _config(server, out: Path):
-    return llm_config(server, "runtime.engine=local", f"cache.url={out}-cache")
+def _config(server, out: Path, engine: str = "local"):
+    return llm_config(server, f"runtime.engine={engine}", f"cache.url={out}-cache")
 
 
 def _graph(url: str) -> tuple[dict, dict]:
@@ -98,6 +98,21 @@ def test_adding_a_document_pays_for_it_alone_and_equals_a_full_build(tmp_path):
     assert same_reports
     assert calls.get("community_report", 0) < len(reports_after)
     assert updated["llm_usage"]["stages"]["reports"]["cache_hits"] > 0
+
+
+def test_an_update_on_ray_reads_the_kept_extractions_in_its_workers(ray_session, tmp_path):
+    corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    index, out = str(tmp_path / "index"), tmp_path / "index"
+    with run_test_server() as server:
+        first = build_index(str(corpus), index, _config(server, out, "ray"), **QUIET)
+        _staves(corpus, ["c"])
+        server.reset()
+        updated = update_index(index, str(corpus), _config(server, out, "ray"), **QUIET)
+        calls = server.stats()["by_kind"]
+    assert updated["config"]["runtime"]["engine"] == "ray"
+    assert updated["update"]["chunks"]["reused"] == first["extraction"]["chunks"]
+    assert calls["extract_graph"] == updated["update"]["chunks"]["extracted"] > 0
+    _assert_partitions(index)
 
 
 def test_deleting_a_document_removes_what_only_it_mentioned(tmp_path):

@@ -63,6 +63,24 @@ def test_ids_are_deterministic(tmp_path):
     assert first == second
 
 
+def test_an_id_column_keeps_a_record_the_same_document_when_rows_move(tmp_path):
+    def ids(rows: str, config: InputConfig) -> dict[str, str]:
+        (tmp_path / "a.csv").write_text("key,text\n" + rows)
+        docs = load_documents(str(tmp_path), config).documents
+        return dict(zip(docs.column("text").to_pylist(), docs.column("id").to_pylist()))
+
+    keyed = InputConfig(id_column="key")
+    before = ids("k1,Alpha\nk2,Beta\n", keyed)
+    after = ids("k0,New first row\nk1,Alpha\nk2,Beta\n", keyed)
+    assert after["Alpha"] == before["Alpha"] and after["Beta"] == before["Beta"]
+    # Without it, a record is its row number: inserting a row above renames the ones below.
+    assert ids("k1,Alpha\n", InputConfig())["Alpha"] != \
+        ids("k0,New\nk1,Alpha\n", InputConfig())["Alpha"]
+    (tmp_path / "a.csv").write_text("x,text\n1,Alpha\n")
+    with pytest.raises(InputError, match="a.csv: has no column 'key'.*input.id_column"):
+        load_documents(str(tmp_path), keyed)
+
+
 def test_a_bad_jsonl_line_loses_that_record_not_the_file(tmp_path):
     lines = [json.dumps({"title": f"Doc {i}", "text": f"Record {i} about Paris."})
              for i in range(50)]

@@ -1,0 +1,65 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from graphrag_ray.config import CommunitiesConfig
+from graphrag_ray.index.graph.communities import Community, build_graph, hierarchical_leiden
+from graphrag_ray.index.graph.continuity import (
+    PreviousPartition, adjusted_rand_index, carry_ids, level0_similarity)
+
+
+def _previous(communities: list[tuple[int, int, list[str]]], entity_ids: list[str]):
+    table = pa.table({"community": [c for c, _, _ in communities],
+                      "level": [lvl for _, lvl, _ in communities],
+                      "entity_ids": [m for _, _, m in communities]})
+    return PreviousPartition.from_tables(table, entity_ids)
+
+
+def test_adjusted_rand_index_of_known_partitions():
+    assert adjusted_rand_index(np.array([0, 0, 1, 1]), np.array([5, 5, 9, 9])) == 1.0
+    # One member of a triple moved out on its own: pairs together in both 4, expected
+    # 6 * 4 / 15, maximum (6 + 4) / 2, so (4 - 1.6) / (5 - 1.6) = 12/17.
+    first, second = np.array([0, 0, 0, 1, 1, 1]), np.array([0, 0, 1, 2, 2, 2])
+    assert adjusted_rand_index(first, second) == pytest.approx(12 / 17)
+    assert abs(adjusted_rand_index(np.arange(8) % 2, np.arange(8) // 4)) < 0.3
+
+
+def test_ids_follow_a_majority_of_members_both_ways():
+    ids = [f"e{i}" for i in range(8)]
+    previous = _previous([(10, 0, ["e0", "e1", "e2"]), (11, 0, ["e3", "e4", "e5"]),
+                          (12, 0, ["e6", "e9"])], ids)  # e9 was deleted
+    now = [Community(0, 0, -1, np.array([0, 1, 2])),  # same members: kept
+           Community(1, 0, -1, np.array([3, 4, 5, 6])),  # 3 of 4, 3 of 3: changed
+           Community(2, 0, -1, np.array([7]))]  # a new entity alone: new
+    figures = carry_ids(now, previous)
+    assert [c.id for c in now] == [10, 11, 13]
+    assert figures == {"0": {"kept": 1, "changed": 1, "new": 1, "gone": 1}}
+
+
+def test_parents_and_children_follow_the_new_ids():
+    previous = _previous([(4, 0, ["a", "b"]), (7, 1, ["a"]), (8, 1, ["b"])], ["a", "b"])
+    parent = Community(0, 0, -1, np.array([0, 1]), children=[1, 2])
+    now = [parent, Community(1, 1, 0, np.array([0])), Community(2, 1, 0, np.array([1]))]
+    carry_ids(now, previous)
+    assert (parent.id, parent.children) == (4, [7, 8])
+    assert [c.parent for c in now[1:]] == [4, 4]
+
+
+def test_warm_started_leiden_keeps_the_partition_of_an_unchanged_graph():
+    """Two dense groups; the previous partition is the one Leiden finds: started from it on
+    the same graph plus one new node, every old node stays where it was."""
+    rng = np.random.default_rng(3)
+    edges = [(i, j) for group in (range(0, 10), range(10, 20)) for i in group for j in group
+             if i < j and rng.random() < 0.7] + [(0, 10), (20, 0), (20, 1)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    config = CommunitiesConfig(max_cluster_size=100)
+    graph = build_graph(21, sources, targets, np.ones(len(edges)))
+    cold = hierarchical_leiden(graph, config)
+    ids = [f"e{i}" for i in range(21)]
+    previous = _previous([(c.id + 100, c.level, [ids[m] for m in c.members if m != 20])
+                          for c in cold], ids)
+    warm = hierarchical_leiden(graph, config, previous)
+    carry_ids(warm, previous)
+    assert level0_similarity(warm, previous, 21) == 1.0
+    assert sorted(c.id for c in warm if c.level == 0) == \
+        sorted(c.id + 100 for c in cold if c.level == 0)
