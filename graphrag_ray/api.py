@@ -128,6 +128,8 @@ class GraphIndex:
 
     @staticmethod
     def _check(question: str) -> None:
+        if not isinstance(question, str):
+            raise GraphRagError(f"the question must be a string, not {type(question).__name__}")
         if not question.strip():
             raise GraphRagError("the question is empty")
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -354,9 +356,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM (`ray job stop`, Kubernetes, systemd) raised in the main thread, so the command
+    unwinds like an interrupt: pools stop, an unpublished version is removed, the cache stays.
+    A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     ray_before = ray_initialized()
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
+        previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
     except GraphRagError as exc:
@@ -365,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _eprint("interrupted")
         return 130
+    except Terminated:
+        _eprint("terminated (SIGTERM): stopped; completed LLM calls are in the cache, so the "
+                "same command resumes without paying for them again")
+        return 128 + signal.SIGTERM
     except Exception as exc:  # an environment failure is a message; anything else, a bug
         message = environment_error(exc)
         if message is None:
@@ -373,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         _release_native_threads(stop_ray=not ray_before)
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_handler)
 
 
 def _release_native_threads(stop_ray: bool) -> None:

@@ -1,11 +1,18 @@
 """Environment failures are messages, not tracebacks."""
 
 import errno
+import signal
+import subprocess
+import sys
+
+import pytest
 
 from graphrag_ray.cli import main
 from graphrag_ray.errors import environment_error
 
-from conftest import CAROL_DIR
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import CAROL_DIR, wait_for_calls
 
 
 class NoCredentialsError(Exception):
@@ -34,3 +41,36 @@ def test_an_output_that_is_a_file_is_a_message(tmp_path, capsys):
     assert "is a file where a folder is needed" in captured.err
     assert "Traceback" not in captured.err
     assert "[extract]" not in captured.out + captured.err  # told before any work
+
+
+def test_a_build_with_nothing_readable_leaves_no_unpublished_version(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "empty.txt").write_text("")
+    out = tmp_path / "index"
+    assert main(["index", "--input", str(tmp_path / "in"), "--output", str(out)]) == 2
+    assert "no readable documents" in capsys.readouterr().err
+    assert list((out / "versions").iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_sigterm_stops_with_one_line_keeps_the_cache_and_removes_the_partial_version(
+        tmp_path, engine):
+    """What `ray job stop` and Kubernetes send: exit 143, our message, no stack dump; the
+    completed calls stay cached and the unpublished version goes."""
+    out = tmp_path / "index"
+    with run_test_server(latency_ms=100) as server:
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
+             "--output", str(out), "--set", "extraction.method=llm",
+             "--set", f"llm.api_base={server.url}", "--set", f"runtime.engine={engine}",
+             "--set", "runtime.num_cpus=2", "--set", "llm.unlimited_concurrency=2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_calls(server, "extract_graph", 3, victim, timeout_s=180)
+        victim.send_signal(signal.SIGTERM)
+        _, err = victim.communicate(timeout=120)
+    assert victim.returncode == 143, err[-3000:]
+    assert "terminated (SIGTERM)" in err.strip().splitlines()[-1]
+    assert "Traceback" not in err and "*** SIG" not in err
+    assert list((out / "versions").iterdir()) == []
+    assert any(p.is_file() for p in (out / "cache").rglob("*"))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 
 from graphrag_ray.config import RuntimeConfig
@@ -20,12 +22,18 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
         address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
         kwargs = {"include_dashboard": False, "log_to_driver": False,
                   "logging_level": logging.WARNING}
+        # ray.init replaces the process's SIGTERM handler with a bare exit; the caller's (the
+        # CLI's: stop, clean up, say so) is put back.
+        on_sigterm = signal.getsignal(signal.SIGTERM) \
+            if threading.current_thread() is threading.main_thread() else None
         if address:
             ray.init(address=address, **kwargs)
         else:
             # A new instance of our own: never whatever cluster this machine last knew of
             # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead.
             ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
+        if callable(on_sigterm):
+            signal.signal(signal.SIGTERM, on_sigterm)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     # Ray Data counts a generator's input as one input and warns that a pool "only received

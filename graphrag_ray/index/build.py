@@ -77,64 +77,66 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     shards = config.merge.shards or max(
         1, -(-max(1, sum(file_bytes) // 4) // config.merge.tokens_per_shard))
     store = IndexStore(output_url)
-    ctx = BuildContext(config, prompts, _services(config, output_url), store.stage(),
-                       progress, progress_bars)
-    ctx.timings["list_inputs"] = listing_s
-    pools, feed, text_units = [], None, None
-    try:
-        if uses_embedding_endpoint(config):
-            pools.append(embeddings_pool(config))
-            feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
-            text_units = TextUnitEmbeddings(feed, ctx.work_url)
-        ctx.staged.write_table(INPUT_FILES, inputs)
-        with ctx.stage("extract"):
-            extraction = extract_chunks(
-                ctx, input_url, root, files, chunk_estimates, shards,
-                update.kept_extractions_url if update else None)
-        if text_units:
-            text_units.reading_done.set()  # it submits the last pieces in the background
-        skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
-        graph = merge_graph(ctx, shards)
-        pools.append(summaries_pool(config, prompts))
-        communities = find_communities(ctx, graph, update.communities() if update else None)
-        with ctx.stage("summaries_and_reports"):
-            described = summarize_and_report(
-                ctx, graph, communities, pools[-1],
-                FinalTextsToEmbed(feed, graph.entities, graph.addresses) if feed else None)
-        counts, tables = write_graph_tables(ctx, graph, communities, described.reports,
-                                            extraction, pools[-1])
-        del graph  # the blocks' text leaves the object store
-        if text_units:
-            text_units.join()
-        with ctx.stage("embed"):
-            embedded, dimensions, embed_usage = embed_index(
-                tables, ctx.staged, feed or EmbeddingFeed(config, ctx.staged, ctx.services,
-                                                          pools[-1]), feed is not None)
-        ctx.staged.remove("_work")
-        write_tables(ctx, tables)
-        manifest = _manifest(ctx, input_url, extraction, described, tables,
-                             {**counts, **embedded}, dimensions, embed_usage, skipped, warnings,
-                             communities, started)
-        if update:
-            manifest["update"] = {**update.summary(), "chunks": {
-                "reused": int(sum(extraction.column("reused").to_pylist())),
-                "extracted": extraction.num_rows - int(sum(
-                    extraction.column("reused").to_pylist()))},
-                "communities": ctx.figures.get("community_changes")}
-        store.publish(ctx.staged, manifest)  # Last: readers now open this version.
-        manifest["version"] = ctx.staged.version
-        if config.output.keep_versions:
-            for pruned in store.prune(config.output.keep_versions):
-                progress(f"pruned index version {pruned}")
-        return manifest
-    finally:
-        if text_units:
-            text_units.reading_done.set()
-        if feed:
-            feed.stop()
-        for pool in pools:
-            pool.close()
-        ctx.services.close()
+    # A build that fails or is stopped removes its unpublished version (`building`).
+    with store.building(store.stage()) as staged:
+        ctx = BuildContext(config, prompts, _services(config, output_url), staged,
+                           progress, progress_bars)
+        ctx.timings["list_inputs"] = listing_s
+        pools, feed, text_units = [], None, None
+        try:
+            if uses_embedding_endpoint(config):
+                pools.append(embeddings_pool(config))
+                feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
+                text_units = TextUnitEmbeddings(feed, ctx.work_url)
+            ctx.staged.write_table(INPUT_FILES, inputs)
+            with ctx.stage("extract"):
+                extraction = extract_chunks(
+                    ctx, input_url, root, files, chunk_estimates, shards,
+                    update.kept_extractions_url if update else None)
+            if text_units:
+                text_units.reading_done.set()  # it submits the last pieces in the background
+            skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
+            graph = merge_graph(ctx, shards)
+            pools.append(summaries_pool(config, prompts))
+            communities = find_communities(ctx, graph, update.communities() if update else None)
+            with ctx.stage("summaries_and_reports"):
+                described = summarize_and_report(
+                    ctx, graph, communities, pools[-1],
+                    FinalTextsToEmbed(feed, graph.entities, graph.addresses) if feed else None)
+            counts, tables = write_graph_tables(ctx, graph, communities, described.reports,
+                                                extraction, pools[-1])
+            del graph  # the blocks' text leaves the object store
+            if text_units:
+                text_units.join()
+            with ctx.stage("embed"):
+                embedded, dimensions, embed_usage = embed_index(
+                    tables, ctx.staged, feed or EmbeddingFeed(config, ctx.staged, ctx.services,
+                                                              pools[-1]), feed is not None)
+            ctx.staged.remove("_work")
+            write_tables(ctx, tables)
+            manifest = _manifest(ctx, input_url, extraction, described, tables,
+                                 {**counts, **embedded}, dimensions, embed_usage, skipped,
+                                 warnings, communities, started)
+            if update:
+                manifest["update"] = {**update.summary(), "chunks": {
+                    "reused": int(sum(extraction.column("reused").to_pylist())),
+                    "extracted": extraction.num_rows - int(sum(
+                        extraction.column("reused").to_pylist()))},
+                    "communities": ctx.figures.get("community_changes")}
+            store.publish(ctx.staged, manifest)  # Last: readers now open this version.
+            manifest["version"] = ctx.staged.version
+            if config.output.keep_versions:
+                for pruned in store.prune(config.output.keep_versions):
+                    progress(f"pruned index version {pruned}")
+            return manifest
+        finally:
+            if text_units:
+                text_units.reading_done.set()
+            if feed:
+                feed.stop()
+            for pool in pools:
+                pool.close()
+            ctx.services.close()
 
 
 def _services(config: GraphRagConfig, output_url: str) -> LLMServices:

@@ -8,16 +8,21 @@
 A build writes its tables into a fresh version folder, writes that version's manifest, and
 only then points `index.json` at it. Object stores have no atomic rename, but a single small
 object is replaced atomically, so a reader sees either the old version or the new one whole.
-A killed build leaves a version folder without a manifest: no pointer leads to it, and
-`prune` removes it.
+A build that fails or is stopped removes its unpublished folder (`IndexStore.building`);
+one that is killed leaves it without a manifest: no pointer leads to it, and `prune` removes
+it once its heartbeat (rewritten every minute while the build runs) is 10 minutes old.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
+import threading
+import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterator
 
 import fsspec
 import pyarrow as pa
@@ -27,8 +32,14 @@ from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
+log = logging.getLogger(__name__)
+
 POINTER = "index.json"
 VERSIONS = "versions"
+# An unpublished version's proof of life: the time its build last wrote it.
+HEARTBEAT = "_heartbeat"
+HEARTBEAT_S = 60.0
+ABANDONED_AFTER_S = 600.0
 
 
 def new_version_id() -> str:
@@ -149,12 +160,47 @@ class IndexStore:
         written at once: an output that cannot be written (no credentials, denied, a path
         that is a file) fails here, before any work or LLM call, not at the first table."""
         version = self._version(new_version_id())
-        work = f"{version.root}/_work"
-        self.fs.makedirs(work, exist_ok=True)
-        self.fs.pipe_file(f"{work}/started", b"")
+        self.fs.makedirs(f"{version.root}/_work", exist_ok=True)
+        self._beat(version)
         return version
 
+    def _beat(self, version: IndexVersion) -> None:
+        self.fs.pipe_file(version._path(HEARTBEAT), str(time.time()).encode("ascii"))
+
+    @contextmanager
+    def building(self, staged: IndexVersion) -> Iterator[IndexVersion]:
+        """While a build writes `staged`: its heartbeat, so that `prune` leaves a running
+        build alone; when the build fails or is stopped, its unpublished folder removed
+        (a resume rests on the response cache, not on it; a full disk gets its space back)."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(HEARTBEAT_S):
+                try:
+                    self._beat(staged)
+                except OSError:  # storage trouble shows where the build writes
+                    pass
+
+        thread = threading.Thread(target=beat, name="index-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield staged
+        except BaseException:
+            stop.set()
+            thread.join()
+            try:
+                if not self.fs.exists(staged._path(schema.MANIFEST)):  # never a published one
+                    self.fs.rm(staged.root, recursive=True)
+            except Exception as exc:  # noqa: BLE001 - the build's own error is what matters
+                log.warning("could not remove the unpublished version %s: %s",
+                            staged.version, exc)
+            raise
+        finally:
+            stop.set()
+            thread.join()
+
     def publish(self, staged: IndexVersion, manifest: dict[str, Any]) -> None:
+        staged.remove(HEARTBEAT)
         staged.write_manifest({**manifest, "version": staged.version})
         self.fs.makedirs(self.root, exist_ok=True)
         pointer = {"version": staged.version,
@@ -193,9 +239,19 @@ class IndexStore:
         return [v for v in self._version_ids()
                 if self.fs.exists(self._version(v)._path(schema.MANIFEST))]
 
+    def _abandoned(self, version: str, oldest_kept: str) -> bool:
+        """An unpublished version whose build stopped beating (or, from before heartbeats,
+        that is older than every version kept)."""
+        try:
+            beat = float(self.fs.cat_file(self._version(version)._path(HEARTBEAT)))
+        except (FileNotFoundError, ValueError):
+            return version < oldest_kept
+        return time.time() - beat > ABANDONED_AFTER_S
+
     def prune(self, keep: int) -> list[str]:
         """Delete all but the newest `keep` published versions (never the one `index.json`
-        names), and abandoned builds older than the oldest version kept. Returns what went."""
+        names), and abandoned builds, whatever their age; a build still running is left
+        alone. Returns what went."""
         if keep < 1:
             raise GraphRagError(f"keep must be at least 1, got {keep}")
         published = self.versions()
@@ -203,7 +259,7 @@ class IndexStore:
         kept = set(published[-keep:]) | {current}
         oldest_kept = min(kept)
         doomed = [v for v in self._version_ids()
-                  if v not in kept and (v in published or v < oldest_kept)]
+                  if v not in kept and (v in published or self._abandoned(v, oldest_kept))]
         for version in doomed:
             self.fs.rm(self._version(version).root, recursive=True)
         return doomed

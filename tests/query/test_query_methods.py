@@ -11,7 +11,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from graphrag_ray import GraphIndex, schema
 from graphrag_ray.cli import main
-from graphrag_ray.errors import IndexNotFoundError
+from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.index.build import build_index
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.methods import QUERY_METHODS
@@ -185,6 +185,13 @@ def test_offline_methods_answer_without_any_llm(offline_index, method):
     assert result.llm_calls == 0 and result.usage.calls == 0
     assert "Marley" in result.answer
     _assert_sources_exist(index, result.sources)
+
+
+@pytest.mark.parametrize("question, message", [(None, "must be a string, not NoneType"),
+                                                 ("  ", "the question is empty")])
+def test_a_question_that_is_not_text_is_a_clear_error(offline_index, question, message):
+    with pytest.raises(GraphRagError, match=message):
+        GraphIndex.open(str(offline_index)).global_search(question)
 
 
 class CountingFileSystem(MemoryFileSystem):

@@ -1,10 +1,12 @@
 import json
+import time
 
 import pyarrow as pa
 import pytest
 
 from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage.index_store import ABANDONED_AFTER_S, HEARTBEAT
 
 
 def _publish(store: IndexStore, rows: int) -> str:
@@ -12,6 +14,12 @@ def _publish(store: IndexStore, rows: int) -> str:
     staged.write_table("entities", pa.table({"id": [str(i) for i in range(rows)]}))
     store.publish(staged, {"tables": {"entities": rows}})
     return staged.version
+
+
+def _stop_beating(store: IndexStore, staged) -> None:
+    """As if its build was killed more than ABANDONED_AFTER_S ago."""
+    stale = time.time() - ABANDONED_AFTER_S - 60
+    store.fs.pipe_file(staged._path(HEARTBEAT), str(stale).encode())
 
 
 def test_readers_open_only_the_published_version(tmp_path):
@@ -38,12 +46,41 @@ def test_prune_keeps_the_newest_versions_and_clears_abandoned_builds(tmp_path):
     first = _publish(store, 1)
     abandoned = store.stage()
     abandoned.write_table("entities", pa.table({"id": ["x"]}))
+    _stop_beating(store, abandoned)
     second = _publish(store, 2)
     third = _publish(store, 3)
     assert sorted(store.prune(keep=2)) == sorted([first, abandoned.version])
     assert store.versions() == [second, third]
     assert store.open().version == third
     assert store.prune(keep=5) == []
+
+
+def test_prune_clears_abandoned_builds_newer_than_the_current_but_not_running_ones(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    current = _publish(store, 1)
+    killed, running = store.stage(), store.stage()  # both newer than the current version
+    _stop_beating(store, killed)
+    assert store.prune(keep=1) == [killed.version]
+    assert store.fs.exists(running.root) and not store.fs.exists(killed.root)
+    assert store.open().version == current
+
+
+def test_a_failed_or_stopped_build_removes_its_unpublished_version_only(tmp_path):
+    store = IndexStore(str(tmp_path / "index"))
+    current = _publish(store, 1)
+    for stop in (RuntimeError("a stage failed"), KeyboardInterrupt()):
+        with pytest.raises(type(stop)):
+            with store.building(store.stage()) as staged:
+                staged.write_table("entities", pa.table({"id": ["x"]}))
+                raise stop
+        assert not store.fs.exists(staged.root)
+    # Failing after publishing (pruning, say) never removes what readers now open.
+    with pytest.raises(RuntimeError):
+        with store.building(store.stage()) as staged:
+            store.publish(staged, {"tables": {}})
+            raise RuntimeError("after publishing")
+    assert store.open().version == staged.version
+    assert store.versions() == [current, staged.version]
 
 
 def test_pointer_is_a_small_json_object(tmp_path):

@@ -62,3 +62,17 @@ def test_the_papers_podcast_corpus_is_one_chunk_per_file_at_600_100():
     documents = load_documents(str(folder), config.input).documents
     chunks = chunk_documents(documents, config.chunks, config.tokenizer.encoding)
     assert documents.num_rows == 1_669 and chunks.num_rows == 1_669
+
+
+def test_windows_never_cut_a_character_in_cjk_arabic_or_emoji():
+    """Byte-level tokens split these characters; a window decodes whole characters only, and
+    the windows still cover the text in order."""
+    text = ("東京は日本の首都です。" * 60) + ("مرحبا بالعالم " * 40) + ("🎉👩‍👩‍👧‍👦 emoji " * 40)
+    docs = pa.table({"id": ["d"], "title": ["t"], "text": [text]})
+    units = chunk_documents(docs, ChunksConfig(size=50, overlap=10), "cl100k_base")
+    texts = units.column("text").to_pylist()
+    assert len(texts) > 10
+    assert not any("\ufffd" in t for t in texts)
+    assert all(t in text for t in texts)
+    assert text.startswith(texts[0]) and text.endswith(texts[-1])
+    assert max(units.column("n_tokens").to_pylist()) <= 50 + 6  # a character's tokens more
