@@ -24,7 +24,10 @@ class _Section(BaseModel):
 
 
 class InputConfig(_Section):
-    file_types: list[str] = ["txt", "md", "csv", "json", "jsonl", "parquet"]
+    # pdf, docx, html, htm need the `documents` extra (pip install -e ".[documents]");
+    # without it such files are skipped with that command as the reason.
+    file_types: list[str] = ["txt", "md", "csv", "json", "jsonl", "parquet", "pdf", "docx",
+                             "html", "htm"]
     text_column: str = "text"
     title_column: str = "title"
     # CSV/JSON/JSONL/Parquet: the column naming each record's document, so `update` knows a
@@ -34,8 +37,9 @@ class InputConfig(_Section):
     # Used, with a recorded warning, when a file is not valid in `encoding`; never drops text.
     # A file that starts with a UTF-16 or UTF-32 byte order mark is read in that encoding.
     fallback_encoding: str = "cp1252"
-    # The CSV field separator (";" for many European exports, "\t" for TSV).
-    csv_delimiter: str = Field(",", min_length=1, max_length=1)
+    # The CSV field separator (";" for many European exports, "\t" for TSV); None: sniffed
+    # from the file's first lines among , ; tab and |, and "," when that is unclear.
+    csv_delimiter: str | None = Field(None, min_length=1, max_length=1)
 
 
 class ChunksConfig(_Section):

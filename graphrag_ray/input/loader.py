@@ -6,6 +6,7 @@ valid in the configured encoding is decoded with the fallback encoding and repor
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -14,11 +15,11 @@ from datetime import datetime, timezone
 
 import fsspec
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from graphrag_ray.config import InputConfig
 from graphrag_ray.errors import InputError
+from graphrag_ray.input.documents import READERS as DOCUMENT_READERS
 
 _BINARY_PROBE_BYTES = 8192
 
@@ -52,6 +53,9 @@ def list_input_files(url: str, config: InputConfig
             raise InputError(f"input not found: {url}")
         ignored: list[dict] = []
         if fs.isfile(root):
+            if not root.lower().endswith(suffixes):
+                raise InputError(f"unsupported file type .{root.rsplit('.', 1)[-1]}: {url} "
+                                 f"(input.file_types: {', '.join(config.file_types)})")
             found = {root: fs.info(root)}
             root = root.rsplit("/", 1)[0] if "/" in root else ""
         else:
@@ -136,6 +140,11 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
     suffix = relative.lower().rsplit(".", 1)[-1]
     if suffix == "parquet":
         return _tabular_rows(relative, pq.read_table(io.BytesIO(data)), config)
+    if suffix in DOCUMENT_READERS:
+        text, title, metadata = DOCUMENT_READERS[suffix](data)
+        return [{"id": document_id(relative, None, text),
+                 "title": title or relative.rsplit("/", 1)[-1], "text": text,
+                 "_source": relative, "_row": 0, "metadata": metadata}]
     bom_encoding = _byte_order_mark(data)
     if bom_encoding is None and b"\x00" in data[:_BINARY_PROBE_BYTES]:
         raise InputError("binary file (contains NUL bytes), not text")
@@ -145,18 +154,67 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
         return [{"id": document_id(relative, None, text), "title": title, "text": text,
                  "_source": relative, "_row": 0}]
     if suffix == "csv":
-        try:
-            table = pa_csv.read_csv(io.BytesIO(text.encode("utf-8")),
-                                    parse_options=pa_csv.ParseOptions(
-                                        delimiter=config.csv_delimiter))
-        except pa.ArrowInvalid as exc:
-            raise InputError(f"not a readable CSV: {exc}") from None
-        return _tabular_rows(relative, table, config)
+        return _records_to_rows(relative, _csv_records(relative, text, config, result), config)
     if suffix == "jsonl":
         return _records_to_rows(relative, _jsonl_records(relative, text, result), config)
     if suffix == "json":
         return _records_to_rows(relative, _json_records(relative, text, result), config)
     raise InputError(f"unsupported file type .{suffix}")
+
+
+_SNIFF_CHARS = 8192
+_CSV_DELIMITERS = ",;\t|"
+_MAX_BAD_CSV_RECORDS = 1000
+
+
+def _csv_delimiter(text: str, config: InputConfig) -> str:
+    if config.csv_delimiter:
+        return config.csv_delimiter
+    try:
+        return csv.Sniffer().sniff(text[:_SNIFF_CHARS], delimiters=_CSV_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
+def _csv_records(relative: str, text: str, config: InputConfig,
+                 result: LoadedInput) -> list[dict]:
+    """The CSV's records under its header row. A malformed record (a quote never closed, text
+    after a closing quote, a different number of fields) loses that record only: its first
+    line is skipped, reading goes on from the next, and one warning names the lines."""
+    delimiter = _csv_delimiter(text, config)
+    lines = text.splitlines(keepends=True)
+    header: list[str] | None = None
+    records, bad = [], []
+    start = 0  # the physical line reading (re)starts from
+    while start < len(lines) and len(bad) < _MAX_BAD_CSV_RECORDS:
+        reader = csv.reader(io.StringIO("".join(lines[start:]), newline=""),
+                            delimiter=delimiter, strict=True)
+        record_start = 0
+        try:
+            for row in reader:
+                line = start + record_start + 1  # 1-based, where this record began
+                record_start = reader.line_num
+                if not any(cell.strip() for cell in row):
+                    continue
+                if header is None:
+                    header = row
+                elif len(row) != len(header):
+                    bad.append(f"line {line} has {len(row)} fields, the header {len(header)}")
+                else:
+                    records.append(dict(zip(header, row)))
+            break
+        except csv.Error as exc:
+            bad.append(f"line {start + record_start + 1}: {exc}")
+            start += record_start + 1
+    if header is None:
+        raise InputError("not a readable CSV: no header row")
+    if bad and not records:
+        raise InputError(f"not a readable CSV with delimiter {delimiter!r}: {bad[0]} "
+                         "(set input.csv_delimiter)")
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        result.warnings.append(f"{relative}: {len(bad)} malformed CSV records skipped: {shown}")
+    return records
 
 
 def _json_records(relative: str, text: str, result: LoadedInput) -> list[dict]:

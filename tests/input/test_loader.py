@@ -6,7 +6,7 @@ import pytest
 
 from graphrag_ray.config import InputConfig
 from graphrag_ray.errors import InputError
-from graphrag_ray.input.loader import load_documents
+from graphrag_ray.input.loader import list_input_files, load_documents
 
 
 def test_empty_folder_is_a_clear_error(tmp_path):
@@ -104,13 +104,31 @@ def test_utf16_text_with_a_byte_order_mark_is_read_not_skipped_as_binary(tmp_pat
         "Anna in Oslo.", "Zoë met Bob in Paris."]
 
 
-def test_a_semicolon_separated_csv_reads_with_its_delimiter(tmp_path):
+def test_a_semicolon_or_tab_separated_csv_is_sniffed_or_configured(tmp_path):
     (tmp_path / "export.csv").write_text("title;text\nOne;Alice met Bob.\nTwo;Carol left.\n",
                                          encoding="utf-8")
-    with pytest.raises(InputError, match="no column 'text'"):
-        load_documents(str(tmp_path), InputConfig())
-    loaded = load_documents(str(tmp_path), InputConfig(csv_delimiter=";"))
-    assert loaded.documents.column("text").to_pylist() == ["Alice met Bob.", "Carol left."]
+    for config in (InputConfig(), InputConfig(csv_delimiter=";")):
+        loaded = load_documents(str(tmp_path), config)
+        assert loaded.documents.column("text").to_pylist() == ["Alice met Bob.", "Carol left."]
+    (tmp_path / "export.csv").write_text("title\ttext\nOne\tAlice, Bob; and Carol.\n")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.documents.column("text").to_pylist() == ["Alice, Bob; and Carol."]
+    # Configured wrongly: the reason names the delimiter and the setting.
+    with pytest.raises(InputError, match="delimiter ','.*input.csv_delimiter"):
+        load_documents(str(tmp_path), InputConfig(csv_delimiter=","))
+
+
+def test_a_malformed_csv_record_loses_that_record_not_the_rest(tmp_path):
+    (tmp_path / "a.csv").write_text(
+        'title,text\nA,"Alice met Bob."\nB,"Bob never closed his quote\nC,Carol left.\n'
+        'D,"Dan" stayed\nE,Eve arrived.,extra\nF,"Frank,\nover two lines."\n',
+        encoding="utf-8")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.documents.column("text").to_pylist() == [
+        "Alice met Bob.", "Carol left.", "Frank,\nover two lines."]
+    warning, = loaded.warnings
+    assert "a.csv: 3 malformed CSV records skipped" in warning
+    assert "line 3" in warning and "line 5" in warning and "line 6" in warning
 
 
 def test_a_json_array_of_records_is_read_and_other_file_types_are_said(tmp_path):
@@ -118,11 +136,99 @@ def test_a_json_array_of_records_is_read_and_other_file_types_are_said(tmp_path)
         [{"title": "One", "text": "Alice met Bob."}, "not a record",
          {"title": "Two", "text": "Carol left."}]), encoding="utf-8")
     (tmp_path / "one.json").write_text(json.dumps({"title": "Three", "text": "Dan stayed."}))
-    (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.7 ...")
+    (tmp_path / "slides.pptx").write_bytes(b"PK\x03\x04 ...")
     (tmp_path / ".DS_Store").write_bytes(b"\x00\x01")
     loaded = load_documents(str(tmp_path), InputConfig())
     assert sorted(loaded.documents.column("text").to_pylist()) == [
         "Alice met Bob.", "Carol left.", "Dan stayed."]
-    assert [s["path"] for s in loaded.skipped] == ["paper.pdf"]
+    assert [s["path"] for s in loaded.skipped] == ["slides.pptx"]
     assert "unsupported file type" in loaded.skipped[0]["reason"]
     assert any("1 of 3 array entries" in w for w in loaded.warnings)
+
+
+def _pdf(pages: list[str], title: str | None = None) -> bytes:
+    """A PDF with one line of Helvetica text per page (pypdf writes the structure)."""
+    import io
+
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    for text in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        content = DecodedStreamObject()
+        content.set_data(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1"))
+        page[NameObject("/Contents")] = writer._add_object(content)
+    if title:
+        writer.add_metadata({"/Title": title})
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def _docx() -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Ghosts"
+    document.add_paragraph("A preface before any heading.")
+    document.add_heading("Marley", level=1)
+    document.add_paragraph("Marley was dead, to begin with.")
+    document.add_heading("Scrooge", level=1)
+    document.add_paragraph("Scrooge knew he was dead.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_pdf_docx_and_html_are_read_with_page_and_section_provenance(tmp_path):
+    (tmp_path / "book.pdf").write_bytes(_pdf(["Scrooge met Marley.", "Bob Cratchit waited."],
+                                             title="A Carol"))
+    (tmp_path / "notes.docx").write_bytes(_docx())
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>Fezziwig</title><style>p {color: red}</style></head><body>"
+        "<script>var hidden = 1;</script><h1>The ball</h1><p>Fezziwig danced.</p>"
+        "<ul><li>Mrs Fezziwig too.</li></ul><h2>After</h2><div>Everyone went home.</div>"
+        "</body></html>", encoding="utf-8")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.skipped == []
+    docs = {d["title"]: d for d in loaded.documents.to_pylist()}
+    pdf = docs["A Carol"]
+    assert "Scrooge met Marley." in pdf["text"] and "Bob Cratchit waited." in pdf["text"]
+    pages = json.loads(pdf["metadata"])["pages"]
+    assert [p["page"] for p in pages] == [1, 2]
+    assert pdf["text"][pages[1]["start"]:].startswith("Bob Cratchit")
+    notes = docs["Ghosts"]
+    sections = json.loads(notes["metadata"])["sections"]
+    assert [s["heading"] for s in sections] == [None, "Marley", "Scrooge"]
+    assert notes["text"][sections[2]["start"]:] == "Scrooge\nScrooge knew he was dead."
+    page = docs["Fezziwig"]
+    assert "var hidden" not in page["text"] and "color" not in page["text"]
+    assert page["text"] == ("The ball\nFezziwig danced.\nMrs Fezziwig too.\n\n"
+                            "After\nEveryone went home.")
+    assert [s["heading"] for s in json.loads(page["metadata"])["sections"]] == \
+        ["The ball", "After"]
+
+
+def test_a_pdf_without_text_or_broken_is_skipped_with_its_reason(tmp_path):
+    (tmp_path / "scan.pdf").write_bytes(_pdf([""]))
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7 truncated")
+    (tmp_path / "ok.txt").write_text("Marley was dead.")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    reasons = {s["path"]: s["reason"] for s in loaded.skipped}
+    assert "OCR" in reasons["scan.pdf"]
+    assert reasons["broken.pdf"].startswith("not a readable PDF")
+    assert loaded.documents.column("text").to_pylist() == ["Marley was dead."]
+
+
+def test_an_unsupported_single_file_fails_before_any_work(tmp_path):
+    (tmp_path / "slides.pptx").write_bytes(b"PK\x03\x04")
+    with pytest.raises(InputError, match="unsupported file type .pptx"):
+        list_input_files(str(tmp_path / "slides.pptx"), InputConfig())
