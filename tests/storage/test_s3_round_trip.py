@@ -58,3 +58,29 @@ def test_missing_bucket_is_a_clear_error(s3_server):
     with pytest.raises(InputError, match="no-such-bucket"):
         build_index("s3://no-such-bucket/corpus/", "s3://no-such-bucket/index",
                     load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
+
+
+def test_object_storage_without_credentials_is_a_message_not_a_traceback(s3_bucket, s3_server,
+                                                                         tmp_path):
+    """No keys in the environment, no ~/.aws files, no instance metadata: index (output and
+    input) and query each end with one line naming the missing credentials, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import CAROL_DIR
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_ENDPOINT_URL": s3_server["AWS_ENDPOINT_URL"], "HOME": str(tmp_path),
+                "AWS_CONFIG_FILE": str(tmp_path / "none"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true"})
+    runs = [["index", "--input", str(CAROL_DIR), "--output", f"s3://{s3_bucket}/index"],
+            ["index", "--input", f"s3://{s3_bucket}/corpus", "--output", str(tmp_path / "i")],
+            ["query", "--index", f"s3://{s3_bucket}/index", "Who is Scrooge?"]]
+    for args in runs:
+        done = subprocess.run([sys.executable, "-m", "graphrag_ray", *args], env=env,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 2, (args, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, args
+        assert "credentials" in done.stderr.strip().splitlines()[-1], (args, done.stderr)
