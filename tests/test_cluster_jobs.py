@@ -116,21 +116,37 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
     assert IndexStore(output).versions() == [index.manifest["version"]]  # the failure published nothing
 
 
-def _extraction_actor_pids() -> list[int]:
-    pids = []
+def _descendants(root: int) -> dict[int, str]:
+    """pid -> command line of every process below `root` (a process this test started):
+    the only processes a test may signal, whatever else runs on the machine."""
+    parent, command = {}, {}
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+            status = (entry / "status").read_text()
+            command[int(entry.name)] = (entry / "cmdline").read_bytes().decode(errors="replace")
         except (OSError, ValueError):
             continue
-        if entry.name.isdigit() and command.startswith("ray::") and "ExtractionWorker" in command:
-            pids.append(int(entry.name))
-    return pids
+        parent[int(entry.name)] = int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
+    below, frontier = {}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child in (c for c, p in parent.items() if p == pid and c not in below):
+            below[child] = command[child]
+            frontier.append(child)
+    return below
 
 
-def _kill_extraction_actor() -> None:
-    """SIGKILL one extraction actor and wait until it is dead and its sockets are closed."""
-    pids = _extraction_actor_pids()
+def _extraction_actor_pids(cluster: "LocalCluster") -> list[int]:
+    return [pid for pid, command in _descendants(cluster.process.pid).items()
+            if command.startswith("ray::") and "ExtractionWorker" in command]
+
+
+def _kill_extraction_actor(cluster: "LocalCluster") -> None:
+    """SIGKILL one of this cluster's extraction actors and wait until it is dead and its
+    sockets are closed."""
+    pids = _extraction_actor_pids(cluster)
     assert pids, "no extraction actor process found"
     os.kill(pids[0], 9)
     deadline = time.monotonic() + 10
@@ -166,7 +182,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
                            timeout_s=180)
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
-                else _kill_extraction_actor)
+                else lambda: _kill_extraction_actor(cluster))
             log, _ = driver.communicate(timeout=300)
             assert driver.returncode == 0, log[-3000:]
             stats = server.stats()
