@@ -8,6 +8,10 @@ exponential backoff and full jitter, waiting exactly what Retry-After / retry-af
 x-ratelimit-reset-* say when the provider says it; 429s also shrink the shared concurrency.
 Errors no retry can fix raise `FatalLLMError` at once (bad key, unknown model, bad request); a
 prompt too long for the model, or retries exhausted, raise `LLMCallError` for that item only.
+
+`openai` is imported by the functions that call it, not with this module: every worker
+imports this module, and an offline build's workers (or a cached rerun's) then never pay the
+~0.5 s it takes to import, once per Ray worker process.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable, TypeVar
 
-import openai
 
 from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
@@ -59,6 +62,7 @@ def _build_response_models() -> None:
 
 
 def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> openai.OpenAI:
+    import openai
     _build_response_models()
     return openai.OpenAI(base_url=config.api_base,
                          api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
@@ -183,6 +187,7 @@ class _EndpointClient:
     def _admitted(self, request, prompt_estimate: int, max_tokens: int, tag: str):
         """`request()` under a lease, retried as the failure allows; returns the response and
         its lease, which the caller settles with the usage the response reports."""
+        import openai
         for attempt in range(self.config.max_retries + 1):
             lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage)
                      if self.limiter else None)
@@ -294,6 +299,7 @@ class ChatClient(_EndpointClient):
     def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
         """The reply piece by piece as the endpoint sends it (a cached reply comes whole).
         Retries happen before the first piece; a stream that breaks later raises."""
+        import openai
         params, key = self._prepare(messages, max_tokens, None, cache_tag)
         hit = self._cached(key)
         if hit is not None:
@@ -369,6 +375,7 @@ def retry_after_seconds(exc: Exception) -> float | None:
 
 
 def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
+    import openai
     endpoint = config.api_base
     if isinstance(exc, openai.APITimeoutError):
         return LLMCallError(f"request to {endpoint} timed out after {config.request_timeout:g}s "
@@ -404,6 +411,7 @@ def _short(exc: Exception) -> str:
 
 def check_endpoint(config: LLMConfig) -> None:
     """Fail before any work when the endpoint is unset, unreachable or rejects the key."""
+    import openai
     require_api_base(config)
     client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
     try:
