@@ -65,9 +65,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         [f"output.keep_versions={args.keep}"] if args.keep else [])
     config = load_config(args.config, overrides)
     if args.dry_run:
-        from graphrag_ray.index.estimate import estimate_index, format_estimate
+        from graphrag_ray.index.estimate import estimate_index, format_estimate, previous_rates
 
-        estimate = estimate_index(args.input, config)
+        estimate = estimate_index(args.input, config, previous_rates(args.output, config))
         print(json.dumps(estimate, indent=2) if args.json else format_estimate(estimate))
         return 0
     started = time.perf_counter()

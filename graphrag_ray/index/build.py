@@ -202,6 +202,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "leiden": ctx.figures["leiden"],
         "extraction": {
             "chunks": extraction.num_rows,
+            "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
             "failed_chunks": extraction.num_rows - sum(s == "ok" for s in statuses),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
         },

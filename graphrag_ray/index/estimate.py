@@ -39,7 +39,61 @@ SUMMARY_OUTPUT_FRACTION = 0.5
 REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, before the cap
 
 
-def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
+def measured_rates(manifest: dict, config: GraphRagConfig, prompts: dict[str, str]) -> dict | None:
+    """What a previous build of the same index with the same model and extraction settings
+    measured, per LLM stage: calls per chunk (cache hits included: they were calls once)
+    and prompt and completion tokens per call. None when it is not comparable."""
+    from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
+
+    stages = manifest.get("llm_usage", {}).get("stages", {})
+    extraction = manifest.get("extraction", {})
+    chunks = extraction.get("chunks", 0)
+    if not chunks or manifest.get("llm_usage", {}).get("model") != config.llm.model or \
+            manifest.get("extraction_fingerprint") != extraction_fingerprint(config, prompts):
+        return None
+    rates = {}
+    extract = stages.get("extract", {})
+    if extract.get("calls") and not extract.get("cache_hits") and \
+            extraction.get("chunk_tokens"):
+        # What the model writes per token it reads; the conversation's structure (gleaning
+        # resends it) stays the exact model's.
+        rates["extract"] = {"output_per_input_token": extract["completion_tokens"]
+                            / extraction["chunk_tokens"]}
+    for name in ("summarize", "reports"):
+        usage = stages.get(name, {})
+        if usage.get("calls"):  # tokens are known only for calls that were made
+            rates[name] = {
+                "calls_per_chunk": (usage["calls"] + usage.get("cache_hits", 0)) / chunks,
+                "prompt_per_call": usage["prompt_tokens"] / usage["calls"],
+                "completion_per_call": usage["completion_tokens"] / usage["calls"]}
+    return {"version": manifest.get("version"), "chunks": chunks, "stages": rates} \
+        if rates else None
+
+
+def previous_rates(output_url: str, config: GraphRagConfig) -> dict | None:
+    """`measured_rates` of the version published at `output_url`, if there is one."""
+    from graphrag_ray.errors import IndexNotFoundError
+
+    try:
+        manifest = IndexStore(output_url).read_manifest()
+    except (IndexNotFoundError, OSError):
+        return None
+    return measured_rates(manifest, config, load_prompts(config))
+
+
+def _calibrated(stages: dict[str, dict], chunks: int, measured: dict) -> None:
+    """Summaries and reports at the rates a previous build measured (in place)."""
+    for name in ("summarize", "reports"):
+        rate = measured["stages"].get(name)
+        if rate and stages[name]["calls"]:
+            calls = round(rate["calls_per_chunk"] * chunks)
+            stages[name].update(calls=calls, prompt_tokens=round(rate["prompt_per_call"] * calls),
+                                completion_tokens=round(rate["completion_per_call"] * calls))
+
+
+def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None) -> dict:
+    """`measured`: `measured_rates` of a previous build of this index; without it, the
+    completions are the stated assumptions."""
     encoding = config.tokenizer.encoding
     prompts = load_prompts(config)
     proxy = _offline_build(input_url, config, prompts)
@@ -56,8 +110,15 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
     cont = template_tokens("glean_continue")
     stages: dict[str, dict] = {}
     calls = prompt = completion = 0
+    # Output per input token: measured by a previous build (for the whole chunk: its first
+    # reply and gleanings, which the first reply's share is taken from), or assumed.
+    measured_output = (measured or {}).get("stages", {}).get("extract", {}).get(
+        "output_per_input_token")
+    gleaned = sum(GLEANING_OUTPUT_FRACTION ** (k + 1) for k in range(ex.max_gleanings))
+    output_ratio = EXTRACTION_OUTPUT_PER_INPUT_TOKEN if measured_output is None \
+        else measured_output / (1 + gleaned)
     for tokens in chunk_tokens:
-        first_out = min(ex.max_output_tokens, int(tokens * EXTRACTION_OUTPUT_PER_INPUT_TOKEN))
+        first_out = min(ex.max_output_tokens, int(tokens * output_ratio))
         conversation = base + tokens
         calls += 1
         prompt += conversation
@@ -119,6 +180,8 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
     if ex.method != "llm":
         stages["extract"] = dict.fromkeys(stages["extract"], 0)
         stages.pop("extract_claims", None)
+    if measured:
+        _calibrated(stages, len(chunk_tokens), measured)
     for name, figures in stages.items():
         figures["cost_usd"] = cost_usd(figures, config.embeddings if name == "embed"
                                        else config.llm)
@@ -131,6 +194,8 @@ def estimate_index(input_url: str, config: GraphRagConfig) -> dict:
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
         "stages": stages, "total": total,
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
+        "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
+                          "stages": sorted(measured["stages"])} if measured else None,
         "minutes_at_rate_limits": _minutes(stages, config),
     }
 
@@ -202,10 +267,17 @@ def format_estimate(estimate: dict) -> str:
         lines.append(f"{name:<16}{figures['calls']:>10}{figures['prompt_tokens']:>16}"
                      f"{figures['completion_tokens']:>19}{cost:>12}")
     proxy = estimate["proxy_graph"]
-    lines.append(f"summaries and reports are estimated from the offline graph of this corpus "
-                 f"({proxy['entities']} entities, {proxy['relationships']} relationships, "
-                 f"{proxy['communities']} communities); extraction counts assume every "
-                 "gleaning check says yes")
+    calibrated = estimate.get("calibrated_on")
+    if calibrated:
+        lines.append(f"{', '.join(calibrated['stages'])}: calls per chunk and tokens per call "
+                     f"as measured by this index's version {calibrated['version']} "
+                     f"({calibrated['chunks']} chunks, same model and extraction settings)")
+    else:
+        lines.append(f"summaries and reports are estimated from the offline graph of this "
+                     f"corpus ({proxy['entities']} entities, {proxy['relationships']} "
+                     f"relationships, {proxy['communities']} communities); extraction counts "
+                     "assume every gleaning check says yes; completions are assumed (a build "
+                     "into this output calibrates the next dry run)")
     if estimate["minutes_at_rate_limits"] is not None:
         lines.append(f"at the configured rate limits this takes at least "
                      f"{estimate['minutes_at_rate_limits']} minutes")

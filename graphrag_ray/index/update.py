@@ -33,6 +33,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.context import Progress
+from graphrag_ray.index.estimate import estimate_index, measured_rates
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS, extraction_fingerprint
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
@@ -134,7 +135,8 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         progress("no change: the index is up to date")
         return {"no_change": True, "version": previous.version, "documents": counts}
     if dry_run:
-        return _estimate(fs, root, diff, config, previous.version)
+        return _estimate(fs, root, diff, config, previous.version,
+                         measured_rates(manifest, config, prompts))
     same_extraction = manifest.get("extraction_fingerprint") == \
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, inputs, diff,
@@ -144,12 +146,10 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
 
 
 def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str]],
-              config: GraphRagConfig, previous_version: str) -> dict:
+              config: GraphRagConfig, previous_version: str, measured: dict | None) -> dict:
     """The dry run: the new and changed files' calls, estimated as a build of them alone
-    (`estimate`); summaries and reports of the existing communities they touch come on top,
-    bounded by the communities holding their entities."""
-    from graphrag_ray.index.estimate import estimate_index
-
+    (`estimate`) at the rates the index measured (`measured`); summaries and reports of the
+    existing communities they touch come on top."""
     result = {"update_of": previous_version, "documents": {k: len(v) for k, v in diff.items()},
               "files": {k: v for k, v in diff.items() if k != "unchanged"}}
     todo = diff["added"] + diff["changed"]
@@ -159,7 +159,7 @@ def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str
                 target = Path(scratch) / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(fs.cat_file(f"{root}/{relative}" if root else relative))
-            result["new_and_changed"] = estimate_index(scratch, config)
+            result["new_and_changed"] = estimate_index(scratch, config, measured)
     return result
 
 

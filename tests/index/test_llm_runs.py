@@ -2,6 +2,7 @@
 dry-run estimates. Engine `local` keeps these fast; the Ray path has its own tests."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -9,12 +10,12 @@ import sys
 import pytest
 
 from graphrag_ray import load_config, schema
-from graphrag_ray.index.estimate import estimate_index
+from graphrag_ray.index.estimate import estimate_index, previous_rates
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
-from conftest import kill_with_no_answer_in_transit, llm_config, wait_for_calls
+from conftest import SHARED, kill_with_no_answer_in_transit, llm_config, wait_for_calls
 
 pytestmark = pytest.mark.slow
 
@@ -101,6 +102,34 @@ def test_dry_run_predicts_extraction_calls(carol_excerpt, tmp_path):
     actual = manifest["llm_usage"]["stages"]["extract"]["calls"]
     assert abs(predicted - actual) <= 0.1 * actual
     assert estimate["total"]["calls"] > predicted  # summaries and reports are estimated too
+
+
+def test_a_dry_run_into_a_built_index_is_within_10_percent_on_podcast_transcripts(tmp_path):
+    """The check of the token model: a build of 20 podcast transcripts calibrates the dry
+    run of 20 others (into the same output: its measured output per input token, summaries
+    and reports per chunk, and their tokens per call), which then lands within 10% of what
+    building them costs, in calls, prompt and completion tokens."""
+    podcast = SHARED / "corpora" / "podcast" / "input"
+    if not podcast.is_dir():
+        pytest.skip("the podcast corpus (../shared) is not here")
+    files = sorted(podcast.iterdir())
+    for name, part in (("built", files[:20]), ("next", files[100:120])):
+        (tmp_path / name).mkdir()
+        for path in part:
+            shutil.copyfile(path, tmp_path / name / path.name)
+    with run_test_server() as server:
+        config = llm_config(server, "runtime.engine=local")
+        build_index(str(tmp_path / "built"), str(tmp_path / "index"), config,
+                    progress=lambda _: None)
+        estimate = estimate_index(str(tmp_path / "next"), config,
+                                  previous_rates(str(tmp_path / "index"), config))
+        actual = build_index(str(tmp_path / "next"), str(tmp_path / "fresh"), config,
+                             progress=lambda _: None)["llm_usage"]["stages"]
+    assert estimate["calibrated_on"]["chunks"] == 20
+    for key in ("calls", "prompt_tokens", "completion_tokens"):
+        predicted = sum(estimate["stages"][s][key] for s in ("extract", "summarize", "reports"))
+        spent = sum(actual[s][key] for s in ("extract", "summarize", "reports"))
+        assert abs(predicted - spent) <= 0.1 * spent, (key, predicted, spent)
 
 
 def test_unknown_model_stops_the_run_fast_with_the_message(carol_excerpt, tmp_path):
