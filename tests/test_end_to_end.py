@@ -46,6 +46,9 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "communities per level" in run.stdout
+    # Nothing red a user learns to ignore: no warning from Ray about our own private
+    # instance's token, nor about the progress bars we turned off.
+    assert "WARNING" not in run.stderr and "ERROR" not in run.stderr, run.stderr[-3000:]
     manifest, tables = _check_index(out)
     assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
     assert manifest["llm_usage"]["total"]["calls"] == 0

@@ -30,12 +30,19 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
             ray.init(address=address, **kwargs)
         else:
             # A new instance of our own: never whatever cluster this machine last knew of
-            # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead.
+            # (/tmp/ray/ray_current_cluster), which may be someone else's, or dead. Its
+            # token is generated for it and nobody else joins it: Ray's warning that token
+            # auth is on asks nothing of the user here.
+            logging.getLogger("ray._private.authentication.authentication_token_setup"
+                              ).setLevel(logging.ERROR)
             ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
         if callable(on_sigterm):
             signal.signal(signal.SIGTERM, on_sigterm)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # We turn Ray Data's progress bars off (ours show the stage's progress); its warning
+    # that they are off is noise on every run.
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
     # Ray Data counts a generator's input as one input and warns that a pool "only received
     # 1 input(s)"; the blocks it yields do reach every actor (tests/index/test_throughput.py).
     warnings.filterwarnings("ignore", message=r".*only received 1 input\(s\)", category=UserWarning)
