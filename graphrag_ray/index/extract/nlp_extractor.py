@@ -13,8 +13,31 @@ from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
 
+def _letter_class(test) -> str:
+    """A regex character class of the letters (BMP) for which `test` holds, as ranges:
+    Python's `re` has no \\p{Lu}, and names are written in every Latin script (André,
+    Łódź, Ærø), not only A-Z."""
+    ranges, start, previous = [], None, None
+    for code in range(0x10000):
+        if chr(code).isalpha() and test(chr(code)):
+            if start is None:
+                start = code
+            previous = code
+        elif start is not None:
+            ranges.append((start, previous))
+            start = None
+    return "[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                         for a, b in ranges) + "]"
+
+
+_UPPER = _letter_class(str.isupper)
+_LOWER = _letter_class(str.islower)
+_LETTER = r"[^\W\d_]"
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"'”’)\]]*\s+|\n\s*\n")
-_WORD = r"[A-Z][a-z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z][a-z]|[A-Z]{2,5}\b"
+# A capitalised word; letters joined by single hyphens or apostrophes stay one word
+# (Jean-Luc, O'Brien), a double dash (an em-dash typed as "--") ends it.
+_WORD = (rf"{_UPPER}{_LOWER}{_LETTER}*(?:['’\-]{_LETTER}+)*|{_UPPER}{_LOWER}"
+         rf"|{_UPPER}{{2,5}}\b")
 _MAX_NAME_WORDS = 5
 # Runs of capitalised words, allowing short joiners inside: "Bank of England", "Tiny Tim".
 _PHRASE = re.compile(rf"\b(?:{_WORD})(?:\s+(?:(?:of|the|de|du|da|van|von)\s+)?(?:{_WORD}))*")
@@ -64,7 +87,7 @@ def _clean_phrase(phrase: str) -> str:
 
 
 def _is_sentence_start(sentence: str, position: int) -> bool:
-    return not re.search(r"[A-Za-z0-9]", sentence[:position])
+    return not re.search(r"[^\W_]", sentence[:position])
 
 
 def find_entities(sentence: str, lowercase_words: set[str],
@@ -128,8 +151,9 @@ def _trim(sentence: str, limit: int) -> str:
 def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
     records = ParsedRecords()
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
-    lowercase_words = set(re.findall(r"\b[a-z][a-z'’\-]+\b", text))
-    midsentence_words = set(re.findall(r"(?<=[a-z,] )[A-Z][a-zA-Z'’\-]*[a-zA-Z]", text))
+    lowercase_words = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
+    midsentence_words = set(re.findall(
+        rf"(?<={_LOWER[:-1]},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*", text))
     entity_sentences: dict[str, list[str]] = {}
     entity_types: dict[str, str] = {}
     pair_sentences: dict[tuple[str, str], list[str]] = {}

@@ -23,3 +23,17 @@ def test_text_without_names_yields_nothing():
 def test_shouting_is_ignored():
     records = extract_nlp("THE FOUNDATION MAKES NO WARRANTY OF ANY KIND EXPRESS OR IMPLIED.")
     assert records.entities == []
+
+
+def test_names_with_diacritics_stay_whole_and_dashes_never_join_words():
+    """Latin-script names in any language (the offline default used to keep 'FRAN' of
+    'François' and 'MONTR' of 'Montréal'); hyphenated names stay one; a double dash (an
+    em-dash typed as '--') ends a name."""
+    text = ("André met François in Montréal. Then Señor González visited Televisión "
+            "Española with Jean-Luc Picard. The Łódź office wrote to Ærø. It was Christmas "
+            "Eve--old Scrooge sat in his counting-house.")
+    titles = [e["title"] for e in extract_nlp(text).entities]
+    assert {"FRANÇOIS", "MONTRÉAL", "SEÑOR GONZÁLEZ", "TELEVISIÓN ESPAÑOLA", "JEAN-LUC PICARD",
+            "ŁÓDŹ", "ÆRØ"} <= set(titles)
+    assert not any(fragment in titles for fragment in ("FRAN", "MONTR", "GONZ", "TELEVISI"))
+    assert not any("--" in title for title in titles)
