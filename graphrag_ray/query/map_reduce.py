@@ -193,12 +193,34 @@ def _shorten(description: str) -> str:
     return body + (reference.group() if reference else "")
 
 
-def extractive_reduce(question: str, points: list[Point]) -> str:
-    """The best points, shortened, as a readable list (all of them stay in result.points)."""
+# Points sharing this share of their content terms say the same thing (a sentence repeated
+# by two reports, a carried-down community's finding): the answer keeps the first.
+NEAR_DUPLICATE_OVERLAP = 0.8
+_SOURCE_NAMES = {"Reports": "the community reports", "Sources": "the source text"}
+
+
+def distinct_points(points: list[Point], limit: int) -> list[Point]:
+    """The first `limit` points (in rank order) none of which repeats an earlier one."""
+    kept: list[tuple[Point, set[str]]] = []
+    for point in points:
+        terms = set(content_terms(re.sub(r"\s*\[Data:[^\]]*\]", "", point.description)))
+        if any(len(terms & seen) >= NEAR_DUPLICATE_OVERLAP * max(1, min(len(terms), len(seen)))
+               for _, seen in kept):
+            continue
+        kept.append((point, terms))
+        if len(kept) == limit:
+            break
+    return [point for point, _ in kept]
+
+
+def extractive_reduce(question: str, points: list[Point], label: str = "Reports") -> str:
+    """The best points, shortened, without repeats, as a readable list under a header naming
+    what they come from (all of them stay in result.points)."""
     if not points:
         return NO_ANSWER
-    lines = [f"Points from the community reports most relevant to: {question}", ""]
-    lines += [f"- {_shorten(p.description)}" for p in points[:EXTRACTIVE_ANSWER_POINTS]]
+    lines = [f"Points from {_SOURCE_NAMES.get(label, label)} most relevant to: {question}", ""]
+    lines += [f"- {_shorten(p.description)}"
+              for p in distinct_points(points, EXTRACTIVE_ANSWER_POINTS)]
     return "\n".join(lines)
 
 
@@ -309,7 +331,7 @@ class _ExtractiveSteps:
 
     def reduce(self, question: str, context: str, used: list[Point], history, on_token,
                outcome: MapReduceOutcome) -> str:
-        answer = extractive_reduce(question, used)
+        answer = extractive_reduce(question, used, self.label)
         if on_token:
             on_token(answer)
         return answer

@@ -120,3 +120,14 @@ def test_global_search_map_forms_through_the_test_server(form, tmp_path):
     if form == "single":
         assert len(result.details["points"]) <= map_calls  # at most one answer per batch
     assert result.sources.reports and result.answer
+
+
+def test_an_extractive_answer_never_repeats_a_point_and_names_its_sources():
+    points = [Point("Scrooge is a miser who hoards his money [Data: Reports (1)]", 90, [1], 0),
+              Point("Scrooge is a miser, who hoards his money. [Data: Reports (4)]", 80, [4], 0),
+              Point("Marley's ghost warns Scrooge [Data: Reports (2)]", 70, [2], 0)]
+    answer = extractive_reduce("Who is Scrooge?", points)
+    assert answer.count("hoards his money") == 1 and "Marley's ghost" in answer
+    assert answer.startswith("Points from the community reports")
+    text = extractive_reduce("Who is Scrooge?", points, "Sources")
+    assert text.startswith("Points from the source text")
