@@ -155,6 +155,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     by_id = {r["id"]: r for r in reports}
     nearest = [by_id[i] for i, _ in report_vectors.nearest(embed([probe])[0], cfg.top_k_reports)
                if i in by_id]
+    nearest = _distinct_reports(nearest)
     primer = pack_table("Reports", "id|title|content",
                         [(r["community"], f"{r['community']}|{cell(r['title'])}|"
                                           f"{cell(r['full_content'])}") for r in nearest],
@@ -222,6 +223,18 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     result.sources = merge_sources([sources_of_records(read, s.records)
                                     for s in history_of_steps], read)
     return result
+
+
+def _distinct_reports(reports: list[dict]) -> list[dict]:
+    """The reports in order, each text once: a community carried down unchanged shares its
+    report with the levels below it, and the primer would list it at every level."""
+    seen: set[str] = set()
+    distinct = []
+    for report in reports:
+        if report["full_content"] not in seen:
+            seen.add(report["full_content"])
+            distinct.append(report)
+    return distinct
 
 
 def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str]:

@@ -185,6 +185,11 @@ def test_offline_methods_answer_without_any_llm(offline_index, method):
     assert result.llm_calls == 0 and result.usage.calls == 0
     assert "Marley" in result.answer
     _assert_sources_exist(index, result.sources)
+    # No report is there twice (DRIFT's primer listed a carried-down community's report
+    # once per level; global and text answers dropped near-duplicate points).
+    reports = [line.split(" [Data:")[0] for line in result.answer.splitlines()
+               if line.startswith("- ") and "[Data: Reports" in line]
+    assert len(reports) == len(set(reports)), result.answer
 
 
 @pytest.mark.parametrize("question, message", [(None, "must be a string, not NoneType"),
