@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -91,6 +92,8 @@ def extractive_report(context: dict, max_findings: int) -> dict:
                              if e["description"])
     if reports:
         summary_parts.append("It brings together: " + "; ".join(r["title"] for r in reports[:5]) + ".")
+    # Two entities described by the sentence they share would say it twice.
+    summary_parts = list(dict.fromkeys(summary_parts))
     findings = []
     for report in reports:
         findings.append({"summary": report["title"],
@@ -104,6 +107,9 @@ def extractive_report(context: dict, max_findings: int) -> dict:
             findings.append({"summary": _title_case(entity["title"]),
                              "explanation": f"{entity['description']} "
                                             f"[Data: Entities ({entity['human_readable_id']})]"})
+    seen: set[str] = set()  # a finding whose text another one already gave says nothing new
+    findings = [f for f in findings if not (_without_citation(f["explanation"]) in seen
+                                            or seen.add(_without_citation(f["explanation"])))]
     connectivity = sum(e["degree"] for e in entities) + sum(r["rank"] for r in reports)
     rating = round(min(10.0, 2.0 * math.log10(1 + connectivity) + 1.0), 1)
     return {
@@ -112,6 +118,10 @@ def extractive_report(context: dict, max_findings: int) -> dict:
                               f"{len(edges)} relationships, {len(reports)} sub-community reports.",
         "findings": findings[:max_findings],
     }
+
+
+def _without_citation(text: str) -> str:
+    return re.sub(r"\s*\[Data:[^\]]*\]", "", text).strip()
 
 
 def full_content(report: dict) -> str:

@@ -31,3 +31,22 @@ def test_extractive_report_uses_only_context_text():
     assert report["findings"][0]["explanation"].endswith("[Data: Relationships (9)]")
     assert 0 <= report["rating"] <= 10
     assert full_content(report).startswith("# Ebenezer Scrooge and Marley")
+
+
+def test_an_extractive_report_says_each_sentence_once():
+    """Entities and relationships drawn from one sentence share it as their description:
+    the report gives it once, in the summary and in the findings."""
+    shared = "There were Cains and Abels, Pharaoh's daughters and Queens of Sheba."
+    names = ["CAINS", "ABELS", "PHARAOH", "QUEENS OF SHEBA"]
+    context = {
+        "entities": [{"human_readable_id": i, "title": n, "type": "OTHER",
+                      "description": shared, "degree": 3} for i, n in enumerate(names)],
+        "relationships": [{"human_readable_id": 10 + i, "source": names[0], "target": n,
+                           "description": shared, "combined_degree": 6}
+                          for i, n in enumerate(names[1:])],
+        "claims": [], "reports": []}
+    report = extractive_report(context, max_findings=10)
+    assert report["summary"].count(shared) == 1
+    assert [f["explanation"] for f in report["findings"]] == \
+        [f"{shared} [Data: Relationships (10)]"]
+    assert full_content(report).count(shared) == 2  # the summary and one finding
