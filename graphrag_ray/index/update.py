@@ -132,7 +132,6 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     progress(f"documents since version {previous.version}: " + ", ".join(
         f"{n} {k}" for k, n in counts.items()) + ("" if same_settings else "; settings changed"))
     if not (diff["added"] or diff["changed"] or diff["deleted"]) and same_settings:
-        progress("no change: the index is up to date")
         return {"no_change": True, "version": previous.version, "documents": counts}
     if dry_run:
         return _estimate(fs, root, diff, config, previous.version,
