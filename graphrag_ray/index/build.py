@@ -98,7 +98,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
             graph = merge_graph(ctx, shards)
             pools.append(summaries_pool(config, prompts))
-            communities = find_communities(ctx, graph, update.communities() if update else None)
+            communities = find_communities(
+                ctx, graph, dict(zip(extraction.column("text_unit_id").to_pylist(),
+                                     extraction.column("seq").to_pylist())),
+                update.communities() if update else None)
             with ctx.stage("summaries_and_reports"):
                 described = summarize_and_report(
                     ctx, graph, communities, pools[-1],

@@ -235,7 +235,10 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
             raise InputError(f"no readable documents under {input_url}")
         documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
         graph = merge_graph(ctx, shards=1)
-        communities = find_communities(ctx, graph) if graph.entities.num_rows else []
+        chunk_order = dict(zip(extraction.column("text_unit_id").to_pylist(),
+                               extraction.column("seq").to_pylist()))
+        communities = find_communities(ctx, graph, chunk_order) \
+            if graph.entities.num_rows else []
     counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
                              graph.relationships.column("description_count").to_numpy()])
     multi = np.flatnonzero(counts > 1).tolist()

@@ -7,7 +7,8 @@ The hierarchy ends at the first level where nothing splits (or at `max_levels`).
 
 Connected components smaller than `min_component_size` (isolated entities, lone pairs) are not
 clustered: they are pooled into one "pooled" community at level 0, which deeper levels split
-into bins of whole components of at most `max_cluster_size` entities. This yields one report
+into bins of whole components of at most `max_cluster_size` entities, in the order the corpus
+first mentions them (components from the same passage share a bin). This yields one report
 for the scattered remainder of the graph instead of hundreds of near-empty ones.
 """
 
@@ -79,10 +80,13 @@ def _bins_of_components(components: list[np.ndarray], capacity: int) -> list[np.
 
 
 def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
-                        previous: "PreviousPartition | None" = None) -> list[Community]:
+                        previous: "PreviousPartition | None" = None,
+                        mention_order: np.ndarray | None = None) -> list[Community]:
     """All communities of all levels; ids are assigned level by level, from 0. `previous`
     (an update): each Leiden run starts from the previous version's communities of its
-    nodes at its level (`continuity`); ids are carried over afterwards."""
+    nodes at its level (`continuity`); ids are carried over afterwards. `mention_order`:
+    each node's first mention's place in the corpus, so that pooled small components are
+    binned with those mentioned near them, not with their alphabetical neighbours."""
     n = graph.vcount()
     if n == 0:
         return []
@@ -118,7 +122,7 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
             parts = [community.members]
             if community.splittable and len(community.members) > config.max_cluster_size:
                 parts = _split(graph, community, component_labels, config, level + 1,
-                               previous)
+                               previous, mention_order)
             split = len(parts) > 1
             any_split |= split
             next_level.append((community, parts, split))
@@ -133,11 +137,13 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
 
 
 def _split(graph: ig.Graph, community: Community, component_labels: np.ndarray,
-           config: CommunitiesConfig, level: int,
-           previous: "PreviousPartition | None") -> list[np.ndarray]:
+           config: CommunitiesConfig, level: int, previous: "PreviousPartition | None",
+           mention_order: np.ndarray | None) -> list[np.ndarray]:
     members = community.members
     if community.pooled:
         components = _groups(members, component_labels[members])
+        if mention_order is not None:  # provenance: mentioned in the same place, binned together
+            components.sort(key=lambda c: (int(mention_order[c].min()), int(c[0])))
         return _bins_of_components(components, config.max_cluster_size)
     labels = _leiden(graph.induced_subgraph(members.tolist()), config, level,
                      previous.initial_membership(level, members) if previous else None)

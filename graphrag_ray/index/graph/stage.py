@@ -75,7 +75,7 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
                  claims, claims_block)
 
 
-def find_communities(ctx: BuildContext, graph: Graph,
+def find_communities(ctx: BuildContext, graph: Graph, chunk_order: dict[str, int] | None = None,
                      previous_communities: pa.Table | None = None) -> list[Community]:
     """`previous_communities` (an update): the previous version's communities table; Leiden
     starts from it and its ids are carried over (`continuity`), with what was kept in
@@ -84,8 +84,10 @@ def find_communities(ctx: BuildContext, graph: Graph,
         ctx.figures["leiden"] = {}
         previous = None if previous_communities is None else PreviousPartition.from_tables(
             previous_communities, graph.entities.column("id").to_pylist())
-        communities = detect_communities(graph.entities, graph.relationships, graph.endpoints,
-                                         ctx.config, ctx.figures["leiden"], previous)
+        communities = detect_communities(
+            graph.entities, graph.relationships, graph.endpoints, ctx.config,
+            ctx.figures["leiden"], previous,
+            None if chunk_order is None else mention_order(graph.entities, chunk_order))
         if previous is not None:
             ctx.figures["community_changes"] = {
                 "per_level": carry_ids(communities, previous),
@@ -94,19 +96,29 @@ def find_communities(ctx: BuildContext, graph: Graph,
         return communities
 
 
+def mention_order(entities: pa.Table, chunk_order: dict[str, int]) -> np.ndarray:
+    """Each entity's first mention's place in the corpus: the earliest of its text units
+    (`chunk_order`: text unit id -> its chunk's position)."""
+    last = len(chunk_order)
+    return np.array([min((chunk_order.get(u, last) for u in units), default=last)
+                     for units in entities.column("text_unit_ids").to_pylist()], dtype=np.int64)
+
+
 def detect_communities(entities: pa.Table, relationships: pa.Table,
                        endpoints: tuple[np.ndarray, np.ndarray], config: GraphRagConfig,
                        figures: dict | None = None,
-                       previous: PreviousPartition | None = None) -> list[Community]:
+                       previous: PreviousPartition | None = None,
+                       first_mentions: np.ndarray | None = None) -> list[Community]:
     """`endpoints`: `edge_endpoints(entities, relationships)`. `figures`, when given, receives
-    the graph's size and Leiden's time and memory. `previous`: a warm start."""
+    the graph's size and Leiden's time and memory. `previous`: a warm start.
+    `first_mentions`: `mention_order`, to bin small components by provenance."""
     started = time.perf_counter()
     with PeakRss() as memory:
         sources, targets = endpoints
         weights = relationships.column("weight").to_numpy()
         graph = build_graph(entities.num_rows, sources, targets, weights)
         built = time.perf_counter()
-        communities = hierarchical_leiden(graph, config.communities, previous)
+        communities = hierarchical_leiden(graph, config.communities, previous, first_mentions)
     if figures is not None:
         figures.update({
             "nodes": graph.vcount(), "edges": graph.ecount(),

@@ -58,3 +58,25 @@ def test_graph_without_edges():
     graph = build_graph(3, np.array([], dtype=int), np.array([], dtype=int), np.array([]))
     communities = hierarchical_leiden(graph, CommunitiesConfig())
     assert len(communities) == 1 and communities[0].members.tolist() == [0, 1, 2]
+
+
+def test_pooled_small_components_are_binned_by_where_the_corpus_mentions_them():
+    """Lone pairs pooled at level 0 are split into bins of components first mentioned near
+    each other, not of alphabetical neighbours."""
+    import numpy as np
+
+    from graphrag_ray.config import CommunitiesConfig
+    from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
+
+    # Six lone pairs (nodes 2k, 2k+1); pairs 0, 2, 4 are mentioned in chunk 0..2, pairs 1, 3,
+    # 5 in chunks 10..12: alphabetically they interleave.
+    sources, targets = np.arange(0, 12, 2), np.arange(1, 12, 2)
+    graph = build_graph(12, sources, targets, np.ones(6))
+    mentions = np.array([0, 0, 10, 10, 1, 1, 11, 11, 2, 2, 12, 12])
+    config = CommunitiesConfig(max_cluster_size=6, min_component_size=3)
+    communities = hierarchical_leiden(graph, config, mention_order=mentions)
+    bins = sorted(sorted(c.members.tolist()) for c in communities if c.level == 1)
+    assert bins == [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7, 10, 11]]
+    alphabetical = hierarchical_leiden(graph, config)
+    assert sorted(sorted(c.members.tolist()) for c in alphabetical if c.level == 1) == \
+        [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
