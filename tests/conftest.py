@@ -68,8 +68,11 @@ def carol_instances(carol_excerpt: Path):
             flatten_instances(extraction, "relationships"))
 
 
-def wait_for_calls(server, kind: str, count: int, process, timeout_s: float) -> None:
-    """Until the server has seen `count` calls of `kind`, while `process` is still running."""
+def wait_for_calls(server, kind: str, count: int, process, timeout_s: float = 480) -> None:
+    """Until the server has seen `count` calls of `kind`, while `process` is still running.
+    The deadline only guards against a hang, inside pytest's own 600 s: on a loaded 2-core
+    machine a build can take minutes to reach its summaries (seen: > 180 s with two busy
+    loops running)."""
     deadline = time.monotonic() + timeout_s
     while server.stats()["by_kind"].get(kind, 0) < count:
         assert time.monotonic() < deadline and process.poll() is None

@@ -178,8 +178,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
                                                                     str(output))],
                 env={**cluster_env, "RAY_ADDRESS": cluster.info["gcs"]}, cwd=REPO,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            wait_for_calls(server, during, 4 if during == "summarize" else 8, driver,
-                           timeout_s=180)
+            wait_for_calls(server, during, 4 if during == "summarize" else 8, driver)
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
                 else lambda: _kill_extraction_actor(cluster))

@@ -66,7 +66,7 @@ def test_sigterm_stops_with_one_line_keeps_the_cache_and_removes_the_partial_ver
              "--set", f"llm.api_base={server.url}", "--set", f"runtime.engine={engine}",
              "--set", "runtime.num_cpus=2", "--set", "llm.unlimited_concurrency=2"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for_calls(server, "extract_graph", 3, victim, timeout_s=180)
+        wait_for_calls(server, "extract_graph", 3, victim)
         victim.send_signal(signal.SIGTERM)
         _, err = victim.communicate(timeout=120)
     assert victim.returncode == 143, err[-3000:]

@@ -69,7 +69,7 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
                    "--set", "llm.unlimited_concurrency=4"]
         victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
-        wait_for_calls(server, "extract_graph", 10, victim, timeout_s=120)
+        wait_for_calls(server, "extract_graph", 10, victim)
 
         def kill_driver() -> None:
             os.killpg(victim.pid, signal.SIGKILL)

@@ -180,7 +180,7 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
         env = {**os.environ, "OPENAI_API_KEY": "test"}
         victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True, env=env)
-        wait_for_calls(server, "extract_graph", 4, victim, timeout_s=120)
+        wait_for_calls(server, "extract_graph", 4, victim)
 
         def kill_driver() -> None:
             os.killpg(victim.pid, signal.SIGKILL)
