@@ -58,11 +58,16 @@ def starter_settings() -> str:
     return header + yaml.safe_dump(data, sort_keys=False, width=100)
 
 
+def _build_overrides(args: argparse.Namespace) -> list[str]:
+    """--set, with --no-cache and --keep as the settings they stand for."""
+    return args.set + (["cache.enabled=false"] if args.no_cache else []) + (
+        [f"output.keep_versions={args.keep}"] if args.keep else [])
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from graphrag_ray.index.build import build_index
 
-    overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (
-        [f"output.keep_versions={args.keep}"] if args.keep else [])
+    overrides = _build_overrides(args)
     config = load_config(args.config, overrides)
     if args.dry_run:
         from graphrag_ray.index.estimate import estimate_index, format_estimate, previous_rates
@@ -81,8 +86,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     from graphrag_ray.index.update import format_update_estimate, update_index
     from graphrag_ray.storage import IndexStore
 
-    overrides = args.set + (["cache.enabled=false"] if args.no_cache else []) + (
-        [f"output.keep_versions={args.keep}"] if args.keep else [])
+    overrides = _build_overrides(args)
     # Without --config, the settings the index was built with.
     config = load_config(args.config, overrides) if args.config else \
         config_from_manifest(IndexStore(args.index).read_manifest(), overrides)

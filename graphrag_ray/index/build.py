@@ -98,10 +98,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             skipped, warnings = _report_inputs(ctx, input_url, extraction, ignored)
             graph = merge_graph(ctx, shards)
             pools.append(summaries_pool(config, prompts))
-            communities = find_communities(
-                ctx, graph, dict(zip(extraction.column("text_unit_id").to_pylist(),
-                                     extraction.column("seq").to_pylist())),
-                update.communities() if update else None)
+            communities = find_communities(ctx, graph, extraction,
+                                           update.communities() if update else None)
             with ctx.stage("summaries_and_reports"):
                 described = summarize_and_report(
                     ctx, graph, communities, pools[-1],
@@ -121,10 +119,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                                  {**counts, **embedded}, dimensions, embed_usage, skipped,
                                  warnings, communities, started)
             if update:
+                reused = int(sum(extraction.column("reused").to_pylist()))
                 manifest["update"] = {**update.summary(), "chunks": {
-                    "reused": int(sum(extraction.column("reused").to_pylist())),
-                    "extracted": extraction.num_rows - int(sum(
-                        extraction.column("reused").to_pylist()))},
+                    "reused": reused, "extracted": extraction.num_rows - reused},
                     "communities": ctx.figures.get("community_changes")}
             store.publish(ctx.staged, manifest)  # Last: readers now open this version.
             manifest["version"] = ctx.staged.version

@@ -16,9 +16,10 @@ import tempfile
 import numpy as np
 
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.errors import InputError
+from graphrag_ray.errors import IndexNotFoundError, InputError
 from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
 from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
 from graphrag_ray.index.extract.stage import extract_chunks
 from graphrag_ray.index.graph.communities import carried_down
 from graphrag_ray.index.graph.description_blocks import read_descriptions
@@ -43,8 +44,6 @@ def measured_rates(manifest: dict, config: GraphRagConfig, prompts: dict[str, st
     """What a previous build of the same index with the same model and extraction settings
     measured, per LLM stage: calls per chunk (cache hits included: they were calls once)
     and prompt and completion tokens per call. None when it is not comparable."""
-    from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
-
     stages = manifest.get("llm_usage", {}).get("stages", {})
     extraction = manifest.get("extraction", {})
     chunks = extraction.get("chunks", 0)
@@ -72,8 +71,6 @@ def measured_rates(manifest: dict, config: GraphRagConfig, prompts: dict[str, st
 
 def previous_rates(output_url: str, config: GraphRagConfig) -> dict | None:
     """`measured_rates` of the version published at `output_url`, if there is one."""
-    from graphrag_ray.errors import IndexNotFoundError
-
     try:
         manifest = IndexStore(output_url).read_manifest()
     except (IndexNotFoundError, OSError):
@@ -235,9 +232,7 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
             raise InputError(f"no readable documents under {input_url}")
         documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
         graph = merge_graph(ctx, shards=1)
-        chunk_order = dict(zip(extraction.column("text_unit_id").to_pylist(),
-                               extraction.column("seq").to_pylist()))
-        communities = find_communities(ctx, graph, chunk_order) \
+        communities = find_communities(ctx, graph, extraction) \
             if graph.entities.num_rows else []
     counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
                              graph.relationships.column("description_count").to_numpy()])

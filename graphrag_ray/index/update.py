@@ -33,7 +33,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.context import Progress
-from graphrag_ray.index.estimate import estimate_index, measured_rates
+from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS, extraction_fingerprint
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
@@ -55,7 +55,7 @@ def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str
     for start in range(0, len(files), _READ_BATCH):
         batch = files[start:start + _READ_BATCH]
         try:
-            contents = fs.cat(batch) if len(batch) > 1 else {batch[0]: fs.cat_file(batch[0])}
+            contents = fs.cat(batch)  # a list: a dict by path, even of one
         except OSError as exc:
             raise InputError(f"cannot read input files under {root}: {exc}") from None
         for path in batch:
@@ -163,8 +163,6 @@ def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str
 
 
 def format_update_estimate(estimate: dict) -> str:
-    from graphrag_ray.index.estimate import format_estimate
-
     lines = [f"update of version {estimate['update_of']}: " + ", ".join(
         f"{n} {k}" for k, n in estimate["documents"].items())]
     for kind, paths in estimate["files"].items():

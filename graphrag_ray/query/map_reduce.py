@@ -18,6 +18,7 @@ from typing import Callable
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
+from graphrag_ray.index.reports.citations import without_citations
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_prompt
@@ -175,7 +176,7 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
     for number, report, text, terms in findings:
         score = 100.0 * sum(idf.get(t, 0.0) for t in terms & question_terms) / best
         if score > 0:
-            description = re.sub(r"\s*\[Data:[^\]]*\]", "", text)
+            description = without_citations(text)
             points.append(Point(f"{description} [Data: {label} ({report['community']})]",
                                 round(score, 1), [report["community"]], number))
     return points
@@ -203,7 +204,7 @@ def distinct_points(points: list[Point], limit: int) -> list[Point]:
     """The first `limit` points (in rank order) none of which repeats an earlier one."""
     kept: list[tuple[Point, set[str]]] = []
     for point in points:
-        terms = set(content_terms(re.sub(r"\s*\[Data:[^\]]*\]", "", point.description)))
+        terms = set(content_terms(without_citations(point.description)))
         if any(len(terms & seen) >= NEAR_DUPLICATE_OVERLAP * max(1, min(len(terms), len(seen)))
                for _, seen in kept):
             continue

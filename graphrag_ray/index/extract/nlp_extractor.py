@@ -13,25 +13,29 @@ from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
 
-def _letter_class(test) -> str:
-    """A regex character class of the letters (BMP) for which `test` holds, as ranges:
-    Python's `re` has no \\p{Lu}, and names are written in every Latin script (André,
-    Łódź, Ærø), not only A-Z."""
-    ranges, start, previous = [], None, None
+
+def _case_ranges() -> tuple[str, str]:
+    """The upper- and lower-case letters of the BMP as regex class contents (ranges), in one
+    pass: Python's `re` has no \\p{Lu}, and names are written in every Latin script
+    (André, Łódź, Ærø), not only A-Z."""
+    ranges: dict[bool, list[list[int]]] = {True: [], False: []}
     for code in range(0x10000):
-        if chr(code).isalpha() and test(chr(code)):
-            if start is None:
-                start = code
-            previous = code
-        elif start is not None:
-            ranges.append((start, previous))
-            start = None
-    return "[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-                         for a, b in ranges) + "]"
+        char = chr(code)
+        if char.isalpha() and char.isupper() != char.islower():
+            runs = ranges[char.isupper()]
+            if runs and runs[-1][1] == code - 1:
+                runs[-1][1] = code
+            else:
+                runs.append([code, code])
+
+    def contents(runs: list[list[int]]) -> str:
+        return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                       for a, b in runs)
+    return contents(ranges[True]), contents(ranges[False])
 
 
-_UPPER = _letter_class(str.isupper)
-_LOWER = _letter_class(str.islower)
+_UPPER_RANGES, _LOWER_RANGES = _case_ranges()
+_UPPER, _LOWER = f"[{_UPPER_RANGES}]", f"[{_LOWER_RANGES}]"
 _LETTER = r"[^\W\d_]"
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"'”’)\]]*\s+|\n\s*\n")
 # A capitalised word; letters joined by single hyphens or apostrophes stay one word
@@ -153,7 +157,7 @@ def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
     lowercase_words = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
     midsentence_words = set(re.findall(
-        rf"(?<={_LOWER[:-1]},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*", text))
+        rf"(?<=[{_LOWER_RANGES},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*", text))
     entity_sentences: dict[str, list[str]] = {}
     entity_types: dict[str, str] = {}
     pair_sentences: dict[tuple[str, str], list[str]] = {}

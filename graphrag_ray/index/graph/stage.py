@@ -75,19 +75,21 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
                  claims, claims_block)
 
 
-def find_communities(ctx: BuildContext, graph: Graph, chunk_order: dict[str, int] | None = None,
+def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
                      previous_communities: pa.Table | None = None) -> list[Community]:
-    """`previous_communities` (an update): the previous version's communities table; Leiden
-    starts from it and its ids are carried over (`continuity`), with what was kept in
-    `ctx.figures["community_changes"]`."""
+    """`extraction`: the extraction's status rows (text_unit_id, seq), which place each
+    entity's first mention. `previous_communities` (an update): the previous version's
+    communities table; Leiden starts from it and its ids are carried over (`continuity`),
+    with what was kept in `ctx.figures["community_changes"]`."""
     with ctx.stage("communities"):
         ctx.figures["leiden"] = {}
         previous = None if previous_communities is None else PreviousPartition.from_tables(
             previous_communities, graph.entities.column("id").to_pylist())
         communities = detect_communities(
             graph.entities, graph.relationships, graph.endpoints, ctx.config,
-            ctx.figures["leiden"], previous,
-            None if chunk_order is None else mention_order(graph.entities, chunk_order))
+            ctx.figures["leiden"], previous, mention_order(graph.entities, dict(zip(
+                extraction.column("text_unit_id").to_pylist(),
+                extraction.column("seq").to_pylist()))))
         if previous is not None:
             ctx.figures["community_changes"] = {
                 "per_level": carry_ids(communities, previous),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 _BLOCK = re.compile(r"\s?\[Data:([^\[\]]*)\]")
+_ANY_CITATION = re.compile(r"\s*\[Data:[^\]]*\]")
 _PART = re.compile(r"^\s*([A-Za-z][A-Za-z _-]*?)\s*\(([^()]*)\)\s*$")
 _DATASETS = {"entities": "entities", "entity": "entities",
              "relationships": "relationships", "relationship": "relationships",
@@ -57,3 +58,9 @@ def cite_report(report: dict, ids: dict[str, list[int]]) -> dict:
             "findings": [{"summary": cite_index_ids(f["summary"], ids),
                           "explanation": cite_index_ids(f["explanation"], ids)}
                          for f in report["findings"]]}
+
+
+def without_citations(text: str) -> str:
+    """`text` with its `[Data: ...]` citations taken out: what it says, to compare with
+    another text or to cite anew."""
+    return _ANY_CITATION.sub("", text)

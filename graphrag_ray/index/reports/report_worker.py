@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -17,7 +16,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.graph.description_blocks import read_descriptions
-from graphrag_ray.index.reports.citations import cite_report
+from graphrag_ray.index.reports.citations import cite_report, without_citations
 from graphrag_ray.index.reports.context import (
     context_ids, context_record, fill_claims, fill_descriptions, render_context)
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
@@ -107,9 +106,11 @@ def extractive_report(context: dict, max_findings: int) -> dict:
             findings.append({"summary": _title_case(entity["title"]),
                              "explanation": f"{entity['description']} "
                                             f"[Data: Entities ({entity['human_readable_id']})]"})
-    seen: set[str] = set()  # a finding whose text another one already gave says nothing new
-    findings = [f for f in findings if not (_without_citation(f["explanation"]) in seen
-                                            or seen.add(_without_citation(f["explanation"])))]
+    # A finding whose text another one already gave says nothing new.
+    distinct: dict[str, dict] = {}
+    for finding in findings:
+        distinct.setdefault(without_citations(finding["explanation"]).strip(), finding)
+    findings = list(distinct.values())
     connectivity = sum(e["degree"] for e in entities) + sum(r["rank"] for r in reports)
     rating = round(min(10.0, 2.0 * math.log10(1 + connectivity) + 1.0), 1)
     return {
@@ -118,10 +119,6 @@ def extractive_report(context: dict, max_findings: int) -> dict:
                               f"{len(edges)} relationships, {len(reports)} sub-community reports.",
         "findings": findings[:max_findings],
     }
-
-
-def _without_citation(text: str) -> str:
-    return re.sub(r"\s*\[Data:[^\]]*\]", "", text).strip()
 
 
 def full_content(report: dict) -> str:
