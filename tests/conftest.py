@@ -79,6 +79,55 @@ def wait_for_calls(server, kind: str, count: int, process, timeout_s: float = 48
         time.sleep(0.05)
 
 
+def descendants(root: int) -> dict[int, str]:
+    """pid -> command line of every process below `root` (a process the test started): the
+    only processes a test may signal or inspect, whatever else runs on the machine."""
+    parent, command = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command[int(entry.name)] = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        parent[int(entry.name)] = int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
+    below, frontier = {}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, its_parent in parent.items():
+            if its_parent == pid and child not in below:
+                below[child] = command[child].replace("\0", " ").strip()
+                frontier.append(child)
+    return below
+
+
+def finish(process, timeout_s: float, *also_inspect: int) -> str:
+    """The output of `process` once it exits. If it outlives `timeout_s`, the failure says
+    whether it hung or was slow: the Python stacks (py-spy, where installed) of it, its
+    children and the processes `also_inspect` started, then it is killed."""
+    import shutil
+    import subprocess
+
+    try:
+        return process.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        stacks = []
+        if shutil.which("py-spy"):
+            pids = [process.pid, *descendants(process.pid)]
+            for root in also_inspect:
+                pids += list(descendants(root))
+            for pid in pids:
+                dump = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True,
+                                      text=True, timeout=60)
+                if dump.returncode == 0:
+                    stacks.append(dump.stdout)
+        process.kill()
+        output = process.communicate()[0] or ""
+        pytest.fail(f"still running after {timeout_s:.0f} s\n--- output (tail)\n{output[-4000:]}"
+                    f"\n--- stacks\n" + "\n".join(stacks))
+
+
 def kill_with_no_answer_in_transit(server, kill) -> None:
     """Run `kill` while calls are in flight but no answer is on its way: an answer that reached
     a client which then died before caching it would be a repeat the server cannot tell apart.

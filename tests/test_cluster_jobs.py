@@ -19,7 +19,8 @@ from graphrag_ray import GraphIndex, schema
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
-from conftest import free_port, kill_with_no_answer_in_transit, llm_config, wait_for_calls
+from conftest import (descendants, finish, free_port, kill_with_no_answer_in_transit, llm_config,
+                      wait_for_calls)
 
 pytestmark = pytest.mark.slow
 
@@ -116,30 +117,8 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
     assert IndexStore(output).versions() == [index.manifest["version"]]  # the failure published nothing
 
 
-def _descendants(root: int) -> dict[int, str]:
-    """pid -> command line of every process below `root` (a process this test started):
-    the only processes a test may signal, whatever else runs on the machine."""
-    parent, command = {}, {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            command[int(entry.name)] = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except (OSError, ValueError):
-            continue
-        parent[int(entry.name)] = int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
-    below, frontier = {}, [root]
-    while frontier:
-        pid = frontier.pop()
-        for child in (c for c, p in parent.items() if p == pid and c not in below):
-            below[child] = command[child]
-            frontier.append(child)
-    return below
-
-
 def _extraction_actor_pids(cluster: "LocalCluster") -> list[int]:
-    return [pid for pid, command in _descendants(cluster.process.pid).items()
+    return [pid for pid, command in descendants(cluster.process.pid).items()
             if command.startswith("ray::") and "ExtractionWorker" in command]
 
 
@@ -162,6 +141,7 @@ def _kill_extraction_actor(cluster: "LocalCluster") -> None:
         raise AssertionError(f"actor process {pids[0]} survived SIGKILL")
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("fault, during", [("extraction actor killed", "extract_graph"),
                                            ("worker node lost", "extract_graph"),
                                            ("worker node lost", "summarize")])
@@ -182,7 +162,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
                 else lambda: _kill_extraction_actor(cluster))
-            log, _ = driver.communicate(timeout=300)
+            log = finish(driver, 420, cluster.process.pid)
             assert driver.returncode == 0, log[-3000:]
             stats = server.stats()
     finally:

@@ -15,6 +15,8 @@ import logging
 import time
 from datetime import datetime, timezone
 
+import pyarrow as pa
+
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
@@ -31,7 +33,7 @@ from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_any_llm, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.reports.schedule import summarize_and_report
 from graphrag_ray.index.update import (
-    INPUT_FILES, UpdateBase, input_fingerprints, settings_fingerprint)
+    INPUT_FILES, INPUT_FILES_SCHEMA, UpdateBase, settings_fingerprint)
 from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.cache import ResponseCache
@@ -62,9 +64,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
     listing_started = time.perf_counter()
-    fs, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
-    # What the next update compares the corpus with.
-    inputs = update.inputs if update else input_fingerprints(fs, root, files)
+    _, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
     listing_s = round(time.perf_counter() - listing_started, 3)
     # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
@@ -88,7 +88,6 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 pools.append(embeddings_pool(config))
                 feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
                 text_units = TextUnitEmbeddings(feed, ctx.work_url)
-            ctx.staged.write_table(INPUT_FILES, inputs)
             with ctx.stage("extract"):
                 extraction = extract_chunks(
                     ctx, input_url, root, files, chunk_estimates, shards,
@@ -153,9 +152,13 @@ def _services(config: GraphRagConfig, output_url: str) -> LLMServices:
 def _report_inputs(ctx: BuildContext, input_url: str, extraction,
                    ignored: list[dict]) -> tuple[list, list]:
     """What the listing left out (`ignored`: files of other types) and what the readers
-    skipped or warned of, told to the user; stops when nothing was read."""
-    skipped, warnings = input_reports(ctx.work_url)
-    skipped = ignored + skipped
+    skipped or warned of, told to the user; stops when nothing was read. Keeps the files'
+    fingerprints the readers took, so no one reads the corpus twice."""
+    reports = input_reports(ctx.work_url)
+    # What the next update compares the corpus with: the files as the readers read them.
+    ctx.staged.write_table(INPUT_FILES, pa.Table.from_pylist(reports.files,
+                                                             schema=INPUT_FILES_SCHEMA))
+    skipped, warnings = ignored + reports.skipped, reports.warnings
     for warning in warnings:
         ctx.progress(f"warning: {warning}")
     for item in skipped:

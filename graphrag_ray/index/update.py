@@ -95,7 +95,6 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
 class UpdateBase:
     """What a build that is an update starts from."""
     version: IndexVersion  # the previous version
-    inputs: pa.Table  # the corpus's files now (`input_fingerprints`)
     diff: dict[str, list[str]]
     kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
 
@@ -138,7 +137,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
                          measured_rates(manifest, config, prompts))
     same_extraction = manifest.get("extraction_fingerprint") == \
         extraction_fingerprint(config, prompts)
-    base = UpdateBase(previous, inputs, diff,
+    base = UpdateBase(previous, diff,
                       previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None)
     return build_index(input_url, index_url, config, progress=progress,
                        progress_bars=progress_bars, update=base)

@@ -29,6 +29,8 @@ class LoadedInput:
     documents: pa.Table
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Each file read: path under the root, size and content hash (what an update compares).
+    files: list[dict] = field(default_factory=list)
 
 
 def document_id(source: str, row: object | None, text: str) -> str:
@@ -88,6 +90,8 @@ def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
     result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
     with fs.open(path, "rb") as handle:
         data = handle.read()
+    result.files.append({"path": relative, "bytes": len(data),
+                         "sha256": hashlib.sha256(data).hexdigest()})
     created = _creation_date(fs.info(path))
     try:
         rows = _read_file(relative, data, config, result)
@@ -112,6 +116,7 @@ def load_documents(url: str, config: InputConfig) -> LoadedInput:
     tables = []
     for path in files:
         loaded = load_file(fs, root, path, config)
+        result.files += loaded.files
         result.skipped += loaded.skipped
         result.warnings += loaded.warnings
         tables.append(loaded.documents)

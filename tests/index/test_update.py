@@ -2,6 +2,7 @@
 where a full build of the new corpus ends (entities, relationships, summaries), with the
 communities that did not move keeping their ids and reports."""
 
+import hashlib
 import os
 import shutil
 import signal
@@ -138,10 +139,16 @@ def test_deleting_a_document_removes_what_only_it_mentioned(tmp_path):
 
 
 def test_an_update_with_no_change_calls_nothing_and_publishes_nothing(tmp_path):
+    """A file the build skipped (empty here) is part of the corpus too: unchanged, it is no
+    change."""
     corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    (corpus / "empty.txt").write_text("")
     index = str(tmp_path / "index")
     with run_test_server() as server:
         built = build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        # The readers' fingerprints of what they read, kept for the next update.
+        assert {f["path"]: f["sha256"] for f in _tables(index, "_input_files")} == {
+            p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in corpus.iterdir()}
         server.reset()
         result = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
         assert server.stats()["requests"] == 0

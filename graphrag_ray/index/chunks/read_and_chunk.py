@@ -3,14 +3,15 @@ never has to pass through the driver.
 
 A batch of consecutive files is read and chunked; its documents and chunks are written to the
 build's work area, named by the batch's first file (`_work/documents/files-N.parquet`,
-`_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for skipped files and decoding
-warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file,
+`_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for the files' fingerprints,
+skipped files and decoding warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file,
 then document, then window.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Iterator
 
 import fsspec
@@ -51,9 +52,10 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     indexes = files.column("file_index").to_pylist()
     name = f"files-{indexes[0]:08d}"
-    skipped, warnings, document_parts, chunk_parts = [], [], [], []
+    read, skipped, warnings, document_parts, chunk_parts = [], [], [], [], []
     for file_index, path in zip(indexes, files.column("path").to_pylist()):
         loaded = load_file(input_fs, input_root, path, input_config)
+        read += loaded.files
         skipped += loaded.skipped
         warnings += loaded.warnings
         documents = loaded.documents
@@ -79,9 +81,8 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         document_parts.append(documents.append_column("text_unit_ids", pa.array(
             [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
             pa.list_(pa.string()))))
-    if skipped or warnings:
-        write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
-            {"skipped": skipped, "warnings": warnings}).encode("utf-8"))
+    write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
+        {"files": read, "skipped": skipped, "warnings": warnings}).encode("utf-8"))
     if not chunk_parts:
         return
     chunks = pa.concat_tables(chunk_parts)
@@ -92,19 +93,27 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         yield chunks.slice(start, block_rows)
 
 
-def input_reports(work_url: str) -> tuple[list[dict], list[str]]:
-    """(skipped files with reasons, warnings) recorded by the readers, in file order."""
+@dataclass
+class InputReports:
+    """What the readers recorded, in file order."""
+    files: list[dict]  # every file read: path, bytes, sha256
+    skipped: list[dict]  # files skipped, with reasons
+    warnings: list[str]
+
+
+def input_reports(work_url: str) -> InputReports:
     fs, root = fsspec.core.url_to_fs(work_url)
-    skipped, warnings = [], []
+    reports = InputReports([], [], [])
     try:
         names = sorted(fs.ls(f"{root}/inputs", detail=False))
     except FileNotFoundError:
         names = []
     for name in names:
         report = json.loads(fs.cat_file(name))
-        skipped += report["skipped"]
-        warnings += report["warnings"]
-    return skipped, warnings
+        reports.files += report["files"]
+        reports.skipped += report["skipped"]
+        reports.warnings += report["warnings"]
+    return reports
 
 
 def stored_pieces(work_url: str, kind: str, columns: list[str] | None = None):
