@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -26,6 +28,7 @@ from typing import Any, Iterator
 
 import fsspec
 import pyarrow as pa
+from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
@@ -40,6 +43,19 @@ VERSIONS = "versions"
 HEARTBEAT = "_heartbeat"
 HEARTBEAT_S = 60.0
 ABANDONED_AFTER_S = 600.0
+
+
+def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Remove a file, or a folder and everything in it. On local disks not with fsspec's `rm`,
+    which asks for the current directory: under `ray job submit` that is the job's
+    working_dir, which Ray unpacks again (remove, then extract) when a second node on the same
+    machine sets the job up; the driver's current directory then no longer exists."""
+    if not isinstance(fs, LocalFileSystem):
+        fs.rm(path, recursive=True)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
 
 
 def new_version_id() -> str:
@@ -66,7 +82,7 @@ class IndexVersion:
 
     def remove(self, name: str) -> None:
         if self.fs.exists(self._path(name)):
-            self.fs.rm(self._path(name), recursive=True)
+            remove_tree(self.fs, self._path(name))
 
     def write_table(self, name: str, table: pa.Table, rows_per_part: int | None = None) -> None:
         """`<name>.parquet`, or, for tables longer than `rows_per_part`, the parts
@@ -190,7 +206,7 @@ class IndexStore:
             thread.join()
             try:
                 if not self.fs.exists(staged._path(schema.MANIFEST)):  # never a published one
-                    self.fs.rm(staged.root, recursive=True)
+                    remove_tree(self.fs, staged.root)
             except Exception as exc:  # noqa: BLE001 - the build's own error is what matters
                 log.warning("could not remove the unpublished version %s: %s",
                             staged.version, exc)
@@ -261,5 +277,5 @@ class IndexStore:
         doomed = [v for v in self._version_ids()
                   if v not in kept and (v in published or self._abandoned(v, oldest_kept))]
         for version in doomed:
-            self.fs.rm(self._version(version).root, recursive=True)
+            remove_tree(self.fs, self._version(version).root)
         return doomed

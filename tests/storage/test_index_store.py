@@ -110,3 +110,23 @@ def test_long_tables_are_written_in_parts_and_read_as_one(tmp_path):
     assert opened.has_table("entities")
     assert opened.read_table("entities").equals(table)
     assert opened.read_table("entities", columns=["n"]).column("n").to_pylist() == list(range(25))
+
+
+def test_a_build_survives_its_working_directory_being_unpacked_again(tmp_path, monkeypatch,
+                                                                    carol_excerpt):
+    """What Ray's runtime env agent does to a `ray job submit` job's working_dir when a second
+    node on the same machine sets the job up: removes the folder the driver runs in and
+    extracts it again. Seen as a FileNotFoundError from os.getcwd() at the end of a build."""
+    import shutil
+
+    from graphrag_ray.config import load_config
+    from graphrag_ray.index.build import build_index
+
+    working_dir = tmp_path / "working_dir"
+    working_dir.mkdir()
+    monkeypatch.chdir(working_dir)
+    shutil.rmtree(working_dir)
+    working_dir.mkdir()
+    manifest = build_index(str(carol_excerpt), str(tmp_path / "index"),
+                           load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
+    assert IndexStore(str(tmp_path / "index")).versions() == [manifest["version"]]
