@@ -23,9 +23,9 @@ class IndexNotFoundError(GraphRagError):
 
 def environment_error(exc: BaseException) -> str | None:
     """What the user should read for a failure of the environment rather than of our code:
-    missing cloud credentials, a denied permission, a path that is a file, a full disk. None
-    for anything else (a bug keeps its traceback). Looks through the exception's causes:
-    storage libraries wrap the cloud SDK's errors."""
+    missing cloud credentials, an unreachable object store, a denied permission, a path that
+    is a file, a full disk. None for anything else (a bug keeps its traceback). Looks through
+    the exception's causes: storage libraries wrap the cloud SDK's errors."""
     import errno
 
     seen = []
@@ -37,6 +37,9 @@ def environment_error(exc: BaseException) -> str | None:
             return (f"no credentials for the object store ({exc}): set them the way its SDK "
                     "reads them (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
                     "profile, or an instance role)")
+        if name in ("EndpointConnectionError", "ConnectTimeoutError"):
+            return (f"cannot reach the object store: {_first_line(exc)} (check the endpoint, "
+                    "for S3 AWS_ENDPOINT_URL or the region, and the network)")
         if isinstance(exc, PermissionError) or "AccessDenied" in str(exc)[:300]:
             where = getattr(exc, "filename", None) or ""
             return f"permission denied{f' on {where}' if where else ''}: {_first_line(exc)}"

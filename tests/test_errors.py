@@ -1,6 +1,7 @@
 """Environment failures are messages, not tracebacks."""
 
 import errno
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,3 +75,36 @@ def test_sigterm_stops_with_one_line_keeps_the_cache_and_removes_the_partial_ver
     assert "Traceback" not in err and "*** SIG" not in err
     assert list((out / "versions").iterdir()) == []
     assert any(p.is_file() for p in (out / "cache").rglob("*"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB filesystem of the test's own (tmpfs), where a disk really fills up."""
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_a_full_disk_is_a_message_and_the_published_version_stays(small_disk, capsys):
+    from graphrag_ray.storage import IndexStore
+
+    out = small_disk / "index"
+    assert main(["index", "--input", str(CAROL_DIR), "--output", str(out)]) == 0
+    published = IndexStore(str(out)).versions()
+    free = shutil.disk_usage(small_disk).free
+    (small_disk / "filler").write_bytes(b"\0" * (free - 64 * 1024))
+    capsys.readouterr()
+    assert main(["index", "--input", str(CAROL_DIR), "--output", str(out),
+                 "--set", "chunks.size=600"]) == 2
+    err = capsys.readouterr().err
+    assert "no space left on the device" in err and "Traceback" not in err
+    store = IndexStore(str(out))
+    assert store.versions() == published  # the failed build's version is gone, freeing space
+    assert store.open().read_table("entities").num_rows > 0

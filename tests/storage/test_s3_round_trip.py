@@ -84,3 +84,27 @@ def test_object_storage_without_credentials_is_a_message_not_a_traceback(s3_buck
         assert done.returncode == 2, (args, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, args
         assert "credentials" in done.stderr.strip().splitlines()[-1], (args, done.stderr)
+
+
+def test_an_unreachable_object_store_is_a_message_not_a_traceback(tmp_path):
+    """An endpoint where nothing listens (a wrong AWS_ENDPOINT_URL, a network down): index and
+    query each end with one line saying the store cannot be reached, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import CAROL_DIR, free_port
+
+    env = {**os.environ, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+           "AWS_ACCESS_KEY_ID": "key-id", "AWS_SECRET_ACCESS_KEY": "secret",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1"}
+    runs = [["index", "--input", str(CAROL_DIR), "--output", "s3://a-bucket/index"],
+            ["index", "--input", "s3://a-bucket/corpus", "--output", str(tmp_path / "i")],
+            ["query", "--index", "s3://a-bucket/index", "Who is Scrooge?"]]
+    for args in runs:
+        done = subprocess.run([sys.executable, "-m", "graphrag_ray", *args], env=env,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 2, (args, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, args
+        assert "cannot reach the object store" in done.stderr.strip().splitlines()[-1], \
+            (args, done.stderr)
