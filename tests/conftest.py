@@ -128,16 +128,29 @@ def finish(process, timeout_s: float, *also_inspect: int) -> str:
                     f"\n--- stacks\n" + "\n".join(stacks))
 
 
-def kill_with_no_answer_in_transit(server, kill) -> None:
-    """Run `kill` while calls are in flight but no answer is on its way: an answer that reached
-    a client which then died before caching it would be a repeat the server cannot tell apart.
-    Answers go out again once the kernel has closed the dead processes' connections (it closes
-    their many descriptors one by one after they stop running)."""
+def cached_answers(cache_dir) -> int:
+    """How many LLM answers the response cache under `cache_dir` holds."""
+    return sum(1 for _ in Path(cache_dir).rglob("*.json"))
+
+
+def kill_with_no_answer_in_transit(server, kill, cache_dir, cached_before: int = 0,
+                                   timeout_s: float = 300) -> None:
+    """Run `kill` when no answer is on its way: a client killed between receiving an answer
+    and caching it would ask again, a repeat the provider bills and the product could not
+    avoid. So answers are held, and the kill waits until every answer the server gave has
+    been cached by its client (`cached_before`: entries from earlier builds): on a loaded
+    machine a client can take seconds to get to a reply it has received. `kill` returns once
+    the killed processes are gone (so their connections are closed); then answers go out
+    again, and the server does not answer a closed connection."""
     server.hold_answers()
-    time.sleep(0.5)
-    kill()
-    time.sleep(0.5)
-    server.release_answers()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while cached_answers(cache_dir) - cached_before < server.stats()["successful_requests"]:
+            assert time.monotonic() < deadline, "answers given were never cached"
+            time.sleep(0.05)
+        kill()
+    finally:
+        server.release_answers()
 
 
 def free_port() -> int:

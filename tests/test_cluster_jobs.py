@@ -161,7 +161,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
             wait_for_calls(server, during, 4 if during == "summarize" else 8, driver)
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
-                else lambda: _kill_extraction_actor(cluster))
+                else lambda: _kill_extraction_actor(cluster), output / "cache")
             log = finish(driver, 420, cluster.process.pid)
             assert driver.returncode == 0, log[-3000:]
             stats = server.stats()

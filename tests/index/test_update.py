@@ -18,7 +18,8 @@ from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
-from conftest import CAROL_DIR, kill_with_no_answer_in_transit, llm_config, wait_for_calls
+from conftest import (CAROL_DIR, cached_answers, kill_with_no_answer_in_transit, llm_config,
+                      wait_for_calls)
 
 pytestmark = pytest.mark.slow
 
@@ -182,6 +183,7 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
                               **QUIET)["version"]
         _staves(corpus, ["c", "d", "e"])
         server.reset()
+        cached_before = cached_answers(f"{index}-cache")
         command = [sys.executable, "-m", "graphrag_ray", "update", "--index", index, "--input",
                    str(corpus), "--set", "llm.unlimited_concurrency=2"]
         env = {**os.environ, "OPENAI_API_KEY": "test"}
@@ -193,7 +195,7 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait()
 
-        kill_with_no_answer_in_transit(server, kill_driver)
+        kill_with_no_answer_in_transit(server, kill_driver, f"{index}-cache", cached_before)
         assert IndexStore(index).open().version == earlier
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
         assert finished.returncode == 0, finished.stderr[-2000:]
