@@ -117,6 +117,10 @@ def _print_build(manifest: dict, output: str, seconds: float) -> None:
 
     extraction = manifest["extraction"]
     print(f"index version {manifest['version']} published at {output} in {seconds:.1f}s")
+    files = manifest["input_files"]
+    print(f"input: {files['read']} file{'s' if files['read'] != 1 else ''} read" + (
+        f", {files['skipped']} skipped (see skipped_inputs in the manifest)"
+        if files["skipped"] else ""))
     print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     print("communities per level: " + ", ".join(
         f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))

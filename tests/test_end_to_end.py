@@ -193,3 +193,15 @@ def test_ray_and_local_engines_build_the_same_index(ray_session, carol_excerpt, 
                                        schema.COMMUNITIES, schema.COMMUNITY_REPORTS)}
     for name, table in tables["local"].items():
         assert table.equals(tables["ray"][name]), name
+
+
+def test_the_build_summary_counts_files_read_and_skipped(carol_excerpt, capsys):
+    (carol_excerpt / "slides.pptx").write_bytes(b"PK\x03\x04 ...")
+    (carol_excerpt / "empty.txt").write_text("")
+    out = carol_excerpt.parent / "index"
+    assert main(["index", "--input", str(carol_excerpt), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "input: 1 file read, 2 skipped (see skipped_inputs in the manifest)" in printed
+    manifest = IndexStore(str(out)).open().read_manifest()
+    assert manifest["input_files"] == {"read": 1, "skipped": 2}
+    assert sorted(s["path"] for s in manifest["skipped_inputs"]) == ["empty.txt", "slides.pptx"]

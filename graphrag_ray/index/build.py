@@ -159,6 +159,8 @@ def _report_inputs(ctx: BuildContext, input_url: str, extraction,
     ctx.staged.write_table(INPUT_FILES, pa.Table.from_pylist(reports.files,
                                                              schema=INPUT_FILES_SCHEMA))
     skipped, warnings = ignored + reports.skipped, reports.warnings
+    read = len(reports.files) - len(reports.skipped)
+    ctx.figures["input_files"] = {"read": read, "skipped": len(skipped)}
     for warning in warnings:
         ctx.progress(f"warning: {warning}")
     for item in skipped:
@@ -213,6 +215,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "summaries": described.summaries,
         "reports_by_generation": count_generations(
             described.reports.column("generation").to_pylist()),
+        "input_files": ctx.figures["input_files"],
         "skipped_inputs": skipped,
         "input_warnings": warnings,
         "timings_s": {**ctx.timings, "total": round(time.perf_counter() - started, 3)},
