@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import os
 import threading
 from typing import Callable
 
@@ -196,11 +195,9 @@ def _missing_table_message(name: str) -> str:
 
 
 def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
-    """The build's config (it holds no API key: that comes from the environment)."""
+    """The build's config (it holds no API key: `config_from_data` takes it from the
+    environment)."""
     data = known_settings(copy.deepcopy(manifest.get("config", {})))
-    key = os.environ.get("GRAPHRAG_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-    data.setdefault("llm", {})["api_key"] = key
-    data.setdefault("embeddings", {})["api_key"] = key
     # The build's engine is not a query preference: queries use Ray only when attached to it.
     data.setdefault("runtime", {})["engine"] = "auto"
     return config_from_data(data, overrides, source="the index manifest")

@@ -43,16 +43,16 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def starter_settings() -> str:
-    """Every key with its default (from the config model), plus the env-var API key."""
+    """Every key with its default (from the config model); the API key stays in the
+    environment."""
     data = GraphRagConfig().public_dict()
-    data["llm"]["api_key"] = "${OPENAI_API_KEY}"
-    data["embeddings"]["api_key"] = "${OPENAI_API_KEY}"
     data["prompts"]["dir"] = "prompts"
     header = (
         "# graphrag-ray settings. Every key shows its default; delete what you do not change.\n"
         "# ${NAME} and ${NAME:-default} read environment variables.\n"
         "# extraction.method: nlp (offline, no LLM) or llm (any OpenAI-compatible endpoint:\n"
-        "#   set llm.api_base, llm.model and OPENAI_API_KEY).\n"
+        "#   set llm.api_base and llm.model; the API key is read from GRAPHRAG_API_KEY or\n"
+        "#   OPENAI_API_KEY, or give llm.api_key: ${SOME_VARIABLE}).\n"
         "# summarize/reports/global_search.method: auto follows extraction (llm or extractive).\n\n"
     )
     return header + yaml.safe_dump(data, sort_keys=False, width=100)

@@ -347,25 +347,33 @@ _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def interpolate_env(text: str, env: dict[str, str] | None = None) -> str:
-    """Replace ${NAME} / ${NAME:-default}; an unset variable without default becomes ''."""
+    """Replace ${NAME} / ${NAME:-default}. An unset variable without a default is an error
+    naming it: left empty it became, say, an empty API key and a puzzling 401 much later."""
     env = os.environ if env is None else env
 
     def replace(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        return env.get(name, default if default is not None else "")
+        if name not in env and default is None:
+            raise ConfigError(f"environment variable {name} is not set (write ${{{name}:-}} "
+                              "where empty is meant)")
+        return env.get(name, default or "")
 
     return _ENV_PATTERN.sub(replace, text)
 
 
-def interpolate_tree(value: Any) -> Any:
+def interpolate_tree(value: Any, where: str = "") -> Any:
     """Interpolate env references inside parsed YAML strings, so values never alter the
-    document's structure and an unset variable gives '' rather than null."""
+    document's structure; errors name the key (`where`)."""
     if isinstance(value, str):
-        return interpolate_env(value)
+        try:
+            return interpolate_env(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
     if isinstance(value, dict):
-        return {k: interpolate_tree(v) for k, v in value.items()}
+        return {k: interpolate_tree(v, f"{where}.{k}" if where else str(k))
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate_tree(v) for v in value]
+        return [interpolate_tree(v, where) for v in value]
     return value
 
 
@@ -400,6 +408,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             loaded = interpolate_tree(yaml.safe_load(text))
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{path} must hold a mapping of sections, got {type(loaded).__name__}")
         data = loaded or {}
@@ -471,7 +481,19 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
             f"chunks.overlap ({config.chunks.overlap}) must be smaller than chunks.size "
             f"({config.chunks.size}) in {source}"
         )
+    for section in (config.llm, config.embeddings):
+        if not section.api_key.get_secret_value():
+            section.api_key = SecretStr(api_key_from_environment())
     return config
+
+
+# Where a key is looked for when the config gives none: ours first, then the one the openai
+# client (and most tools) read.
+API_KEY_VARIABLES = ("GRAPHRAG_API_KEY", "OPENAI_API_KEY")
+
+
+def api_key_from_environment() -> str:
+    return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), "")
 
 
 def _describe_validation_error(exc: ValidationError, source: str) -> str:

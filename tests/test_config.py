@@ -6,8 +6,19 @@ from graphrag_ray.errors import ConfigError
 
 def test_env_interpolation_with_default_and_unset():
     env = {"KEY": "secret"}
-    assert interpolate_env("a: ${KEY}\nb: ${MISSING:-fallback}\nc: '${MISSING}'", env) == \
+    assert interpolate_env("a: ${KEY}\nb: ${MISSING:-fallback}\nc: '${MISSING:-}'", env) == \
         "a: secret\nb: fallback\nc: ''"
+
+
+def test_an_unset_variable_is_an_error_naming_it_the_key_and_the_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    path = tmp_path / "settings.yaml"
+    path.write_text("llm:\n  api_key: ${NO_SUCH_KEY_VAR}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "NO_SUCH_KEY_VAR is not set" in message and "llm.api_key" in message
+    assert str(path) in message
 
 
 def test_yaml_env_and_set_overrides(tmp_path, monkeypatch):
@@ -83,3 +94,18 @@ def test_an_old_manifest_keeps_its_tokenizer_without_a_warning(recwarn):
     config = config_from_manifest({"config": {"chunks": {"encoding_model": "p50k_base"}}})
     assert config.tokenizer.encoding == "p50k_base"
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+
+
+def test_the_api_key_comes_from_the_environment_when_the_config_gives_none(monkeypatch,
+                                                                          tmp_path):
+    monkeypatch.delenv("GRAPHRAG_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-openai-var")
+    assert load_config(None).llm.api_key.get_secret_value() == "sk-from-openai-var"
+    monkeypatch.setenv("GRAPHRAG_API_KEY", "sk-ours")
+    config = load_config(None)
+    assert config.llm.api_key.get_secret_value() == "sk-ours"
+    assert config.embeddings.api_key.get_secret_value() == "sk-ours"
+    assert "sk-ours" not in str(config.public_dict())
+    path = tmp_path / "settings.yaml"
+    path.write_text("llm:\n  api_key: sk-in-the-file\n")
+    assert load_config(path).llm.api_key.get_secret_value() == "sk-in-the-file"

@@ -205,3 +205,15 @@ def test_the_build_summary_counts_files_read_and_skipped(carol_excerpt, capsys):
     manifest = IndexStore(str(out)).open().read_manifest()
     assert manifest["input_files"] == {"read": 1, "skipped": 2}
     assert sorted(s["path"] for s in manifest["skipped_inputs"]) == ["empty.txt", "slides.pptx"]
+
+
+def test_index_takes_an_exported_api_key(carol_excerpt, monkeypatch, capsys):
+    monkeypatch.delenv("GRAPHRAG_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-exported")
+    with run_test_server(api_key="sk-exported") as server:
+        code = main(["index", "--input", str(carol_excerpt), "--output",
+                     str(carol_excerpt.parent / "index"), "--set", "extraction.method=llm",
+                     "--set", f"llm.api_base={server.url}", "--set", "llm.model=test-model",
+                     "--set", "runtime.engine=local", "--set", "extraction.max_gleanings=0"])
+        assert code == 0, capsys.readouterr().err[-2000:]
+        assert server.stats()["by_status"].get("401", 0) == 0
