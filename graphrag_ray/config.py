@@ -61,8 +61,6 @@ class ExtractionConfig(_Section):
     # false: glean `max_gleanings` times without asking, as Microsoft GraphRAG does; it saves
     # the check's call, which resends the whole conversation for a one-token answer.
     glean_check: bool = True
-    # logit_bias forces a one-token Y/N answer; endpoints that reject it fall back to parsing.
-    use_logit_bias: bool = True
     tuple_delimiter: str = "<|>"
     record_delimiter: str = "##"
     completion_delimiter: str = "<|COMPLETE|>"
@@ -239,6 +237,18 @@ class LLMConfig(_Section):
     concurrent_requests: int = Field(64, gt=0)
     # Times a malformed (unparseable) reply is re-requested before the item is marked failed.
     max_parse_retries: int = Field(2, ge=0)
+    # How requests are shaped (llm/request_shape.py). auto/None: from the model's family (the
+    # o-series and gpt-5 take max_completion_tokens, no temperature, no logit_bias), then
+    # learned from the endpoint's rejections; a value forces the choice.
+    max_tokens_parameter: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    send_temperature: bool | None = None
+    # Sent for the gleaning check's one-token Y/N answer only to models whose tokenizer we
+    # know (a local server's model has its own token ids); otherwise a short reply is parsed.
+    logit_bias: bool | None = None
+    reasoning_effort: str | None = None  # sent as is when set (reasoning models)
+    # Output tokens added to every request's limit for a reasoning model's hidden reasoning
+    # (None: 4096 for the reasoning families, 0 otherwise).
+    reasoning_allowance_tokens: int | None = Field(None, ge=0)
     prices: dict[str, tuple[float, float] | tuple[float, float, float]] = Field(
         default_factory=dict,
         description="model -> (USD per 1M prompt, per 1M completion[, per 1M cached prompt])")
@@ -422,19 +432,24 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return config_from_data(data, overrides, source)
 
 
-# Settings renamed: old (section, key) -> new (section, key).
-RENAMED_SETTINGS = {("chunks", "encoding_model"): ("tokenizer", "encoding")}
+# Settings renamed: old (section, key) -> new (section, key, old value -> new value).
+RENAMED_SETTINGS = {
+    ("chunks", "encoding_model"): ("tokenizer", "encoding", lambda value: value),
+    # true meant "when the endpoint takes it", which is what auto (None) decides now.
+    ("extraction", "use_logit_bias"): ("llm", "logit_bias",
+                                       lambda value: None if value else False),
+}
 
 
 def migrate_renamed_settings(data: dict[str, Any], source: str | None = None) -> dict[str, Any]:
     """`data` with renamed keys moved to their new place (the new one wins when both are
     set); `source`, when given, names the file in a warning that the old key is deprecated."""
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
-    for (old_section, old_key), (new_section, new_key) in RENAMED_SETTINGS.items():
+    for (old_section, old_key), (new_section, new_key, convert) in RENAMED_SETTINGS.items():
         section = data.get(old_section)
         if not isinstance(section, dict) or old_key not in section:
             continue
-        value = section.pop(old_key)
+        value = convert(section.pop(old_key))
         target = data.setdefault(new_section, {})
         if isinstance(target, dict):
             target.setdefault(new_key, value)

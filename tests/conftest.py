@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -22,9 +23,15 @@ def ray_session():
     from graphrag_ray.config import RuntimeConfig
     from graphrag_ray.distributed import ensure_ray
 
-    # Workers import test-defined worker classes from tests/ too.
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
+    # Workers import test-defined worker classes from tests/ too. They run at the test's own
+    # priority, not Ray's nice 15: beside other work on a shared machine they would get a
+    # few percent of a core, and the pacing tests measure the budget, not the scheduler.
+    os.environ["RAY_worker_niceness"] = "0"
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
+    finally:
+        del os.environ["RAY_worker_niceness"]
     ensure_ray(RuntimeConfig())
     yield ray
     ray.shutdown()
@@ -133,24 +140,89 @@ def cached_answers(cache_dir) -> int:
     return sum(1 for _ in Path(cache_dir).rglob("*.json"))
 
 
+def _connections_to(port: int, pids) -> dict[int, int]:
+    """client port -> pid, for the TCP connections these processes hold to 127.0.0.1:`port`
+    (read from /proc: their socket descriptors, then the kernel's connection table)."""
+    owner = {}
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    owner[target[8:-1]] = pid
+        except OSError:
+            continue
+    ports = {}
+    for local, remote, _, inode in _tcp_table():
+        if inode in owner and remote == port:
+            ports[local] = owner[inode]
+    return ports
+
+
+def _tcp_table() -> list[tuple[int, int, str, str]]:
+    """(local port, remote port, state, inode) of every IPv4/IPv6 TCP socket."""
+    rows = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            rows.append((int(fields[1].rsplit(":", 1)[1], 16),
+                         int(fields[2].rsplit(":", 1)[1], 16), fields[3], fields[9]))
+    return rows
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
 def kill_with_no_answer_in_transit(server, kill, cache_dir, cached_before: int = 0,
-                                   timeout_s: float = 300) -> None:
+                                   roots=(), timeout_s: float = 300) -> None:
     """Run `kill` when no answer is on its way: a client killed between receiving an answer
     and caching it would ask again, a repeat the provider bills and the product could not
-    avoid. So answers are held, and the kill waits until every answer the server gave has
-    been cached by its client (`cached_before`: entries from earlier builds): on a loaded
-    machine a client can take seconds to get to a reply it has received. `kill` returns once
-    the killed processes are gone (so their connections are closed); then answers go out
-    again, and the server does not answer a closed connection."""
+    avoid. So answers are held; the kill waits until every answer the server gave has been
+    cached by its client (`cached_before`: entries from earlier builds), as on a loaded
+    machine a client can take seconds to get to a reply it has received; and answers go out
+    again only once the server has seen the killed clients' connections close. On a loaded
+    machine the kernel can take a while to deliver those FINs after the processes are gone,
+    and an answer written into such a connection meanwhile looks delivered. `roots`: the
+    processes (with their descendants) whose connections to the server may be killed."""
     server.hold_answers()
     try:
         deadline = time.monotonic() + timeout_s
         while cached_answers(cache_dir) - cached_before < server.stats()["successful_requests"]:
             assert time.monotonic() < deadline, "answers given were never cached"
             time.sleep(0.05)
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        pids = {p for root in roots for p in (root, *descendants(root))}
+        clients = _connections_to(port, pids)
         kill()
+        dead = {local for local, pid in clients.items() if not _alive(pid)}
+        # The server's end of each dead client's connection: closed, or half-closed by the
+        # client's FIN (CLOSE_WAIT, state 08).
+        while any(local == port and remote in dead and state != "08"
+                  for local, remote, state, _ in _tcp_table()):
+            assert time.monotonic() < deadline, "killed clients' connections never closed"
+            time.sleep(0.02)
     finally:
         server.release_answers()
+
+
+def repeated_calls(server, since: float) -> str:
+    """For a failed no-repeat assertion: each request answered more than once, by kind, with
+    the times of its attempts and their statuses relative to `since` (time.time())."""
+    attempts: dict[str, list] = {}
+    for at, kind, status, request_hash in server.request_log():
+        attempts.setdefault(request_hash, []).append((round(at - since, 2), kind, status))
+    repeated = [tries for tries in attempts.values()
+                if sum(status == 200 for _, _, status in tries) > 1]
+    return f"{len(repeated)} requests answered twice: " + "; ".join(
+        f"{tries[0][1]} at {[(t, s) for t, _, s in tries]}" for tries in repeated[:10])
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import (descendants, finish, free_port, kill_with_no_answer_in_transit, llm_config,
-                      wait_for_calls)
+                      repeated_calls, wait_for_calls)
 
 pytestmark = pytest.mark.slow
 
@@ -159,15 +159,18 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
                 env={**cluster_env, "RAY_ADDRESS": cluster.info["gcs"]}, cwd=REPO,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             wait_for_calls(server, during, 4 if during == "summarize" else 8, driver)
+            killed_at = time.time()
             kill_with_no_answer_in_transit(
                 server, cluster.remove_worker if fault == "worker node lost"
-                else lambda: _kill_extraction_actor(cluster), output / "cache")
+                else lambda: _kill_extraction_actor(cluster), output / "cache",
+                roots=(cluster.process.pid, driver.pid))
             log = finish(driver, 420, cluster.process.pid)
             assert driver.returncode == 0, log[-3000:]
             stats = server.stats()
+            repeats = repeated_calls(server, killed_at)
     finally:
         cluster.close()
-    assert stats["repeated_successes"] == 0
+    assert stats["repeated_successes"] == 0, repeats
     store = IndexStore(str(output)).open()
     units = store.read_table(schema.TEXT_UNITS)
     assert len(set(units.column("id").to_pylist())) == units.num_rows

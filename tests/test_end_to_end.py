@@ -217,3 +217,35 @@ def test_index_takes_an_exported_api_key(carol_excerpt, monkeypatch, capsys):
                      "--set", "runtime.engine=local", "--set", "extraction.max_gleanings=0"])
         assert code == 0, capsys.readouterr().err[-2000:]
         assert server.stats()["by_status"].get("401", 0) == 0
+
+
+@pytest.mark.parametrize("personality, model", [
+    ("reasoning", "o3-mini"), ("reasoning", "my-azure-deployment"), ("think", "qwen3-8b"),
+    ("fenced", "gpt-4o-mini"), ("no_usage", "llama-3.1-8b-instruct"),
+    ("error_200", "gpt-4-turbo")])
+def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol_excerpt):
+    """The quirks of real endpoints (the test server's personalities) end to end: every
+    chunk ok, reports from the LLM; an o-series model behind a name we cannot tell gets no
+    max_tokens, temperature or logit_bias once the first rejections taught the job."""
+    out = carol_excerpt.parent / "index"
+    with run_test_server(personality=personality) as server:
+        config = llm_config(server, f"llm.model={model}", "runtime.engine=local",
+                            "llm.retry_base_delay_s=0.01")
+        manifest = build_index(str(carol_excerpt), str(out), config, progress=lambda _: None)
+        sent = server.stats()["chat_parameters"]
+    store = IndexStore(str(out)).open()
+    units = store.read_table(schema.TEXT_UNITS)
+    assert set(units.column("extraction_status").to_pylist()) == {"ok"}
+    assert manifest["extraction"]["malformed_records"] == 0
+    reports = store.read_table(schema.COMMUNITY_REPORTS)
+    assert reports.num_rows and set(reports.column("generation").to_pylist()) == {"llm"}
+    if personality == "reasoning":
+        # The first request goes alone until it is answered: one rejection per parameter for
+        # a name we cannot tell, none for a name we can; after them, none of the three.
+        statuses = [status for status, _ in sent]
+        assert statuses.count(400) == (2 if model == "my-azure-deployment" else 0)
+        answered = [params for status, params in sent if status == 200]
+        assert answered and all(params == ("max_completion_tokens",) for params in answered)
+        assert manifest["llm_usage"]["rate_limiter"]["learned_request_shape"] == (
+            None if model == "o3-mini" else
+            "max_completion_tokens, no temperature, no logit_bias, +4096 reasoning tokens")

@@ -92,7 +92,9 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(mount_point)], check=True)
 
 
-def test_a_full_disk_is_a_message_and_the_published_version_stays(small_disk, capsys):
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_a_full_disk_is_a_message_and_the_published_version_stays(small_disk, capsys, engine):
+    """On Ray the disk fills up in a worker: the message is the same."""
     from graphrag_ray.storage import IndexStore
 
     out = small_disk / "index"
@@ -102,7 +104,8 @@ def test_a_full_disk_is_a_message_and_the_published_version_stays(small_disk, ca
     (small_disk / "filler").write_bytes(b"\0" * (free - 64 * 1024))
     capsys.readouterr()
     assert main(["index", "--input", str(CAROL_DIR), "--output", str(out),
-                 "--set", "chunks.size=600"]) == 2
+                 "--set", "chunks.size=600", "--set", f"runtime.engine={engine}",
+                 "--set", "runtime.num_cpus=2"]) == 2
     err = capsys.readouterr().err
     assert "no space left on the device" in err and "Traceback" not in err
     store = IndexStore(str(out))

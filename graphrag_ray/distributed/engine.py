@@ -40,6 +40,11 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
             signal.signal(signal.SIGTERM, on_sigterm)
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # A worker's exception reaches the driver as an exception, which the CLI tells once (a
+    # message for the environment's failures, the traceback for a bug); Ray Data also logs
+    # it with its stack, twice, as an error "in Ray Data or Ray Core internal code".
+    for name in ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor_state"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     # We turn Ray Data's progress bars off (ours show the stage's progress); its warning
     # that they are off is noise on every run.
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)

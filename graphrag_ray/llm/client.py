@@ -16,6 +16,7 @@ imports this module, and an offline build's workers (or a cached rerun's) then n
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -28,6 +29,9 @@ from typing import Callable, TypeVar
 from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
+from graphrag_ray.llm.replies import visible_reply, visible_stream
+from graphrag_ray.llm.request_shape import (
+    RequestShape, adopt, learn, send_shaped, shape_for)
 from graphrag_ray.tokens import count_tokens
 
 T = TypeVar("T")
@@ -36,6 +40,8 @@ T = TypeVar("T")
 _PLACEHOLDER_KEY = "not-needed"
 _MAX_BACKOFF_S = 60.0
 _RETRYABLE_STATUS = {408, 409, 429}
+# Parameters a rejection can teach us about (request_shape): one reshape each, and a margin.
+_MAX_RESHAPES = 4
 
 
 _models_ready = threading.Lock()
@@ -184,19 +190,30 @@ class _EndpointClient:
             for key, value in deltas.items():
                 setattr(self.usage, key, getattr(self.usage, key) + value)
 
-    def _admitted(self, request, prompt_estimate: int, max_tokens: int, tag: str):
-        """`request()` under a lease, retried as the failure allows; returns the response and
-        its lease, which the caller settles with the usage the response reports."""
+    def _admitted(self, request, prompt_estimate: int, max_tokens: int, tag: str,
+                  reshape=None):
+        """`request(lease)` under a lease, retried as the failure allows; returns the response
+        and its lease, which the caller settles with the usage the response reports.
+        `reshape(exc, lease)`: for a 400, the request shape to send instead (chat), or None;
+        a reshaped request goes again at once, not counted as a retry."""
         import openai
-        for attempt in range(self.config.max_retries + 1):
+        attempt = reshapes = 0
+        while True:
             lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage)
                      if self.limiter else None)
             try:
-                return request(), lease
-            except openai.APIError as exc:
+                return request(lease), lease
+            except (openai.APIError, ErrorInBody) as exc:
                 status = getattr(exc, "status_code", None)
+                learned = reshape(exc, lease) if reshape and status == 400 \
+                    and reshapes < _MAX_RESHAPES and not _is_context_length(exc) else None
+                if learned is not None:
+                    reshapes += 1
+                    if lease is not None:
+                        self.limiter.release(lease, 0, learned_shape=learned)
+                    continue
                 retry_after = retry_after_seconds(exc)
-                retryable = isinstance(exc, openai.APIConnectionError) or \
+                retryable = isinstance(exc, (openai.APIConnectionError, ErrorInBody)) or \
                     status in _RETRYABLE_STATUS or (status is not None and status >= 500)
                 final = not retryable or attempt == self.config.max_retries
                 outcome = {"rate_limited": int(status == 429),
@@ -209,7 +226,7 @@ class _EndpointClient:
                 if final:
                     raise classify_error(exc, self.config) from None
                 time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
-        raise AssertionError("unreachable: the loop returns or raises")
+                attempt += 1
 
     def _settle(self, lease, reported) -> Usage:
         """The lease reconciled with the usage the response reports (all of its estimate
@@ -229,14 +246,69 @@ class _EndpointClient:
         return usage
 
 
+class ErrorInBody(Exception):
+    """A 200 whose body is an error, not a completion (some proxies and local servers answer
+    an overload so): retried like a 5xx."""
+
+
 class ChatClient(_EndpointClient):
     def _prepare(self, messages: list[dict], max_tokens: int,
-                 logit_bias: dict[int, int] | None, cache_tag: str) -> tuple[dict, str | None]:
+                 logit_bias: dict[int, int] | None, cache_tag: str) -> str | None:
+        """The cache key: of the request as we ask it, whatever shape the endpoint takes."""
         params: dict = {"max_tokens": max_tokens, "temperature": self.config.temperature}
         if logit_bias:
             params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
-        key = cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
-        return params, key
+        return cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
+
+    def _shape(self, lease) -> RequestShape:
+        """The newer of the job's learned shape (it comes with the lease) and this
+        process's."""
+        learned = getattr(lease, "shape", None)
+        return adopt(self.config, learned) if learned is not None else shape_for(self.config)
+
+    def takes_logit_bias(self) -> bool:
+        return shape_for(self.config).logit_bias
+
+    def _create(self, sent: list, lease, messages: list[dict], max_tokens: int,
+                logit_bias: dict[int, int] | None, **extra):
+        """One request, shaped as the endpoint takes it; `sent` gets the shape it went
+        with (for `_reshape`)."""
+        def prepare():
+            shape = self._shape(lease)
+            sent[:] = [shape]
+            wire = shape.wire_parameters(self.config, max_tokens, logit_bias)
+            return wire, lambda: self._client.chat.completions.create(
+                model=self.config.model, messages=messages, **wire, **extra)
+
+        response = send_shaped(self.config, prepare)
+        if extra.get("stream"):
+            # An error body where the events should be reads as an empty stream: it is
+            # told apart before the first piece, so that it can still be retried.
+            chunks = iter(response)
+            first = next(chunks, None)
+            if first is None:
+                raise ErrorInBody("the endpoint answered 200 with no events")
+            return itertools.chain([first], chunks)
+        if not response.choices:
+            error = (getattr(response, "model_extra", None) or {}).get("error")
+            raise ErrorInBody(f"the endpoint answered 200 without a completion"
+                              f"{f': {error}' if error else ''}"[:300])
+        return response
+
+    def _reshape(self, sent: list, max_tokens: int, logit_bias: dict[int, int] | None):
+        """For `_admitted`: the shape a 400 to the request sent as `sent[0]` teaches."""
+        def reshape(exc, lease) -> RequestShape | None:
+            if not sent:
+                return None
+            body = getattr(exc, "body", None)
+            param = body.get("param") if isinstance(body, dict) else None
+            new = sent[0].after_rejection(str(getattr(exc, "message", exc)), param,
+                                          sent[0].wire_parameters(self.config, max_tokens,
+                                                                  logit_bias))
+            if new is not None:
+                learn(self.config, new, _short(exc))
+            return new
+        return reshape
 
     def _cached(self, key: str | None) -> str | None:
         if key is None:
@@ -250,6 +322,9 @@ class ChatClient(_EndpointClient):
     def _prompt_estimate(self, messages: list[dict]) -> int:
         return sum(count_tokens(m.get("content") or "", self.encoding) + 4 for m in messages)
 
+    def _output_estimate(self, max_tokens: int) -> int:
+        return max_tokens + shape_for(self.config).reasoning_allowance
+
     def _store(self, key: str | None, content: str, usage: Usage) -> None:
         if key is not None:
             self.cache.put(key, {"content": content, "model": self.config.model,
@@ -258,18 +333,18 @@ class ChatClient(_EndpointClient):
 
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
-        params, key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
+        """The reply's answer (`replies.visible_reply`: no reasoning block, no fence)."""
+        key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
         hit = self._cached(key)
         if hit is not None:
             return hit
+        sent: list = []
         response, lease = self._admitted(
-            lambda: self._client.chat.completions.create(
-                model=self.config.model, messages=messages, **params),
-            self._prompt_estimate(messages), max_tokens, cache_tag)
+            lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias),
+            self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
+            reshape=self._reshape(sent, max_tokens, logit_bias))
         usage = self._settle(lease, response.usage)
-        if not response.choices:
-            raise LLMCallError("the endpoint returned no choices")
-        content = response.choices[0].message.content or ""
+        content = visible_reply(response.choices[0].message.content or "")
         self._store(key, content, usage)
         return content
 
@@ -297,28 +372,36 @@ class ChatClient(_EndpointClient):
         raise MalformedReply(f"no readable reply in {attempts} attempts: {problem}")
 
     def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
-        """The reply piece by piece as the endpoint sends it (a cached reply comes whole).
-        Retries happen before the first piece; a stream that breaks later raises."""
+        """The reply piece by piece as the endpoint sends it (a cached reply comes whole),
+        without a leading reasoning block. Retries happen before the first piece; a stream
+        that breaks later raises."""
         import openai
-        params, key = self._prepare(messages, max_tokens, None, cache_tag)
+        key = self._prepare(messages, max_tokens, None, cache_tag)
         hit = self._cached(key)
         if hit is not None:
             yield hit
             return
+        sent: list = []
         stream, lease = self._admitted(
-            lambda: self._client.chat.completions.create(
-                model=self.config.model, messages=messages, stream=True,
-                stream_options={"include_usage": True}, **params),
-            self._prompt_estimate(messages), max_tokens, cache_tag)
+            lambda lease: self._create(sent, lease, messages, max_tokens, None, stream=True,
+                                       stream_options={"include_usage": True}),
+            self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
+            reshape=self._reshape(sent, max_tokens, None))
         pieces: list[str] = []
         reported = None
-        try:
+
+        def received():
+            nonlocal reported
             for chunk in stream:
                 if chunk.usage is not None:
                     reported = chunk.usage
                 if chunk.choices and chunk.choices[0].delta.content:
-                    pieces.append(chunk.choices[0].delta.content)
-                    yield pieces[-1]
+                    yield chunk.choices[0].delta.content
+
+        try:
+            for piece in visible_stream(received()):
+                pieces.append(piece)
+                yield piece
         except openai.APIError as exc:
             raise LLMCallError(f"the answer stream from {self.config.api_base} broke: "
                                f"{_short(exc)}") from None

@@ -65,8 +65,8 @@ class EmbeddingClient(_EndpointClient):
             batch = missing[start:start + config.batch_size]
             inputs = [texts[i] for i in batch]
             response, lease = self._admitted(
-                lambda: self._client.embeddings.create(model=config.model, input=inputs,
-                                                       **params),
+                lambda _lease: self._client.embeddings.create(model=config.model,
+                                                              input=inputs, **params),
                 sum(count_tokens(t, self.encoding) for t in inputs), 0, "embedding")
             self._settle(lease, response.usage)
             if len(response.data) != len(batch):

@@ -137,6 +137,8 @@ class Lease:
     tokens: int
     tag: str = ""
     stage: str = ""
+    # The request shape the job has learned (llm/request_shape.py), None while nothing was.
+    shape: object = None
 
 
 class RateBudget:
@@ -183,6 +185,8 @@ class RateBudget:
         self.count_requested = count_requested
         self.stats = {"acquired": 0, "rate_limited": 0, "min_concurrency_limit": max_concurrency,
                       "peak_in_flight": 0, "catch_up_off_after_s": None}
+        # What a worker learned of the endpoint's parameters, handed out with every lease.
+        self.learned_shape = None
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         """Prompt tokens as the provider counts them (ours, scaled by the largest recent
@@ -254,7 +258,7 @@ class RateBudget:
             self.request_pace.take(1)
         if self.token_pace:
             self.token_pace.take(tokens)
-        lease = Lease(next(self._ids), tokens, tag, stage)
+        lease = Lease(next(self._ids), tokens, tag, stage, self.learned_shape)
         self._track_in_flight(now)
         self.in_flight[lease.id] = (tokens, now, prompt_tokens)
         if self.window_limit or self.window_request_limit:
@@ -272,10 +276,15 @@ class RateBudget:
     def release(self, lease_id: int, used_tokens: int | None, now: float,
                 rate_limited: bool = False, retry_after: float | None = None,
                 completion_tokens: int | None = None, tag: str = "", stage: str = "",
-                usage: dict[str, int] | None = None) -> None:
+                usage: dict[str, int] | None = None, learned_shape=None) -> None:
         """Return the unused part of the estimate; on a 429 back off (AIMD) and pause.
-        `usage`: what this request cost, added to the ledger under `stage`."""
+        `usage`: what this request cost, added to the ledger under `stage`. `learned_shape`:
+        the request shape its rejection taught, for every later lease."""
         self._refill(now)
+        if learned_shape is not None and (self.learned_shape is None or
+                                          learned_shape.generation
+                                          > self.learned_shape.generation):
+            self.learned_shape = learned_shape
         if usage:
             counts = self.ledger[stage]
             for key, value in usage.items():
@@ -330,7 +339,8 @@ class RateBudget:
                 # Leases never given back: calls whose worker died before the reply came (the
                 # provider may have served them; the ledger could not count them).
                 "unsettled_calls": len(self.in_flight),
-                "prompt_token_scale": round(self.prompt_scale(), 3)}
+                "prompt_token_scale": round(self.prompt_scale(), 3),
+                "learned_request_shape": _described(self.learned_shape)}
 
     def _unused_tokens(self) -> int | None:
         """Token budget the run left idle: what the limit allowed from the first admission to
@@ -339,6 +349,12 @@ class RateBudget:
             return None
         return max(0, int(self.token_rate * (self.updated - self.first_admission)
                           - self.used_tokens))
+
+
+def _described(shape) -> str | None:
+    from graphrag_ray.llm.request_shape import describe
+
+    return describe(shape) if shape is not None else None
 
 
 def budget_from_config(config: LLMConfig) -> RateBudget:
@@ -370,10 +386,11 @@ class LocalRateLimiter:
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
                 retry_after: float | None = None, completion_tokens: int | None = None,
-                usage: dict[str, int] | None = None) -> None:
+                usage: dict[str, int] | None = None, learned_shape=None) -> None:
         with self._changed:
             self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited,
-                                 retry_after, completion_tokens, lease.tag, lease.stage, usage)
+                                 retry_after, completion_tokens, lease.tag, lease.stage, usage,
+                                 learned_shape)
             self._changed.notify_all()
 
     def stats(self) -> dict:
@@ -418,9 +435,9 @@ class RateLimiterActor:
 
     async def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
                       retry_after: float | None = None, completion_tokens: int | None = None,
-                      usage: dict[str, int] | None = None) -> None:
+                      usage: dict[str, int] | None = None, learned_shape=None) -> None:
         self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
-                             completion_tokens, lease.tag, lease.stage, usage)
+                             completion_tokens, lease.tag, lease.stage, usage, learned_shape)
         if self._changed is not None:
             self._changed.set()
 
@@ -450,9 +467,9 @@ class RayRateLimiter:
 
     def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
                 retry_after: float | None = None, completion_tokens: int | None = None,
-                usage: dict[str, int] | None = None) -> None:
+                usage: dict[str, int] | None = None, learned_shape=None) -> None:
         self.actor.release.remote(lease, used_tokens, rate_limited, retry_after,
-                                  completion_tokens, usage)
+                                  completion_tokens, usage, learned_shape)
 
     def stats(self) -> dict:
         import ray

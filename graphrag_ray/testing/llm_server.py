@@ -62,11 +62,29 @@ class Switches:
     # conversation this one extends, from 1,024 tokens up, in steps of 128 (OpenAI's rule).
     prompt_cache: bool = True
     glean_yes_rounds: int = 1
-    reject_logit_bias: bool = False
+    reject_logit_bias: bool = False  # a 400 that does not say which parameter it means
+    # Endpoint quirks, comma-separated (see `PERSONALITIES`).
+    personality: str = ""
     context_window: int = 0  # > 0: prompts longer than this (in tokens) get HTTP 400
     models: str = ""  # comma-separated: chat calls naming another model get HTTP 404
     api_key: str | None = None
     seed: int = 0
+
+
+# What each personality plays:
+PERSONALITIES = {
+    # OpenAI's reasoning models (o-series, gpt-5): their 400s for max_tokens, a temperature
+    # other than 1 and logit_bias, worded as OpenAI words them; hidden reasoning tokens in the
+    # usage, and an empty reply when the limit leaves no room after them.
+    "reasoning": "o-series parameter rules and reasoning tokens",
+    "think": "a <think>...</think> block before every answer (DeepSeek-R1, Qwen3 on vLLM)",
+    "fenced": "every answer inside a markdown code fence",
+    "no_usage": "no usage in replies, streamed or not (some local servers)",
+    "error_200": "the first attempt of every request: HTTP 200 with an error body, no choices",
+}
+REASONING_TOKENS = 64
+_OPTIONAL_PARAMETERS = ("max_tokens", "max_completion_tokens", "temperature", "logit_bias",
+                        "reasoning_effort")
 
 
 @dataclass
@@ -80,6 +98,8 @@ class Stats:
     # model -> calls answered and the usage they reported, as a provider bills them
     usage: dict = field(default_factory=dict)
     billed: list = field(default_factory=list)  # (time, model, tokens) per admitted call
+    # (HTTP status, optional parameters sent) per chat request, in arrival order
+    chat_parameters: list = field(default_factory=list)
     in_flight: Counter = field(default_factory=Counter)  # by kind: answers being written
     peak_in_flight: Counter = field(default_factory=Counter)  # by kind, and "all"
 
@@ -90,6 +110,7 @@ class Stats:
                 "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1),
                 "usage_by_model": {model: dict(counts) for model, counts in self.usage.items()},
                 "peak_in_flight": self.peak_in_flight["all"],
+                "chat_parameters": list(self.chat_parameters),
                 "peak_in_flight_by_kind": {k: v for k, v in self.peak_in_flight.items()
                                            if k != "all"}}
 
@@ -347,6 +368,24 @@ def _malformed(kind: str) -> str:
     return ""
 
 
+def _reasoning_rejection(body: dict) -> dict | None:
+    """The error an OpenAI reasoning model gives a request it does not take, or None."""
+    if "max_tokens" in body:
+        return {"message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                "model. Use 'max_completion_tokens' instead.", "type": "invalid_request_error",
+                "param": "max_tokens", "code": "unsupported_parameter"}
+    if body.get("temperature") not in (None, 1, 1.0):
+        return {"message": f"Unsupported value: 'temperature' does not support "
+                f"{body['temperature']} with this model. Only the default (1) value is "
+                "supported.", "type": "invalid_request_error", "param": "temperature",
+                "code": "unsupported_value"}
+    if body.get("logit_bias"):
+        return {"message": "Unsupported parameter: 'logit_bias' is not supported with this "
+                "model.", "type": "invalid_request_error", "param": "logit_bias",
+                "code": "unsupported_parameter"}
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: "TestLLMServer"
 
@@ -383,8 +422,9 @@ class _Handler(BaseHTTPRequestHandler):
         frame = {k: body[k] for k in ("id", "created", "model")}
         events = [{**frame, "object": "chat.completion.chunk", "choices": [
             {"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
-        events.append({**frame, "object": "chat.completion.chunk", "choices": [],
-                       "usage": body["usage"]})
+        if body.get("usage") is not None:
+            events.append({**frame, "object": "chat.completion.chunk", "choices": [],
+                           "usage": body["usage"]})
         try:
             for event in events:
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode("utf-8"))
@@ -540,10 +580,13 @@ class TestLLMServer(ThreadingHTTPServer):
         tokens = sum(len(m.get("content") or "") for m in messages[:max(seen)]) // 4
         return tokens // 128 * 128 if tokens >= 1024 else 0
 
-    def _record(self, kind: str, status: int, request_hash: str) -> None:
+    def _record(self, kind: str, status: int, request_hash: str,
+                sent: tuple[str, ...] | None = None) -> None:
         with self._lock:
             self._stats.by_status[status] += 1
             self._stats.log.append((time.time(), kind, status, request_hash))
+            if sent is not None:
+                self._stats.chat_parameters.append((status, sent))
 
     def _delivered(self, request_hash: str) -> None:
         with self._lock:
@@ -562,61 +605,78 @@ class TestLLMServer(ThreadingHTTPServer):
             attempt = self._attempts[request_hash]
             self._attempts[request_hash] += 1
         prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        sent = tuple(k for k in _OPTIONAL_PARAMETERS if body.get(k) is not None)
+        quirks = set(filter(None, s.personality.split(",")))
+        rejection = _reasoning_rejection(body) if "reasoning" in quirks else None
+        if rejection is not None:
+            self._record(kind, 400, request_hash, sent)
+            handler._send(400, {"error": rejection})
+            return
         if s.models and body.get("model") not in s.models.split(","):
-            self._record(kind, 404, request_hash)
+            self._record(kind, 404, request_hash, sent)
             handler._send(404, {"error": {
                 "message": f"The model `{body.get('model')}` does not exist",
                 "type": "invalid_request_error", "code": "model_not_found"}})
             return
         if s.context_window and prompt_tokens > s.context_window:
-            self._record(kind, 400, request_hash)
+            self._record(kind, 400, request_hash, sent)
             handler._send(400, {"error": {
                 "message": f"This model's maximum context length is {s.context_window} tokens.",
                 "type": "invalid_request_error", "code": "context_length_exceeded"}})
             return
         if s.reject_logit_bias and body.get("logit_bias"):
-            self._record(kind, 400, request_hash)
-            handler._send(400, {"error": {"message": "logit_bias is not supported by this model",
-                                          "type": "invalid_request_error", "param": "logit_bias"}})
+            self._record(kind, 400, request_hash, sent)
+            handler._send(400, {"error": {"message": "Invalid request: sampling options not "
+                                          "supported", "type": "BadRequestError"}})
+            return
+        if "error_200" in quirks and attempt == 0:
+            self._record(kind, 200, request_hash, sent)
+            handler._send(200, {"error": {"message": "The server is overloaded", "code": 503}})
             return
         if attempt < s.fail_first:
-            self._record(kind, s.fail_status, request_hash)
+            self._record(kind, s.fail_status, request_hash, sent)
             headers = {"Retry-After": f"{s.retry_after_s:g}"} if s.fail_status == 429 else {}
             handler._send(s.fail_status, {"error": {"message": f"injected failure {s.fail_status}"}},
                           headers)
             return
         roll = _fraction(s.seed, request_hash, attempt)
         if roll < s.rate_429:
-            self._record(kind, 429, request_hash)
+            self._record(kind, 429, request_hash, sent)
             handler._send(429, {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
                           {"Retry-After": f"{s.retry_after_s:g}"})
             return
         roll -= s.rate_429
         if roll < s.rate_5xx:
-            self._record(kind, 503, request_hash)
+            self._record(kind, 503, request_hash, sent)
             handler._send(503, {"error": {"message": "The server is overloaded"}})
             return
         roll -= s.rate_5xx
         if roll < s.rate_timeout:
-            self._record(kind, 0, request_hash)
+            self._record(kind, 0, request_hash, sent)
             time.sleep(s.timeout_sleep_s)
             return  # The client has given up; answering now would be ignored.
         roll -= s.rate_timeout
         content = _malformed(kind) if roll < s.rate_malformed else _answer(kind, messages, s)
-        max_tokens = body.get("max_tokens") or 4096
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 4096
+        reasoning = REASONING_TOKENS if "reasoning" in quirks else 0
         words = content.split()
-        if len(words) > max_tokens:
-            content = " ".join(words[:max_tokens])
-        completion_tokens = max(1, len(content) // 4)
+        if len(words) > max_tokens - reasoning:
+            content = " ".join(words[:max(0, max_tokens - reasoning)])
+        if "fenced" in quirks:
+            content = f"```\n{content}\n```"
+        if "think" in quirks:
+            content = (f"<think>\nThe user wants {kind}. Let me work through the text.\n"
+                       f"</think>\n\n{content}")
+        completion_tokens = max(1, len(content) // 4) + reasoning
         model = body.get("model", "test-model")
         wait = self._admit(model, prompt_tokens + completion_tokens)
         if wait is not None:
-            self._record(kind, 429, request_hash)
+            self._record(kind, 429, request_hash, sent)
             handler._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
                                           "code": "rate_limit_exceeded"}},
                           {"Retry-After": f"{wait:.3f}", "retry-after-ms": f"{wait * 1000:.0f}"})
             return
-        self._record(kind, 200, request_hash)  # logged at admission, as a provider counts it
+        self._record(kind, 200, request_hash, sent)  # logged at admission, as a provider counts it
         cached_tokens = self._cached_prompt_tokens(messages)
         self._bill(model, prompt_tokens, completion_tokens, cached_tokens)
         with self._lock:
@@ -639,6 +699,8 @@ class TestLLMServer(ThreadingHTTPServer):
                       "total_tokens": prompt_tokens + completion_tokens,
                       "prompt_tokens_details": {"cached_tokens": cached_tokens}},
         }
+        if "no_usage" in quirks:
+            reply["usage"] = None
         if body.get("stream"):
             delivered = handler._send_stream(reply, content)
         else:

@@ -75,7 +75,7 @@ def test_sigkill_during_extraction_then_resume_repeats_no_call(carol_excerpt, tm
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait()
 
-        kill_with_no_answer_in_transit(server, kill_driver, out / "cache")
+        kill_with_no_answer_in_transit(server, kill_driver, out / "cache", roots=(victim.pid,))
         # The killed build published nothing: readers still get the earlier version, whole.
         assert IndexStore(str(out)).open().version == earlier
         assert IndexStore(str(out)).open().read_table(schema.TEXT_UNITS).num_rows > 0

@@ -195,7 +195,8 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait()
 
-        kill_with_no_answer_in_transit(server, kill_driver, f"{index}-cache", cached_before)
+        kill_with_no_answer_in_transit(server, kill_driver, f"{index}-cache", cached_before,
+                                       roots=(victim.pid,))
         assert IndexStore(index).open().version == earlier
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
         assert finished.returncode == 0, finished.stderr[-2000:]

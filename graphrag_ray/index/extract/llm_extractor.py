@@ -1,7 +1,8 @@
 """LLM extraction of one chunk: the multi-part prompt, then gleaning rounds in the same conversation.
 
 Gleaning follows the paper: after each round, a forced yes/no "were entities missed?" check
-(logit bias on the Y and N tokens where the endpoint allows it); on yes, "MANY entities were
+(logit bias on the Y and N tokens where the model's tokenizer is known and the endpoint takes
+it; otherwise a short reply, parsed); on yes, "MANY entities were
 missed" and another round. It stops at `max_gleanings`, on a no, or when a round adds nothing.
 With `extraction.glean_check: false` the check is skipped and every round is asked for.
 The conversation only grows at its end, so a provider's prompt cache serves each round's
@@ -15,7 +16,7 @@ from typing import Protocol
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.extract.tuples import (
     Delimiters, ParsedRecords, parse_claim_records, parse_graph_records)
-from graphrag_ray.llm.client import FatalLLMError
+from graphrag_ray.llm.request_shape import model_encoding
 from graphrag_ray.prompts_loader import prompt_version, render
 from graphrag_ray.tokens import get_encoding
 
@@ -23,6 +24,8 @@ from graphrag_ray.tokens import get_encoding
 class Chat(Protocol):
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str: ...
+
+    def takes_logit_bias(self) -> bool: ...
 
 
 def yes_no_logit_bias(encoding_name: str) -> dict[int, int]:
@@ -50,8 +53,11 @@ class GraphExtractor:
         self.continue_prompt = render(prompts["glean_continue"], **shared)
         self.claims_template = render(prompts["extract_claims"],
                                       claim_description=config.claims.description, **shared)
-        self.logit_bias = (yes_no_logit_bias(config.tokenizer.encoding)
-                           if ex.use_logit_bias else None)
+        # The Y and N token ids of the model's own tokenizer (forced by llm.logit_bias: the
+        # configured tokenizer's); None where we do not know it.
+        encoding = model_encoding(config.llm.model) or (
+            config.tokenizer.encoding if config.llm.logit_bias else None)
+        self.logit_bias = yes_no_logit_bias(encoding) if encoding else None
         self.graph_tag = prompt_version(self.extract_template + self.check_prompt
                                         + self.continue_prompt)
         self.claims_tag = prompt_version(self.claims_template)
@@ -83,14 +89,11 @@ class GraphExtractor:
         return records
 
     def _ask_yes_no(self, messages: list[dict], chat: Chat) -> str:
-        if self.logit_bias is not None:
-            try:
-                return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
-                                          cache_tag=self.graph_tag)
-            except FatalLLMError as exc:
-                if "logit_bias" not in str(exc).lower():
-                    raise
-                self.logit_bias = None  # This endpoint rejects logit_bias: parse a free reply.
+        """One forced token where the endpoint takes logit_bias (the client learns when it
+        does not, from the first rejection), else a short reply that is parsed."""
+        if self.logit_bias is not None and chat.takes_logit_bias():
+            return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
+                                 cache_tag=self.graph_tag)
         return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
 
     def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:

@@ -13,9 +13,10 @@ TEXT = ("Ada Brandt left the Orrin Institute in Lyon. She founded Keel Labs with
         "Keel Labs sells turbines to Porto Energy. Lyon welcomed Porto Energy.")
 
 
-def _extract(max_gleanings, yes_rounds, **switches):
+def _extract(max_gleanings, yes_rounds, model="gpt-4o-mini", **switches):
     with run_test_server(glean_yes_rounds=yes_rounds, **switches) as server:
         config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
+                                    f"llm.model={model}",
                                     f"extraction.max_gleanings={max_gleanings}"])
         chat = ChatClient(config.llm)
         records = GraphExtractor(config, load_prompts(config)).extract(TEXT, chat)
@@ -45,10 +46,30 @@ def test_gleaning_adds_what_the_first_pass_missed():
     assert first < both and "PORTO ENERGY" in both - first
 
 
-def test_endpoint_rejecting_logit_bias_falls_back_to_parsing():
-    records, stats = _extract(max_gleanings=1, yes_rounds=1, reject_logit_bias=True)
+def test_an_endpoint_rejecting_logit_bias_in_any_words_is_asked_without_it_from_then_on():
+    """A model whose tokenizer we know (gpt-4-turbo: cl100k_base) gets the one-token check;
+    the server's 400 does not say which parameter it minds. One rejection, then the check is
+    a short reply, parsed, for this chunk and the next."""
+    with run_test_server(glean_yes_rounds=1, reject_logit_bias=True) as server:
+        config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
+                                    "llm.model=gpt-4-turbo", "extraction.max_gleanings=1"])
+        extractor = GraphExtractor(config, load_prompts(config))
+        assert extractor.logit_bias
+        extractor.extract(TEXT, ChatClient(config.llm))
+        extractor.extract(TEXT + " Lyon thanked Ada Brandt.", ChatClient(config.llm))
+        stats = server.stats()
     assert stats["by_status"].get("400") == 1
-    assert stats["by_kind"]["glean_continue"] == 1
+    assert stats["by_kind"]["glean_continue"] == 2
+    assert [sent for status, sent in stats["chat_parameters"] if "logit_bias" in sent] == [
+        ("max_tokens", "temperature", "logit_bias")]
+
+
+def test_a_model_whose_tokenizer_is_unknown_gets_no_logit_bias():
+    """A local server's model (or an Azure deployment's own name): cl100k ids would bias two
+    arbitrary tokens of its vocabulary."""
+    records, stats = _extract(max_gleanings=1, yes_rounds=1, model="qwen2.5-7b-instruct")
+    assert not any("logit_bias" in sent for _, sent in stats["chat_parameters"])
+    assert stats["by_kind"]["glean_continue"] == 1 and records.entities
 
 
 def test_parse_yes_no():
