@@ -22,6 +22,7 @@ def test_reasoning_families_are_told_by_name(model, reasoning):
 def test_logit_bias_only_for_models_whose_token_ids_we_know():
     assert model_encoding("gpt-4-turbo") == "cl100k_base"
     assert model_encoding("gpt-3.5-turbo") == "cl100k_base"
+    assert model_encoding("gpt-4o-mini") == model_encoding("gpt-4.1") == "o200k_base"
     assert model_encoding("llama-3.1-8b-instruct") is None
     shape = initial_shape(load_config(None, ["llm.model=qwen2.5-7b-instruct"]).llm)
     assert not shape.logit_bias and shape.limit_parameter == "max_tokens" and shape.temperature
