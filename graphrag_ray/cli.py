@@ -254,6 +254,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from graphrag_ray.llm.doctor import diagnose
+
+    config = load_config(args.config, args.set)
+    checks = diagnose(config)
+    for check in checks:
+        print(check.line())
+    failed = sum(check.status == "fail" for check in checks)
+    warned = sum(check.status == "warn" for check in checks)
+    print(f"{len(checks)} checks: {failed} failed, {warned} to look at")
+    return 1 if failed else 0
+
+
 def cmd_versions(args: argparse.Namespace) -> int:
     from graphrag_ray.storage import IndexStore
 
@@ -355,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     for step in steps.choices.values():
         config_options(step)
     evaluate.set_defaults(func=cmd_eval)
+
+    doctor = sub.add_parser("doctor", help="check the configured LLM and embeddings endpoints "
+                            "in a few tiny calls: key, model, parameters, JSON, rate limits")
+    config_options(doctor)
+    doctor.set_defaults(func=cmd_doctor)
 
     versions = sub.add_parser("versions", help="list an index's published versions (* = current)")
     versions.add_argument("--index", required=True, help="folder or fsspec URL of an index")

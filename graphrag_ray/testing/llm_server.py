@@ -160,6 +160,10 @@ def classify(messages: list[dict]) -> str:
         return "rate_report"
     if "hypothetical answer" in first.lower():
         return "hypothetical_answer"
+    if "Answer with this JSON object only:" in last:
+        return "json_only"
+    if last.rstrip().endswith("Answer Y or N."):
+        return "yes_no"
     return "other"
 
 
@@ -351,6 +355,10 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
         claims = [s.strip(" -*#") for s in re.split(r"(?<=[.!?])\s+|\n", answer)
                   if len(s.strip(" -*#").split()) >= 3]
         return json.dumps({"claims": claims[:20]})
+    if kind == "json_only":
+        return messages[-1]["content"].split("only:", 1)[1].strip()
+    if kind == "yes_no":
+        return "Y"
     if kind == "hypothetical_answer":
         question = _section(first, "Question: ", "\n\nHypothetical answer:")
         return f"A report answering {question} would describe {question.rstrip('?')}."
@@ -704,10 +712,20 @@ class TestLLMServer(ThreadingHTTPServer):
         if body.get("stream"):
             delivered = handler._send_stream(reply, content)
         else:
-            delivered = handler._send(200, reply)
+            delivered = handler._send(200, reply, self._limit_headers())
         if delivered:
             self._delivered(request_hash)
 
+
+    def _limit_headers(self) -> dict:
+        """The limits, stated as OpenAI states them on every reply."""
+        s = self.switches
+        headers = {}
+        if s.rpm_limit:
+            headers["x-ratelimit-limit-requests"] = f"{s.rpm_limit:g}"
+        if s.tpm_limit:
+            headers["x-ratelimit-limit-tokens"] = f"{s.tpm_limit:g}"
+        return headers
 
     def handle_embeddings(self, handler: _Handler, body: dict) -> None:
         """Vectors from the offline hashing method, so similar texts get similar vectors."""

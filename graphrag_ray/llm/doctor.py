@@ -1,0 +1,180 @@
+"""`graphrag-ray doctor`: what the configured endpoints will do with this job's requests,
+found out in a few tiny calls before a build spends money.
+
+Each check is one line: ok, warn (the job will work, perhaps not as configured) or fail (the
+job would stop). The calls go out with the job's own request shaping (`request_shape`), so
+the shape a rejection teaches here is the one the job will use, and is said.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from graphrag_ray.config import GraphRagConfig, LLMConfig
+from graphrag_ray.errors import LLMError
+
+# The provider's limits, as OpenAI, Azure and many proxies state them on every reply.
+_LIMIT_HEADERS = {"requests_per_minute": "x-ratelimit-limit-requests",
+                  "tokens_per_minute": "x-ratelimit-limit-tokens"}
+
+
+@dataclass
+class Check:
+    status: str  # ok | warn | fail
+    what: str
+    seconds: float | None = None
+
+    def line(self) -> str:
+        took = f" ({self.seconds:.2f} s)" if self.seconds is not None else ""
+        return f"{self.status:<4} {self.what}{took}"
+
+
+def diagnose(config: GraphRagConfig) -> list[Check]:
+    """The checks of the chat endpoint, then of the embeddings endpoint when one is used.
+    Stops at the first failure of an endpoint: what follows would fail the same way."""
+    checks = _chat_checks(config.llm, config)
+    if config.embeddings.resolved_method() == "api":
+        checks += _embeddings_checks(config.embeddings)
+    return checks
+
+
+def _timed(call):
+    started = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - started
+
+
+def _reachable(config: LLMConfig, kind: str) -> list[Check]:
+    """The endpoint answers and takes the key; the model is listed (when it lists any)."""
+    import openai
+
+    from graphrag_ray.llm.client import _openai_client, classify_error, require_api_base
+
+    try:
+        require_api_base(config)
+    except LLMError as exc:
+        return [Check("fail", str(exc))]
+    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
+    try:
+        listed, seconds = _timed(lambda: [m.id for m in client.models.list()])
+    except (openai.APIConnectionError, openai.AuthenticationError,
+            openai.PermissionDeniedError) as exc:
+        return [Check("fail", str(classify_error(exc, config)))]
+    except openai.APIError:
+        return [Check("ok", f"{kind} endpoint {config.api_base} answers (it lists no models)")]
+    checks = [Check("ok", f"{kind} endpoint {config.api_base} answers and takes the key",
+                    seconds)]
+    if config.model in listed:
+        checks.append(Check("ok", f"model {config.model} is listed"))
+    else:
+        shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
+        checks.append(Check("warn", f"model {config.model} is not among the {len(listed)} "
+                                    f"listed ({shown}); deployments and some servers accept "
+                                    "names they do not list"))
+    return checks
+
+
+def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
+    from graphrag_ray.index.extract.llm_extractor import yes_no_logit_bias
+    from graphrag_ray.llm.client import ChatClient, parse_json_object
+    from graphrag_ray.llm.request_shape import describe, model_encoding, shape_for
+
+    checks = _reachable(llm, "chat")
+    if any(check.status == "fail" for check in checks):
+        return checks
+    chat = ChatClient(llm)
+    probe = [{"role": "user", "content": "Reply with the single word OK."}]
+    try:
+        reply, seconds = _timed(lambda: chat.complete(probe, max_tokens=5))
+    except LLMError as exc:
+        return checks + [Check("fail", f"a chat request failed: {exc}")]
+    checks.append(Check("ok" if reply.strip() else "warn",
+                        f"chat request answered{'' if reply.strip() else ' with nothing'}; "
+                        f"requests go as: {describe(shape_for(llm))}", seconds))
+    encoding = model_encoding(llm.model)
+    if shape_for(llm).logit_bias and encoding:
+        ask = [{"role": "user", "content": "Is Paris in France? Answer Y or N."}]
+        try:
+            answer, seconds = _timed(lambda: chat.complete(
+                ask, max_tokens=1, logit_bias=yes_no_logit_bias(encoding)))
+            checks.append(Check(
+                "ok" if answer.strip()[:1] in ("Y", "N") else "warn",
+                f"logit_bias works (the gleaning check answered {answer.strip()[:1] or '-'!r})"
+                if shape_for(llm).logit_bias else
+                "logit_bias is refused: the gleaning check will parse a short reply",
+                seconds))
+        except LLMError as exc:
+            checks.append(Check("fail", f"the gleaning check's request failed: {exc}"))
+    else:
+        checks.append(Check("ok", "no logit_bias for this model: the gleaning check parses "
+                                  "a short reply"))
+    ask = [{"role": "user", "content": 'Answer with this JSON object only: {"ok": true}'}]
+    try:
+        reply, seconds = _timed(lambda: chat.complete(ask, max_tokens=20))
+        parse_json_object(reply)
+        checks.append(Check("ok", "JSON replies parse (reports, map answers)", seconds))
+    except (LLMError, ValueError) as exc:
+        checks.append(Check("warn", f"a JSON reply did not parse ({str(exc)[:120]}): reports "
+                                    "and map answers will be re-asked or fall back"))
+    checks.append(_limits(llm, probe))
+    if not config.extraction.method == "llm":
+        checks.append(Check("warn", "extraction.method is nlp: the index will not call this "
+                                    "endpoint for extraction"))
+    return checks
+
+
+def _limits(config: LLMConfig, probe: list[dict]) -> Check:
+    """The provider's stated limits (rate-limit headers) against the configured ones."""
+    from graphrag_ray.llm.client import _openai_client
+    from graphrag_ray.llm.request_shape import shape_for
+
+    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
+    try:
+        raw = client.chat.completions.with_raw_response.create(
+            model=config.model, messages=probe,
+            **shape_for(config).wire_parameters(config, 5, None))
+    except Exception as exc:  # the limits are advice: their check never stops the doctor
+        return Check("warn", f"could not read the rate-limit headers: {str(exc)[:120]}")
+    stated = {}
+    for setting, header in _LIMIT_HEADERS.items():
+        try:
+            stated[setting] = float(raw.headers.get(header))
+        except (TypeError, ValueError):
+            continue
+    if not stated:
+        configured = [f"llm.{k}={getattr(config, k):g}" for k in _LIMIT_HEADERS
+                      if getattr(config, k)]
+        return Check("ok" if configured else "warn",
+                     "the endpoint states no rate limits; " + (
+                         ", ".join(configured) + " will pace the job" if configured else
+                         "none configured: calls in flight stay at "
+                         f"llm.unlimited_concurrency={config.unlimited_concurrency}"))
+    advice = []
+    for setting, limit in stated.items():
+        ours = getattr(config, setting)
+        if ours is None:
+            advice.append(f"set llm.{setting}={limit:g} (the provider's) to fill it without 429s")
+        elif ours > limit:
+            advice.append(f"llm.{setting}={ours:g} is above the provider's {limit:g}: 429s")
+    said = ", ".join(f"{k.replace('_', ' ')}: {v:g}" for k, v in stated.items())
+    return Check("warn" if advice else "ok", f"provider limits ({said})"
+                 + ("; " + "; ".join(advice) if advice else " match the configuration"))
+
+
+def _embeddings_checks(config: LLMConfig) -> list[Check]:
+    from graphrag_ray.llm.client import LLMServices
+
+    checks = _reachable(config, "embeddings")
+    if any(check.status == "fail" for check in checks):
+        return checks
+    try:
+        vectors, seconds = _timed(lambda: LLMServices().embedder(config).embed(["hello"]))
+    except LLMError as exc:
+        return checks + [Check("fail", f"an embeddings request failed: {exc}")]
+    size = len(vectors[0]) if len(vectors) else 0
+    wanted = getattr(config, "dimensions", None)
+    return checks + [Check("ok" if not wanted or wanted == size else "warn",
+                           f"embeddings of {size} dimensions"
+                           + (f" (embeddings.dimensions is {wanted})"
+                              if wanted and wanted != size else ""), seconds)]

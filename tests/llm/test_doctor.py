@@ -1,0 +1,41 @@
+"""`graphrag-ray doctor` against the test server: what each endpoint will do, in seconds."""
+
+from graphrag_ray.cli import main
+from graphrag_ray.testing.llm_server import run_test_server
+
+
+def _doctor(capsys, server, *settings: str) -> tuple[int, list[str]]:
+    code = main(["doctor", "--set", f"llm.api_base={server.url}", "--set",
+                 "extraction.method=llm", *[arg for s in settings for arg in ("--set", s)]])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_a_healthy_endpoint_passes_and_its_stated_limits_are_advised(capsys):
+    with run_test_server(rpm_limit=500, tpm_limit=200_000) as server:
+        code, lines = _doctor(capsys, server, "llm.model=gpt-4o-mini")
+        requests = server.stats()["requests"]
+    assert code == 0 and requests <= 5  # a few tiny calls
+    assert any(line.startswith("ok   logit_bias works") for line in lines)
+    assert any(line.startswith("ok   JSON replies parse") for line in lines)
+    assert any("set llm.requests_per_minute=500" in line and "llm.tokens_per_minute=200000"
+               in line for line in lines)
+    with run_test_server(rpm_limit=500, tpm_limit=200_000) as server:
+        code, lines = _doctor(capsys, server, "llm.requests_per_minute=500",
+                              "llm.tokens_per_minute=200000")
+    assert any("match the configuration" in line for line in lines)
+
+
+def test_a_reasoning_deployment_is_shown_as_the_job_will_send_it(capsys):
+    with run_test_server(personality="reasoning") as server:
+        code, lines = _doctor(capsys, server, "llm.model=my-deployment")
+    assert code == 0
+    assert any("requests go as: max_completion_tokens, no temperature, no logit_bias" in line
+               for line in lines)
+
+
+def test_a_rejected_key_fails_with_one_line_and_exit_1(capsys):
+    with run_test_server(api_key="the-right-key") as server:
+        code, lines = _doctor(capsys, server, "llm.api_key=a-wrong-key")
+    assert code == 1
+    assert lines[0].startswith("fail") and "rejected the API key" in lines[0]
+    assert "a-wrong-key" not in "\n".join(lines)
