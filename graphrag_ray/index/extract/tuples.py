@@ -3,8 +3,10 @@
     ("entity"<|>NAME<|>TYPE<|>DESCRIPTION)##("relationship"<|>SRC<|>TGT<|>DESCRIPTION<|>STRENGTH)
     ...<|COMPLETE|>
 
-LLMs bend the format: records on separate lines without `##`, stray quotes, missing strength.
-We accept those and count every record we cannot use, with its reason.
+LLMs bend the format: records on separate lines without `##`, stray quotes, missing strength,
+or JSON instead of tuples (an object of entity and relationship lists, a list of records, a
+list of tuples as arrays). We accept those and count every record we cannot use, with its
+reason.
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ def parse_strength(value: str) -> float | None:
 
 
 def parse_graph_records(text: str, delimiters: Delimiters = Delimiters()) -> ParsedRecords:
+    parsed = _parse_tuples(text, delimiters)
+    if not (parsed.entities or parsed.relationships) and ("{" in text or "[" in text):
+        from_json = _parse_json_records(text, delimiters)
+        if from_json is not None:
+            return from_json
+    return parsed
+
+
+def _parse_tuples(text: str, delimiters: Delimiters) -> ParsedRecords:
     parsed = ParsedRecords()
     for record in split_records(text, delimiters):
         fields = [_clean(f) for f in record.split(delimiters.tuple)]
@@ -96,6 +107,89 @@ def parse_graph_records(text: str, delimiters: Delimiters = Delimiters()) -> Par
             })
         else:
             parsed.malformed.append(f"unknown record kind {fields[0][:40]!r}")
+    return parsed
+
+
+# The keys models use for each field when they answer in JSON.
+_JSON_KEYS = {
+    "kind": ("type", "kind", "record_type", "record"),
+    "name": ("name", "entity_name", "entity", "title", "id"),
+    "entity_type": ("entity_type", "type", "category", "label"),
+    "description": ("description", "entity_description", "relationship_description", "desc"),
+    "source": ("source", "source_entity", "src", "from", "head", "subject"),
+    "target": ("target", "target_entity", "tgt", "to", "tail", "object"),
+    "strength": ("strength", "relationship_strength", "weight", "score"),
+}
+
+
+def _first(record: dict, field: str) -> str:
+    for key in _JSON_KEYS[field]:
+        value = record.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return ""
+
+
+def _parse_json_records(text: str, delimiters: Delimiters) -> ParsedRecords | None:
+    """Records from a JSON reply, as the tuple parser would give them; None when the reply
+    holds no JSON value."""
+    import json
+
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:].strip())
+    except ValueError:
+        return None
+    entities, relationships, others = [], [], []
+    if isinstance(value, dict):
+        lists = {key.lower(): items for key, items in value.items() if isinstance(items, list)}
+        entities = [r for key in ("entities", "nodes") for r in lists.get(key, [])]
+        relationships = [r for key in ("relationships", "relations", "edges")
+                         for r in lists.get(key, [])]
+        if not (entities or relationships):
+            others = [value]
+    elif isinstance(value, list):
+        others = value
+    for record in others:
+        if isinstance(record, list) and record:  # a tuple as an array
+            as_tuple = _parse_tuples(f"({delimiters.tuple.join(map(str, record))})", delimiters)
+            entities.extend({"name": e["title"], "entity_type": e["type"],
+                             "description": e["description"]} for e in as_tuple.entities)
+            relationships.extend(as_tuple.relationships)  # same keys as a JSON record's
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind = _first(record, "kind").lower()
+        if kind == "relationship" or (_first(record, "source") and _first(record, "target")):
+            relationships.append(record)
+        elif kind == "entity" or _first(record, "name"):
+            entities.append(record)
+    parsed = ParsedRecords()
+    for record in entities:
+        if not isinstance(record, dict):
+            continue
+        name = normalize_name(_first(record, "name"))
+        if not name:
+            parsed.malformed.append(f"JSON entity without a name: {str(record)[:120]!r}")
+            continue
+        entity_type = _first(record, "entity_type")
+        if entity_type.lower() == "entity":  # "type" named the record's kind
+            entity_type = str(record.get("entity_type") or record.get("category") or "")
+        parsed.entities.append({"title": name, "type": normalize_name(entity_type),
+                                "description": _first(record, "description").strip()})
+    for record in relationships:
+        if not isinstance(record, dict):
+            continue
+        source, target = normalize_name(_first(record, "source")), \
+            normalize_name(_first(record, "target"))
+        if not (source and target):
+            parsed.malformed.append(
+                f"JSON relationship needs source and target: {str(record)[:120]!r}")
+            continue
+        strength = parse_strength(_first(record, "strength"))
+        parsed.relationships.append({"source": source, "target": target,
+                                     "description": _first(record, "description").strip(),
+                                     "strength": 1.0 if strength is None else strength})
     return parsed
 
 

@@ -1,3 +1,5 @@
+import pytest
+
 from graphrag_ray.index.extract.tuples import (
     Delimiters, normalize_name, parse_claim_records, parse_graph_records)
 
@@ -48,3 +50,25 @@ def test_claims():
     assert parsed.claims[0]["status"] == "SUSPECTED"
     assert parsed.claims[0]["source_text"] == "the filing says so"
     assert len(parsed.malformed) == 1
+
+
+@pytest.mark.parametrize("reply", [
+    # An object of lists, with the keys the tuple prompt names.
+    '{"entities": [{"entity_name": "Ada Brandt", "entity_type": "person", "entity_description":'
+    ' "An engineer"}], "relationships": [{"source_entity": "Ada Brandt", "target_entity": '
+    '"Keel Labs", "relationship_description": "She founded it", "relationship_strength": 8}]}',
+    # A list of records, each saying its kind.
+    '[{"type": "entity", "name": "Ada Brandt", "entity_type": "PERSON", "description": '
+    '"An engineer"}, {"type": "relationship", "source": "Ada Brandt", "target": "Keel Labs", '
+    '"description": "She founded it", "strength": "8"}]',
+    # The tuples as arrays, inside a fence, after a sentence.
+    'Here are the records:\n```json\n[["entity", "Ada Brandt", "PERSON", "An engineer"], '
+    '["relationship", "Ada Brandt", "Keel Labs", "She founded it", 8]]\n```',
+])
+def test_json_where_tuples_were_asked_for_gives_the_same_records(reply):
+    parsed = parse_graph_records(reply)
+    assert parsed.entities == [{"title": "ADA BRANDT", "type": "PERSON",
+                                "description": "An engineer"}]
+    assert parsed.relationships == [{"source": "ADA BRANDT", "target": "KEEL LABS",
+                                     "description": "She founded it", "strength": 8.0}]
+    assert parsed.malformed == []
