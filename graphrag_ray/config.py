@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from graphrag_ray.errors import ConfigError
 
@@ -207,7 +208,17 @@ DEFAULT_PRICES: dict[str, tuple[float, ...]] = {
 class LLMConfig(_Section):
     api_base: str | None = None
     api_key: SecretStr = SecretStr("")
+    # The model; for Azure OpenAI, the deployment's name.
     model: str = "gpt-4o-mini"
+    # Set for Azure OpenAI (e.g. 2024-10-21): api_base is then the resource's endpoint
+    # (https://NAME.openai.azure.com) and the key goes in Azure's api-key header.
+    api_version: str | None = None
+
+    @field_validator("api_version", mode="before")
+    @classmethod
+    def _version_as_written(cls, value):
+        """YAML reads 2024-10-21 as a date; the version is that text."""
+        return value.isoformat() if isinstance(value, date) else value
     request_timeout: float = Field(120.0, gt=0)
     max_retries: int = Field(6, ge=0)
     retry_base_delay_s: float = Field(1.0, gt=0, description="first backoff without Retry-After")

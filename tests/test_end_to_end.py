@@ -249,3 +249,22 @@ def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol
         assert manifest["llm_usage"]["rate_limiter"]["learned_request_shape"] == (
             None if model == "o3-mini" else
             "max_completion_tokens, no temperature, no logit_bias, +4096 reasoning tokens")
+
+
+def test_azure_openai_by_config(carol_excerpt):
+    """Azure OpenAI: the resource's endpoint, an api-version, the key in Azure's api-key
+    header and a deployment name for the model, through openai's AzureOpenAI client."""
+    out = carol_excerpt.parent / "index"
+    with run_test_server(api_key="azure-key") as server:
+        endpoint = server.url.removesuffix("/v1")
+        config = load_config(None, [
+            "extraction.method=llm", f"llm.api_base={endpoint}", "llm.api_version=2024-10-21",
+            "llm.model=graph-extraction", "llm.api_key=azure-key", "runtime.engine=local",
+            "extraction.max_gleanings=0", f"embeddings.api_base={endpoint}",
+            "embeddings.api_version=2024-10-21", "embeddings.model=embedding-deployment",
+            "embeddings.api_key=azure-key"])
+        manifest = build_index(str(carol_excerpt), str(out), config, progress=lambda _: None)
+        billed = server.stats()["usage_by_model"]
+    assert set(billed) == {"graph-extraction", "embedding-deployment"}
+    assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest["embeddings"]["model"] == "embedding-deployment"

@@ -70,9 +70,12 @@ def _build_response_models() -> None:
 def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> openai.OpenAI:
     import openai
     _build_response_models()
-    return openai.OpenAI(base_url=config.api_base,
-                         api_key=config.api_key.get_secret_value() or _PLACEHOLDER_KEY,
-                         timeout=timeout, max_retries=max_retries)
+    key = config.api_key.get_secret_value() or _PLACEHOLDER_KEY
+    if config.api_version:
+        return openai.AzureOpenAI(azure_endpoint=config.api_base, api_version=config.api_version,
+                                  api_key=key, timeout=timeout, max_retries=max_retries)
+    return openai.OpenAI(base_url=config.api_base, api_key=key, timeout=timeout,
+                         max_retries=max_retries)
 
 
 class LLMCallError(LLMError):

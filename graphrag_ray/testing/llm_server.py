@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
+from urllib.parse import urlsplit
 
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
 _STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "You", "In", "On",
@@ -452,22 +453,36 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
+    def _route(self) -> str:
+        """The path without its query; Azure's deployment paths
+        (/openai/deployments/NAME/chat/completions?api-version=...) end like OpenAI's."""
+        return urlsplit(self.path).path.rstrip("/")
+
+    def _azure_deployment(self) -> str | None:
+        parts = self._route().split("/")
+        if "deployments" in parts and parts.index("deployments") + 1 < len(parts):
+            return parts[parts.index("deployments") + 1]
+        return None
+
     def _authorised(self) -> bool:
         key = self.server.switches.api_key
-        if key and self.headers.get("Authorization") != f"Bearer {key}":
+        # OpenAI's Bearer token, or Azure's api-key header.
+        given = {self.headers.get("Authorization", "").removeprefix("Bearer "),
+                 self.headers.get("api-key")}
+        if key and key not in given:
             self._send(401, {"error": {"message": "Incorrect API key provided",
                                        "type": "invalid_request_error", "code": "invalid_api_key"}})
             return False
         return True
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        if self.path.rstrip("/").endswith("/stats"):
+        if self._route().endswith("/stats"):
             self._send(200, self.server.stats())
-        elif self.path.rstrip("/").endswith("/log"):
+        elif self._route().endswith("/log"):
             with self.server._lock:
                 billed = list(self.server._stats.billed)
             self._send(200, {"log": self.server.request_log(), "billed": billed})
-        elif self.path.rstrip("/").endswith("/models"):
+        elif self._route().endswith("/models"):
             if self._authorised():
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
         else:
@@ -476,14 +491,21 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path.rstrip("/").endswith("/reset"):
+        if self._route().endswith("/reset"):
             self.server.reset()
             self._send(200, {"ok": True})
             return
-        if self.path.rstrip("/").endswith("/embeddings") and self._authorised():
+        deployment = self._azure_deployment()
+        if deployment is not None:
+            # Azure OpenAI: the deployment names the model; no api-version, no resource.
+            if "api-version=" not in urlsplit(self.path).query:
+                self._send(404, {"error": {"code": "404", "message": "Resource not found"}})
+                return
+            body["model"] = deployment
+        if self._route().endswith("/embeddings") and self._authorised():
             self.server.handle_embeddings(self, body)
             return
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self._route().endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         if not self._authorised():
