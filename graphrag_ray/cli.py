@@ -124,8 +124,11 @@ def _print_build(manifest: dict, output: str, seconds: float) -> None:
     print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
     print("communities per level: " + ", ".join(
         f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
+    reasons = extraction.get("malformed_by_reason") or {}
     print(f"extraction: {extraction['chunks']} chunks, {extraction['failed_chunks']} failed, "
-          f"{extraction['malformed_records']} malformed records")
+          f"{extraction['malformed_records']} malformed records" + (
+              " (" + "; ".join(f"{n} {reason}" for reason, n in sorted(
+                  reasons.items(), key=lambda item: -item[1])) + ")" if reasons else ""))
     usage = manifest["llm_usage"]
     print(f"LLM usage ({usage['model']}):")
     print(format_usage_table({**usage["stages"], "total": usage["total"]}))

@@ -113,6 +113,11 @@ def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
     assert all("HTTP 503" in u["extraction_error"] for u in failed)
     assert manifest["extraction"]["failed_chunks"] == len(failed)
     assert manifest["extraction"]["malformed_records"] > 0
+    # The test server's malformed reply: a name without type or description, and garbage.
+    assert manifest["extraction"]["malformed_by_reason"] == {
+        "entity record needs name, type, description":
+            manifest["extraction"]["malformed_records"] // 2,
+        "unknown record kind": manifest["extraction"]["malformed_records"] // 2}
     generations = manifest["reports_by_generation"]
     assert generations.get("extractive fallback", 0) > 0 and generations.get("llm", 0) > 0
 

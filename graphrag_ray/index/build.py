@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -210,6 +211,10 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
             "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
             "failed_chunks": extraction.num_rows - sum(s == "ok" for s in statuses),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
+            # What could not be used of the replies, by reason (tuples.malformed_reason).
+            "malformed_by_reason": dict(Counter(
+                reason for reasons in extraction.column("malformed_reasons").to_pylist()
+                for reason in reasons or [])),
         },
         "llm_usage": llm_usage,
         "summaries": described.summaries,

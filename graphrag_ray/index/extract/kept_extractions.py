@@ -27,7 +27,8 @@ from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_p
 
 KEPT_EXTRACTIONS = "_extractions"
 # What is kept of an extraction row (`stage.EXTRACTION_SCHEMA`): not its usage, not its id.
-KEPT_COLUMNS = ["text_hash", "entities", "relationships", "claims", "malformed_records"]
+KEPT_COLUMNS = ["text_hash", "entities", "relationships", "claims", "malformed_records",
+                "malformed_reasons"]
 EXTRACTION_PROMPTS = ("extract_graph", "glean_check", "glean_continue", "extract_claims")
 
 

@@ -20,7 +20,7 @@ from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
 from graphrag_ray.index.extract.llm_extractor import GraphExtractor
 from graphrag_ray.index.extract.nlp_extractor import extract_nlp
-from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords
+from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords, malformed_reason
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.index.pools import LLM_ACTOR_CPUS, llm_pool_shape
 from graphrag_ray.llm.client import ChatClient, FatalLLMError, LLMServices
@@ -59,6 +59,7 @@ EXTRACTION_SCHEMA = pa.schema([
     ("relationships", pa.list_(RELATIONSHIP_STRUCT)),
     ("claims", pa.list_(CLAIM_STRUCT)),
     ("malformed_records", pa.int64()),
+    ("malformed_reasons", pa.list_(pa.string())),  # one per malformed record
     *USAGE_SCHEMA_FIELDS,
 ])
 
@@ -101,8 +102,8 @@ class ExtractionWorker:
     def _llm_row(self, text_unit_id: str, text: str) -> dict:
         kept = self.kept.get(text) if self.kept else None
         if kept is not None:
-            return {**kept, "text_unit_id": text_unit_id, "status": "ok", "error": None,
-                    "reused": True, **usage_row(None)}
+            return {"malformed_reasons": [], **kept, "text_unit_id": text_unit_id,
+                    "status": "ok", "error": None, "reused": True, **usage_row(None)}
         if self.fatal:
             return _failed_row(text_unit_id, self.fatal)
         chat = self.chat.scoped()  # usage is counted per chunk
@@ -120,13 +121,14 @@ def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = No
     return {"text_unit_id": text_unit_id, "status": "ok", "error": None, "reused": False,
             "entities": records.entities, "relationships": records.relationships,
             "claims": records.claims, "malformed_records": len(records.malformed),
+            "malformed_reasons": [malformed_reason(entry) for entry in records.malformed],
             **usage_row(chat.usage if chat else None)}
 
 
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
     return {"text_unit_id": text_unit_id, "status": "failed", "error": reason, "reused": False,
             "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
-            **usage_row(chat.usage if chat else None)}
+            "malformed_reasons": [], **usage_row(chat.usage if chat else None)}
 
 
 def flatten_instances(extraction: pa.Table, column: str,

@@ -27,13 +27,18 @@ class ParsedRecords:
     entities: list[dict] = field(default_factory=list)
     relationships: list[dict] = field(default_factory=list)
     claims: list[dict] = field(default_factory=list)
-    malformed: list[str] = field(default_factory=list)
+    malformed: list[str] = field(default_factory=list)  # "reason: the record", each
 
     def extend(self, other: "ParsedRecords") -> None:
         self.entities.extend(other.entities)
         self.relationships.extend(other.relationships)
         self.claims.extend(other.claims)
         self.malformed.extend(other.malformed)
+
+
+def malformed_reason(entry: str) -> str:
+    """The reason of a `ParsedRecords.malformed` entry ("reason: the record"), for counts."""
+    return entry.split(": ", 1)[0]
 
 
 def normalize_name(name: str) -> str:
@@ -106,7 +111,7 @@ def _parse_tuples(text: str, delimiters: Delimiters) -> ParsedRecords:
                 "strength": 1.0 if strength is None else strength,
             })
         else:
-            parsed.malformed.append(f"unknown record kind {fields[0][:40]!r}")
+            parsed.malformed.append(f"unknown record kind: {fields[0][:40]!r}")
     return parsed
 
 

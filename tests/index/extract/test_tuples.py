@@ -1,7 +1,7 @@
 import pytest
 
 from graphrag_ray.index.extract.tuples import (
-    Delimiters, normalize_name, parse_claim_records, parse_graph_records)
+    Delimiters, malformed_reason, normalize_name, parse_claim_records, parse_graph_records)
 
 
 def test_parses_entities_and_relationships():
@@ -29,7 +29,10 @@ def test_malformed_records_are_counted_with_reasons():
     parsed = parse_graph_records(text)
     assert parsed.entities == [] and parsed.relationships == []
     assert len(parsed.malformed) == 4
-    assert any("unknown record kind" in m for m in parsed.malformed)
+    assert sorted(map(malformed_reason, parsed.malformed)) == [
+        "entity record needs name, type, description",
+        "relationship record needs source, target, description",
+        "unknown record kind", "unknown record kind"]
 
 
 def test_custom_delimiters():
