@@ -27,3 +27,13 @@ def test_o200k_base_loads_from_the_shipped_file_without_a_download(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[0] == "[24912, 2375] [56] [45]"
     assert list(tmp_path.iterdir()) == []  # nothing was cached there either
+
+
+def test_an_encoding_that_would_be_downloaded_is_a_config_error_at_once():
+    import pytest
+
+    from graphrag_ray.errors import ConfigError
+    from graphrag_ray.tokens import get_encoding
+
+    with pytest.raises(ConfigError, match="p50k_base.*not available offline"):
+        get_encoding("p50k_base")
