@@ -90,3 +90,39 @@ def test_a_200_with_an_error_body_is_retried_and_no_usage_is_not_an_error():
         assert chat.usage.retries == 1 and chat.usage.calls == 1
         assert "".join(chat.stream(MESSAGES + [{"role": "user", "content": "again"}],
                                    max_tokens=200))
+
+
+def test_what_one_ray_worker_learns_every_other_sends_from_its_first_request(ray_session):
+    """An o-series model behind an unknown name, a cluster-wide budget: the first actor's
+    requests are rejected twice and teach the shape; the actors after it (other processes)
+    get it with their first lease and are never rejected."""
+    import time
+
+    from graphrag_ray.llm.rate_limiter import cluster_rate_limiter
+
+    ray = ray_session
+
+    @ray.remote(num_cpus=0.1)
+    class Caller:
+        def __init__(self, config, limiter):
+            self.client = ChatClient(config, limiter=limiter)
+
+        def run(self, tag):
+            return self.client.complete([{"role": "user", "content": f"Summarize {tag}."}],
+                                        max_tokens=20)
+
+    with run_test_server(personality="reasoning") as server:
+        config = load_config(None, [f"llm.api_base={server.url}", "llm.model=deployment-x",
+                                    "llm.max_retries=0"]).llm
+        limiter = cluster_rate_limiter(config, f"test-shape-{time.time()}")
+        try:
+            first = Caller.remote(config, limiter)
+            assert ray.get(first.run.remote("first"))
+            after_first = len(server.stats()["chat_parameters"])
+            others = [Caller.remote(config, limiter) for _ in range(2)]
+            assert all(ray.get([c.run.remote(f"other {i}") for i, c in enumerate(others)]))
+            sent = server.stats()["chat_parameters"]
+        finally:
+            limiter.close()
+    assert [status for status, _ in sent[:after_first]] == [400, 400, 200]
+    assert sent[after_first:] == [(200, ("max_completion_tokens",))] * 2
