@@ -75,3 +75,13 @@ def test_json_where_tuples_were_asked_for_gives_the_same_records(reply):
     assert parsed.relationships == [{"source": "ADA BRANDT", "target": "KEEL LABS",
                                      "description": "She founded it", "strength": 8.0}]
     assert parsed.malformed == []
+
+
+def test_the_record_delimiter_on_its_own_line_and_trailing_spaces():
+    """As local models write it (one record per line, `##` between, spaces after)."""
+    reply = ('("entity"<|>中国人<|>Person<|>The Chinese people.)  \n##  \n'
+             '("entity"<|>牛腱子<|>Product<|>A cut of beef.)  \n##  \n'
+             '("relationship"<|>中国人<|>牛腱子<|>They buy it.<|>7)  \n<|COMPLETE|>')
+    parsed = parse_graph_records(reply)
+    assert [e["title"] for e in parsed.entities] == ["中国人", "牛腱子"]
+    assert parsed.relationships[0]["strength"] == 7.0 and parsed.malformed == []
