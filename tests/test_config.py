@@ -109,3 +109,15 @@ def test_the_api_key_comes_from_the_environment_when_the_config_gives_none(monke
     path = tmp_path / "settings.yaml"
     path.write_text("llm:\n  api_key: sk-in-the-file\n")
     assert load_config(path).llm.api_key.get_secret_value() == "sk-in-the-file"
+
+
+def test_the_old_logit_bias_switch_moves_to_the_llm_section(tmp_path):
+    """extraction.use_logit_bias: false forbade it; true meant "where accepted", which is
+    what llm.logit_bias's auto (None) decides now."""
+    path = tmp_path / "settings.yaml"
+    path.write_text("extraction:\n  use_logit_bias: false\n")
+    with pytest.warns(FutureWarning, match="llm.logit_bias"):
+        assert load_config(path).llm.logit_bias is False
+    path.write_text("extraction:\n  use_logit_bias: true\n")
+    with pytest.warns(FutureWarning):
+        assert load_config(path).llm.logit_bias is None
