@@ -117,7 +117,10 @@ _DEFAULT_REASONING_ALLOWANCE = 4096
 _shapes: dict[tuple, RequestShape] = {}
 # Parameters a request has been answered with, per endpoint and model (`send_shaped`).
 _confirmed: dict[tuple, set[str]] = {}
-_gates: dict[tuple, threading.Lock] = {}
+# (endpoint and model, parameters not yet confirmed) -> set once the first request sending
+# them has its answer.
+_first_answers: dict[tuple, threading.Event] = {}
+FIRST_ANSWER_WAIT_S = 1.0
 _shapes_lock = threading.Lock()
 
 
@@ -153,22 +156,29 @@ def adopt(config: LLMConfig, shape: RequestShape) -> RequestShape:
 
 
 def send_shaped(config: LLMConfig, prepare: Callable[[], tuple[dict, Callable[[], T]]]) -> T:
-    """`prepare()` gives a request's optional parameters and the function sending it. A
-    request that would send a parameter no answer has confirmed yet goes alone, prepared
-    again once it is its turn (the one before may have taught a new shape): a pool's threads
-    starting at once do not all collect the same rejection. Parameters answered are
-    confirmed."""
+    """`prepare()` gives a request's optional parameters and the function sending it. The
+    first request to send a parameter no answer has confirmed yet goes first: the others
+    that would send it wait for its answer, up to `FIRST_ANSWER_WAIT_S`, then are prepared
+    again (it may have taught a new shape). A pool's threads starting at once then do not
+    all collect the same rejection, and an accepted shape costs them at most that wait (a
+    rejection comes back at once; a long answer is not waited for). Parameters answered
+    are confirmed."""
     key = _key(config)
     sent, send = prepare()
     with _shapes_lock:
-        new = set(sent) - _confirmed.setdefault(key, set())
-        gate = _gates.setdefault(key, threading.Lock())
-    if new:
-        with gate:
-            sent, send = prepare()
-            result = send()
-    else:
+        new = frozenset(set(sent) - _confirmed.setdefault(key, set()))
+        first = _first_answers.get((key, new)) if new else None
+        leading = bool(new) and first is None
+        if leading:
+            first = _first_answers[(key, new)] = threading.Event()
+    if new and not leading:
+        first.wait(FIRST_ANSWER_WAIT_S)
+        sent, send = prepare()
+    try:
         result = send()
+    finally:
+        if leading:
+            first.set()
     with _shapes_lock:
         _confirmed[key] |= set(sent)
     return result
