@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the cluster fault test N times in a row beside two busy loops (a loaded 2-core machine),
-# as issue 16 asked: `bash scripts/fault_test_under_load.sh [RUNS] [PYTEST -k EXPRESSION]`.
+# as issue 16 asked: `bash scripts/fault_test_under_load.sh [RUNS] [PYTEST_K]` (PYTEST_K: a -k
+# expression, default extraction).
 # The busy loops are this script's own children and stop with it; each run's log is kept in
 # a temporary folder whose path is printed.
 set -uo pipefail
