@@ -157,30 +157,34 @@ def adopt(config: LLMConfig, shape: RequestShape) -> RequestShape:
 
 def send_shaped(config: LLMConfig, prepare: Callable[[], tuple[dict, Callable[[], T]]]) -> T:
     """`prepare()` gives a request's optional parameters and the function sending it. The
-    first request to send a parameter no answer has confirmed yet goes first: the others
-    that would send it wait for its answer, up to `FIRST_ANSWER_WAIT_S`, then are prepared
-    again (it may have taught a new shape). A pool's threads starting at once then do not
-    all collect the same rejection, and an accepted shape costs them at most that wait (a
-    rejection comes back at once; a long answer is not waited for). Parameters answered
-    are confirmed."""
+    first request to send parameters no answer has confirmed yet leads: the others that
+    would send them wait for its answer, up to `FIRST_ANSWER_WAIT_S`, then are prepared
+    again (it may have taught a new shape, whose first request leads in turn). A pool's
+    threads starting at once then do not all collect the same rejections, and an accepted
+    shape costs them at most that wait (a rejection comes back at once; a long answer is
+    not waited for). Parameters answered are confirmed."""
     key = _key(config)
-    sent, send = prepare()
-    with _shapes_lock:
-        new = frozenset(set(sent) - _confirmed.setdefault(key, set()))
-        first = _first_answers.get((key, new)) if new else None
-        leading = bool(new) and first is None
-        if leading:
-            first = _first_answers[(key, new)] = threading.Event()
-    if new and not leading:
-        first.wait(FIRST_ANSWER_WAIT_S)
+    while True:
         sent, send = prepare()
+        with _shapes_lock:
+            new = frozenset(set(sent) - _confirmed.setdefault(key, set()))
+            first = _first_answers.get((key, new)) if new else None
+            leading = bool(new) and first is None
+            if leading:
+                first = _first_answers[(key, new)] = threading.Event()
+        if not new or leading:
+            break
+        if not first.wait(FIRST_ANSWER_WAIT_S):
+            break  # a long answer: not waited for
     try:
         result = send()
+        with _shapes_lock:
+            _confirmed[key] |= set(sent)
     finally:
         if leading:
+            with _shapes_lock:
+                del _first_answers[(key, new)]  # answered or failed: the next one leads
             first.set()
-    with _shapes_lock:
-        _confirmed[key] |= set(sent)
     return result
 
 
