@@ -89,24 +89,16 @@ def wait_for_calls(server, kind: str, count: int, process, timeout_s: float = 48
 def descendants(root: int) -> dict[int, str]:
     """pid -> command line of every process below `root` (a process the test started): the
     only processes a test may signal or inspect, whatever else runs on the machine."""
-    parent, command = {}, {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    from graphrag_ray.testing.local_cluster import descendants as below
+
+    commands = {}
+    for pid in below(root):
         try:
-            status = (entry / "status").read_text()
-            command[int(entry.name)] = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except (OSError, ValueError):
+            commands[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().decode(
+                errors="replace").replace("\0", " ").strip()
+        except OSError:
             continue
-        parent[int(entry.name)] = int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
-    below, frontier = {}, [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, its_parent in parent.items():
-            if its_parent == pid and child not in below:
-                below[child] = command[child].replace("\0", " ").strip()
-                frontier.append(child)
-    return below
+    return commands
 
 
 def finish(process, timeout_s: float, *also_inspect: int) -> str:
@@ -174,13 +166,6 @@ def _tcp_table() -> list[tuple[int, int, str, str]]:
     return rows
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except (OSError, IndexError):
-        return False
-
-
 def kill_with_no_answer_in_transit(server, kill, cache_dir, cached_before: int = 0,
                                    roots=(), timeout_s: float = 300) -> None:
     """Run `kill` when no answer is on its way: a client killed between receiving an answer
@@ -198,11 +183,13 @@ def kill_with_no_answer_in_transit(server, kill, cache_dir, cached_before: int =
         while cached_answers(cache_dir) - cached_before < server.stats()["successful_requests"]:
             assert time.monotonic() < deadline, "answers given were never cached"
             time.sleep(0.05)
+        from graphrag_ray.testing.local_cluster import gone
+
         port = int(server.url.rsplit(":", 1)[1].split("/")[0])
         pids = {p for root in roots for p in (root, *descendants(root))}
         clients = _connections_to(port, pids)
         kill()
-        dead = {local for local, pid in clients.items() if not _alive(pid)}
+        dead = {local for local, pid in clients.items() if gone(pid)}
         # The server's end of each dead client's connection: closed, or half-closed by the
         # client's FIN (CLOSE_WAIT, state 08).
         while any(local == port and remote in dead and state != "08"

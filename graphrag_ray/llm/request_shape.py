@@ -129,16 +129,25 @@ def _key(config: LLMConfig) -> tuple:
             config.logit_bias, config.reasoning_allowance_tokens)
 
 
+def _ours(config: LLMConfig) -> RequestShape:
+    """This process's shape, made on first use only (the caller holds `_shapes_lock`): every
+    request asks for it, and the initial shape looks at the tokenizers."""
+    shape = _shapes.get(_key(config))
+    if shape is None:
+        shape = _shapes[_key(config)] = initial_shape(config)
+    return shape
+
+
 def shape_for(config: LLMConfig) -> RequestShape:
     """This process's shape for the endpoint and model."""
     with _shapes_lock:
-        return _shapes.setdefault(_key(config), initial_shape(config))
+        return _ours(config)
 
 
 def learn(config: LLMConfig, new: RequestShape, message: str) -> None:
     """Remember `new` for this process, unless a newer shape is known already."""
     with _shapes_lock:
-        ours = _shapes.setdefault(_key(config), initial_shape(config))
+        ours = _ours(config)
         if new.generation > ours.generation:
             log.warning("%s (model %s) rejected a request parameter (%s): sending %s from now "
                         "on", config.api_base, config.model, message[:200], describe(new))
@@ -149,7 +158,7 @@ def adopt(config: LLMConfig, shape: RequestShape) -> RequestShape:
     """The newer of this process's shape and `shape` (what another worker of the job learnt;
     it came with a lease), kept for this process."""
     with _shapes_lock:
-        ours = _shapes.setdefault(_key(config), initial_shape(config))
+        ours = _ours(config)
         if shape.generation > ours.generation:
             _shapes[_key(config)] = ours = shape
         return ours

@@ -56,7 +56,7 @@ def _wait_for_job_server(address: str, timeout_s: float = 120) -> None:
         time.sleep(0.2)
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """The processes `pid` started, and theirs (from /proc; empty when it is gone)."""
     found = []
     try:
@@ -69,11 +69,12 @@ def _descendants(pid: int) -> list[int]:
         except OSError:
             continue
         for child in map(int, children):
-            found += [child, *_descendants(child)]
+            found += [child, *descendants(child)]
     return found
 
 
-def _gone(pid: int) -> bool:
+def gone(pid: int) -> bool:
+    """Exited, or a zombie: its descriptors are closed."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
     except (OSError, IndexError):
@@ -85,7 +86,7 @@ def _lose_node(cluster, node, timeout_s: float = 60) -> None:
     at once. A worker left to notice its raylet died could still take a reply, then die before
     recording it: a lost machine has no such moment."""
     started = [info.process.pid for infos in node.all_processes.values() for info in infos]
-    pids = [pid for root in started for pid in _descendants(root)]
+    pids = [pid for root in started for pid in descendants(root)]
     cluster.remove_node(node, allow_graceful=False)
     for pid in pids:
         try:
@@ -93,7 +94,7 @@ def _lose_node(cluster, node, timeout_s: float = 60) -> None:
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + timeout_s
-    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
