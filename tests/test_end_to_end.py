@@ -113,7 +113,8 @@ def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
     assert all("HTTP 503" in u["extraction_error"] for u in failed)
     assert manifest["extraction"]["failed_chunks"] == len(failed)
     assert manifest["extraction"]["malformed_records"] > 0
-    # The test server's malformed reply: a name without type or description, and garbage.
+    # The test server's malformed reply: a name without type or description, and a record of
+    # no known kind.
     assert manifest["extraction"]["malformed_by_reason"] == {
         "entity record needs name, type, description":
             manifest["extraction"]["malformed_records"] // 2,

@@ -373,7 +373,7 @@ def _malformed(kind: str) -> str:
     if kind in ("community_report", "global_map"):
         return "Sorry, here is the report: {title: broken"
     if kind in ("extract_graph", "glean_continue", "claims"):
-        return '("entity"<|>ONLY A NAME)##(garbage without delimiters)##<|COMPLETE|>'
+        return '("entity"<|>ONLY A NAME)##("garbage"<|>of no known kind)##<|COMPLETE|>'
     return ""
 
 

@@ -11,6 +11,7 @@ reason.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -48,7 +49,9 @@ def normalize_name(name: str) -> str:
 
 
 def _clean(value: str) -> str:
-    return value.strip().strip("\"'").strip()
+    # A stray angle bracket against a quote is the prompt's <slot> syntax leaking: "Analyst">
+    value = re.sub(r"^<(?=[\"'])|(?<=[\"'])>$", "", value.strip())
+    return value.strip("\"'").strip()
 
 
 def split_records(text: str, delimiters: Delimiters) -> list[str]:
@@ -75,21 +78,80 @@ def parse_strength(value: str) -> float | None:
     return float(match.group()) if match else None
 
 
+# Names models give the record kinds of the graph prompt.
+_ENTITY_KINDS = {"entity"}
+_RELATIONSHIP_KINDS = {"relationship", "relation"}
+
+
+# Program code some models write instead of answering: its string templates look like records.
+_CODE_BLOCK = re.compile(
+    r"```(?:python|py|javascript|js|typescript|ts|java|bash|sh)\b.*?(?:```|$)",
+    re.DOTALL | re.IGNORECASE)
+
+
+def find_graph_records(text: str, delimiters: Delimiters) -> list[str]:
+    """The graph records in a reply, each as its fields joined by the tuple delimiter.
+
+    Records are found where they start, not by splitting on the record delimiter: real
+    replies put them in numbered lists under markdown headings, wrap the record delimiter in
+    bold (`**##**`), drop the parentheses, or write prose around them. A record starts at an
+    opening parenthesis followed by a kind and the tuple delimiter, or at a line start (or
+    after a record delimiter) with a known kind and no parenthesis; it runs to the closing
+    parenthesis that ends its line, else to the record delimiter or the line's end. Text
+    outside records is not a record and is not counted.
+    """
+    text = _CODE_BLOCK.sub("", text.split(delimiters.completion, 1)[0])
+    tup, rec = re.escape(delimiters.tuple), re.escape(delimiters.record)
+    kinds = "|".join(sorted(_ENTITY_KINDS | _RELATIONSHIP_KINDS, key=len, reverse=True))
+    quote = "[\"'`]?"
+    start = re.compile(
+        rf"\(\s*{quote}[A-Za-z_][\w ]{{0,40}}?{quote}\s*{tup}"  # ("kind"<|>
+        rf"|(?:^|(?<={rec})|(?<=\n))[\s*#>\-\d.)]*?(?<![\w\"'`]){quote}(?:{kinds}){quote}\s*{tup}",
+        re.IGNORECASE)
+    starts = [m.start() for m in start.finditer(text)]
+    records = []
+    for begin, end in zip(starts, starts[1:] + [len(text)]):
+        span = text[begin:end]
+        opened = span.lstrip(" \t\r\n*#>-0123456789.)").startswith("(")
+        span = span.lstrip(" \t\r\n*#>-0123456789.)")
+        if opened:
+            span = span[1:].lstrip()
+            closing = re.search(rf"\)[\s*,;]*?(?:{rec}|\n|$)", span)
+            if closing:
+                span = span[:closing.start()]
+            else:  # cut short (the reply hit its length limit) or closed by the delimiter
+                span = re.split(rf"{rec}|\n", span, maxsplit=1)[0]
+        else:
+            span = re.split(rf"{rec}|\n", span, maxsplit=1)[0].rstrip(" )")
+        records.append(span.strip().rstrip("*").strip())
+    return records
+
+
 def parse_graph_records(text: str, delimiters: Delimiters = Delimiters()) -> ParsedRecords:
-    parsed = _parse_tuples(text, delimiters)
+    records = find_graph_records(text, delimiters)
+    parsed = _parse_tuples(records, delimiters)
     if not (parsed.entities or parsed.relationships) and ("{" in text or "[" in text):
         from_json = _parse_json_records(text, delimiters)
         if from_json is not None:
             return from_json
+    if not records and text.split(delimiters.completion, 1)[0].strip():
+        parsed.malformed.append(f"reply has no records: {text.strip()[:120]!r}")
     return parsed
 
 
-def _parse_tuples(text: str, delimiters: Delimiters) -> ParsedRecords:
+# A field that is the prompt's own slot, as models echo the format before answering:
+# ("entity"<|><entity_name><|><entity_type><|>...).
+_PLACEHOLDER = re.compile(r"^(?:<\s*[\w ]+\s*>|\{\s*[\w ]+\s*\})$")
+
+
+def _parse_tuples(records: list[str], delimiters: Delimiters) -> ParsedRecords:
     parsed = ParsedRecords()
-    for record in split_records(text, delimiters):
+    for record in records:
         fields = [_clean(f) for f in record.split(delimiters.tuple)]
         kind = fields[0].lower()
-        if kind == "entity":
+        if any(_PLACEHOLDER.match(f) for f in fields[1:3]):
+            parsed.malformed.append(f"the format's placeholder, not a record: {record[:120]!r}")
+        elif kind in _ENTITY_KINDS:
             if len(fields) < 4 or not normalize_name(fields[1]):
                 parsed.malformed.append(f"entity record needs name, type, description: {record[:120]!r}")
                 continue
@@ -98,12 +160,13 @@ def _parse_tuples(text: str, delimiters: Delimiters) -> ParsedRecords:
                 "type": normalize_name(fields[2]),
                 "description": delimiters.tuple.join(fields[3:]).strip(),
             })
-        elif kind == "relationship":
+        elif kind in _RELATIONSHIP_KINDS:
             if len(fields) < 4 or not normalize_name(fields[1]) or not normalize_name(fields[2]):
                 parsed.malformed.append(
                     f"relationship record needs source, target, description: {record[:120]!r}")
                 continue
-            strength = parse_strength(fields[4]) if len(fields) >= 5 else None
+            # The strength is the last field: LightRAG-style prompts put keywords before it.
+            strength = parse_strength(fields[-1]) if len(fields) >= 5 else None
             parsed.relationships.append({
                 "source": normalize_name(fields[1]),
                 "target": normalize_name(fields[2]),
@@ -144,7 +207,12 @@ def _parse_json_records(text: str, delimiters: Delimiters) -> ParsedRecords | No
     try:
         value, _ = json.JSONDecoder().raw_decode(text[start:].strip())
     except ValueError:
-        return None
+        # Models asked for records sometimes write a Python list of dicts (single quotes).
+        end = max(text.rfind("}"), text.rfind("]"))
+        try:
+            value = ast.literal_eval(text[start:end + 1])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
     entities, relationships, others = [], [], []
     if isinstance(value, dict):
         lists = {key.lower(): items for key, items in value.items() if isinstance(items, list)}
@@ -157,7 +225,7 @@ def _parse_json_records(text: str, delimiters: Delimiters) -> ParsedRecords | No
         others = value
     for record in others:
         if isinstance(record, list) and record:  # a tuple as an array
-            as_tuple = _parse_tuples(f"({delimiters.tuple.join(map(str, record))})", delimiters)
+            as_tuple = _parse_tuples([delimiters.tuple.join(map(str, record))], delimiters)
             entities.extend({"name": e["title"], "entity_type": e["type"],
                              "description": e["description"]} for e in as_tuple.entities)
             relationships.extend(as_tuple.relationships)  # same keys as a JSON record's
