@@ -31,7 +31,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.llm.replies import visible_reply, visible_stream
 from graphrag_ray.llm.request_shape import (
-    RequestShape, adopt, learn, send_shaped, shape_for)
+    RequestShape, adopt, learn, send_shaped, shape_for, wire_logit_bias)
 from graphrag_ray.tokens import count_tokens
 
 T = TypeVar("T")
@@ -260,7 +260,7 @@ class ChatClient(_EndpointClient):
         """The cache key: of the request as we ask it, whatever shape the endpoint takes."""
         params: dict = {"max_tokens": max_tokens, "temperature": self.config.temperature}
         if logit_bias:
-            params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
+            params["logit_bias"] = wire_logit_bias(logit_bias)
         return cache_key(self.config.model, messages, params, cache_tag) if self.cache else None
 
     def _shape(self, lease) -> RequestShape:

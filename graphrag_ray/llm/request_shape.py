@@ -49,6 +49,11 @@ def model_encoding(model: str) -> str | None:
     return None
 
 
+def wire_logit_bias(logit_bias: dict[int, int]) -> dict[str, int]:
+    """Token ids as JSON object keys, as every OpenAI-compatible server takes them."""
+    return {str(token): bias for token, bias in logit_bias.items()}
+
+
 @dataclass(frozen=True)
 class RequestShape:
     limit_parameter: str  # "max_tokens" or "max_completion_tokens"
@@ -70,7 +75,7 @@ class RequestShape:
         if self.temperature:
             params["temperature"] = config.temperature
         if logit_bias and self.logit_bias:
-            params["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
+            params["logit_bias"] = wire_logit_bias(logit_bias)
         if config.reasoning_effort:
             params["reasoning_effort"] = config.reasoning_effort
         return params
