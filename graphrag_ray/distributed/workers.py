@@ -5,6 +5,8 @@ same classes in-process (`runtime.engine: local`). Both give the same rows."""
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,7 +103,7 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         return dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=size, batch_format="pyarrow",
                                    num_cpus=0, compute=TaskPoolStrategy(size=runtime.num_workers))
 
-    with _block_per_yield(io_bound):
+    with _block_per_yield(io_bound), ClusterDemand(num_cpus) as demand:
         if first is not None:
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
             pool_size = shape.actors
@@ -109,14 +111,20 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
             blocks = split_table(table, batch_size)
             dataset = ray.data.from_arrow(blocks)
             pool_size = max(1, min(shape.actors, -(-len(blocks) // shape.per_actor)))
+        # Every actor that fits starts at once (an LLM-bound pool that grows one actor at a
+        # time leaves the rate budget idle); the rest are asked of the cluster, and Ray Data
+        # adds them as nodes join. A cluster that cannot grow keeps the pool that fits.
+        demand.want(pool_size)
+        starting = min(pool_size, actors_that_fit(num_cpus))
         dataset = dataset.map_batches(
             worker_cls,
             fn_constructor_kwargs=constructor_kwargs,
-            # A fixed pool, every actor started at once: it is sized to the work, and an
-            # LLM-bound pool that grows one actor at a time leaves the rate budget idle.
             compute=ActorPoolStrategy(
-                size=min(pool_size, actors_that_fit(num_cpus)),
-                max_tasks_in_flight_per_actor=max(2, shape.per_actor),
+                min_size=starting, max_size=pool_size,
+                # Ray Data adds an actor when its actors hold 175% of what they run at once:
+                # a pool that may grow queues a batch behind each running one, so it can.
+                max_tasks_in_flight_per_actor=2 * shape.per_actor if starting < pool_size
+                else max(2, shape.per_actor),
                 max_concurrent_calls_per_actor=shape.per_actor,
                 enable_true_multi_threading=io_bound),
             batch_size=batch_size,
@@ -157,15 +165,55 @@ def _block_per_yield(enabled: bool):
         context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer = saved
 
 
+class ClusterDemand:
+    """What this job's pools ask of an autoscaling cluster: one bundle of `num_cpus` per actor
+    each pool wants (`want`), asked as one request (`ray.autoscaler.sdk.request_resources`,
+    which replaces the job's previous one) while the pool lives. The autoscaler adds nodes
+    until the bundles fit and removes them once they are idle after the request is withdrawn.
+    A cluster that cannot grow takes the request as a hint and nothing changes."""
+
+    _wanted: dict[int, tuple[float, int]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, num_cpus: float):
+        self.num_cpus = num_cpus
+
+    def __enter__(self) -> "ClusterDemand":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.withdraw()
+
+    def want(self, actors: int) -> None:
+        if self.num_cpus > 0:
+            with self._lock:
+                self._wanted[id(self)] = (self.num_cpus, actors)
+                self._publish()
+
+    def withdraw(self) -> None:
+        with self._lock:
+            if self._wanted.pop(id(self), None) is not None:
+                self._publish()
+
+    @classmethod
+    def _publish(cls) -> None:
+        import ray
+        from ray.autoscaler.sdk import request_resources
+
+        if ray.is_initialized():
+            request_resources(bundles=[{"CPU": cpus} for cpus, actors in cls._wanted.values()
+                                       for _ in range(actors)])
+
+
 def actors_that_fit(num_cpus: float) -> int:
-    """Actors of `num_cpus` each that the cluster can hold now (at least one): a fixed pool
-    larger than that would wait for resources that never come. (An autoscaling cluster
-    reports what it has; pools are sized again when the next stage starts.)"""
+    """Actors of `num_cpus` each that the cluster can hold now (at least one, which a
+    cluster whose head has no CPU places once a worker joins): more would wait for resources
+    a fixed cluster never gets. An autoscaling cluster's pools grow as it does."""
     import ray
 
     if num_cpus <= 0:
         return 1 << 30
-    return max(1, int(ray.cluster_resources().get("CPU", 1) / num_cpus))
+    return max(1, int(ray.cluster_resources().get("CPU", 0) / num_cpus))
 
 
 def _tables(result) -> list[pa.Table]:
@@ -235,6 +283,7 @@ class WorkerPool:
         self._bound: dict[str, tuple[type, object]] = {}
         size = size or runtime.num_workers
         self._pending: dict = {}  # future or object ref -> actor index
+        self._concurrency = concurrency
         if self.engine == "local":
             self._capacity = size * concurrency
             self._threads = ThreadPoolExecutor(self._capacity)
@@ -246,13 +295,17 @@ class WorkerPool:
         ensure_ray(runtime)
         # A lost actor (its node died) restarts elsewhere and its pending batches run again:
         # workers are idempotent, and finished LLM calls come back from the cache.
-        actor_cls = ray.remote(_WorkerHost).options(
+        self._actor_cls = ray.remote(_WorkerHost).options(
             num_cpus=num_cpus, max_concurrency=concurrency, scheduling_strategy="SPREAD",
             max_restarts=-1, max_task_retries=-1)
-        size = min(size, actors_that_fit(num_cpus))
-        self._capacity = size * concurrency
-        self._actors = [actor_cls.remote() for _ in range(size)]
-        self._load = [0] * len(self._actors)
+        self._num_cpus, self._wanted = num_cpus, size
+        self._actors, self._load = [], []
+        # Batches wait here, not in an actor's queue, so actors that join later get work.
+        self._queue: deque = deque()
+        self._next_growth_check = 0.0
+        self._demand = ClusterDemand(num_cpus)
+        self._demand.want(size)
+        self._grow()
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -270,13 +323,33 @@ class WorkerPool:
         called as `worker(batch, tables)`. `completed` hands the result back with `key`."""
         worker_cls, kwargs = self._bound[key]
         arguments = (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
-        index = min(range(len(self._actors)), key=self._load.__getitem__)
         if self.engine == "local":
-            pending = self._threads.submit(self._host.run, *arguments)
-        else:
-            pending = self._actors[index].run.remote(*arguments)
-        self._load[index] += 1
-        self._pending[pending] = (index, key)
+            self._pending[self._threads.submit(self._host.run, *arguments)] = (0, key)
+            self._load[0] += 1
+            return
+        self._queue.append(arguments)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Queued batches to the least-loaded actors, up to twice their threads each (a batch
+        ready behind each running one)."""
+        self._grow()
+        while self._queue:
+            index = min(range(len(self._actors)), key=self._load.__getitem__)
+            if self._load[index] >= 2 * self._concurrency:
+                return
+            arguments = self._queue.popleft()
+            self._pending[self._actors[index].run.remote(*arguments)] = (index, arguments[0])
+            self._load[index] += 1
+
+    def _grow(self, every_s: float = 2.0) -> None:
+        """Start the actors the pool wants that the cluster now holds (it may have grown)."""
+        if len(self._actors) >= self._wanted or time.monotonic() < self._next_growth_check:
+            return
+        self._next_growth_check = time.monotonic() + every_s
+        for _ in range(min(self._wanted, actors_that_fit(self._num_cpus)) - len(self._actors)):
+            self._actors.append(self._actor_cls.remote())
+            self._load.append(0)
 
     def put_block(self, table: pa.Table):
         """A table for later workers, held by the object store (on Ray) rather than by this
@@ -294,14 +367,16 @@ class WorkerPool:
     @property
     def capacity(self) -> int:
         """Batches the pool runs at once."""
-        return self._capacity
+        if self.engine == "local":
+            return self._capacity
+        return len(self._actors) * self._concurrency
 
     def pending(self) -> int:
         """Batches submitted and not handed back by `completed` yet."""
-        return len(self._pending)
+        return len(self._pending) + (len(self._queue) if self.engine != "local" else 0)
 
     def busy(self) -> bool:
-        return bool(self._pending)
+        return self.pending() > 0
 
     def completed(self, timeout: float | None = None) -> list[tuple[str, object]]:
         """(bound key, result) of the batches finished so far; waits for at least one if none
@@ -318,6 +393,7 @@ class WorkerPool:
             return results
         import ray
 
+        self._dispatch()
         ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout)
         if not ready:
             return []
@@ -327,6 +403,7 @@ class WorkerPool:
             index, key = self._pending.pop(ref)
             self._load[index] -= 1
             results.append((key, ray.get(ref)))
+        self._dispatch()
         return results
 
     def drain(self) -> list[tuple[str, object]]:
@@ -342,5 +419,6 @@ class WorkerPool:
             return
         import ray
 
+        self._demand.withdraw()
         for actor in self._actors:
             ray.kill(actor)
