@@ -26,7 +26,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from graphrag_ray.testing.local_cluster import descendants, gone
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from graphrag_ray.testing.local_cluster import _free_port, descendants, gone
 
 
 def autoscaling_config(gcs_port: int, worker_cpus: float, max_workers: int,
