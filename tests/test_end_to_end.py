@@ -11,6 +11,7 @@ from graphrag_ray.cli import main
 from graphrag_ray.config import load_config
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.build import build_index
+from graphrag_ray.llm import request_shape
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
 
@@ -229,10 +230,16 @@ def test_index_takes_an_exported_api_key(carol_excerpt, monkeypatch, capsys):
     ("reasoning", "o3-mini"), ("reasoning", "my-azure-deployment"), ("think", "qwen3-8b"),
     ("fenced", "gpt-4o-mini"), ("no_usage", "llama-3.1-8b-instruct"),
     ("error_200", "gpt-4-turbo")])
-def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol_excerpt):
+def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol_excerpt,
+                                                     monkeypatch):
     """The quirks of real endpoints (the test server's personalities) end to end: every
     chunk ok, reports from the LLM; an o-series model behind a name we cannot tell gets no
     max_tokens, temperature or logit_bias once the first rejections taught the job."""
+    # The others wait for the first request's answer up to FIRST_ANSWER_WAIT_S (1 s: a 400
+    # comes back at once, a long answer is not waited for). On a loaded machine a 400 took
+    # longer in CI and a second request collected the same lesson; this server answers
+    # everything at once, so here they may wait for it whatever the load.
+    monkeypatch.setattr(request_shape, "FIRST_ANSWER_WAIT_S", 60.0)
     out = carol_excerpt.parent / "index"
     with run_test_server(personality=personality) as server:
         config = llm_config(server, f"llm.model={model}", "runtime.engine=local",
@@ -246,9 +253,8 @@ def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol
     reports = store.read_table(schema.COMMUNITY_REPORTS)
     assert reports.num_rows and set(reports.column("generation").to_pylist()) == {"llm"}
     if personality == "reasoning":
-        # The others wait for the first request's answer (up to 1 s, far more than a 400
-        # takes): one rejection per parameter for a name we cannot tell, none for a name we
-        # can; after them, none of the three.
+        # One rejection per parameter for a name we cannot tell, none for a name we can;
+        # after them, none of the three.
         statuses = [status for status, _ in sent]
         assert statuses.count(400) == (2 if model == "my-azure-deployment" else 0)
         answered = [params for status, params in sent if status == 200]
