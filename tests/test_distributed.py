@@ -1,3 +1,5 @@
+import time
+
 import pyarrow as pa
 
 from graphrag_ray.config import RuntimeConfig
@@ -89,3 +91,33 @@ def test_blocks_stay_in_the_object_store_on_ray(ray_session):
     local = map_items(split_off_block, [1, 2, 3], RuntimeConfig(engine="local"), keep_blocks=True)
     assert [r for r, _ in local] == [2, 4, 6]
     assert local[0][1].equals(ray.get(handles[0]))
+
+
+class Twice:
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return pa.table({"x": [2 * x for x in batch.column("x").to_pylist()]})
+
+
+def test_an_idle_worker_pool_gives_its_actors_back_and_starts_them_again(ray_session,
+                                                                          monkeypatch):
+    """An idle pool holds no CPU (an autoscaler can then remove its nodes); work submitted
+    later starts its actors again and gets the same results."""
+    from graphrag_ray.distributed import workers
+
+    monkeypatch.setattr(workers, "IDLE_RELEASE_S", 1.0)
+    pool = workers.WorkerPool(RuntimeConfig(engine="ray"), num_cpus=0.25, concurrency=2, size=2)
+    try:
+        key = pool.bind(Twice, {})
+        pool.submit(key, pa.table({"x": [1, 2]}))
+        assert [t.column("x").to_pylist() for _, t in pool.drain()] == [[2, 4]]
+        assert pool.size == 2
+        deadline = time.monotonic() + 60
+        while pool.size and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pool.size == 0 and not pool.busy()
+        for x in (3, 4, 5):
+            pool.submit(key, pa.table({"x": [x]}))
+        assert sorted(t.column("x")[0].as_py() for _, t in pool.drain()) == [6, 8, 10]
+        assert pool.size >= 1
+    finally:
+        pool.close()

@@ -267,6 +267,10 @@ class _WorkerHost:
         return worker(batch, list(blocks)) if reads_blocks else worker(batch)
 
 
+# Seconds a WorkerPool waits with nothing to do before it releases its actors.
+IDLE_RELEASE_S = 30.0
+
+
 class WorkerPool:
     """Long-lived workers that take batches as they come and hand back results as they finish:
     for stages whose work appears step by step (a parent community's report can start when its
@@ -303,9 +307,14 @@ class WorkerPool:
         # Batches wait here, not in an actor's queue, so actors that join later get work.
         self._queue: deque = deque()
         self._next_growth_check = 0.0
+        # The embedding feed submits from a thread of its own.
+        self._lock = threading.RLock()
+        self._idle_since: float | None = time.monotonic()
+        self._closed = threading.Event()
         self._demand = ClusterDemand(num_cpus)
         self._demand.want(size)
         self._grow()
+        threading.Thread(target=self._release_when_idle, daemon=True).start()
 
     def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
         key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
@@ -327,12 +336,17 @@ class WorkerPool:
             self._pending[self._threads.submit(self._host.run, *arguments)] = (0, key)
             self._load[0] += 1
             return
-        self._queue.append(arguments)
-        self._dispatch()
+        with self._lock:
+            self._queue.append(arguments)
+            self._idle_since = None
+            self._dispatch()
 
     def _dispatch(self) -> None:
         """Queued batches to the least-loaded actors, up to twice their threads each (a batch
         ready behind each running one)."""
+        if not self._actors:  # released while idle: ask for them again
+            self._demand.want(self._wanted)
+            self._next_growth_check = 0.0
         self._grow()
         while self._queue:
             index = min(range(len(self._actors)), key=self._load.__getitem__)
@@ -341,6 +355,24 @@ class WorkerPool:
             arguments = self._queue.popleft()
             self._pending[self._actors[index].run.remote(*arguments)] = (index, arguments[0])
             self._load[index] += 1
+
+    def _release_when_idle(self) -> None:
+        """A pool with nothing to do for `IDLE_RELEASE_S` gives its actors and its claim on
+        the cluster back (an autoscaler can then remove the idle nodes); the next `submit`
+        starts them again."""
+        while not self._closed.wait(1.0):
+            with self._lock:
+                if self._actors and self._idle_since is not None \
+                        and time.monotonic() - self._idle_since >= IDLE_RELEASE_S:
+                    self._release()
+
+    def _release(self) -> None:
+        import ray
+
+        self._demand.withdraw()
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors, self._load = [], []
 
     def _grow(self, every_s: float = 2.0) -> None:
         """Start the actors the pool wants that the cluster now holds (it may have grown)."""
@@ -369,7 +401,8 @@ class WorkerPool:
         """Batches the pool runs at once."""
         if self.engine == "local":
             return self._capacity
-        return len(self._actors) * self._concurrency
+        # A pool released while idle counts one actor: the next submit starts it.
+        return max(1, len(self._actors)) * self._concurrency
 
     def pending(self) -> int:
         """Batches submitted and not handed back by `completed` yet."""
@@ -393,18 +426,23 @@ class WorkerPool:
             return results
         import ray
 
-        self._dispatch()
-        ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        with self._lock:
+            self._dispatch()
+            waiting = list(self._pending)
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout)
         if not ready:
             return []
-        ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)
-        results = []
-        for ref in ready:
-            index, key = self._pending.pop(ref)
-            self._load[index] -= 1
-            results.append((key, ray.get(ref)))
-        self._dispatch()
-        return results
+        ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+        finished = []
+        with self._lock:
+            for ref in ready:
+                index, key = self._pending.pop(ref)
+                self._load[index] -= 1
+                finished.append((key, ref))
+            self._dispatch()
+            if not self._pending and not self._queue:
+                self._idle_since = time.monotonic()
+        return [(key, ray.get(ref)) for key, ref in finished]
 
     def drain(self) -> list[tuple[str, object]]:
         """Waits for every batch submitted; their (key, result), in completion order."""
@@ -417,8 +455,6 @@ class WorkerPool:
         if self.engine == "local":
             self._threads.shutdown(wait=True, cancel_futures=True)
             return
-        import ray
-
-        self._demand.withdraw()
-        for actor in self._actors:
-            ray.kill(actor)
+        self._closed.set()
+        with self._lock:
+            self._release()
