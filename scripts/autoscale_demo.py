@@ -139,8 +139,9 @@ def run(args) -> dict:
                                                 ("max_concurrency", args.max_concurrency))
                               if v is not None})
     provider = Provider(tier)
-    cluster = Cluster(args.max_workers, args.worker_cpus, args.idle_timeout_s, args.verbose)
+    cluster = None
     try:
+        cluster = Cluster(args.max_workers, args.worker_cpus, args.idle_timeout_s, args.verbose)
         corpus = demo_input(args, work)
         config = work / "config.yaml"
         write_config(config, provider.url, tier, args.chunk_size)
@@ -170,7 +171,11 @@ def run(args) -> dict:
                     print(f"  +{time.time() - started:6.1f} s | {line.rstrip()}", flush=True)
         reader = threading.Thread(target=echo, daemon=True)
         reader.start()
-        build.wait(timeout=args.timeout_s)
+        try:
+            build.wait(timeout=args.timeout_s)
+        except subprocess.TimeoutExpired:
+            build.kill()  # our own build, not left running against a cluster going away
+            raise
         reader.join(timeout=10)
         stderr = "".join(stderr_lines)
         wall = time.time() - started
@@ -181,7 +186,8 @@ def run(args) -> dict:
                          scaled_down)
     finally:
         try:
-            cluster.close()
+            if cluster is not None:
+                cluster.close()
         finally:
             provider.close()
             shutil.rmtree(work, ignore_errors=True)

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from graphrag_ray.testing.local_cluster import _free_port, descendants, gone
+from graphrag_ray.testing.local_cluster import descendants, free_port, kill_at_once
 
 
 def autoscaling_config(gcs_port: int, worker_cpus: float, max_workers: int,
@@ -69,7 +69,7 @@ class AutoscalingCluster:
     def __init__(self, max_workers: int, worker_cpus: float = 1, idle_timeout_s: float = 10,
                  upscaling_speed: float = 1.0, env: dict | None = None):
         self.directory = Path(tempfile.mkdtemp(prefix="graphrag-autoscaling-"))
-        port = _free_port()
+        port = free_port()
         self.gcs = f"127.0.0.1:{port}"
         # RAY_TMPDIR: the head's "current cluster" file stays in our directory, so no other
         # `ray.init()` on this machine finds (and joins) this cluster.
@@ -85,8 +85,8 @@ class AutoscalingCluster:
             ["ray", "start", "--head", "--block", f"--autoscaling-config={config}",
              f"--port={port}", "--num-cpus=0", f"--temp-dir={self.directory / 'ray'}",
              "--include-dashboard=false", "--disable-usage-stats",
-             f"--dashboard-agent-listen-port={_free_port()}",
-             f"--runtime-env-agent-port={_free_port()}", f"--metrics-export-port={_free_port()}"],
+             f"--dashboard-agent-listen-port={free_port()}",
+             f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"],
             env=head_env, stdout=(self.directory / "head.log").open("w"),
             stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -122,15 +122,7 @@ class AutoscalingCluster:
         if not raylets:
             return None
         node, raylet = sorted(raylets.items())[0]
-        victims = [raylet, *descendants(raylet)]
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 30
-        while not all(gone(pid) for pid in victims) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        kill_at_once([raylet, *descendants(raylet)], timeout_s=30)
         return node
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -31,8 +31,8 @@ def _free_port() -> int:
 def _agent_ports() -> dict[str, int]:
     """Each node's agents on free ports: the defaults are fixed numbers, taken by any other Ray
     instance on this machine, and a node whose agent cannot bind cannot take jobs."""
-    return {"dashboard_agent_listen_port": _free_port(), "runtime_env_agent_port": _free_port(),
-            "metrics_export_port": _free_port()}
+    return {"dashboard_agent_listen_port": free_port(), "runtime_env_agent_port": free_port(),
+            "metrics_export_port": free_port()}
 
 
 def _wait_for_job_server(address: str, timeout_s: float = 120) -> None:
@@ -88,6 +88,11 @@ def _lose_node(cluster, node, timeout_s: float = 60) -> None:
     started = [info.process.pid for infos in node.all_processes.values() for info in infos]
     pids = [pid for root in started for pid in descendants(root)]
     cluster.remove_node(node, allow_graceful=False)
+    kill_at_once(pids, timeout_s)
+
+
+def kill_at_once(pids: list[int], timeout_s: float) -> None:
+    """SIGKILL every one of `pids` (processes we started), then wait until all are gone."""
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)

@@ -111,9 +111,8 @@ def find_graph_records(text: str, delimiters: Delimiters) -> list[str]:
     starts = [m.start() for m in start.finditer(text)]
     records = []
     for begin, end in zip(starts, starts[1:] + [len(text)]):
-        span = text[begin:end]
-        opened = span.lstrip(" \t\r\n*#>-0123456789.)").startswith("(")
-        span = span.lstrip(" \t\r\n*#>-0123456789.)")
+        span = text[begin:end].lstrip(" \t\r\n*#>-0123456789.)")  # list markers, markdown
+        opened = span.startswith("(")
         if opened:
             span = span[1:].lstrip()
             closing = re.search(rf"\)[\s*,;]*?(?:{rec}|\n|$)", span)
