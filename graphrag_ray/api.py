@@ -122,7 +122,8 @@ class GraphIndex:
 
     def local_data(self) -> LocalData:
         if self._local is None:
-            self._local = local_data(self.table, self.store.has_table(schema.COVARIATES))
+            self._local = local_data(self.table, self.store.has_table(schema.COVARIATES),
+                                     self.store.has_table(schema.ENTITY_ALIASES))
         return self._local
 
     @staticmethod

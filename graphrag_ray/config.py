@@ -92,6 +92,27 @@ class MergeConfig(_Section):
     tokens_per_shard: int = Field(2_000_000, gt=0)
 
 
+class ResolutionConfig(_Section):
+    """Entity resolution after the merge (`index/resolve/`): entities whose names and
+    contexts say they are one thing (HOLMES, MR. HOLMES, SHERLOCK HOLMES) become one, every
+    alias kept in `entity_aliases`. Off by default until it has proved itself on more
+    corpora than the synthetic truth and the podcast."""
+    enabled: bool = False
+    threshold: float = Field(0.75, gt=0, le=1, description="score at which a pair merges")
+    # Pairs from here up to `threshold` are uncertain: asked of the LLM when
+    # `confirm_with_llm`, and in any case evidence that a short name is ambiguous.
+    review_threshold: float = Field(0.6, gt=0, le=1)
+    confirm_with_llm: bool = False
+    pairs_per_call: int = Field(20, gt=0, description="uncertain pairs per confirmation call")
+    # A blocking key shared by more entities than this pairs only its one-word names.
+    max_block_size: int = Field(100, gt=1)
+    entities_per_partition: int = Field(50_000, gt=0, description="per scoring task")
+    # Lists of names that are one thing (the first is the canonical name) and lists of names
+    # never to merge with each other; names as extracted, any case.
+    force_merge: list[list[str]] = []
+    forbid_merge: list[list[str]] = []
+
+
 class CommunitiesConfig(_Section):
     max_cluster_size: int = Field(10, gt=0)
     max_levels: int = Field(6, gt=0)
@@ -336,6 +357,7 @@ class GraphRagConfig(_Section):
     claims: ClaimsConfig = ClaimsConfig()
     summarize: SummarizeConfig = SummarizeConfig()
     merge: MergeConfig = MergeConfig()
+    resolution: ResolutionConfig = ResolutionConfig()
     communities: CommunitiesConfig = CommunitiesConfig()
     reports: ReportsConfig = ReportsConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()

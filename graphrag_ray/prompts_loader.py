@@ -12,7 +12,7 @@ from graphrag_ray.errors import ConfigError
 
 PROMPT_NAMES = (
     "extract_graph", "glean_check", "glean_continue", "extract_claims",
-    "summarize_descriptions", "community_report", "global_map", "global_reduce",
+    "resolve_entities", "summarize_descriptions", "community_report", "global_map", "global_reduce",
     "global_map_single", "local_answer", "basic_answer", "text_map", "text_map_single",
     "rate_community", "hypothetical_answer",
     "drift_step", "drift_reduce",

@@ -11,6 +11,8 @@ RELATIONSHIPS = "relationships"
 COMMUNITIES = "communities"
 COMMUNITY_REPORTS = "community_reports"
 COVARIATES = "covariates"
+# Entity resolution: each alias merged into a canonical entity (`index/resolve/`).
+ENTITY_ALIASES = "entity_aliases"
 # Vectors (id, vector) for similarity retrieval; the names follow Microsoft GraphRAG's
 # embedding fields (entity.description, text_unit.text, community.full_content).
 ENTITY_DESCRIPTION_EMBEDDINGS = "embeddings_entity_description"
@@ -23,7 +25,7 @@ TEXT_UNIT_COLUMNS = ["id", "human_readable_id", "text", "n_tokens", "document_id
                      "entity_ids", "relationship_ids", "covariate_ids",
                      "document_id", "extraction_status", "extraction_error"]
 ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "text_unit_ids",
-                  "frequency", "degree", "x", "y", "descriptions"]
+                  "frequency", "degree", "x", "y", "descriptions", "aliases"]
 RELATIONSHIP_COLUMNS = ["id", "human_readable_id", "source", "target", "description", "weight",
                         "combined_degree", "text_unit_ids", "instance_count", "descriptions"]
 COMMUNITY_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children",
@@ -32,6 +34,8 @@ COMMUNITY_REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "pa
                             "children", "title", "summary", "full_content", "rank",
                             "rating_explanation", "findings", "full_content_json", "period",
                             "size", "generation"]
+ENTITY_ALIAS_COLUMNS = ["alias", "alias_entity_id", "entity_id", "entity_title", "score", "method",
+                        "evidence"]
 COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "description",
                      "subject_id", "object_id", "status", "start_date", "end_date",
                      "source_text", "text_unit_id"]

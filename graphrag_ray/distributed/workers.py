@@ -228,23 +228,26 @@ def _as_schema(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0,
-              keep_blocks: bool = False) -> list:
-    """`[fn(item) for item in items]`, as parallel Ray tasks when the engine is Ray.
+              keep_blocks: bool = False, shared: list = ()) -> list:
+    """`[fn(item, *shared) for item in items]`, as parallel Ray tasks when the engine is Ray.
 
     `keep_blocks`: `fn` returns (result, block); the block stays where the task put it (Ray's
-    object store) and comes back as a handle for later workers (`WorkerPool.submit(blocks=)`),
-    so a large table passes from stage to stage without going through the driver. (Ray returns
-    values under 100 KB inline to the caller: a block that small does sit in the driver.)"""
-    if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks):
-        return [fn(item) for item in items]
+    object store) and comes back as a handle for later workers (`WorkerPool.submit(blocks=)`,
+    or `shared=` here), so a large table passes from stage to stage without going through the
+    driver. (Ray returns values under 100 KB inline to the caller: a block that small does sit
+    in the driver.) `shared`: what every call reads besides its item: block handles, or
+    values put in the object store once (not copied into every task)."""
+    if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks and not shared):
+        return [fn(item, *shared) for item in items]
     import ray
 
     ensure_ray(runtime)
+    shared = [value if isinstance(value, ray.ObjectRef) else ray.put(value) for value in shared]
     if not keep_blocks:
         task = ray.remote(num_cpus=num_cpus)(fn)
-        return ray.get([task.remote(item) for item in items])
+        return ray.get([task.remote(item, *shared) for item in items])
     task = ray.remote(num_cpus=num_cpus, num_returns=2)(fn)
-    pairs = [task.remote(item) for item in items]
+    pairs = [task.remote(item, *shared) for item in items]
     return list(zip(ray.get([result for result, _ in pairs]), [block for _, block in pairs]))
 
 

@@ -205,6 +205,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
                        "dimensions": dimensions},
         **community_figures(communities),
         "merge": ctx.figures["merge"],
+        **({"resolution": ctx.figures["resolution"]} if "resolution" in ctx.figures else {}),
         "leiden": ctx.figures["leiden"],
         "extraction": {
             "chunks": extraction.num_rows,

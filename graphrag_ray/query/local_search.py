@@ -44,12 +44,17 @@ class LocalData:
     edges_of: dict[str, list[int]] = field(init=False)  # entity title -> relationship rows
     claims_of: dict[str, list[int]] = field(init=False)  # entity title -> claim rows
     reports_of: dict[str, list[int]] = field(init=False)  # entity id -> report rows
-    names: list[tuple[str, int]] = field(init=False)  # " WORDS OF TITLE " -> entity row
+    # Entity resolution's aliases (alias title, canonical entity id): a question that names
+    # "Holmes" finds SHERLOCK HOLMES.
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    names: list[tuple[str, int]] = field(init=False)  # " WORDS OF A NAME " -> entity row
 
     def __post_init__(self) -> None:
+        self.by_id = {e["id"]: i for i, e in enumerate(self.entities)}
         self.names = [(_words(e["title"]), i) for i, e in enumerate(self.entities)
                       if len(e["title"]) > 2]
-        self.by_id = {e["id"]: i for i, e in enumerate(self.entities)}
+        self.names += [(_words(alias), self.by_id[entity_id]) for alias, entity_id in self.aliases
+                       if len(alias) > 2 and entity_id in self.by_id]
         self.edges_of = defaultdict(list)
         for i, edge in enumerate(self.relationships):
             self.edges_of[edge["source"]].append(i)
@@ -75,8 +80,8 @@ class LocalContext:
 def match_entities(query: str, query_vector: np.ndarray, data: LocalData, top_k: int) -> list[int]:
     """Entities the query names (longest names first), then the nearest by embedding."""
     words = _words(query)
-    named = sorted((i for name, i in data.names if name in words),
-                   key=lambda i: -len(data.entities[i]["title"]))
+    named = [i for _, i in sorted(((name, i) for name, i in data.names if name in words),
+                                  key=lambda match: -len(match[0]))]
     nearest = [data.by_id[i] for i, _ in data.entity_vectors.nearest(query_vector, 2 * top_k)
                if i in data.by_id]
     return list(dict.fromkeys(named + nearest))[:top_k]
@@ -219,7 +224,7 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     return result
 
 
-def local_data(read: ReadTable, has_claims: bool) -> LocalData:
+def local_data(read: ReadTable, has_claims: bool, has_aliases: bool = False) -> LocalData:
     from graphrag_ray import schema
 
     entities = read(schema.ENTITIES, ["id", "human_readable_id", "title", "type",
@@ -237,8 +242,11 @@ def local_data(read: ReadTable, has_claims: bool) -> LocalData:
                           members.column("entity_ids").to_pylist()))
     report_rows = [{**r, "entity_ids": entity_ids.get(r["community"], [])}
                    for r in reports.to_pylist()]
+    aliases = read(schema.ENTITY_ALIASES, ["alias", "entity_id"]) if has_aliases else None
     return LocalData(entities, relationships, claims,
                      {u["id"]: u for u in units.to_pylist()}, report_rows,
                      VectorTable.from_table(read(schema.ENTITY_DESCRIPTION_EMBEDDINGS,
-                                                 ["id", "vector"])))
+                                                 ["id", "vector"])),
+                     list(zip(aliases.column("alias").to_pylist(),
+                              aliases.column("entity_id").to_pylist())) if aliases else [])
 

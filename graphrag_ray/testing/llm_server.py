@@ -143,6 +143,8 @@ def classify(messages: list[dict]) -> str:
         return "extract_graph"
     if "Description List:" in first:
         return "summarize"
+    if '"<pair number>: yes"' in first:
+        return "resolve_pairs"
     if '"findings"' in first:
         return "community_report"
     if '"points"' in first:
@@ -256,6 +258,14 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
         claims = [f'("claim"{t}{n}{t}NONE{t}MENTION{t}TRUE{t}NONE{t}NONE{t}'
                   f'{n} is mentioned in the text.{t}{text[:80]})' for n in names]
         return f"\n{r}\n".join(claims) + f"\n{c}"
+    if kind == "resolve_pairs":
+        # Same thing when one name's words are all in the other's (a stand-in judgement).
+        verdicts = []
+        for number, block in re.findall(r"Pair (\d+):\n((?:  - .*\n?){2})", first):
+            a, b = (set(re.findall(r"\w+", line.split(" (")[0][4:]))
+                    for line in block.strip("\n").split("\n"))
+            verdicts.append(f"{number}: {'yes' if a <= b or b <= a else 'no'}")
+        return "\n".join(verdicts)
     if kind == "summarize":
         name = _section(first, "Element: ", "\nDescription List:").split("\n")[0]
         items = [line[2:] for line in _section(first, "Description List:\n", "\n\nMerged").split("\n")

@@ -31,12 +31,21 @@ def covariates_table(claims: pa.Table) -> pa.Table:
     return table.select(schema.COVARIATE_COLUMNS)
 
 
-def build_covariates(job: tuple[str, str | None, int, str]) -> tuple[pa.Table, pa.Table]:
+def build_covariates(job: tuple[str, str | None, int, str, dict[str, str]]
+                     ) -> tuple[pa.Table, pa.Table]:
     """(work URL, the index version's URL to write the table to or None when claims are not
-    kept, rows per part, tokenizer) -> the structure for the driver (id, subject_id,
-    text_unit_id, row_tokens without the id) and the claims' context fields as a block."""
-    work_url, version_url, rows_per_part, encoding = job
-    covariates = covariates_table(read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"]))
+    kept, rows per part, tokenizer, alias -> canonical name) -> the structure for the driver
+    (id, subject_id, text_unit_id, row_tokens without the id) and the claims' context fields
+    as a block. A claim about an alias is about its canonical entity."""
+    work_url, version_url, rows_per_part, encoding, canonical = job
+    claims = read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"])
+    if canonical:
+        for name in ("subject_id", "object_id"):
+            claims = claims.set_column(
+                claims.column_names.index(name), name,
+                pa.array([canonical.get(v, v) for v in claims.column(name).to_pylist()],
+                         pa.string()))
+    covariates = covariates_table(claims)
     if version_url is not None:
         fs, root = fsspec.core.url_to_fs(version_url)
         IndexVersion(fs, root, version_url, "").write_table(schema.COVARIATES, covariates,

@@ -1,5 +1,6 @@
-"""The graph stages: instances -> merged entities and relationships (one task per shard), the
-claims' covariates, degrees and edge ends; then hierarchical Leiden on the driver.
+"""The graph stages: instances -> merged entities and relationships (one task per shard),
+resolved entities when enabled (`index/resolve/`), the claims' covariates, degrees and edge
+ends; then hierarchical Leiden on the driver.
 
 The driver holds the graph's structure only; descriptions stay in object-store blocks
 (`description_blocks`) that the summary and report workers read.
@@ -26,6 +27,7 @@ from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
 from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
+from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
 from graphrag_ray.resources import PeakRss
 
 
@@ -38,6 +40,7 @@ class Graph:
     addresses: DescriptionAddresses  # where each element's description text is
     claims: pa.Table  # id, subject_id, text_unit_id, row_tokens
     claims_block: object  # the claims' context fields, in the object store
+    aliases: pa.Table  # entity_aliases (empty unless resolution is enabled)
 
 
 def merge_stored_shard(shard: tuple[str, int, str]
@@ -62,17 +65,19 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
                                                 for k in range(shards)],
                            config.runtime, keep_blocks=True)
         entities, relationships, stats = combine_shards([result for result, _ in merged])
-        entities, relationships, addresses = place_blocks(entities, relationships,
-                                                          [block for _, block in merged])
+    entities, relationships, blocks, aliases = resolve_entities(
+        ctx, entities, relationships, [block for _, block in merged])
+    entities, relationships, addresses = place_blocks(entities, relationships, blocks)
     (claims, claims_block), = map_items(build_covariates, [(
         ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
-        config.output.rows_per_part, ctx.tokenizer)], config.runtime, keep_blocks=True)
+        config.output.rows_per_part, ctx.tokenizer, canonical_names(aliases))],
+        config.runtime, keep_blocks=True)
     entities, relationships = add_degrees(entities, relationships)
     ctx.figures["merge"] = asdict(stats)
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block)
+                 claims, claims_block, aliases)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,

@@ -24,7 +24,7 @@ from graphrag_ray.storage import IndexVersion
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Community],
                        reports: pa.Table, extraction: pa.Table, pool: WorkerPool
                        ) -> tuple[dict[str, int], dict[str, pa.Table]]:
-    """Entities, relationships, documents, text units and covariates written; the
+    """Entities, relationships, documents, text units, covariates and entity aliases written; the
     communities and reports tables returned (the embeddings read the reports; they are
     written last). Returns the row count of each table written, and those two tables."""
     rows_per_part = ctx.config.output.rows_per_part
@@ -39,6 +39,9 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
             rows_per_part))
     if ctx.config.claims.enabled:
         counts[schema.COVARIATES] = graph.claims.num_rows
+    if ctx.config.resolution.enabled:
+        ctx.staged.write_table(schema.ENTITY_ALIASES, graph.aliases, rows_per_part)
+        counts[schema.ENTITY_ALIASES] = graph.aliases.num_rows
     return counts, {schema.COMMUNITIES: communities_table(communities, entities, relationships,
                                                           graph.endpoints),
                     schema.COMMUNITY_REPORTS: reports}

@@ -1,0 +1,160 @@
+"""Scored pairs -> clusters of entities that are one thing, each with a canonical entity.
+
+Pairs are joined strongest first; two clusters join only if no pair across them is ruled
+out (a forbidden merge, types that disagree, names that say they differ: FANNY PRICE and
+FANNY DASHWOOD), so a chain of plausible pairs cannot carry one person into another.
+A short name whose strong-enough partners include two that cannot be one (FANNY, between
+FANNY PRICE and FANNY DASHWOOD; WASHINGTON the person and the state) is ambiguous: it joins
+neither. Forced merges come first and override every rule; forbidden merges are never made.
+The canonical entity of a cluster is its forced first name, else its fullest name (most
+words), then its most frequent, then the first alphabetically.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from graphrag_ray.index.extract.tuples import normalize_name
+from graphrag_ray.index.resolve.names import (
+    content_tokens, is_short_side, name_relation, name_tokens)
+from graphrag_ray.index.resolve.scoring import types_conflict
+
+# Clusters larger than this take no more members (a guard against a pathological chain).
+MAX_CLUSTER_SIZE = 64
+
+
+@dataclass
+class Alias:
+    row: int  # the alias's entity row
+    canonical: int  # its canonical entity's row
+    score: float
+    method: str  # forced | <name relation> (rules) | llm:<name relation>
+    evidence: str
+
+
+@dataclass
+class Resolution:
+    aliases: list[Alias] = field(default_factory=list)
+    ambiguous: list[int] = field(default_factory=list)  # short names left alone
+    forbidden_pairs_kept_apart: int = 0
+
+    def canonical_of(self) -> dict[int, int]:
+        return {a.row: a.canonical for a in self.aliases}
+
+
+class _Clusters:
+    def __init__(self):
+        self.parent: dict[int, int] = {}
+        self.members: dict[int, list[int]] = {}
+
+    def find(self, row: int) -> int:
+        self.parent.setdefault(row, row)
+        self.members.setdefault(row, [row])
+        while self.parent[row] != row:
+            self.parent[row] = self.parent[self.parent[row]]
+            row = self.parent[row]
+        return row
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            if len(self.members[ra]) < len(self.members[rb]):
+                ra, rb = rb, ra
+            self.parent[rb] = ra
+            self.members[ra] += self.members.pop(rb)
+
+
+def _rows_by_title(titles: list[str], names: list[list[str]]) -> list[list[int]]:
+    index = {t: i for i, t in enumerate(titles)}
+    return [[index[n] for n in dict.fromkeys(map(normalize_name, group)) if n in index]
+            for group in names]
+
+
+def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], pairs: pa.Table,
+                     threshold: float, force: list[list[str]] = (),
+                     forbid: list[list[str]] = (), confirmed: set[tuple[int, int]] = frozenset()
+                     ) -> Resolution:
+    """`pairs` (a, b, score, kind, evidence): the candidates at least at the review threshold;
+    those at `threshold` or above are accepted, and those below it only if in `confirmed`
+    (the LLM said yes); all of them count as evidence of ambiguity."""
+    forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
+                 for i, a in enumerate(group) for b in group[i + 1:]}
+    forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
+    forced_rows = {r for g in forced_groups for r in g}
+    # A forced alias's name (BOZ for CHARLES DICKENS) is the user's word: it rules no one out.
+    vouched = {r for g in forced_groups for r in g[1:]}
+
+    def apart(a: int, b: int) -> bool:
+        return (frozenset((a, b)) in forbidden or types_conflict(types[a], types[b])
+                or (a not in vouched and b not in vouched
+                    and name_relation(titles[a], titles[b]) is None))
+
+    candidates = sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
+                            pairs.column("score").to_pylist(), pairs.column("kind").to_pylist(),
+                            pairs.column("evidence").to_pylist()),
+                        key=lambda p: (-p[2], p[0], p[1]))
+    resolution = Resolution()
+    partners: dict[int, set[int]] = defaultdict(set)
+    for a, b, _, _, _ in candidates:
+        for short, other in ((a, b), (b, a)):
+            if is_short_side(titles[short], titles[other]):
+                partners[short].add(other)
+    ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
+        apart(p, q) for i, p in enumerate(sorted(others)) for q in sorted(others)[i + 1:])}
+    resolution.ambiguous = sorted(ambiguous)
+
+    clusters = _Clusters()
+    forced_canonical: dict[int, int] = {}
+    for group in forced_groups:
+        for row in group[1:]:
+            clusters.union(group[0], row)
+        forced_canonical[clusters.find(group[0])] = group[0]
+    best: dict[int, tuple[float, str, str]] = {}
+    for a, b, score, kind, evidence in candidates:
+        accepted = score >= threshold or (a, b) in confirmed
+        if not accepted or a in ambiguous or b in ambiguous:
+            continue
+        ra, rb = clusters.find(a), clusters.find(b)
+        if ra == rb:
+            continue
+        across = [(x, y) for x in clusters.members[ra] for y in clusters.members[rb]]
+        if len(across) > MAX_CLUSTER_SIZE ** 2 or \
+                len(clusters.members[ra]) + len(clusters.members[rb]) > MAX_CLUSTER_SIZE:
+            continue
+        if any(frozenset(p) in forbidden for p in across):
+            resolution.forbidden_pairs_kept_apart += 1
+            continue
+        if any(apart(x, y) for x, y in across):
+            continue
+        canonical = forced_canonical.pop(ra, None)
+        if canonical is None:
+            canonical = forced_canonical.pop(rb, None)
+        clusters.union(a, b)
+        if canonical is not None:
+            forced_canonical[clusters.find(a)] = canonical
+        method = kind if score >= threshold else f"llm:{kind}"
+        for row in (a, b):
+            if row not in best or score > best[row][0]:
+                best[row] = (score, method, evidence)
+
+    for root, members in clusters.members.items():
+        if len(members) < 2 or clusters.find(root) != root:
+            continue
+        canonical = forced_canonical.get(root)
+        if canonical is None:
+            canonical = min(members, key=lambda r: (-len(content_tokens(name_tokens(titles[r]))),
+                                                    -frequency[r], titles[r]))
+        for row in sorted(members):
+            if row == canonical:
+                continue
+            if row in forced_rows and canonical in forced_rows:
+                resolution.aliases.append(Alias(row, canonical, 1.0, "forced",
+                                                "listed in resolution.force_merge"))
+            else:
+                score, method, evidence = best[row]
+                resolution.aliases.append(Alias(row, canonical, score, method, evidence))
+    resolution.aliases.sort(key=lambda a: (a.canonical, a.row))
+    return resolution

@@ -1,0 +1,154 @@
+"""What a name says on its own: its tokens without honorifics, its blocking keys, and how two
+names relate (the same name, a short form, initials, an acronym, a typo, or nothing).
+
+Entity titles arrive upper-cased (`tuples.normalize_name`). A name's tokens are its runs of
+letters and digits; honorifics lead a name ("MR. HOLMES", "DR WATSON") and are dropped, so
+"MR. HOLMES" and "HOLMES" have the same tokens. Joiners ("BANK OF ENGLAND") are tokens but
+carry no initial in an acronym and open no block.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rapidfuzz.distance import OSA
+
+HONORIFICS = frozenset({
+    "MR", "MRS", "MS", "MISS", "MX", "DR", "SIR", "DAME", "LADY", "LORD", "MADAM", "MADAME",
+    "MONSIEUR", "MME", "MLLE", "HERR", "FRAU", "SENOR", "SEÑOR", "SENORA", "SEÑORA", "DON",
+    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "MAJOR", "SGT",
+    "REV", "REVEREND", "FATHER", "SISTER", "SAINT", "ST", "PRESIDENT", "SENATOR", "GOVERNOR",
+    "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MASTER", "MISTER"})
+JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
+                     "FOR", "IN", "ON", "AT", "Y"})
+# Suffixes that say nothing about identity: "ACME CORP" is "ACME".
+SUFFIXES = frozenset({"INC", "CORP", "CO", "LTD", "LLC", "PLC", "GMBH", "AG", "SA", "JR", "SR"})
+_TOKEN = re.compile(r"[^\W_]+")
+# Tokens this long or longer open typo blocks (their one-deletion variants).
+TYPO_MIN_LENGTH = 5
+# Acronyms and single-token names this short are matched as acronyms.
+ACRONYM_LENGTHS = range(2, 7)
+
+
+@lru_cache(maxsize=200_000)
+def name_tokens(title: str) -> tuple[str, ...]:
+    """The name's tokens, upper case, leading honorifics and trailing suffixes dropped (a name
+    that is nothing but an honorific keeps it)."""
+    tokens = tuple(t.upper() for t in _TOKEN.findall(title.replace("'S ", " ")))
+    start, end = 0, len(tokens)
+    while start < end - 1 and tokens[start] in HONORIFICS:
+        start += 1
+    while end > start + 1 and tokens[end - 1] in SUFFIXES:
+        end -= 1
+    return tokens[start:end]
+
+
+def content_tokens(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t for t in tokens if t not in JOINERS)
+
+
+def acronym_of(tokens: tuple[str, ...]) -> str | None:
+    """Initials of a name of two or more content words: INTERNATIONAL BUSINESS MACHINES -> IBM."""
+    words = content_tokens(tokens)
+    return "".join(w[0] for w in words) if len(words) >= 2 else None
+
+
+def blocking_keys(title: str) -> set[str]:
+    """Keys two names that may be one share: the normalised name (`n:`), each content token
+    (`t:`, short forms), the acronym or a short single token (`a:`), and each long token's
+    one-deletion variants (`d:`: two tokens one edit apart share one)."""
+    tokens = name_tokens(title)
+    if not tokens:
+        return set()
+    keys = {"n:" + " ".join(tokens)}
+    words = content_tokens(tokens)
+    keys.update("t:" + w for w in words if len(w) >= 2)
+    initials = acronym_of(tokens)
+    if initials:
+        keys.add("a:" + initials)
+    elif len(words) == 1 and len(words[0]) in ACRONYM_LENGTHS:
+        keys.add("a:" + words[0])
+    for word in words:
+        if len(word) >= TYPO_MIN_LENGTH:
+            keys.update("d:" + word[:i] + word[i + 1:] for i in range(len(word)))
+    return keys
+
+
+def is_short_form_key(title: str, key: str) -> bool:
+    """Whether `title` is the key itself (a one-word name in its own token block): in a block
+    too large to pair all of, only such names are paired with the rest."""
+    return key.startswith("t:") and content_tokens(name_tokens(title)) == (key[2:],)
+
+
+def _initials_match(short: tuple[str, ...], full: tuple[str, ...]) -> bool:
+    """J SMITH ~ JOHN SMITH: same length, each token equal or an initial of the other's, at
+    least one whole word equal and at least one initial."""
+    if len(short) != len(full) or len(short) < 2:
+        return False
+    initials = whole = 0
+    for s, f in zip(short, full):
+        if s == f:
+            whole += len(s) > 1
+        elif len(s) == 1 and f.startswith(s) or len(f) == 1 and s.startswith(f):
+            initials += 1
+        else:
+            return False
+    return initials > 0 and whole > 0
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Equal, or one slip apart in a word long enough to tell (see `_typo_of`)."""
+    return a == b or min(len(a), len(b)) >= TYPO_MIN_LENGTH and OSA.distance(a, b) <= 1
+
+
+def _is_subsequence(short: tuple[str, ...], full: tuple[str, ...]) -> bool:
+    """The short name's words appear in the full name, in order (a slip allowed in each):
+    HOLMES in SHERLOCK HOLMES, and in SHERLOCK HOLMSE."""
+    position = 0
+    for word in full:
+        if position < len(short) and _same_word(word, short[position]):
+            position += 1
+    return position == len(short)
+
+
+def name_relation(a: str, b: str) -> tuple[str, float] | None:
+    """How two titles relate by name alone, with a strength in (0, 1]; None when the names
+    say they are different things (which also forbids them in one cluster)."""
+    ta, tb = name_tokens(a), name_tokens(b)
+    if not ta or not tb:
+        return None
+    if ta == tb:
+        return "same_name", 1.0
+    ca, cb = content_tokens(ta), content_tokens(tb)
+    if ca == cb and ca:
+        return "same_name", 1.0
+    if _initials_match(ca, cb):
+        return "initials", 0.8
+    for one, other in ((ca, cb), (cb, ca)):
+        if len(one) == 1 and len(one[0]) in ACRONYM_LENGTHS and acronym_of(other) == one[0]:
+            return "acronym", 0.7
+    short, full = (ca, cb) if len(ca) < len(cb) else (cb, ca)
+    if len(short) < len(full) and _is_subsequence(short, full) and max(map(len, short)) >= 3:
+        return "short_form", 0.6
+    if len(ca) == len(cb) and _typo_of(ca, cb):
+        joined_a, joined_b = " ".join(ca), " ".join(cb)
+        return "typo", 1.0 - OSA.distance(joined_a, joined_b) / max(len(joined_a),
+                                                                    len(joined_b))
+    return None
+
+
+def _typo_of(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Each differing word one slip from the other (a letter wrong, missing, extra, or two
+    swapped) and long enough to tell a slip from another name; a one-word name must be long."""
+    differing = [(x, y) for x, y in zip(a, b) if x != y]
+    if not differing or len(a) == 1 and min(len(a[0]), len(b[0])) < 2 * TYPO_MIN_LENGTH - 2:
+        return False
+    return all(_same_word(x, y) for x, y in differing)
+
+
+def is_short_side(title: str, other: str) -> bool:
+    """Whether `title` is the shorter name of a short-form or initials pair (the side that
+    may be ambiguous: FANNY of FANNY PRICE)."""
+    a, b = content_tokens(name_tokens(title)), content_tokens(name_tokens(other))
+    return len(a) < len(b) or (len(a) == len(b) and sum(map(len, a)) < sum(map(len, b)))

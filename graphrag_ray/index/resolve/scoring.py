@@ -1,0 +1,106 @@
+"""A candidate pair's score: what the names say (`names.name_relation`) raised by what the
+graph says, the evidence that two mentions are one thing in practice: the text units they
+share, the neighbours they share, and the words their descriptions share. Types that
+disagree (both specific, not the same) rule a pair out.
+
+    score = name + (1 - name) * context,   context = weighted mean of the three overlaps
+
+A same-name pair (honorifics, suffixes) starts at 1; a short form at 0.6 needs a context
+of about 0.4 to pass the default threshold (0.75). Overlaps are against the smaller side
+(a short form's few text units are all inside the full name's many).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.index.resolve.names import name_relation, name_tokens
+
+UNTYPED = frozenset({"", "OTHER", "UNKNOWN"})
+CONTEXT_WEIGHTS = {"shared_text_units": 0.45, "shared_neighbours": 0.3,
+                   "description_overlap": 0.25}
+_WORD = re.compile(r"[^\W\d_]{4,}")
+# Words that say nothing about which thing a description is of.
+_COMMON = frozenset("""
+that this with from have were been they their there which would about into than them then
+what when where will also more some such only other over said says very just like your
+being after before while these those through again under could should because each much
+""".split())
+
+
+def types_conflict(type_a: str, type_b: str) -> bool:
+    return type_a not in UNTYPED and type_b not in UNTYPED and type_a != type_b
+
+
+@dataclass
+class PairScore:
+    score: float
+    kind: str  # the name relation: same_name, initials, acronym, short_form, typo
+    evidence: str  # the figures behind the score, for people
+
+
+class Profiles:
+    """What scoring reads of each entity (by row): title, type, text units, neighbours and
+    description words, the sets made on first use (a task scores few of the rows)."""
+
+    def __init__(self, entities: pa.Table, neighbour_offsets: np.ndarray,
+                 neighbours: np.ndarray, descriptions):
+        """`entities`: title, type, text_unit_ids in row order; neighbours in CSR form
+        (row r's are `neighbours[offsets[r]:offsets[r + 1]]`); `descriptions(row)` -> the
+        row's description list."""
+        self.titles = entities.column("title").to_pylist()
+        self.types = entities.column("type").to_pylist()
+        self._units = entities.column("text_unit_ids")
+        self._offsets, self._neighbours = neighbour_offsets, neighbours
+        self._descriptions = descriptions
+        self._unit_sets: dict[int, frozenset] = {}
+        self._neighbour_sets: dict[int, frozenset] = {}
+        self._word_sets: dict[int, frozenset] = {}
+
+    def units(self, row: int) -> frozenset:
+        if row not in self._unit_sets:
+            self._unit_sets[row] = frozenset(self._units[row].as_py() or ())
+        return self._unit_sets[row]
+
+    def neighbours(self, row: int) -> frozenset:
+        if row not in self._neighbour_sets:
+            self._neighbour_sets[row] = frozenset(
+                self._neighbours[self._offsets[row]:self._offsets[row + 1]].tolist())
+        return self._neighbour_sets[row]
+
+    def words(self, row: int) -> frozenset:
+        """Description words but the entity's own name's."""
+        if row not in self._word_sets:
+            own = {t.lower() for t in name_tokens(self.titles[row])}
+            self._word_sets[row] = frozenset(
+                w for text in self._descriptions(row) or () for w in _WORD.findall(text.lower())
+                if w not in _COMMON and w not in own)
+        return self._word_sets[row]
+
+
+def _overlap(a: frozenset, b: frozenset) -> float:
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def score_pair(profiles: Profiles, a: int, b: int) -> PairScore | None:
+    """None when the names are unrelated or the types disagree."""
+    if types_conflict(profiles.types[a], profiles.types[b]):
+        return None
+    relation = name_relation(profiles.titles[a], profiles.titles[b])
+    if relation is None:
+        return None
+    kind, name = relation
+    words_a, words_b = profiles.words(a), profiles.words(b)
+    features = {
+        "shared_text_units": _overlap(profiles.units(a), profiles.units(b)),
+        "shared_neighbours": _overlap(profiles.neighbours(a) - {b}, profiles.neighbours(b) - {a}),
+        "description_overlap": len(words_a & words_b) / len(words_a | words_b)
+        if words_a and words_b else 0.0}
+    context = sum(CONTEXT_WEIGHTS[k] * v for k, v in features.items())
+    score = name + (1.0 - name) * context
+    evidence = f"{kind} {name:.2f}; " + ", ".join(f"{k} {v:.2f}" for k, v in features.items())
+    return PairScore(round(score, 4), kind, evidence)

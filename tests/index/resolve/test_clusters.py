@@ -1,0 +1,79 @@
+"""Scored pairs -> clusters: strongest first, no cluster holding names that differ, short
+names shared by two entities left alone, forced and forbidden merges obeyed."""
+
+import pyarrow as pa
+
+from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
+from graphrag_ray.index.resolve.clusters import resolve_clusters
+
+
+def pairs(titles, scored):
+    row = {t: i for i, t in enumerate(titles)}
+    items = [(min(row[a], row[b]), max(row[a], row[b]), s, "short_form", "") for a, b, s in scored]
+    return pa.table({f.name: pa.array([item[k] for item in items], f.type)
+                     for k, f in enumerate(PAIR_SCHEMA)}, schema=PAIR_SCHEMA)
+
+
+def merged(titles, resolution):
+    return {(titles[a.row], titles[a.canonical]) for a in resolution.aliases}
+
+
+def resolve(titles, scored, types=None, frequency=None, **kwargs):
+    types = types or ["PERSON"] * len(titles)
+    frequency = frequency or [1] * len(titles)
+    return resolve_clusters(titles, types, frequency, pairs(titles, scored), 0.75, **kwargs)
+
+
+def test_a_short_form_joins_its_full_name_which_is_canonical():
+    titles = ["HOLMES", "MR. HOLMES", "SHERLOCK HOLMES"]
+    resolution = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.8),
+                                  ("HOLMES", "MR. HOLMES", 1.0)], frequency=[30, 5, 2])
+    assert merged(titles, resolution) == {("HOLMES", "SHERLOCK HOLMES"),
+                                          ("MR. HOLMES", "SHERLOCK HOLMES")}
+
+
+def test_a_short_name_shared_by_two_full_names_joins_neither():
+    titles = ["FANNY", "FANNY DASHWOOD", "FANNY PRICE"]
+    resolution = resolve(titles, [("FANNY", "FANNY PRICE", 0.9),
+                                  ("FANNY", "FANNY DASHWOOD", 0.65)])  # weaker, still evidence
+    assert resolution.aliases == []
+    assert [titles[r] for r in resolution.ambiguous] == ["FANNY"]
+
+
+def test_a_chain_cannot_carry_one_name_into_another():
+    # J. SMITH ~ JOHN SMITH and J. SMITH ~ JANE SMITH: the two full names differ.
+    titles = ["J SMITH", "JANE SMITH", "JOHN SMITH"]
+    resolution = resolve(titles, [("J SMITH", "JOHN SMITH", 0.9),
+                                  ("J SMITH", "JANE SMITH", 0.7)])  # below the threshold
+    assert resolution.aliases == []  # J SMITH is ambiguous between them
+
+
+def test_types_that_disagree_keep_entities_apart():
+    titles = ["WASHINGTON", "GEORGE WASHINGTON"]
+    resolution = resolve(titles, [("WASHINGTON", "GEORGE WASHINGTON", 0.9)],
+                         types=["GEO", "PERSON"])
+    assert resolution.aliases == []
+
+
+def test_forced_merges_win_and_name_the_canonical_entity():
+    titles = ["BOZ", "CHARLES DICKENS", "DICKENS"]
+    resolution = resolve(titles, [("DICKENS", "CHARLES DICKENS", 0.9)],
+                         force=[["Charles Dickens", "Boz"]])
+    assert merged(titles, resolution) == {("BOZ", "CHARLES DICKENS"),
+                                          ("DICKENS", "CHARLES DICKENS")}
+    assert {a.method for a in resolution.aliases} == {"forced", "short_form"}
+
+
+def test_forbidden_merges_are_never_made():
+    titles = ["HOLMES", "MYCROFT HOLMES", "SHERLOCK HOLMES"]
+    resolution = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.9)],
+                         forbid=[["holmes", "sherlock holmes"]])
+    assert resolution.aliases == []
+    assert resolution.forbidden_pairs_kept_apart == 1
+
+
+def test_uncertain_pairs_merge_only_when_confirmed():
+    titles = ["HOLMES", "SHERLOCK HOLMES"]
+    assert resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)]).aliases == []
+    confirmed = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)], confirmed={(0, 1)})
+    assert [a.method for a in confirmed.aliases] == ["llm:short_form"]

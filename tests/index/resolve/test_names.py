@@ -1,0 +1,49 @@
+"""Name relations and blocking keys: what the names alone say."""
+
+import pytest
+
+from graphrag_ray.index.resolve.names import blocking_keys, name_relation, name_tokens
+
+
+@pytest.mark.parametrize("a, b, kind", [
+    ("MR. HOLMES", "HOLMES", "same_name"),
+    ("ACME CORP", "ACME", "same_name"),
+    ("HOLMES", "SHERLOCK HOLMES", "short_form"),
+    ("FANNY", "FANNY PRICE", "short_form"),
+    ("J. SMITH", "JOHN SMITH", "initials"),
+    ("IBM", "INTERNATIONAL BUSINESS MACHINES", "acronym"),
+    ("EBENEZER SCROOGE", "EBENEZER SCROGOE", "typo"),  # two letters swapped
+    ("EBENEZER SCROOGE", "EBENEZER SCROGE", "typo"),  # one missing
+])
+def test_related_names(a, b, kind):
+    assert name_relation(a, b)[0] == kind
+    assert name_relation(b, a)[0] == kind
+
+
+@pytest.mark.parametrize("a, b", [
+    ("FANNY PRICE", "FANNY DASHWOOD"),  # a shared first name is not one person
+    ("STOSMEM COMPANY", "STESTEM COMPANY"),  # two edits apart: another company
+    ("GAESMUR MIND", "GAESMUR MINDIX"),
+    ("SCROOGE", "SCROGE"),  # one-word names this short: a slip or another name, who knows
+    ("BOB CRATCHIT", "TINY TIM"),
+    ("DR", "DR WHO"),  # nothing but an honorific is not a short form
+])
+def test_unrelated_names(a, b):
+    assert name_relation(a, b) is None
+
+
+def test_honorifics_lead_and_suffixes_trail():
+    assert name_tokens("DR. JOHN WATSON") == ("JOHN", "WATSON")
+    assert name_tokens("ACME HOLDINGS INC.") == ("ACME", "HOLDINGS")
+    assert name_tokens("MR.") == ("MR",)  # an honorific alone stays what it is
+
+
+def test_keys_meet_where_names_relate():
+    def share(a, b):
+        return blocking_keys(a) & blocking_keys(b)
+    assert share("HOLMES", "SHERLOCK HOLMES")
+    assert share("IBM", "INTERNATIONAL BUSINESS MACHINES")
+    assert share("EBENEZER SCROOGE", "EBENEZER SCROGOE")
+    assert share("CHARLES DICKENS", "CHARLES DIKCENS")
+    assert not share("BOB CRATCHIT", "TINY TIM")
+    assert "t:OF" not in blocking_keys("BANK OF ENGLAND")  # joiners open no block
