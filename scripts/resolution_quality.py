@@ -1,6 +1,6 @@
 """Entity resolution measured: a synthetic corpus with planted aliases and homonyms (known
 truth) indexed offline twice, resolution off and on; prints the merges' precision and
-recall, what resolution did to the communities and reports, and what it cost in time.
+recall, what resolution did to the communities (and so the reports), and what it cost in time.
 
     python scripts/resolution_quality.py --tokens 300000
     python scripts/resolution_quality.py --tokens 10000000 --engine ray --json out.json
@@ -73,19 +73,26 @@ def main() -> int:
         quality = merge_quality(list(zip(aliases.column("alias").to_pylist(),
                                          aliases.column("entity_title").to_pylist())),
                                 titles, corpus.truth)
-        reports = {}
+        members = {}
         for enabled in (False, True):
-            table = tables(work / ("on" if enabled else "off"), schema.COMMUNITY_REPORTS,
-                           ["full_content"])
-            reports[enabled] = set(table.column("full_content").to_pylist())
+            out = work / ("on" if enabled else "off")
+            entities = tables(out, schema.ENTITIES, ["id", "title"])
+            title_of = dict(zip(entities.column("id").to_pylist(),
+                                entities.column("title").to_pylist()))
+            communities = tables(out, schema.COMMUNITIES, ["entity_ids"])
+            members[enabled] = {frozenset(title_of[i] for i in ids.as_py())
+                                for ids in communities.column("entity_ids")}
         off, on = runs[False][0], runs[True][0]
         figures = {
             "tokens": corpus.tokens, "engine": args.engine, "quality": quality,
             "entities": {"off": off["tables"][schema.ENTITIES], "on": on["tables"][schema.ENTITIES]},
             "communities": {"off": off["tables"][schema.COMMUNITIES],
                             "on": on["tables"][schema.COMMUNITIES]},
-            "reports_unchanged": len(reports[False] & reports[True]),
-            "reports_changed_or_new": len(reports[True] - reports[False]),
+            "communities_per_level": {"off": off["communities_per_level"],
+                                      "on": on["communities_per_level"]},
+            # A community whose members changed gets a new report.
+            "communities_same_members": len(members[False] & members[True]),
+            "communities_new_members": len(members[True] - members[False]),
             "wall_s": {"off": round(runs[False][1], 1), "on": round(runs[True][1], 1)},
             "build_s": {"off": off["timings_s"]["total"], "on": on["timings_s"]["total"]},
             "resolve_s": on["timings_s"].get("resolve"),

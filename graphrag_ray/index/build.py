@@ -1,7 +1,7 @@
 """The index build as a list of stages:
 
-    list inputs -> extract (read, chunk, extract, spill instances) -> merge graph ->
-    communities -> summaries and reports (one schedule) -> write tables -> embed -> publish
+    list inputs -> extract (read, chunk, extract, spill instances) -> merge graph (and
+    resolve entities, when enabled) -> communities -> summaries and reports (one schedule) -> write tables -> embed -> publish
 
 Each stage is a function `stage(ctx, ...)` in its folder, over tables; `BuildContext` is what
 they share. Pools start where the stages need them: the embeddings pool (an endpoint's own

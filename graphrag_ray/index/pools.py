@@ -19,7 +19,8 @@ LLM_ACTOR_CPUS = 0.25
 
 def uses_chat_llm(config: GraphRagConfig) -> bool:
     return config.extraction.method == "llm" or config.uses_llm(config.summarize.method) \
-        or config.uses_llm(config.reports.method)
+        or config.uses_llm(config.reports.method) \
+        or (config.resolution.enabled and config.resolution.confirm_with_llm)
 
 
 def uses_embedding_endpoint(config: GraphRagConfig) -> bool:

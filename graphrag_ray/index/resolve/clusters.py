@@ -112,7 +112,10 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
         for row in group[1:]:
             clusters.union(group[0], row)
         forced_canonical[clusters.find(group[0])] = group[0]
+    # The accepted pairs that joined clusters, and each row's strongest one (with whom).
+    direct: dict[tuple[int, int], tuple[float, str, str]] = {}
     best: dict[int, tuple[float, str, str]] = {}
+    best_partner: dict[int, int] = {}
     for a, b, score, kind, evidence in candidates:
         accepted = score >= threshold or (a, b) in confirmed
         if not accepted or a in ambiguous or b in ambiguous:
@@ -136,9 +139,11 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
         if canonical is not None:
             forced_canonical[clusters.find(a)] = canonical
         method = kind if score >= threshold else f"llm:{kind}"
-        for row in (a, b):
+        direct[(a, b)] = (score, method, evidence)
+        for row, partner in ((a, b), (b, a)):
             if row not in best or score > best[row][0]:
                 best[row] = (score, method, evidence)
+                best_partner[row] = partner
 
     for root, members in clusters.members.items():
         if len(members) < 2 or clusters.find(root) != root:
@@ -153,8 +158,12 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
             if row in forced_rows and canonical in forced_rows:
                 resolution.aliases.append(Alias(row, canonical, 1.0, "forced",
                                                 "listed in resolution.force_merge"))
-            else:
-                score, method, evidence = best[row]
+            elif (min(row, canonical), max(row, canonical)) in direct:
+                score, method, evidence = direct[(min(row, canonical), max(row, canonical))]
                 resolution.aliases.append(Alias(row, canonical, score, method, evidence))
+            else:  # joined through another member: say which
+                score, method, evidence = best[row]
+                resolution.aliases.append(Alias(row, canonical, score, method,
+                                                f"via {titles[best_partner[row]]}: {evidence}"))
     resolution.aliases.sort(key=lambda a: (a.canonical, a.row))
     return resolution

@@ -14,6 +14,9 @@ from graphrag_ray.index.resolve.names import blocking_keys, name_relation, name_
     ("IBM", "INTERNATIONAL BUSINESS MACHINES", "acronym"),
     ("EBENEZER SCROOGE", "EBENEZER SCROGOE", "typo"),  # two letters swapped
     ("EBENEZER SCROOGE", "EBENEZER SCROGE", "typo"),  # one missing
+    ("TOBI LÜTKE", "TOBI LUTKE", "same_name"),  # accents
+    ("KRAKEN", "SEATTLE KRAKEN", "short_form"),
+    ("QUOC", "QUOC LE", "short_form"),  # a last word is a word, joiner or not
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -27,6 +30,12 @@ def test_related_names(a, b, kind):
     ("SCROOGE", "SCROGE"),  # one-word names this short: a slip or another name, who knows
     ("BOB CRATCHIT", "TINY TIM"),
     ("DR", "DR WHO"),  # nothing but an honorific is not a short form
+    ("THEO VON", "THEO VAUGHN"),
+    # Something named after a name is not it: an institution, a place, a role.
+    ("MANITOBA", "UNIVERSITY OF MANITOBA"),
+    ("MERRICK", "MERRICK LIBRARY"),
+    ("ADMOB", "CEO OF ADMOB"),
+    ("PALO ALTO", "PALO ALTO RESEARCH CENTER"),
 ])
 def test_unrelated_names(a, b):
     assert name_relation(a, b) is None

@@ -138,15 +138,19 @@ def test_uncertain_pairs_are_confirmed_by_the_llm(holmes, llm_server, tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_and_local_engines_resolve_alike(ray_session, tmp_path):
+def test_ray_and_local_engines_resolve_alike(ray_session, llm_server, tmp_path):
+    # Several key slices, partitions and merge shards; uncertain pairs confirmed by the LLM
+    # from Ray tasks (each engine with a cache of its own, so both ask).
     generate_corpus(tmp_path / "corpus", 100_000, seed=1, aliases=True)
     tables = {}
     for engine in ("local", "ray"):
-        build_index(str(tmp_path / "corpus"), str(tmp_path / engine),
-                    _config(engine, "merge.shards=3", "resolution.entities_per_partition=150"),
-                    **QUIET)
+        build_index(str(tmp_path / "corpus"), str(tmp_path / engine), _config(
+            engine, "merge.shards=3", "resolution.entities_per_partition=150",
+            "resolution.confirm_with_llm=true", f"llm.api_base={llm_server.url}",
+            "llm.model=test-model", f"cache.url={tmp_path}/{engine}-cache"), **QUIET)
         tables[engine] = (_read(tmp_path / engine, schema.ENTITY_ALIASES),
                           sorted((e["title"], tuple(e["aliases"]), e["description"])
                                  for e in _read(tmp_path / engine, schema.ENTITIES)))
-    assert tables["local"][0]
+    aliases = tables["local"][0]
+    assert aliases and any(a["method"].startswith("llm:") for a in aliases)
     assert tables["ray"] == tables["local"]
