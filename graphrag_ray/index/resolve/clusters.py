@@ -6,8 +6,9 @@ FANNY DASHWOOD), so a chain of plausible pairs cannot carry one person into anot
 A short name whose strong-enough partners include two that cannot be one (FANNY, between
 FANNY PRICE and FANNY DASHWOOD; WASHINGTON the person and the state) is ambiguous: it joins
 neither. Forced merges come first and override every rule; forbidden merges are never made.
-The canonical entity of a cluster is its forced first name, else its fullest name (most
-words), then its most frequent, then the first alphabetically.
+The canonical entity of a cluster is its forced first name, else its most frequent name of
+two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
+run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alphabetically.
 """
 
 from __future__ import annotations
@@ -150,8 +151,9 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
             continue
         canonical = forced_canonical.get(root)
         if canonical is None:
-            canonical = min(members, key=lambda r: (-len(content_tokens(name_tokens(titles[r]))),
-                                                    -frequency[r], titles[r]))
+            canonical = min(members, key=lambda r: (
+                len(content_tokens(name_tokens(titles[r]))) < 2, -frequency[r],
+                -len(content_tokens(name_tokens(titles[r]))), titles[r]))
         for row in sorted(members):
             if row == canonical:
                 continue
