@@ -126,6 +126,16 @@ class CommunitiesConfig(_Section):
     min_component_size: int = Field(3, ge=1)
 
 
+class LayoutConfig(_Section):
+    """The 2-D layout written to `entities.x`/`y` (`index/graph/layout.py`)."""
+    enabled: bool = True
+    # Larger graphs get no layout (x = y = 0): a force layout of millions of nodes takes
+    # minutes on the head node and tells little; turn it off entirely with `enabled: false`.
+    max_nodes: int = Field(1_000_000, gt=0)
+    iterations: int = Field(500, gt=0)
+    seed: int = 42
+
+
 class ReportsConfig(_Section):
     method: StageMethod = "auto"
     max_input_tokens: int = Field(8000, gt=0)
@@ -359,6 +369,7 @@ class GraphRagConfig(_Section):
     merge: MergeConfig = MergeConfig()
     resolution: ResolutionConfig = ResolutionConfig()
     communities: CommunitiesConfig = CommunitiesConfig()
+    layout: LayoutConfig = LayoutConfig()
     reports: ReportsConfig = ReportsConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()
     local_search: LocalSearchConfig = LocalSearchConfig()

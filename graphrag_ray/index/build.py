@@ -1,7 +1,7 @@
 """The index build as a list of stages:
 
     list inputs -> extract (read, chunk, extract, spill instances) -> merge graph (and
-    resolve entities, when enabled) -> communities -> summaries and reports (one schedule) -> write tables -> embed -> publish
+    resolve entities, when enabled) -> communities -> layout -> summaries and reports (one schedule) -> write tables -> embed -> publish
 
 Each stage is a function `stage(ctx, ...)` in its folder, over tables; `BuildContext` is what
 they share. Pools start where the stages need them: the embeddings pool (an endpoint's own
@@ -28,7 +28,7 @@ from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
 from graphrag_ray.index.extract.stage import extract_chunks
-from graphrag_ray.index.graph.stage import find_communities, merge_graph
+from graphrag_ray.index.graph.stage import find_communities, lay_out, merge_graph
 from graphrag_ray.index.manifest import community_figures, count_generations, usage_summary
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_any_llm, uses_chat_llm, uses_embedding_endpoint)
@@ -100,6 +100,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             pools.append(summaries_pool(config, prompts))
             communities = find_communities(ctx, graph, extraction,
                                            update.communities() if update else None)
+            lay_out(ctx, graph)
             with ctx.stage("summaries_and_reports"):
                 described = summarize_and_report(
                     ctx, graph, communities, pools[-1],
@@ -225,6 +226,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "skipped_inputs": skipped,
         "input_warnings": warnings,
         "timings_s": {**ctx.timings, "total": round(time.perf_counter() - started, 3)},
+        "stage_starts_s": ctx.stage_starts,
         # The driver holds the graph for Leiden: its peak is what sizes the head node.
         "driver_peak_rss_mb": driver_rss_mb()[1],
         "driver_rss_mb_by_stage": ctx.driver_rss_mb,

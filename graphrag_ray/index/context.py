@@ -40,6 +40,9 @@ class BuildContext:
     driver_rss_mb: dict[str, dict[str, int]] = field(default_factory=dict)
     # Sections of the manifest the stages fill in (merge stats, Leiden figures, ...).
     figures: dict = field(default_factory=dict)
+    # Stage -> when it started, seconds from the context's creation (the build's timeline).
+    stage_starts: dict[str, float] = field(default_factory=dict)
+    created: float = field(default_factory=time.perf_counter)
 
     @property
     def work_url(self) -> str:
@@ -56,6 +59,7 @@ class BuildContext:
         """`with ctx.stage("merge"): ...` times what it wraps."""
         self.progress(f"[{name}] ...")
         start = time.perf_counter()
+        self.stage_starts[name] = round(start - self.created, 3)
         yield
         self.timings[name] = round(time.perf_counter() - start, 3)
         current, peak = driver_rss_mb()

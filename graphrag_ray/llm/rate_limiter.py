@@ -52,6 +52,7 @@ _WINDOW_S = 60.0  # the providers' limits are per minute
 _OUTPUT_SAMPLES = 4
 _OUTPUT_MARGIN = 1.25
 _OUTPUT_WINDOW = 64
+TIMELINE_BUCKET_S = 10.0  # the manifest's usage timeline: requests and tokens per 10 s
 # Callers ready beyond what Little's law says the limits can use: latency varies from call to
 # call, and callers sized at the mean would leave the budget idle whenever long calls bunch up.
 LITTLE_HEADROOM = 2.0
@@ -187,6 +188,10 @@ class RateBudget:
                       "peak_in_flight": 0, "catch_up_off_after_s": None}
         # What a worker learned of the endpoint's parameters, handed out with every lease.
         self.learned_shape = None
+        # Requests, tokens and 429s per TIMELINE_BUCKET_S since the budget opened (`stats`
+        # plots them against the limits).
+        self.opened = now
+        self.timeline: dict[int, list[int]] = {}
 
     def estimate(self, prompt_tokens: int, max_output: int, tag: str) -> int:
         """Prompt tokens as the provider counts them (ours, scaled by the largest recent
@@ -289,6 +294,7 @@ class RateBudget:
             counts = self.ledger[stage]
             for key, value in usage.items():
                 counts[key] += int(value or 0)
+        self._on_timeline(now, used_tokens, rate_limited)
         if completion_tokens is not None:
             samples = self.outputs.setdefault(tag, [])
             samples.append(completion_tokens)
@@ -340,7 +346,21 @@ class RateBudget:
                 # provider may have served them; the ledger could not count them).
                 "unsettled_calls": len(self.in_flight),
                 "prompt_token_scale": round(self.prompt_scale(), 3),
-                "learned_request_shape": _described(self.learned_shape)}
+                "learned_request_shape": _described(self.learned_shape),
+                "timeline": self.timeline_report()}
+
+    def _on_timeline(self, now: float, used_tokens: int | None, rate_limited: bool) -> None:
+        bucket = self.timeline.setdefault(int((now - self.opened) // TIMELINE_BUCKET_S),
+                                          [0, 0, 0])
+        bucket[0] += 1
+        bucket[1] += int(used_tokens or 0) if not rate_limited else 0
+        bucket[2] += int(rate_limited)
+
+    def timeline_report(self) -> dict:
+        last = max(self.timeline, default=-1)
+        series = [self.timeline.get(b, [0, 0, 0]) for b in range(last + 1)]
+        return {"bucket_s": TIMELINE_BUCKET_S, "requests": [s[0] for s in series],
+                "tokens": [s[1] for s in series], "rate_limited": [s[2] for s in series]}
 
     def _unused_tokens(self) -> int | None:
         """Token budget the run left idle: what the limit allowed from the first admission to

@@ -25,6 +25,7 @@ from graphrag_ray.index.graph.communities import Community, build_graph, hierarc
 from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, level0_similarity
 from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
+from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
@@ -101,6 +102,18 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
                 "level0_adjusted_rand_index": level0_similarity(
                     communities, previous, graph.entities.num_rows)}
         return communities
+
+
+def lay_out(ctx: BuildContext, graph: Graph) -> None:
+    """`entities.x`/`y` from a layout of the graph (`layout.py`), on the driver, which holds
+    the structure; timed as the `layout` stage."""
+    with ctx.stage("layout"):
+        sources, targets = graph.endpoints
+        positions = layout_positions(build_graph(
+            graph.entities.num_rows, sources, targets,
+            graph.relationships.column("weight").to_numpy()), ctx.config.layout)
+        for name, values in zip(("x", "y"), positions):
+            graph.entities = graph.entities.append_column(name, pa.array(values, pa.float64()))
 
 
 def mention_order(entities: pa.Table, chunk_order: dict[str, int]) -> np.ndarray:
