@@ -286,6 +286,19 @@ def cmd_versions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from graphrag_ray.explore.export import export_graph, neo4j_import_command
+    from graphrag_ray.storage import IndexStore
+
+    written = export_graph(IndexStore(args.index).open(args.version), args.format, args.out,
+                           args.level, args.community)
+    print(f"{args.format}: {written['nodes']} nodes, {written['edges']} edges of "
+          f"{written['part']} -> " + ", ".join(written["files"]))
+    if args.format == "neo4j":
+        print(f"import (Neo4j stopped, from {args.out}): {neo4j_import_command()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphrag-ray",
                                      description="GraphRAG indexing and querying on Ray")
@@ -382,6 +395,20 @@ def build_parser() -> argparse.ArgumentParser:
     versions.add_argument("--prune", type=int, metavar="N",
                           help="first delete all but the newest N versions and abandoned builds")
     versions.set_defaults(func=cmd_versions)
+
+    export = sub.add_parser("export", help="write the graph for graph tools: GraphML, GEXF, "
+                            "Neo4j's bulk-import CSVs, or plain CSV")
+    export.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    export.add_argument("--format", required=True, choices=["graphml", "gexf", "neo4j", "csv"])
+    export.add_argument("--out", required=True, help="a file (graphml, gexf) or a folder "
+                        "(neo4j, csv); any fsspec URL")
+    part = export.add_mutually_exclusive_group()
+    part.add_argument("--level", type=int, help="only the entities in this level's "
+                      "communities, with their community at that level")
+    part.add_argument("--community", type=int, help="only this community's entities and the "
+                      "relationships between them")
+    export.add_argument("--version", help="an older published version")
+    export.set_defaults(func=cmd_export)
     return parser
 
 
