@@ -299,6 +299,36 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    from graphrag_ray.explore.stats import format_facts, index_facts, write_plots
+    from graphrag_ray.storage import IndexStore
+
+    version = IndexStore(args.index).open(args.version)
+    print(format_facts(index_facts(version)))
+    for path in write_plots(version, args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from graphrag_ray.explore.site import build_site
+    from graphrag_ray.storage import IndexStore
+
+    built = build_site(IndexStore(args.index).open(args.version), args.out)
+    index_html = Path(args.out).resolve() / "index.html"
+    print(f"explorer for {built['communities']} communities and {built['entities']} entities "
+          f"in {args.out} ({built['community_files']} community files): open {index_html.as_uri()}")
+    if args.serve:
+        import functools
+        import http.server
+
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=args.out)
+        with http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler) as server:
+            print(f"serving on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
+            server.serve_forever()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphrag-ray",
                                      description="GraphRAG indexing and querying on Ray")
@@ -409,6 +439,22 @@ def build_parser() -> argparse.ArgumentParser:
                       "relationships between them")
     export.add_argument("--version", help="an older published version")
     export.set_defaults(func=cmd_export)
+
+    stats = sub.add_parser("stats", help="print an index's facts and write plots (PNG): "
+                           "community sizes, degrees, LLM usage against the limits, stages")
+    stats.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    stats.add_argument("--out", default="index-stats", help="folder for the PNGs")
+    stats.add_argument("--version", help="an older published version")
+    stats.set_defaults(func=cmd_stats)
+
+    explore = sub.add_parser("explore", help="write a static, offline site that explores an "
+                             "index (community tree, reports, graph, search, facts)")
+    explore.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    explore.add_argument("--out", default="index-explorer", help="folder for the site")
+    explore.add_argument("--serve", action="store_true", help="then serve it over HTTP")
+    explore.add_argument("--port", type=int, default=8000)
+    explore.add_argument("--version", help="an older published version")
+    explore.set_defaults(func=cmd_explore)
     return parser
 
 

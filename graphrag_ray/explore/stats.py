@@ -1,0 +1,142 @@
+"""`graphrag-ray stats`: an index's facts, printed, and the plots people would rather look at
+than read (matplotlib, written as PNGs; the explorer shows the same files):
+
+- community sizes per level (how the hierarchy splits the graph),
+- the degree distribution (log-log: hubs and the long tail),
+- LLM requests and tokens per minute over the build against the configured limits (from the
+  rate budget's timeline in the manifest; builds without an LLM have none),
+- the stage timeline (when each stage ran and for how long).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from graphrag_ray import schema
+from graphrag_ray.storage.index_store import IndexVersion
+
+PLOTS = ("community_sizes", "degree_distribution", "llm_usage", "stage_timeline")
+
+
+def index_facts(version: IndexVersion) -> dict:
+    """What the explorer's facts page and `stats` print: corpus, tables, levels, LLM usage
+    and cost, stage timings, from the manifest alone."""
+    manifest = version.read_manifest()
+    usage = manifest.get("llm_usage", {})
+    config = manifest.get("config", {})
+    return {
+        "version": manifest.get("version"), "created_at": manifest.get("created_at"),
+        "input": manifest.get("input"),
+        "corpus": {"documents": manifest["tables"].get(schema.DOCUMENTS),
+                   "chunks": manifest.get("extraction", {}).get("chunks"),
+                   "tokens": manifest.get("extraction", {}).get("chunk_tokens")},
+        "tables": manifest["tables"],
+        "communities_per_level": manifest.get("communities_per_level", {}),
+        "extraction_method": config.get("extraction", {}).get("method"),
+        "model": usage.get("model"), "llm_total": usage.get("total", {}),
+        "llm_by_stage": {stage: {k: v for k, v in figures.items()
+                                 if k in ("calls", "prompt_tokens", "completion_tokens",
+                                          "rate_limited", "cost_usd")}
+                         for stage, figures in usage.get("stages", {}).items()},
+        "limits": {"requests_per_minute": config.get("llm", {}).get("requests_per_minute"),
+                   "tokens_per_minute": config.get("llm", {}).get("tokens_per_minute")},
+        "timings_s": manifest.get("timings_s", {}),
+        "resolution": manifest.get("resolution"),
+    }
+
+
+def format_facts(facts: dict) -> str:
+    corpus = facts["corpus"]
+    lines = [f"index version {facts['version']} ({facts['created_at']}) of {facts['input']}",
+             f"corpus: {corpus['documents']} documents, {corpus['chunks']} chunks, "
+             f"{corpus['tokens']} tokens; extraction: {facts['extraction_method']}",
+             "tables: " + ", ".join(f"{k} {v}" for k, v in facts["tables"].items()),
+             "communities per level: " + ", ".join(
+                 f"{level}: {n}" for level, n in facts["communities_per_level"].items())]
+    total = facts["llm_total"]
+    if total.get("calls"):
+        lines.append(f"LLM ({facts['model']}): {total['calls']} calls, "
+                     f"{total.get('prompt_tokens', 0)} prompt + "
+                     f"{total.get('completion_tokens', 0)} completion tokens, "
+                     f"{total.get('rate_limited', 0)} rate-limited, "
+                     f"${total.get('cost_usd', 0):.4f}")
+        for stage, figures in facts["llm_by_stage"].items():
+            if figures.get("calls"):
+                lines.append(f"  {stage}: {figures['calls']} calls, "
+                             f"${figures.get('cost_usd', 0):.4f}")
+    else:
+        lines.append("LLM: no calls (offline build)")
+    lines.append("stages (s): " + ", ".join(f"{k} {v}" for k, v in facts["timings_s"].items()))
+    return "\n".join(lines)
+
+
+def write_plots(version: IndexVersion, out_dir: str | Path) -> list[Path]:
+    """The PNGs, in `out_dir`; returns the paths written (the LLM plot only when the build
+    called an LLM)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = version.read_manifest()
+    written = []
+
+    def save(figure, name: str) -> None:
+        figure.tight_layout()
+        path = out / f"{name}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+
+    communities = version.read_table(schema.COMMUNITIES, ["level", "size"])
+    levels = communities.column("level").to_numpy()
+    sizes = communities.column("size").to_numpy()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    present = sorted(set(levels.tolist()))
+    if present:
+        axis.boxplot([sizes[levels == level] for level in present], showfliers=True)
+        axis.set_xticks(range(1, len(present) + 1), [str(level) for level in present])
+        axis.set_yscale("log")
+    axis.set(title="Community sizes per level", xlabel="level", ylabel="entities (log)")
+    save(figure, "community_sizes")
+
+    degrees = Counter(version.read_table(schema.ENTITIES, ["degree"]).column("degree")
+                      .to_pylist())
+    figure, axis = plt.subplots(figsize=(7, 4))
+    shown = sorted(d for d in degrees if d > 0)
+    axis.loglog(shown, [degrees[d] for d in shown], "o", markersize=3)
+    axis.set(title="Degree distribution", xlabel="degree", ylabel="entities")
+    save(figure, "degree_distribution")
+
+    timeline = manifest.get("llm_usage", {}).get("rate_limiter", {}).get("timeline")
+    if timeline and sum(timeline["requests"]):
+        limits = manifest.get("config", {}).get("llm", {})
+        per_minute = 60.0 / timeline["bucket_s"]
+        t = np.arange(len(timeline["requests"])) * timeline["bucket_s"]
+        figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+        top.plot(t, np.array(timeline["requests"]) * per_minute, label="requests/min")
+        top.plot(t, np.array(timeline["rate_limited"]) * per_minute, label="429s/min")
+        bottom.plot(t, np.array(timeline["tokens"]) * per_minute, label="tokens/min")
+        for axis, key in ((top, "requests_per_minute"), (bottom, "tokens_per_minute")):
+            if limits.get(key):
+                axis.axhline(limits[key], color="red", linestyle="--", label=f"limit ({key})")
+            axis.legend(loc="upper right", fontsize=8)
+        top.set(title="LLM usage against the limits (10 s buckets)")
+        bottom.set(xlabel="seconds since the budget opened")
+        save(figure, "llm_usage")
+
+    starts, timings = manifest.get("stage_starts_s", {}), manifest.get("timings_s", {})
+    stages = [s for s in starts if s in timings]
+    figure, axis = plt.subplots(figsize=(8, 0.4 * len(stages) + 1.5))
+    for i, stage in enumerate(stages):
+        axis.barh(i, max(timings[stage], 0.01), left=starts[stage])
+    axis.set_yticks(range(len(stages)), stages)
+    axis.invert_yaxis()
+    axis.set(title="Stage timeline", xlabel="seconds")
+    save(figure, "stage_timeline")
+    return written
