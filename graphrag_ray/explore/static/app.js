@@ -221,7 +221,9 @@ function renderFacts() {
     element("h3", { text: "Tables" }), table(["table", "rows"], rows(f.tables)),
     element("h3", { text: "LLM usage and cost" }),
     element("p", { text: total.calls ? `${f.model}: ${total.calls} calls, ${total.prompt_tokens} prompt + ${total.completion_tokens} completion tokens, ${total.rate_limited || 0} rate-limited, $${(total.cost_usd || 0).toFixed(4)}` : "No LLM calls (offline build)." }),
-    table(["stage", "usage"], rows(f.llm_by_stage)),
+    table(["stage", "calls", "prompt tokens", "completion tokens", "429s", "cost (USD)"],
+      Object.entries(f.llm_by_stage || {}).map(([stage, u]) => [stage, u.calls, u.prompt_tokens,
+        u.completion_tokens, u.rate_limited, (u.cost_usd || 0).toFixed(4)])),
     element("h3", { text: "Stage timings (s)" }), table(["stage", "seconds"], rows(f.timings_s)),
     element("h3", { text: "Plots" }),
     element("div", { class: "plots" }, ...f.plots.map((name) => element("img", { src: `plots/${name}`, alt: name }))));
