@@ -3,8 +3,9 @@ than read (matplotlib, written as PNGs; the explorer shows the same files):
 
 - community sizes per level (how the hierarchy splits the graph),
 - the degree distribution (log-log: hubs and the long tail),
-- LLM requests and tokens per minute over the build against the configured limits (from the
-  rate budget's timeline in the manifest; builds without an LLM have none),
+- LLM requests and tokens in the trailing minute over the build against the configured
+  per-minute limits (from the rate budget's 10 s timeline in the manifest; builds without an
+  LLM have none),
 - the stage timeline (when each stage ran and for how long).
 """
 
@@ -62,15 +63,19 @@ def format_facts(facts: dict) -> str:
                      f"{total.get('prompt_tokens', 0)} prompt + "
                      f"{total.get('completion_tokens', 0)} completion tokens, "
                      f"{total.get('rate_limited', 0)} rate-limited, "
-                     f"${total.get('cost_usd', 0):.4f}")
+                     f"{_cost(total.get('cost_usd'))}")
         for stage, figures in facts["llm_by_stage"].items():
             if figures.get("calls"):
                 lines.append(f"  {stage}: {figures['calls']} calls, "
-                             f"${figures.get('cost_usd', 0):.4f}")
+                             f"{_cost(figures.get('cost_usd'))}")
     else:
         lines.append("LLM: no calls (offline build)")
     lines.append("stages (s): " + ", ".join(f"{k} {v}" for k, v in facts["timings_s"].items()))
     return "\n".join(lines)
+
+
+def _cost(usd: float | None) -> str:
+    return f"${usd:.4f}" if usd is not None else "cost unknown (no price for the model)"
 
 
 def write_plots(version: IndexVersion, out_dir: str | Path) -> list[Path]:
@@ -116,22 +121,28 @@ def write_plots(version: IndexVersion, out_dir: str | Path) -> list[Path]:
     timeline = manifest.get("llm_usage", {}).get("rate_limiter", {}).get("timeline")
     if timeline and sum(timeline["requests"]):
         limits = manifest.get("config", {}).get("llm", {})
-        per_minute = 60.0 / timeline["bucket_s"]
-        t = np.arange(len(timeline["requests"])) * timeline["bucket_s"]
+        width = max(1, int(round(60.0 / timeline["bucket_s"])))
+        t = (np.arange(len(timeline["requests"])) + 1) * timeline["bucket_s"]
+
+        def last_minute(values: list[int]) -> np.ndarray:
+            # What a provider's per-minute limit counts: the trailing 60 s at each point.
+            return np.convolve(np.asarray(values, dtype=float), np.ones(width))[:len(values)]
+
         figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
-        top.plot(t, np.array(timeline["requests"]) * per_minute, label="requests/min")
-        top.plot(t, np.array(timeline["rate_limited"]) * per_minute, label="429s/min")
-        bottom.plot(t, np.array(timeline["tokens"]) * per_minute, label="tokens/min")
+        top.plot(t, last_minute(timeline["requests"]), label="requests in the last 60 s")
+        top.plot(t, last_minute(timeline["rate_limited"]), label="429s in the last 60 s")
+        bottom.plot(t, last_minute(timeline["tokens"]), label="tokens in the last 60 s")
         for axis, key in ((top, "requests_per_minute"), (bottom, "tokens_per_minute")):
             if limits.get(key):
                 axis.axhline(limits[key], color="red", linestyle="--", label=f"limit ({key})")
-            axis.legend(loc="upper right", fontsize=8)
-        top.set(title="LLM usage against the limits (10 s buckets)")
+            axis.set_ylim(bottom=0)
+            axis.legend(loc="lower right", fontsize=8)
+        top.set(title="LLM usage against the per-minute limits")
         bottom.set(xlabel="seconds since the budget opened")
         save(figure, "llm_usage")
 
     starts, timings = manifest.get("stage_starts_s", {}), manifest.get("timings_s", {})
-    stages = [s for s in starts if s in timings]
+    stages = sorted((s for s in starts if s in timings), key=lambda s: starts[s])
     figure, axis = plt.subplots(figsize=(8, 0.4 * len(stages) + 1.5))
     for i, stage in enumerate(stages):
         axis.barh(i, max(timings[stage], 0.01), left=starts[stage])

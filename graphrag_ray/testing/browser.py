@@ -191,10 +191,13 @@ class HeadlessBrowser:
             time.sleep(0.1)
 
     def click(self, selector: str) -> None:
-        """A real mouse click at the middle of the first element matching `selector`."""
+        """A real mouse click in the first element matching `selector` (the middle of its
+        first line)."""
         box = self.evaluate(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
-            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
+            " e.scrollIntoView({block: 'center'});"
+            # The first line box: the middle of a link that wraps may be between its lines.
+            " const r = e.getClientRects()[0] || e.getBoundingClientRect();"
             " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1],

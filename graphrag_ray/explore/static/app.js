@@ -171,7 +171,9 @@ function drawGraph(data, highlight) {
   for (const [a, b, weight] of data.edges) {
     if (!graph.hasEdge(String(a), String(b))) graph.addEdge(String(a), String(b), { size: 0.5 + 2 * weight, color: "#ccc" });
   }
-  GR.renderer = new Sigma(graph, container, { renderEdgeLabels: false, labelRenderedSizeThreshold: 8, zIndex: true });
+  // Every label on small graphs; on large ones only the bigger (higher-degree) nodes'.
+  GR.renderer = new Sigma(graph, container, { renderEdgeLabels: false, zIndex: true,
+    labelRenderedSizeThreshold: graph.order <= 200 ? 0 : 6, labelDensity: 0.2 });
   container.dataset.nodes = graph.order;
   container.dataset.edges = graph.size;
   const members = data.nodes.filter((n) => n[5]).length;
@@ -210,6 +212,8 @@ function onSearch(event) {
 }
 
 // ---- facts --------------------------------------------------------------------------------
+const cost = (usd) => (usd == null ? "unknown (no price for the model)" : `$${usd.toFixed(4)}`);
+
 function renderFacts() {
   const f = GR.data.facts;
   const total = f.llm_total || {};
@@ -220,10 +224,10 @@ function renderFacts() {
     element("h3", { text: "Communities per level" }), table(["level", "communities"], rows(f.communities_per_level)),
     element("h3", { text: "Tables" }), table(["table", "rows"], rows(f.tables)),
     element("h3", { text: "LLM usage and cost" }),
-    element("p", { text: total.calls ? `${f.model}: ${total.calls} calls, ${total.prompt_tokens} prompt + ${total.completion_tokens} completion tokens, ${total.rate_limited || 0} rate-limited, $${(total.cost_usd || 0).toFixed(4)}` : "No LLM calls (offline build)." }),
-    table(["stage", "calls", "prompt tokens", "completion tokens", "429s", "cost (USD)"],
+    element("p", { text: total.calls ? `${f.model}: ${total.calls} calls, ${total.prompt_tokens} prompt + ${total.completion_tokens} completion tokens, ${total.rate_limited || 0} rate-limited, ${cost(total.cost_usd)}` : "No LLM calls (offline build)." }),
+    table(["stage", "calls", "prompt tokens", "completion tokens", "429s", "cost"],
       Object.entries(f.llm_by_stage || {}).map(([stage, u]) => [stage, u.calls, u.prompt_tokens,
-        u.completion_tokens, u.rate_limited, (u.cost_usd || 0).toFixed(4)])),
+        u.completion_tokens, u.rate_limited, cost(u.cost_usd)])),
     element("h3", { text: "Stage timings (s)" }), table(["stage", "seconds"], rows(f.timings_s)),
     element("h3", { text: "Plots" }),
     element("div", { class: "plots" }, ...f.plots.map((name) => element("img", { src: `plots/${name}`, alt: name }))));
