@@ -114,14 +114,14 @@ def _community_view(community: dict, report: dict | None, entities: list[dict],
     members = sorted((row_of[i] for i in community["entity_ids"]),
                      key=lambda r: (-(entities[r]["degree"] or 0), r))
     drawn = members[:MAX_GRAPH_NODES]
-    inside = set(members)
+    inside, drawn_set = set(members), set(drawn)
     outside: dict[int, float] = {}
     edges: dict[int, tuple[int, int, float]] = {}
     for row in drawn:
         for weight, other, k in neighbours.get(row, ()):
-            if other in inside:
+            if other in drawn_set:
                 edges[k] = (row, other, weight)
-            else:
+            elif other not in inside:  # members past the cap are left out, not shown grey
                 outside[other] = max(outside.get(other, 0.0), weight)
     context = sorted(outside, key=lambda r: (-outside[r], r))[
         :max(0, min(NEIGHBOURS_PER_COMMUNITY, MAX_GRAPH_NODES - len(drawn)))]

@@ -125,3 +125,4 @@ def test_a_missing_community_is_a_message(index, tmp_path, capsys):
     assert main(["export", "--index", str(index), "--format", "csv", "--out",
                  str(tmp_path / "x"), "--community", "99999"]) == 2
     assert "no community 99999" in capsys.readouterr().err
+

@@ -163,7 +163,7 @@ function drawGraph(data, highlight) {
   const graph = new graphology.Graph({ multi: false, type: "undirected" });
   data.nodes.forEach(([title, type, x, y, degree, member], i) => {
     graph.addNode(String(i), {
-      label: title, x: x || 0, y: y || 0, size: 3 + Math.sqrt(degree || 0) * (member ? 1.5 : 0.8),
+      label: title, x: x || 0, y: y || 0, size: Math.min(16, 3 + Math.sqrt(degree || 0) * (member ? 1.5 : 0.8)),
       color: title === highlight ? "#d62728" : member ? colourOf(type) : "#c8c8c8",
       zIndex: member ? 1 : 0,
     });
