@@ -329,6 +329,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+def stored_index(command: argparse.ArgumentParser) -> None:
+    """The options of a command that reads a stored index."""
+    command.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    command.add_argument("--version", help="an older published version (default: current)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphrag-ray",
                                      description="GraphRAG indexing and querying on Ray")
@@ -428,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write the graph for graph tools: GraphML, GEXF, "
                             "Neo4j's bulk-import CSVs, or plain CSV")
-    export.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    stored_index(export)
     export.add_argument("--format", required=True, choices=["graphml", "gexf", "neo4j", "csv"])
     export.add_argument("--out", required=True, help="a file (graphml, gexf) or a folder "
                         "(neo4j, csv); any fsspec URL")
@@ -437,23 +443,20 @@ def build_parser() -> argparse.ArgumentParser:
                       "communities, with their community at that level")
     part.add_argument("--community", type=int, help="only this community's entities and the "
                       "relationships between them")
-    export.add_argument("--version", help="an older published version")
     export.set_defaults(func=cmd_export)
 
     stats = sub.add_parser("stats", help="print an index's facts and write plots (PNG): "
                            "community sizes, degrees, LLM usage against the limits, stages")
-    stats.add_argument("--index", required=True, help="folder or fsspec URL of an index")
+    stored_index(stats)
     stats.add_argument("--out", default="index-stats", help="folder for the PNGs")
-    stats.add_argument("--version", help="an older published version")
     stats.set_defaults(func=cmd_stats)
 
     explore = sub.add_parser("explore", help="write a static, offline site that explores an "
                              "index (community tree, reports, graph, search, facts)")
-    explore.add_argument("--index", required=True, help="folder or fsspec URL of an index")
-    explore.add_argument("--out", default="index-explorer", help="folder for the site")
+    stored_index(explore)
+    explore.add_argument("--out", default="index-explorer", help="local folder for the site")
     explore.add_argument("--serve", action="store_true", help="then serve it over HTTP")
     explore.add_argument("--port", type=int, default=8000)
-    explore.add_argument("--version", help="an older published version")
     explore.set_defaults(func=cmd_explore)
     return parser
 

@@ -51,11 +51,15 @@ def llm_config(server, *overrides: str) -> GraphRagConfig:
 @pytest.fixture
 def carol_excerpt(tmp_path: Path) -> Path:
     """The first ~12k tokens of A Christmas Carol: big enough for a real graph, fast to index."""
+    return carol_input(tmp_path / "carol")
+
+
+def carol_input(folder: Path, chars: int = 50_000) -> Path:
+    """`folder` holding the first `chars` characters of A Christmas Carol from Stave One."""
     text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
     start = text.find("STAVE ONE")
-    folder = tmp_path / "carol"
-    folder.mkdir()
-    (folder / "carol.txt").write_text(text[start:start + 50_000], encoding="utf-8")
+    folder.mkdir(parents=True)
+    (folder / "carol.txt").write_text(text[start:start + chars], encoding="utf-8")
     return folder
 
 

@@ -16,6 +16,8 @@ from graphrag_ray.cli import main
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.browser import HeadlessBrowser, find_chromium
 
+from conftest import carol_input
+
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium; "
@@ -24,14 +26,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    from conftest import CAROL_DIR
-
     folder = tmp_path_factory.mktemp("explorer")
-    text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
-    start = text.find("STAVE ONE")
-    (folder / "input").mkdir()
-    (folder / "input" / "carol.txt").write_text(text[start:start + 50_000], encoding="utf-8")
-    assert main(["index", "--input", str(folder / "input"), "--output", str(folder / "index"),
+    assert main(["index", "--input", str(carol_input(folder / "input")),
+                 "--output", str(folder / "index"),
                  "--set", "runtime.engine=local"]) == 0
     assert main(["explore", "--index", str(folder / "index"), "--out", str(folder / "site")]) == 0
     return folder

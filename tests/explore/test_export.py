@@ -15,17 +15,13 @@ from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 
+from conftest import carol_input
+
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    from conftest import CAROL_DIR
-
     folder = tmp_path_factory.mktemp("export")
-    text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
-    start = text.find("STAVE ONE")
-    (folder / "input").mkdir()
-    (folder / "input" / "carol.txt").write_text(text[start:start + 30_000], encoding="utf-8")
-    build_index(str(folder / "input"), str(folder / "index"),
+    build_index(str(carol_input(folder / "input", 30_000)), str(folder / "index"),
                 load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
     return folder / "index"
 

@@ -5,19 +5,11 @@ import matplotlib.image
 
 from graphrag_ray.cli import main
 
-from conftest import CAROL_DIR
-
-
-def _input(folder, chars):
-    text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
-    start = text.find("STAVE ONE")
-    folder.mkdir()
-    (folder / "carol.txt").write_text(text[start:start + chars], encoding="utf-8")
-    return folder
+from conftest import carol_input
 
 
 def test_stats_of_an_llm_build_plot_usage_against_the_limits(tmp_path, llm_server, capsys):
-    assert main(["index", "--input", str(_input(tmp_path / "in", 12_000)), "--output",
+    assert main(["index", "--input", str(carol_input(tmp_path / "in", 12_000)), "--output",
                  str(tmp_path / "index"), "--set", "extraction.method=llm",
                  "--set", f"llm.api_base={llm_server.url}", "--set", "llm.model=test-model",
                  "--set", "llm.requests_per_minute=6000", "--set", "llm.tokens_per_minute=2000000",
@@ -37,7 +29,7 @@ def test_stats_of_an_llm_build_plot_usage_against_the_limits(tmp_path, llm_serve
 
 
 def test_an_offline_build_has_no_llm_plot(tmp_path, capsys):
-    assert main(["index", "--input", str(_input(tmp_path / "in", 8_000)), "--output",
+    assert main(["index", "--input", str(carol_input(tmp_path / "in", 8_000)), "--output",
                  str(tmp_path / "index"), "--set", "runtime.engine=local"]) == 0
     assert main(["stats", "--index", str(tmp_path / "index"), "--out", str(tmp_path / "plots")]) == 0
     assert "LLM: no calls (offline build)" in capsys.readouterr().out
