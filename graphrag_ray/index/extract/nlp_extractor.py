@@ -12,6 +12,7 @@ import re
 from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
+from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
 
 
 def _case_ranges() -> tuple[str, str]:
@@ -37,7 +38,7 @@ def _case_ranges() -> tuple[str, str]:
 _UPPER_RANGES, _LOWER_RANGES = _case_ranges()
 _UPPER, _LOWER = f"[{_UPPER_RANGES}]", f"[{_LOWER_RANGES}]"
 _LETTER = r"[^\W\d_]"
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"'”’)\]]*\s+|\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:؟])[\"'”’)\]]*\s+|(?<=[。！？；])|\n\s*\n")
 # A capitalised word; letters joined by single hyphens or apostrophes stay one word
 # (Jean-Luc, O'Brien), a double dash (an em-dash typed as "--") ends it.
 _WORD = (rf"{_UPPER}{_LOWER}{_LETTER}*(?:['’\-]{_LETTER}+)*|{_UPPER}{_LOWER}"
@@ -45,7 +46,13 @@ _WORD = (rf"{_UPPER}{_LOWER}{_LETTER}*(?:['’\-]{_LETTER}+)*|{_UPPER}{_LOWER}"
 _MAX_NAME_WORDS = 5
 # Runs of capitalised words, allowing short joiners inside: "Bank of England", "Tiny Tim".
 _PHRASE = re.compile(rf"\b(?:{_WORD})(?:\s+(?:(?:of|the|de|du|da|van|von)\s+)?(?:{_WORD}))*")
-_POSSESSIVE = re.compile(r"['’]s\b")
+# A possessive ends a name ("MIT's Ben Bloomberg" is two), except before a word that makes
+# a place of it: Wolf's Crag, King's Cross, Land's End, St John's Wood stay whole.
+_PLACE_AFTER_POSSESSIVE = ("Crag|Cross|End|Wood|Hill|Head|Bay|Point|Inn|Castle|Tower|Abbey|"
+                           "Chapel|Church|Cathedral|College|Court|Gate|Green|Field|Park|Lane|"
+                           "Road|Street|Square|Island|Well|Mill|Bridge|Hall|Vineyard|Harbour|"
+                           "Harbor|Landing|Rock|Valley|Creek|Lake")
+_POSSESSIVE = re.compile(rf"['’]s\b(?!\s+(?:{_PLACE_AFTER_POSSESSIVE})\b)")
 _HONORIFICS = {"MR", "MRS", "MS", "MISS", "DR", "SIR", "LADY", "LORD", "SAINT", "ST", "MASTER",
                "UNCLE", "AUNT", "PROFESSOR", "PROF", "CAPTAIN", "KING", "QUEEN"}
 _ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIVERSITY",
@@ -54,7 +61,9 @@ _ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIV
               "PRESS", "UNION", "PARTY", "CHURCH"}
 _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", "SQUARE",
                 "ROAD", "LANE", "HALL", "EXCHANGE", "MARKET", "VALLEY", "BRIDGE", "HOUSE",
-                "TOWN", "PARK", "COUNTRY", "STATE", "STATES", "KINGDOM", "EMPIRE"}
+                "TOWN", "PARK", "COUNTRY", "STATE", "STATES", "KINGDOM", "EMPIRE", "CRAG",
+                "INN", "CASTLE", "TOWER", "ABBEY", "CHAPEL", "CATHEDRAL", "HARBOUR", "HARBOR",
+                "BAY", "WOOD", "HILL", "CREEK", "CROSS"}
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
                 "EVE", "DAY", "REVOLUTION"}
 _SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
@@ -84,7 +93,9 @@ def split_sentences(text: str) -> list[str]:
 def _clean_phrase(phrase: str) -> str:
     phrase = re.sub(r"['’]s$", "", phrase.strip())
     words = phrase.split()
-    while words and (words[0].lower() in _STOPWORDS or re.search(r"['’]", words[0])):
+    # A leading contraction (I'm, Don't, We'll) is no name; a possessive (Wolf's Crag) may be.
+    while words and (words[0].lower() in _STOPWORDS or
+                     re.search(r"['’](?!s$)|n['’]t$", words[0], re.I)):
         words = words[1:]
     while words and words[-1].lower() in _STOPWORDS | {"and", "&", "of", "the"}:
         words = words[:-1]
@@ -162,8 +173,11 @@ def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
     entity_sentences: dict[str, list[str]] = {}
     entity_types: dict[str, str] = {}
     pair_sentences: dict[tuple[str, str], list[str]] = {}
+    uncased = UncasedChunk(text) if is_uncased(text) or re.search(r"[\u3400-\u9fff]", text) \
+        else None
     for sentence in split_sentences(text):
-        entities = find_entities(sentence, lowercase_words, midsentence_words)
+        entities = uncased.entities(sentence) if uncased is not None and is_uncased(sentence) \
+            else find_entities(sentence, lowercase_words, midsentence_words)
         clean = _trim(sentence, max_description_chars)
         for name, kind in entities:
             entity_types.setdefault(name, kind)

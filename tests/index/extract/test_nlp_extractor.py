@@ -37,3 +37,29 @@ def test_names_with_diacritics_stay_whole_and_dashes_never_join_words():
             "ŁÓDŹ", "ÆRØ"} <= set(titles)
     assert not any(fragment in titles for fragment in ("FRAN", "MONTR", "GONZ", "TELEVISI"))
     assert not any("--" in title for title in titles)
+
+
+def test_chinese_names_come_from_the_segmenters_tags():
+    records = extract_nlp("北京大学的张伟教授在上海参加了人工智能会议。张伟教授说北京大学很好。")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["张伟"] == "PERSON" and found["上海"] == "GEO"
+    assert found["北京大学"] == "ORGANIZATION" and found["人工智能"] == "OTHER"
+    assert {tuple(sorted((r["source"], r["target"]))) for r in records.relationships} >= {
+        ("北京大学", "张伟")}
+
+
+def test_scripts_without_capitals_get_their_repeated_phrases():
+    records = extract_nlp("التقى محمد بن سلمان مع الرئيس في الرياض. "
+                          "محمد بن سلمان تحدث عن الرياض والاقتصاد.")
+    assert {e["title"] for e in records.entities} == {"محمد بن سلمان", "الرياض"}
+    assert len(records.relationships) == 1
+    japanese = extract_nlp("山田さんはコンピュータを買った。コンピュータは速い。")
+    assert "コンピュータ" in {e["title"] for e in japanese.entities}
+
+
+def test_a_possessive_place_name_stays_whole():
+    records = extract_nlp("Wolf's Crag stood above the sea, and they rode to Wolf's Crag. "
+                          "MIT's Ben Bloomberg met them at King's Cross.")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["WOLF'S CRAG"] == "GEO" and found["KING'S CROSS"] == "GEO"
+    assert "BEN BLOOMBERG" in found and "CRAG" not in found and "WOLF" not in found

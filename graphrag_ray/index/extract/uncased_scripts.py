@@ -1,0 +1,116 @@
+"""Offline names and concepts in scripts without capital letters, where the capitalisation
+the offline extractor reads for names says nothing (Chinese, Japanese, Arabic, Hebrew,
+Devanagari, ...): so every language gets a graph.
+
+- Chinese: jieba's segmenter and part-of-speech tags (it ships its dictionary: nothing is
+  downloaded): person, place and organisation names become PERSON, GEO and ORGANIZATION
+  entities (types from the tagger's evidence), other proper nouns and nouns of three or more
+  characters or said twice in the chunk become concepts (OTHER).
+- Japanese (kana present): katakana runs (names and loanwords) and kanji compounds said
+  twice in the chunk.
+- Space-separated scripts: the longest word sequences (one to three words, none a stop word)
+  said at least twice in the chunk: statistical phrases, typed OTHER.
+Scripts written without spaces and without a segmenter here (Thai, Khmer, Lao, Burmese) get
+no entities yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from functools import lru_cache
+
+_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = r"\u3040-\u30ff"
+_KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
+_KANJI_RUN = re.compile(rf"[{_HAN}]{{2,}}")
+_WORD = re.compile(r"[^\W\d_]+")
+# Tags of jieba's dictionary: nr person, nrfg/nrt names, ns place, nt organisation, nz other
+# proper noun.
+_CHINESE_TYPES = {"nr": "PERSON", "nrfg": "PERSON", "nrt": "PERSON", "ns": "GEO",
+                  "nt": "ORGANIZATION", "nz": "OTHER"}
+# Function words of the space-separated uncased scripts handled here: a phrase starting or
+# ending with one is not a name.
+_STOPWORDS = frozenset("""
+في من على إلى عن مع هذا هذه ذلك تلك التي الذي الذين أن إن كان كانت قد لا ما لم لن هو هي هم
+نحن أنا أنت كل بعض بين حتى ثم أو أي عند منذ بعد قبل فوق تحت حول خلال و ف ب ل ك يا قال قالت
+عام سنة يوم شهر له لها لهم ذات أيضا
+את של על עם זה זו הוא היא הם אני אתה כל גם או אם כי לא כן יש אין היה היתה אל מן עד אחרי לפני
+और का की के में से को पर यह वह है थे था थी हैं कि जो भी नहीं तो ही एक
+""".split())
+
+
+def is_uncased(sentence: str) -> bool:
+    """Whether most of the sentence's letters belong to scripts without case."""
+    letters = [c for c in sentence if c.isalpha()]
+    uncased = sum(1 for c in letters if not c.isupper() and not c.islower())
+    return bool(letters) and uncased > 0.5 * len(letters)
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba.posseg
+
+
+def _chinese_words(text: str) -> list[tuple[str, str]]:
+    return [(w.word, w.flag) for w in _jieba().cut(text)]
+
+
+class UncasedChunk:
+    """One chunk's counts, so a sentence's concepts can ask "said twice in the chunk?"."""
+
+    def __init__(self, text: str):
+        self.han = len(re.findall(rf"[{_HAN}]", text))
+        self.japanese = bool(re.search(f"[{_KANA}]", text))
+        self.chinese_counts: Counter = Counter()
+        self.run_counts: Counter = Counter()
+        self.phrase_counts: Counter = Counter()
+        if self.japanese:
+            self.run_counts.update(_KATAKANA_RUN.findall(text) + _KANJI_RUN.findall(text))
+        elif self.han:
+            self.chinese_counts.update(w for w, flag in _chinese_words(text)
+                                       if flag.startswith("n"))
+        words = [w for w in _WORD.findall(text) if is_uncased(w)]
+        for n in (1, 2, 3):
+            for i in range(len(words) - n + 1):
+                gram = words[i:i + n]
+                if gram[0] not in _STOPWORDS and gram[-1] not in _STOPWORDS and \
+                        all(len(w) >= 2 for w in gram):
+                    self.phrase_counts[" ".join(gram)] += 1
+
+    def entities(self, sentence: str) -> list[tuple[str, str]]:
+        """(NAME, TYPE) in the sentence, in order, without repeats."""
+        found: dict[str, str] = {}
+        if self.japanese and re.search(f"[{_HAN}{_KANA}]", sentence):
+            for run in _KATAKANA_RUN.findall(sentence) + _KANJI_RUN.findall(sentence):
+                if self.run_counts[run] >= 2:
+                    found.setdefault(run, "OTHER")
+        elif re.search(f"[{_HAN}]", sentence):
+            for word, flag in _chinese_words(sentence):
+                if flag in _CHINESE_TYPES and len(word) >= 2:
+                    found.setdefault(word, _CHINESE_TYPES[flag])
+                elif flag.startswith("n") and len(word) >= 2 and (
+                        len(word) >= 3 or self.chinese_counts[word] >= 2):
+                    found.setdefault(word, "OTHER")
+        else:
+            found.update((phrase, "OTHER") for phrase in self._phrases(sentence))
+        return list(found.items())
+
+    def _phrases(self, sentence: str) -> list[str]:
+        """The sentence's phrases said at least twice in the chunk, longest first, with the
+        words of a kept phrase not kept again on their own."""
+        words = _WORD.findall(sentence)
+        kept, used = [], set()
+        for n in (3, 2, 1):
+            for i in range(len(words) - n + 1):
+                phrase = " ".join(words[i:i + n])
+                span = set(range(i, i + n))
+                if self.phrase_counts[phrase] >= 2 and not span & used:
+                    kept.append((i, phrase))
+                    used |= span
+        return [phrase for _, phrase in sorted(kept)]
