@@ -1,5 +1,8 @@
 """The offline default gives a graph in scripts without capitals: a Chinese and an Arabic
-text each index to entities and communities, and global search answers from them."""
+text each index to entities and communities whose reports say each sentence once, and global
+search answers from them."""
+
+import re
 
 from graphrag_ray import schema
 from graphrag_ray.api import GraphIndex
@@ -28,6 +31,10 @@ def test_chinese_and_arabic_texts_get_entities_communities_and_answers(tmp_path)
         titles = version.read_table(schema.ENTITIES, ["title"]).column("title").to_pylist()
         assert len(titles) >= 3, (language, titles)
         assert version.read_table(schema.COMMUNITIES).num_rows >= 1
+        for summary in version.read_table(schema.COMMUNITY_REPORTS, ["summary"]).column(
+                "summary").to_pylist():
+            sentences = [x for x in re.split(r"(?<=[。.])\s*", summary) if x]
+            assert len(sentences) == len(set(sentences)), summary  # no sentence twice
         answer = GraphIndex.open(str(out)).search("global", "What is this text about?")
         assert "no communities" not in answer.answer
         assert any(title in answer.answer for title in titles), answer.answer

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -65,12 +66,15 @@ def _title_case(name: str) -> str:
     return " ".join(words)
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？؟]")
+
+
 def _first_sentence(text: str, limit: int = 300) -> str:
+    """Up to the first full stop of any script (Latin, CJK, Arabic)."""
     text = " ".join(text.split())
-    for end in (". ", "! ", "? "):
-        pos = text.find(end)
-        if 0 < pos < limit:
-            return text[: pos + 1]
+    end = _SENTENCE_END.search(text)
+    if end and 0 < end.start() < limit:
+        return text[: end.end()]
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
