@@ -8,7 +8,8 @@ names for search load on the first search. Data files are scripts that hand thei
 the page (`GR.put(key, data)`), so the site works from `file://` as well as over HTTP.
 
 A community's graph shows its members and, for context, their strongest outside neighbours,
-at the index's layout positions (`entities.x`/`y`), drawn with sigma.js (WebGL): at most
+at the index's layout positions (`entities.x`/`y`; an index built without a layout gets the
+same layout here), drawn with sigma.js (WebGL): at most
 `MAX_GRAPH_NODES` nodes, the highest-degree members first.
 """
 
@@ -19,8 +20,13 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from graphrag_ray import schema
+from graphrag_ray.config import LayoutConfig
 from graphrag_ray.explore.stats import index_facts, write_plots
+from graphrag_ray.index.graph.communities import build_graph
+from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.storage.index_store import IndexVersion
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -65,6 +71,8 @@ def build_site(version: IndexVersion, out: str | Path) -> dict:
         a, b = by_title[r["source"]], by_title[r["target"]]
         neighbours[a].append((r["weight"], b, k))
         neighbours[b].append((r["weight"], a, k))
+    if entities and not any(e["x"] or e["y"] for e in entities):
+        _lay_out(entities, relationships, by_title)
     communities = version.read_table(schema.COMMUNITIES, [
         "community", "level", "parent", "children", "size", "entity_ids"]).to_pylist()
     reports = {r["community"]: r for r in version.read_table(schema.COMMUNITY_REPORTS, [
@@ -105,6 +113,17 @@ def build_site(version: IndexVersion, out: str | Path) -> dict:
                                          "max_graph_nodes": MAX_GRAPH_NODES})
     return {"communities": len(communities), "entities": len(entities),
             "community_files": len(buckets), "name_files": name_files, "plots": plots}
+
+
+def _lay_out(entities: list[dict], relationships: list[dict], by_title: dict[str, int]) -> None:
+    """Positions for an index built without a layout (before it existed, or with
+    `layout.enabled: false`): the same layout the build would have made."""
+    ends = np.array([(by_title[r["source"]], by_title[r["target"]]) for r in relationships],
+                    dtype=np.int64).reshape(-1, 2)
+    x, y = layout_positions(build_graph(len(entities), ends[:, 0], ends[:, 1], np.array(
+        [r["weight"] for r in relationships], dtype=np.float64)), LayoutConfig())
+    for entity, ex, ey in zip(entities, x.tolist(), y.tolist()):
+        entity["x"], entity["y"] = ex, ey
 
 
 def _community_view(community: dict, report: dict | None, entities: list[dict],
