@@ -48,6 +48,14 @@ class ChunksConfig(_Section):
     overlap: int = Field(100, ge=0)
 
 
+class RepeatedPassagesConfig(_Section):
+    """Passages repeated across documents (licences, disclaimers, show intros): indexed once,
+    never extracted nor put in answer contexts (`index/chunks/repeated_passages.py`)."""
+    enabled: bool = True
+    min_documents: int = Field(3, ge=2, description="documents a passage must recur in")
+    min_chars: int = Field(100, gt=0, description="shorter paragraphs never count")
+
+
 class TokenizerConfig(_Section):
     # The tiktoken encoding every token count uses: chunk windows, context budgets, rate
     # budget estimates, gleaning's logit bias. Formerly `chunks.encoding_model`.
@@ -363,6 +371,7 @@ class GraphRagConfig(_Section):
     input: InputConfig = InputConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
     chunks: ChunksConfig = ChunksConfig()
+    repeated_passages: RepeatedPassagesConfig = RepeatedPassagesConfig()
     extraction: ExtractionConfig = ExtractionConfig()
     claims: ClaimsConfig = ClaimsConfig()
     summarize: SummarizeConfig = SummarizeConfig()

@@ -206,12 +206,14 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
                        "dimensions": dimensions},
         **community_figures(communities),
         "merge": ctx.figures["merge"],
+        **({"repeated_passages": ctx.figures["repeated_passages"]}
+           if "repeated_passages" in ctx.figures else {}),
         **({"resolution": ctx.figures["resolution"]} if "resolution" in ctx.figures else {}),
         "leiden": ctx.figures["leiden"],
         "extraction": {
             "chunks": extraction.num_rows,
             "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
-            "failed_chunks": extraction.num_rows - sum(s == "ok" for s in statuses),
+            "failed_chunks": sum(s == "failed" for s in statuses),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import sources_of_records
-from graphrag_ray.query.context import cell, pack_table
+from graphrag_ray.query.context import answerable_units, cell, pack_table
 from graphrag_ray.query.local_search import extractive_answer, query_text
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
@@ -24,8 +24,9 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     cfg = config.basic_search
     query = query_text(question, history)
     nearest = unit_vectors.nearest(index.embed([query])[0], cfg.top_k)
-    units = units_by_id(index.table(schema.TEXT_UNITS, ["id", "human_readable_id", "text"]),
-                        [i for i, _ in nearest])
+    units = units_by_id(answerable_units(index.table(
+        schema.TEXT_UNITS, ["id", "human_readable_id", "text", "extraction_status"])),
+        [i for i, _ in nearest])
     rows = {u["id"]: u for u in units.to_pylist()}
     section = pack_table("Sources", "id|text",
                          [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.query.citations import documents_of
+from graphrag_ray.query.context import answerable_units
 from graphrag_ray.query.map_reduce import map_reduce
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult, Sources
@@ -30,7 +31,8 @@ def text_rows(units: pa.Table, documents: pa.Table) -> list[dict]:
 
 def text_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                 on_token: Callable[[str], None] | None = None) -> SearchResult:
-    units = index.table(schema.TEXT_UNITS, ["id", "human_readable_id", "document_id", "text"])
+    units = answerable_units(index.table(schema.TEXT_UNITS, [
+        "id", "human_readable_id", "document_id", "text", "extraction_status"]))
     documents = index.table(schema.DOCUMENTS, ["id", "title"])
     config, prompts, services, fan_out = (index.config, index.prompts, index.services,
                                           index.fan_out)

@@ -19,15 +19,19 @@ import pyarrow as pa
 
 from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.errors import InputError
-from graphrag_ray.index.chunks.chunking import chunk_documents
+from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
+from graphrag_ray.index.chunks.repeated_passages import (
+    RepeatedPassages, passage_key, passage_spans, split_repeated)
 from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+from graphrag_ray.tokens import count_tokens
 
 # `file_chunks`: how many chunks the chunk's file made (progress corrects its estimate by it).
+# `repeated_passage`: a passage repeated across documents, homed here (never extracted).
 CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
                           ("document_id", pa.string()), ("seq", pa.int64()),
-                          ("file_chunks", pa.int64())])
+                          ("file_chunks", pa.int64()), ("repeated_passage", pa.bool_())])
 _POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
 
 
@@ -42,12 +46,35 @@ def chunk_seq(file_index: int, document: int, window: int) -> int:
     return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
 
 
+def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int]
+                  ) -> tuple[list[tuple[int, list[str]]], dict[str, int]]:
+    """(files as (file index, path), input URL and root, input settings, tokenizer, passage
+    minimum) -> each document of the files as (corpus position, its passages' keys), and
+    each key's tokens: the pass before extraction that finds repeated passages."""
+    files, input_url, input_root, input_config, tokenizer, min_chars = job
+    input_fs = fsspec.core.url_to_fs(input_url)[0]
+    documents, tokens = [], {}
+    for file_index, path in files:
+        loaded = load_file(input_fs, input_root, path, input_config)
+        for position, text in enumerate(loaded.documents.column("text").to_pylist()):
+            keys = []
+            for a, b in passage_spans(text):
+                if b - a >= min_chars:
+                    key = passage_key(text[a:b])
+                    tokens.setdefault(key, count_tokens(text[a:b], tokenizer))
+                    keys.append(key)
+            documents.append((chunk_seq(file_index, position, 0), list(dict.fromkeys(keys))))
+    return documents, tokens
+
+
 def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
                    chunks_config: ChunksConfig, tokenizer: str, work_url: str,
-                   block_rows: int) -> Iterator[pa.Table]:
+                   block_rows: int, repeated: RepeatedPassages | None = None,
+                   min_passage_chars: int = 0) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
     `block_rows`: each block is a separate unit for the extraction pool, so one long file
-    still keeps every extraction actor busy."""
+    still keeps every extraction actor busy. `repeated`: passages cut from the text that is
+    chunked, each kept once as a chunk of its own in its first document."""
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     indexes = files.column("file_index").to_pylist()
@@ -61,19 +88,45 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         documents = loaded.documents
         if not documents.num_rows:
             continue
-        units = chunk_documents(documents, chunks_config, tokenizer)
+        to_chunk, homed = documents, {}
+        if repeated is not None and repeated.first:
+            texts = []
+            for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
+                                                     documents.column("text").to_pylist())):
+                kept, homed[document], _ = split_repeated(
+                    text, repeated, chunk_seq(file_index, i, 0), min_passage_chars)
+                texts.append(kept)
+            to_chunk = documents.set_column(documents.column_names.index("text"), "text",
+                                            pa.array(texts, pa.string()))
+        units = chunk_documents(to_chunk, chunks_config, tokenizer)
         position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
         windows: dict[str, int] = {}
         seq = []
         for document in units.column("document_id").to_pylist():
             windows[document] = windows.get(document, -1) + 1
             seq.append(chunk_seq(file_index, position[document], windows[document]))
+        passages = [(document, j, text) for document, texts in homed.items()
+                    for j, text in enumerate(texts)]
+        n_chunks = units.num_rows + len(passages)
         chunk_parts.append(pa.table({
             "id": units.column("id"), "text": units.column("text"),
             "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
             "seq": pa.array(seq, pa.int64()),
-            "file_chunks": pa.array([units.num_rows] * units.num_rows, pa.int64())},
-            schema=CHUNK_SCHEMA))
+            "file_chunks": pa.array([n_chunks] * units.num_rows, pa.int64()),
+            "repeated_passage": pa.array([False] * units.num_rows)}, schema=CHUNK_SCHEMA))
+        if passages:
+            chunk_parts.append(pa.table({
+                "id": [chunk_id(d, -1 - j, text) for d, j, text in passages],
+                "text": [text for _, _, text in passages],
+                "n_tokens": [count_tokens(text, tokenizer) for _, _, text in passages],
+                "document_id": [d for d, _, _ in passages],
+                "seq": [chunk_seq(file_index, position[d], windows.get(d, -1) + 1 + j)
+                        for d, j, _ in passages],
+                "file_chunks": [n_chunks] * len(passages),
+                "repeated_passage": [True] * len(passages)}, schema=CHUNK_SCHEMA))
+            units = pa.concat_tables([units.select(["id", "document_id"]), pa.table({
+                "id": chunk_parts[-1].column("id"),
+                "document_id": chunk_parts[-1].column("document_id")})])
         unit_ids: dict[str, list[str]] = {}
         for unit, document in zip(units.column("id").to_pylist(),
                                   units.column("document_id").to_pylist()):

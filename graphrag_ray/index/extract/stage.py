@@ -12,9 +12,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_table
+from graphrag_ray.distributed import map_items, map_table
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk
+from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk, scan_passages
+from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
@@ -86,9 +87,12 @@ class ExtractionWorker:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         extract = self._llm_row if self.llm_mode else self._nlp_row
-        rows = [{**extract(text_unit_id, text), "text_hash": text_hash(text)}
-                for text_unit_id, text in zip(batch.column("id").to_pylist(),
-                                              batch.column("text").to_pylist())]
+        repeated = batch.column("repeated_passage").to_pylist() \
+            if "repeated_passage" in batch.column_names else [False] * batch.num_rows
+        rows = [{**(_skipped_row(text_unit_id) if skip else extract(text_unit_id, text)),
+                 "text_hash": text_hash(text)}
+                for text_unit_id, text, skip in zip(batch.column("id").to_pylist(),
+                                                    batch.column("text").to_pylist(), repeated)]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
             if name not in ("id", "text"):
@@ -123,6 +127,16 @@ def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = No
             "claims": records.claims, "malformed_records": len(records.malformed),
             "malformed_reasons": [malformed_reason(entry) for entry in records.malformed],
             **usage_row(chat.usage if chat else None)}
+
+
+# The status of a repeated passage's own text unit: never extracted (`repeated_passages`).
+REPEATED_PASSAGE = "repeated_passage"
+
+
+def _skipped_row(text_unit_id: str) -> dict:
+    return {"text_unit_id": text_unit_id, "status": REPEATED_PASSAGE, "error": None,
+            "reused": False, "entities": [], "relationships": [], "claims": [],
+            "malformed_records": 0, "malformed_reasons": [], **usage_row(None)}
 
 
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
@@ -178,6 +192,29 @@ CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
 
 
+def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
+                           files: list[str]) -> RepeatedPassages:
+    """A pass over the files (in tasks, `FILES_PER_READ` at a time) before extraction:
+    the passages repeated across documents, with the manifest's figures for them."""
+    settings = ctx.config.repeated_passages
+    batches = [list(enumerate(files))[i:i + FILES_PER_READ]
+               for i in range(0, len(files), FILES_PER_READ)]
+    scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
+                                         ctx.tokenizer, settings.min_chars)
+                                        for batch in batches], ctx.config.runtime)
+    repeated = RepeatedPassages.find([d for documents, _ in scanned for d in documents],
+                                     settings.min_documents)
+    tokens = {k: v for _, batch_tokens in scanned for k, v in batch_tokens.items()}
+    occurrences = sum(repeated.documents_with.values())
+    ctx.figures["repeated_passages"] = {
+        "passages": len(repeated.first), "occurrences": occurrences,
+        # Kept out of extraction: every occurrence (the one kept as a text unit of its own
+        # is not extracted either).
+        "tokens_not_extracted": sum(tokens[k] * n for k, n in repeated.documents_with.items()),
+        "documents_scanned": sum(len(documents) for documents, _ in scanned)}
+    return repeated
+
+
 def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
                    chunk_estimates: list[int], shards: int,
                    previous_kept_url: str | None = None) -> pa.Table:
@@ -203,6 +240,9 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
                "chunks_config": config.chunks, "tokenizer": ctx.tokenizer,
                "work_url": ctx.work_url,
                "block_rows": batching.get("batch_size", config.runtime.batch_size)}
+    if config.repeated_passages.enabled and len(files) >= config.repeated_passages.min_documents:
+        reading["repeated"] = find_repeated_passages(ctx, input_url, input_root, files)
+        reading["min_passage_chars"] = config.repeated_passages.min_chars
     extraction = map_table(inputs, ExtractionWorker,
                            {"config": config, "prompts": ctx.prompts, "services": ctx.services,
                             "kept_url": previous_kept_url},

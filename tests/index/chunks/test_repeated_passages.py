@@ -1,0 +1,88 @@
+"""Passages repeated across documents (a licence in every file, a disclaimer in every call):
+found, kept in the index once, never extracted, never in an answer; with an LLM, the
+extraction calls no longer carry them."""
+
+from pathlib import Path
+
+from graphrag_ray import schema
+from graphrag_ray.api import GraphIndex
+from graphrag_ray.config import load_config
+from graphrag_ray.index.build import build_index
+from graphrag_ray.index.chunks.repeated_passages import (
+    RepeatedPassages, document_keys, split_repeated)
+from graphrag_ray.storage import IndexStore
+
+from conftest import llm_config
+
+LICENCE = ("This eBook is for the use of anyone anywhere in the United States and most other "
+           "parts of the world at no cost and with almost no restrictions whatsoever. You may "
+           "copy it, give it away or re-use it under the terms of the Project Gutenberg "
+           "License included with this eBook or online at www.gutenberg.org, {year}.")
+STORIES = [
+    "Alice Liddell met the White Rabbit near Oxford. Alice Liddell followed the White Rabbit.",
+    "Captain Ahab hunted Moby Dick across the Pacific. Captain Ahab swore revenge on Moby Dick.",
+    "Elizabeth Bennet argued with Mr Darcy at Netherfield. Elizabeth Bennet visited Pemberley.",
+    "Sherlock Holmes and John Watson lived at Baker Street. Sherlock Holmes solved the case.",
+    "Jean Valjean escaped from Toulon. Inspector Javert followed Jean Valjean to Paris.",
+]
+QUIET = {"progress": lambda _: None}
+
+
+def test_a_passage_in_enough_documents_is_repeated_whatever_its_year():
+    documents = [f"{story}\n\n{LICENCE.format(year=2020 + i)}" for i, story in enumerate(STORIES)]
+    repeated = RepeatedPassages.find([(i, document_keys(d, 100)) for i, d in
+                                      enumerate(documents)], min_documents=3)
+    assert len(repeated.first) == 1 and list(repeated.documents_with.values()) == [5]
+    kept, homed, cut = split_repeated(documents[0], repeated, 0, 100)
+    assert kept == STORIES[0] and homed == [LICENCE.format(year=2020)] and cut > 200
+    kept, homed, _ = split_repeated(documents[3], repeated, 3, 100)
+    assert kept == STORIES[3] and homed == []  # only its first document keeps it
+    assert not RepeatedPassages.find([(i, document_keys(d, 100)) for i, d in
+                                      enumerate(documents[:2])], min_documents=3).first
+
+
+def corpus(folder: Path, stories=STORIES) -> Path:
+    folder.mkdir()
+    for i, story in enumerate(stories):
+        (folder / f"book{i}.txt").write_text(f"{story}\n\n{LICENCE.format(year=2020 + i)}\n",
+                                             encoding="utf-8")
+    return folder
+
+
+def test_a_licence_in_every_file_is_indexed_once_and_never_reported(tmp_path):
+    manifest = build_index(str(corpus(tmp_path / "in")), str(tmp_path / "index"),
+                           load_config(None, ["runtime.engine=local"]), **QUIET)
+    assert manifest["repeated_passages"]["passages"] == 1
+    assert manifest["repeated_passages"]["occurrences"] == 5
+    assert manifest["extraction"]["failed_chunks"] == 0
+    version = IndexStore(str(tmp_path / "index")).open()
+    units = version.read_table(schema.TEXT_UNITS).to_pylist()
+    holding = [u for u in units if "Project Gutenberg" in u["text"]]
+    assert len(holding) == 1 and holding[0]["extraction_status"] == "repeated_passage"
+    assert holding[0]["entity_ids"] == []
+    titles = version.read_table(schema.ENTITIES, ["title"]).column("title").to_pylist()
+    assert not [t for t in titles if "GUTENBERG" in t or "UNITED STATES" in t]
+    assert "SHERLOCK HOLMES" in titles
+    # Every document still has its whole text.
+    assert all("Project Gutenberg" in d["text"]
+               for d in version.read_table(schema.DOCUMENTS).to_pylist())
+    reports = version.read_table(schema.COMMUNITY_REPORTS, ["full_content"]).to_pylist()
+    assert not [r for r in reports if "Gutenberg" in r["full_content"]]
+    index = GraphIndex.open(str(tmp_path / "index"))
+    for method in ("basic", "text", "global", "local"):
+        answer = index.search(method, "What licence terms apply to this eBook?").answer
+        assert "Gutenberg" not in answer, (method, answer)
+
+
+def test_llm_extraction_no_longer_pays_for_the_repeated_passage(tmp_path, llm_server):
+    stories = [f"{story} They met again in chapter {i}." for i, story in enumerate(STORIES * 3)]
+    source = corpus(tmp_path / "in", stories)
+    prompt_tokens = {}
+    for enabled in (False, True):
+        llm_server.reset()
+        manifest = build_index(str(source), str(tmp_path / f"index-{enabled}"), llm_config(
+            llm_server, "runtime.engine=local", f"repeated_passages.enabled={enabled}",
+            f"cache.url={tmp_path}/cache-{enabled}"), **QUIET)
+        prompt_tokens[enabled] = manifest["llm_usage"]["stages"]["extract"]["prompt_tokens"]
+    # 15 calls' worth of licence (~60 tokens each, and their gleanings) not sent.
+    assert prompt_tokens[True] < prompt_tokens[False] - 15 * 60
