@@ -38,6 +38,7 @@ def _case_ranges() -> tuple[str, str]:
 _UPPER_RANGES, _LOWER_RANGES = _case_ranges()
 _UPPER, _LOWER = f"[{_UPPER_RANGES}]", f"[{_LOWER_RANGES}]"
 _LETTER = r"[^\W\d_]"
+_SPEAKER_LABEL = re.compile(rf"(^|\n)[ \t]*({_UPPER}[{_UPPER_RANGES}'’.\- ]{{1,40}}):", re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?;:؟])[\"'”’)\]]*\s+|(?<=[。！？；])|\n\s*\n")
 # A capitalised word; letters joined by single hyphens or apostrophes stay one word
 # (Jean-Luc, O'Brien), a double dash (an em-dash typed as "--") ends it.
@@ -67,7 +68,10 @@ _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", 
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
                 "EVE", "DAY", "REVOLUTION"}
 _SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
-_PLACE_PREPOSITIONS = {"in", "at", "near", "across", "through"}
+# "at" is left out: at Microsoft, at Stanford, at the Guild say a workplace as often as a place.
+_PLACE_PREPOSITIONS = {"in", "near", "across", "through", "throughout", "around"}
+_WORK_VERBS = {"work", "works", "worked", "working", "job", "intern", "interned", "career",
+               "engineer", "researcher", "professor", "employed"}
 # Words that are capitalised because they start a sentence or are pronouns/titles, not names.
 _STOPWORDS = set("""
 a about above after again against all also am an and another any are as at be because been
@@ -82,7 +86,8 @@ whose why will with within without would yes yet you your yours yourself yoursel
 ha hallo hello hey hi okay ok yeah sure right good great thank thanks please sorry god
 monday tuesday wednesday thursday friday saturday sunday january february march april june july
 august september october november december chapter stave part section episode transcript
-illustration note contents page
+illustration note contents page later meanwhile finally today yesterday tomorrow recently
+suddenly afterwards soon next
 """.split())
 
 
@@ -108,7 +113,8 @@ def _is_sentence_start(sentence: str, position: int) -> bool:
 
 def find_entities(sentence: str, lowercase_words: set[str],
                   midsentence_words: set[str]) -> list[tuple[str, str]]:
-    """(NAME, TYPE) pairs in one sentence, in order of appearance, without repeats."""
+    """(NAME, (TYPE, supported by the text)) pairs in one sentence, in order of appearance,
+    without repeats."""
     found: dict[str, str] = {}
     letters = [c for c in sentence if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
@@ -137,26 +143,66 @@ def find_entities(sentence: str, lowercase_words: set[str],
     return list(found.items())
 
 
-def _guess_type(words: list[str], sentence: str, start: int, end: int) -> str:
+# Words that make a two- or three-word name something other than a person's.
+_NOT_PERSON_WORDS = {"TIMES", "NEWS", "SCIENCE", "SCIENCES", "TECH", "TECHNOLOGY", "LAW", "LAWS",
+                     "RESEARCH", "WORLD", "LIST", "CITY", "STUDIO", "SERVER", "OFFICE", "WINDOWS",
+                     "TEAM", "PROJECT", "PROGRAM", "PROGRAMME", "ILLUSTRATIONS", "SPIRITS",
+                     "LEARNING", "INTELLIGENCE", "VALLEY", "REVIEW", "SHOW", "PODCAST", "GAMES",
+                     "MUSIC", "CLOUD", "DATA", "LABORATORY", "NETWORK", "SYSTEMS", "AWARD",
+                     "AWARDS", "PRIZE", "CUP", "LEAGUE", "ACT", "BILL", "TREATY", "EDITION"}
+_PERSON_BEFORE = {"mr", "mrs", "ms", "dr", "sir", "miss", "madam", "president", "professor",
+                  "prof", "uncle", "aunt", "captain", "senator", "governor", "ceo", "cto",
+                  "founder", "colleague", "wife", "husband", "son", "daughter", "brother",
+                  "sister", "father", "mother", "friend"}
+_PERSON_AFTER = _SPEECH_VERBS | {"who", "whose", "himself", "herself", "smiled", "laughed",
+                                 "wrote", "says", "tells", "told"}
+_ORG_BEFORE = {"joined", "founded", "cofounded", "co-founded", "acquired"}
+_ORG_AFTER = {"announced", "acquired", "released", "launched", "shipped", "hired", "employees",
+              "inc", "corp"}
+
+
+def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[str, bool]:
+    """The type one mention suggests, and whether something in the text says so (a title, a
+    kind word, a cue around it) or it is only a guess from the name's shape."""
     upper = [w.upper().strip(".") for w in words]
-    if upper[0] in _HONORIFICS:
-        return "PERSON"
-    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
-        return "ORGANIZATION"
+    if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
+        return "PERSON", True
+    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or \
+            (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
+        return "ORGANIZATION", True
     if upper[-1] in _PLACE_WORDS:
-        return "GEO"
+        return "GEO", True
     if any(w in _EVENT_WORDS for w in upper):
-        return "EVENT"
-    before = sentence[:start].split()[-1:] if start else []
+        return "EVENT", True
+    before = sentence[:start].split()[-2:] if start else []
     after = sentence[end:].split()[:1]
-    before_word = re.sub(r"\W", "", before[0]).lower() if before else ""
-    after_word = re.sub(r"\W", "", after[0]).lower() if after else ""
-    if before_word in {"mr", "mrs", "ms", "dr", "sir", "miss"} or after_word in _SPEECH_VERBS \
-            or before_word in _SPEECH_VERBS or sentence[end:end + 1] == ":":
-        return "PERSON"
-    if before_word in _PLACE_PREPOSITIONS:
-        return "GEO"
-    return "PERSON" if len(words) in (2, 3) else "OTHER"
+    before_word = re.sub(r"\W", "", before[-1]).lower() if before else ""
+    two_before = re.sub(r"\W", "", before[0]).lower() if len(before) == 2 else ""
+    after_word = re.sub(r"[^\w-]", "", after[0]).lower() if after else ""
+    if before_word in _PERSON_BEFORE or after_word in _PERSON_AFTER \
+            or before_word in _SPEECH_VERBS:
+        return "PERSON", True
+    if before_word in _ORG_BEFORE or after_word in _ORG_AFTER or \
+            (before_word == "at" and two_before in _WORK_VERBS):
+        return "ORGANIZATION", True
+    if before_word in _PLACE_PREPOSITIONS and not sentence[end:end + 2].startswith(("'", "’")):
+        # "in" also comes before fields, products and companies (in Roblox, in computer
+        # science): a place only when nothing else is said of the name.
+        return "GEO", False
+    if len(words) in (2, 3) and not set(upper) & _NOT_PERSON_WORDS and \
+            not any(w.islower() for w in words):
+        return "PERSON", False
+    return "OTHER", False
+
+
+def voted_type(votes: list[tuple[str, bool]]) -> str:
+    """A name's type from its mentions: the most frequent type the text supports (ties: the
+    first seen), else the most frequent guess, else OTHER."""
+    for strong in (True, False):
+        kinds = [kind for kind, evidence in votes if evidence == strong and kind != "OTHER"]
+        if kinds:
+            return max(dict.fromkeys(kinds), key=kinds.count)
+    return "OTHER"
 
 
 def _trim(sentence: str, limit: int) -> str:
@@ -167,25 +213,30 @@ def _trim(sentence: str, limit: int) -> str:
 def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
     records = ParsedRecords()
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
+    # Transcripts' speaker labels ("SAM ALTMAN:") in the case names are read in.
+    text = _SPEAKER_LABEL.sub(lambda m: m.group(1) + m.group(2).title() + ":", text)
     lowercase_words = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
     midsentence_words = set(re.findall(
         rf"(?<=[{_LOWER_RANGES},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*", text))
     entity_sentences: dict[str, list[str]] = {}
-    entity_types: dict[str, str] = {}
+    type_votes: dict[str, list[tuple[str, bool]]] = {}
     pair_sentences: dict[tuple[str, str], list[str]] = {}
     uncased = UncasedChunk(text) if is_uncased(text) or re.search(r"[\u3400-\u9fff]", text) \
         else None
     for sentence in split_sentences(text):
-        entities = uncased.entities(sentence) if uncased is not None and is_uncased(sentence) \
-            else find_entities(sentence, lowercase_words, midsentence_words)
+        if uncased is not None and is_uncased(sentence):  # the tagger's types are evidence
+            entities = [(name, (kind, kind != "OTHER")) for name, kind in
+                        uncased.entities(sentence)]
+        else:
+            entities = find_entities(sentence, lowercase_words, midsentence_words)
         clean = _trim(sentence, max_description_chars)
-        for name, kind in entities:
-            entity_types.setdefault(name, kind)
+        for name, vote in entities:
+            type_votes.setdefault(name, []).append(vote)
             entity_sentences.setdefault(name, []).append(clean)
         for (a, _), (b, _) in combinations(entities, 2):
             pair_sentences.setdefault(tuple(sorted((a, b))), []).append(clean)
     for name, sentences in entity_sentences.items():
-        records.entities.append({"title": name, "type": entity_types[name],
+        records.entities.append({"title": name, "type": voted_type(type_votes[name]),
                                  "description": " ".join(dict.fromkeys(sentences[:2]))})
     for (source, target), sentences in pair_sentences.items():
         records.relationships.append({

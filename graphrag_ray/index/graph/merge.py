@@ -1,7 +1,8 @@
 """Element instances -> merged elements.
 
 Entities match by normalized name. When instances disagree on the type, the most frequent type
-wins (ties: alphabetical) and every instance's description is kept in `descriptions`.
+wins (ties: alphabetical; OTHER only when no instance says more) and every instance's
+description is kept in `descriptions`.
 Relationships match by their unordered endpoint pair (the graph is undirected); self-loops are
 dropped and counted; an endpoint no entity record named becomes an entity of type UNKNOWN.
 Edge weight = instance count / largest instance count (the paper's normalized count).
@@ -39,7 +40,10 @@ def _unique(values: list[str]) -> list[str]:
 
 
 def _majority(types: list[str]) -> str:
-    counts = Counter(t for t in types if t)
+    """The most frequent type (ties: alphabetical); OTHER and UNKNOWN only when no instance
+    gave a type of its own."""
+    counts = Counter(t for t in types if t and t not in ("OTHER", "UNKNOWN")) or \
+        Counter(t for t in types if t)
     if not counts:
         return "UNKNOWN"
     best = max(counts.values())

@@ -63,3 +63,15 @@ def test_a_possessive_place_name_stays_whole():
     found = {e["title"]: e["type"] for e in records.entities}
     assert found["WOLF'S CRAG"] == "GEO" and found["KING'S CROSS"] == "GEO"
     assert "BEN BLOOMBERG" in found and "CRAG" not in found and "WOLF" not in found
+
+
+def test_types_come_from_what_the_text_says_across_mentions():
+    records = extract_nlp(
+        "KEVIN SCOTT: We talked about it in Roblox. Later Roblox announced a new studio. "
+        "She worked at Microsoft for years. Microsoft shipped it. "
+        "The New York Times covered Computer Science in detail.")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["KEVIN SCOTT"] == "PERSON"  # a speaker's label
+    assert found["ROBLOX"] == "ORGANIZATION"  # "announced" outweighs a bare "in"
+    assert found["MICROSOFT"] == "ORGANIZATION"
+    assert found["NEW YORK TIMES"] != "PERSON" and found["COMPUTER SCIENCE"] != "PERSON"

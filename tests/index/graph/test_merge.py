@@ -71,3 +71,11 @@ def test_sharded_merge_equals_the_unsharded_merge(carol_instances, n_shards):
     assert sharded_stats.shards == n_shards
     sharded_stats.shards = stats.shards
     assert sharded_stats == stats and stats.type_conflicts >= 1
+
+
+def test_other_loses_to_any_type_an_instance_gave():
+    from graphrag_ray.index.graph.merge import _majority
+
+    assert _majority(["OTHER", "OTHER", "ORGANIZATION"]) == "ORGANIZATION"
+    assert _majority(["OTHER", "UNKNOWN"]) == "OTHER"
+    assert _majority(["", None]) == "UNKNOWN"
