@@ -23,6 +23,7 @@ from graphrag_ray.query.local_search import (
 from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
+from graphrag_ray.terms import distinct_texts
 from graphrag_ray.tokens import take_within_budget, truncate_to_tokens
 
 
@@ -114,25 +115,32 @@ class _LLMSteps:
 
 class _ExtractiveSteps:
     """DRIFT offline: the primer is the reports' summaries, a follow-up's answer the local
-    context's own sentences; follow-ups ask about the leading entities."""
+    context's own sentences; follow-ups ask about the leading entities. No step repeats a
+    point or passage an earlier step gave (`said`: the terms of all given so far)."""
     uses_llm = False
 
     def __init__(self, index: OpenedIndex, question: str):
         self.question = question
         self.data = index.local_data()
+        self.said: list[set[str]] = []
 
     def probe(self, query: str, reports: list[dict], result: SearchResult) -> str:
         return query
 
     def primer(self, section, reports: list[dict]) -> DriftStep:
         shown = [r for r in reports if r["community"] in section.keys]
-        answer = "\n".join(f"- {r['title']}: {r['summary']} [Data: Reports ({r['community']})]"
-                           for r in shown) or "No report matches the question."
+        lines = []
+        for report in shown:
+            text = f"{report['title']}: {report['summary']}"
+            if distinct_texts([text], self.said):  # not a carried-down report's twin
+                lines.append(f"- {text} [Data: Reports ({report['community']})]")
+        answer = "\n".join(lines) or "No report matches the question."
         leading = [t for r in shown for t in _leading_entities(r, self.data)]
         return DriftStep(self.question, answer, 50.0, _entity_questions(leading))
 
     def follow_up(self, queries: list[str], contexts: list) -> list[DriftStep]:
-        return [DriftStep(query, extractive_answer(query, c.entity_rows, c.unit_texts),
+        return [DriftStep(query, extractive_answer(query, c.entity_rows, c.unit_texts,
+                                                   self.said),
                           10.0 * len(c.entity_rows),
                           _entity_questions([e["title"] for e in c.entity_rows]))
                 for query, c in zip(queries, contexts)]

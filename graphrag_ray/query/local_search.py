@@ -23,7 +23,7 @@ from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
-from graphrag_ray.terms import content_terms
+from graphrag_ray.terms import content_terms, distinct_texts
 from graphrag_ray.tokens import truncate_to_tokens
 
 
@@ -174,22 +174,28 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
 EXTRACTIVE_SENTENCES = 6
 
 
-def extractive_answer(question: str, entity_rows: list[dict], texts: list[str]) -> str:
+def extractive_answer(question: str, entity_rows: list[dict], texts: list[str],
+                      said: list[set[str]] | None = None) -> str:
     """Offline: the matched entities' descriptions and the source sentences sharing the most
-    content words with the question."""
+    content words with the question, none repeating another (or anything in `said`: the
+    terms of what an answer already holds, which this extends)."""
+    said = [] if said is None else said
     wanted = set(content_terms(question))
     sentences = [s.strip() for text in texts for s in re.split(r"(?<=[.!?])\s+", text)
                  if s.strip()]
     scored = sorted(((len(wanted & set(content_terms(s))), -i, s)
                      for i, s in enumerate(dict.fromkeys(sentences))), reverse=True)
-    best = [s for score, _, s in scored[:EXTRACTIVE_SENTENCES] if score > 0]
-    if not entity_rows and not best:
+    points = distinct_texts([f"**{e['title']}**: " + " ".join(distinct_texts(
+        re.split(r"(?<=[.!?])\s+", " ".join(e["description"].split()))))[:300]
+        for e in entity_rows[:5]], said)
+    best = distinct_texts([" ".join(s.split())[:400] for score, _, s in
+                           scored[:3 * EXTRACTIVE_SENTENCES] if score > 0], said)
+    best = best[:EXTRACTIVE_SENTENCES]
+    if not points and not best:
         return "I could not find information in the index that answers this question."
-    lines = [f"From the index, about: {question}", ""]
-    lines += [f"- **{e['title']}**: {' '.join(e['description'].split())[:300]}"
-              for e in entity_rows[:5]]
+    lines = [f"From the index, about: {question}", ""] + [f"- {p}" for p in points]
     if best:
-        lines += ["", "Passages:"] + [f"> {' '.join(s.split())[:400]}" for s in best]
+        lines += ["", "Passages:"] + [f"> {s}" for s in best]
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_prompt
 from graphrag_ray.query.context import conversation_text
 from graphrag_ray.distributed.fanout import FanOut
-from graphrag_ray.terms import content_terms
+from graphrag_ray.terms import content_terms, says_the_same
 from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
 
 NO_ANSWER = "I could not find information in the index that answers this question."
@@ -194,24 +194,22 @@ def _shorten(description: str) -> str:
     return body + (reference.group() if reference else "")
 
 
-# Points sharing this share of their content terms say the same thing (a sentence repeated
-# by two reports, a carried-down community's finding): the answer keeps the first.
-NEAR_DUPLICATE_OVERLAP = 0.8
 _SOURCE_NAMES = {"Reports": "the community reports", "Sources": "the source text"}
 
 
 def distinct_points(points: list[Point], limit: int) -> list[Point]:
     """The first `limit` points (in rank order) none of which repeats an earlier one."""
-    kept: list[tuple[Point, set[str]]] = []
+    kept: list[Point] = []
+    seen: list[set[str]] = []
     for point in points:
         terms = set(content_terms(without_citations(point.description)))
-        if any(len(terms & seen) >= NEAR_DUPLICATE_OVERLAP * max(1, min(len(terms), len(seen)))
-               for _, seen in kept):
+        if says_the_same(terms, seen):
             continue
-        kept.append((point, terms))
+        seen.append(terms)
+        kept.append(point)
         if len(kept) == limit:
             break
-    return [point for point, _ in kept]
+    return kept
 
 
 def extractive_reduce(question: str, points: list[Point], label: str = "Reports") -> str:
