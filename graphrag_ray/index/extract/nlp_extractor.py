@@ -88,6 +88,19 @@ monday tuesday wednesday thursday friday saturday sunday january february march 
 august september october november december chapter stave part section episode transcript
 illustration note contents page later meanwhile finally today yesterday tomorrow recently
 suddenly afterwards soon next
+eh uh um umm hmm huh bah wow yep nope whoa gee alas hush pooh humbug
+zero two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
+hundred thousand million billion second third fourth fifth sixth seventh eighth ninth tenth
+heading tailpiece frontispiece list illustrations appendix preface footnote
+""".split())
+# Nationality and language adjectives: words about a name, not names (AMERICAN, FRENCH). A
+# phrase made of one of these alone is dropped; "French Revolution" stays.
+_DEMONYMS = set("""
+american americans british english french german germans italian spanish portuguese dutch
+russian chinese japanese korean indian african european asian canadian mexican brazilian
+australian irish scottish welsh greek roman swiss swedish norwegian danish finnish polish
+czech hungarian turkish arab arabic persian israeli egyptian jewish christian muslim catholic
+protestant latin western eastern northern southern venezuelan argentine argentinian
 """.split())
 
 
@@ -135,7 +148,7 @@ def find_entities(sentence: str, lowercase_words: set[str],
                 continue
             if _is_sentence_start(sentence, match.start()) and word not in midsentence_words:
                 continue
-            if word.upper() in _HONORIFICS:
+            if word.upper() in _HONORIFICS or word.lower() in _DEMONYMS:
                 continue
         name = normalize_name(phrase)
         if name not in found:
@@ -205,6 +218,20 @@ def voted_type(votes: list[tuple[str, bool]]) -> str:
     return "OTHER"
 
 
+_HEADING_JOINERS = {"to", "of", "the", "and", "a", "an", "in", "on", "at", "for", "with", "by"}
+
+
+def _is_heading(line: str) -> bool:
+    """A title-case line (3 to 12 words, every one but joiners capitalised) with no sentence
+    punctuation at its end: a heading, a table of contents or illustrations entry, whose
+    capitals say nothing of names."""
+    if line.rstrip()[-1:] in ".!?:;,\"'”’)":
+        return False
+    words = [w for w in line.split() if w[:1].isalpha() and w.lower() not in _HEADING_JOINERS
+             and not re.fullmatch(r"[ivxlcdm]+", w.lower())]  # page numbers: x, xi
+    return 3 <= len(words) <= 12 and all(w[0].isupper() for w in words)
+
+
 def _trim(sentence: str, limit: int) -> str:
     sentence = re.sub(r"\s+", " ", sentence).strip()
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
@@ -213,6 +240,7 @@ def _trim(sentence: str, limit: int) -> str:
 def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
     records = ParsedRecords()
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
+    text = "\n".join("" if _is_heading(line) else line for line in text.split("\n"))
     # Transcripts' speaker labels ("SAM ALTMAN:") in the case names are read in.
     text = _SPEAKER_LABEL.sub(lambda m: m.group(1) + m.group(2).title() + ":", text)
     lowercase_words = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))

@@ -75,3 +75,13 @@ def test_types_come_from_what_the_text_says_across_mentions():
     assert found["ROBLOX"] == "ORGANIZATION"  # "announced" outweighs a bare "in"
     assert found["MICROSOFT"] == "ORGANIZATION"
     assert found["NEW YORK TIMES"] != "PERSON" and found["COMPUTER SCIENCE"] != "PERSON"
+
+
+def test_headings_numbers_interjections_and_demonyms_are_no_names():
+    text = ("List of Coloured Illustrations\n"
+            "  Tailpiece to List of Black and White Illustrations                  xi\n"
+            "Stave Three\n\n"
+            "Three ghosts came. \"Bah,\" said Scrooge to Bob Cratchit. Eh, the American and the "
+            "French visitors laughed at Scrooge, and Bob Cratchit smiled.")
+    titles = {e["title"] for e in extract_nlp(text).entities}
+    assert titles == {"SCROOGE", "BOB CRATCHIT"}
