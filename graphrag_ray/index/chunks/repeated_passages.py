@@ -3,23 +3,40 @@ intro, the safe-harbour paragraph of every earnings call): found before extracti
 the index once, and kept out of extraction and answer contexts.
 
 A passage is a paragraph (text between blank lines; a line, in a document without blank
-lines) of at least `min_chars` characters. Its key is a hash of its words in lower case with
-digits folded, so the same paragraph with another year or quarter is the same passage. A key
-found in at least `min_documents` documents is repeated. The first document that has it (in
-corpus order) keeps it as a text unit of its own, marked `repeated_passage` (not extracted,
-not in answer contexts); every document has it cut from the text it is chunked from, so
-extraction (and its LLM calls) sees it nowhere.
+lines) of at least `min_chars` characters, read as its words in lower case with digits
+folded (next year's copy is the same text). Copies that were edited (a sentence added, a
+company's name swapped) are found by MinHash: each passage's three-word shingles give
+`BANDS` x `ROWS` minimum hashes, and passages that agree on all rows of `SAME_BANDS` bands
+(0.9 similar copies: 99.8%; 0.5 similar passages: 9%) are one passage. A passage found in at
+least `min_documents` documents, and in `min_share` of them (a corpus of overlapping windows
+of the same transcripts repeats its own lines in a few neighbours; boilerplate recurs across
+the corpus), is repeated. The first document
+that has it (in corpus order) keeps its copy as a text unit of its own, marked
+`repeated_passage` (not extracted, not in answer contexts); every document has its copy cut
+from the text it is chunked from, so extraction (and its LLM calls) sees it nowhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
+
+import numpy as np
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _WORDS = re.compile(r"[^\W_]+")
+BANDS, ROWS = 8, 4
+SAME_BANDS = 2  # bands two passages must agree on to be copies (0.9 similar: 99.8% do)
+# Universal hashing (a * h + b) mod p of 31-bit shingle hashes with 31-bit a, b and the
+# prime p = 2^31 - 1: every product fits in 63 bits, so numpy computes it exactly, and the
+# modulus is below the products' range, so each (a, b) orders the shingles anew.
+_PRIME = np.uint64((1 << 31) - 1)
+_A, _B = (np.random.default_rng(20261201).integers(1, 1 << 31, size=BANDS * ROWS,
+                                                   dtype=np.int64).astype(np.uint64)
+          for _ in range(2))
 
 
 def passage_spans(text: str) -> list[tuple[int, int]]:
@@ -33,36 +50,85 @@ def passage_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
+def _words(passage: str) -> list[str]:
+    return _WORDS.findall(re.sub(r"\d", "0", passage.lower()))
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=4).digest(),
+                          "big") >> 1
+
+
 def passage_key(passage: str) -> str:
-    words = " ".join(_WORDS.findall(re.sub(r"\d", "0", passage.lower())))
-    return hashlib.blake2b(words.encode("utf-8"), digest_size=12).hexdigest()
+    """The passage's text as compared: the same key for copies equal but for digits,
+    case and spacing."""
+    return hashlib.blake2b(" ".join(_words(passage)).encode("utf-8"),
+                           digest_size=12).hexdigest()
 
 
-def document_keys(text: str, min_chars: int) -> list[str]:
-    """The distinct keys of a document's passages long enough to count."""
-    return list(dict.fromkeys(passage_key(text[a:b]) for a, b in passage_spans(text)
-                              if b - a >= min_chars))
+def band_keys(passage: str) -> list[str]:
+    """The passage's MinHash bands: near-copies share at least one."""
+    words = _words(passage)
+    shingles = {" ".join(words[i:i + 3]) for i in range(max(1, len(words) - 2))}
+    hashes = np.array([_hash(s) for s in shingles], dtype=np.uint64)[:, None]
+    rows = ((hashes * _A[None, :] + _B[None, :]) % _PRIME).min(axis=0)
+    return [f"{band}:" + hashlib.blake2b(rows[band * ROWS:(band + 1) * ROWS].tobytes(),
+                                         digest_size=8).hexdigest() for band in range(BANDS)]
+
+
+def document_passages(text: str, min_chars: int) -> list[tuple[str, list[str]]]:
+    """(key, bands) of the document's distinct passages long enough to count."""
+    seen: dict[str, list[str]] = {}
+    for a, b in passage_spans(text):
+        if b - a >= min_chars:
+            key = passage_key(text[a:b])
+            if key not in seen:
+                seen[key] = band_keys(text[a:b])
+    return list(seen.items())
 
 
 @dataclass
 class RepeatedPassages:
-    """Repeated keys -> the corpus position (`chunk_seq`-style document order) of the first
-    document that has each."""
+    """Passage keys that belong to a repeated passage -> the corpus position (document
+    order) of the first document with a copy of it; and per repeated passage (named by the
+    first copy's key) how many documents have it."""
     first: dict[str, int] = field(default_factory=dict)
     documents_with: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def find(cls, documents: list[tuple[int, list[str]]], min_documents: int
-             ) -> "RepeatedPassages":
-        """`documents`: (position, keys) of every document."""
-        counts: Counter = Counter()
-        first: dict[str, int] = {}
-        for position, keys in documents:
-            counts.update(keys)
-            for key in keys:
-                first[key] = min(first.get(key, position), position)
-        repeated = {k for k, n in counts.items() if n >= min_documents}
-        return cls({k: first[k] for k in repeated}, {k: counts[k] for k in repeated})
+    def find(cls, documents: list[tuple[int, list[tuple[str, list[str]]]]], min_documents: int,
+             min_share: float = 0.0) -> "RepeatedPassages":
+        """`documents`: (position, `document_passages`) of every document. Repeated: in at
+        least `min_documents` documents and `min_share` of them."""
+        parent: dict[str, str] = {}
+
+        def root(key: str) -> str:
+            while parent.setdefault(key, key) != key:
+                parent[key] = parent[parent[key]]
+                key = parent[key]
+            return key
+
+        holders: dict[str, str] = {}
+        bands_of: dict[str, frozenset[str]] = {}
+        for _, passages in documents:
+            for key, bands in passages:
+                root(key)
+                bands_of.setdefault(key, frozenset(bands))
+                for other in {holders[band] for band in bands if band in holders} - {key}:
+                    # Two bands agreeing, not one: near-copies, not passages that merely
+                    # share phrases (one band agrees for ~40% of pairs at 0.5 similarity).
+                    if len(bands_of[key] & bands_of[other]) >= SAME_BANDS:
+                        parent[root(key)] = root(other)
+                for band in bands:
+                    holders.setdefault(band, key)
+        in_documents: dict[str, set[int]] = defaultdict(set)
+        for position, passages in documents:
+            for key, _ in passages:
+                in_documents[root(key)].add(position)
+        needed = max(min_documents, math.ceil(min_share * len(documents)))
+        repeated = {r for r, positions in in_documents.items() if len(positions) >= needed}
+        first = {key: min(in_documents[root(key)]) for key in parent if root(key) in repeated}
+        return cls(first, {r: len(in_documents[r]) for r in repeated})
 
 
 def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_chars: int

@@ -203,14 +203,15 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
                                          ctx.tokenizer, settings.min_chars)
                                         for batch in batches], ctx.config.runtime)
     repeated = RepeatedPassages.find([d for documents, _ in scanned for d in documents],
-                                     settings.min_documents)
+                                     settings.min_documents, settings.min_share)
     tokens = {k: v for _, batch_tokens in scanned for k, v in batch_tokens.items()}
     occurrences = sum(repeated.documents_with.values())
     ctx.figures["repeated_passages"] = {
-        "passages": len(repeated.first), "occurrences": occurrences,
+        "passages": len(repeated.documents_with), "occurrences": occurrences,
         # Kept out of extraction: every occurrence (the one kept as a text unit of its own
         # is not extracted either).
         "tokens_not_extracted": sum(tokens[k] * n for k, n in repeated.documents_with.items()),
+        "variants": len(repeated.first),  # distinct texts (near-copies) of the passages
         "documents_scanned": sum(len(documents) for documents, _ in scanned)}
     return repeated
 

@@ -9,7 +9,7 @@ from graphrag_ray.api import GraphIndex
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.chunks.repeated_passages import (
-    RepeatedPassages, document_keys, split_repeated)
+    RepeatedPassages, document_passages, split_repeated)
 from graphrag_ray.storage import IndexStore
 
 from conftest import llm_config
@@ -30,14 +30,14 @@ QUIET = {"progress": lambda _: None}
 
 def test_a_passage_in_enough_documents_is_repeated_whatever_its_year():
     documents = [f"{story}\n\n{LICENCE.format(year=2020 + i)}" for i, story in enumerate(STORIES)]
-    repeated = RepeatedPassages.find([(i, document_keys(d, 100)) for i, d in
+    repeated = RepeatedPassages.find([(i, document_passages(d, 100)) for i, d in
                                       enumerate(documents)], min_documents=3)
-    assert len(repeated.first) == 1 and list(repeated.documents_with.values()) == [5]
+    assert len(repeated.documents_with) == 1 and list(repeated.documents_with.values()) == [5]
     kept, homed, cut = split_repeated(documents[0], repeated, 0, 100)
     assert kept == STORIES[0] and homed == [LICENCE.format(year=2020)] and cut > 200
     kept, homed, _ = split_repeated(documents[3], repeated, 3, 100)
     assert kept == STORIES[3] and homed == []  # only its first document keeps it
-    assert not RepeatedPassages.find([(i, document_keys(d, 100)) for i, d in
+    assert not RepeatedPassages.find([(i, document_passages(d, 100)) for i, d in
                                       enumerate(documents[:2])], min_documents=3).first
 
 
@@ -86,3 +86,16 @@ def test_llm_extraction_no_longer_pays_for_the_repeated_passage(tmp_path, llm_se
         prompt_tokens[enabled] = manifest["llm_usage"]["stages"]["extract"]["prompt_tokens"]
     # 15 calls' worth of licence (~60 tokens each, and their gleanings) not sent.
     assert prompt_tokens[True] < prompt_tokens[False] - 15 * 60
+
+
+def test_edited_copies_are_the_same_passage():
+    edited = [LICENCE, LICENCE.replace("no cost", "no charge"),
+              LICENCE.replace("Project Gutenberg", "Project Gutenberg-tm"),
+              LICENCE + " Please check the laws of your country before using this eBook."]
+    documents = [(i, document_passages(f"{story}\n\n{text}", 100))
+                 for i, (story, text) in enumerate(zip(STORIES, edited))]
+    repeated = RepeatedPassages.find(documents, min_documents=3)
+    assert list(repeated.documents_with.values()) == [4] and len(repeated.first) == 4
+    assert set(repeated.first.values()) == {0}
+    unrelated = [(i, document_passages(story * 3, 100)) for i, story in enumerate(STORIES)]
+    assert not RepeatedPassages.find(unrelated, min_documents=2).first
