@@ -21,7 +21,8 @@ from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
 from graphrag_ray.index.chunks.repeated_passages import (
-    RepeatedPassages, document_passages, passage_key, passage_spans, split_repeated)
+    RepeatedPassages, document_passages, framed_boilerplate, passage_key, passage_spans,
+    split_repeated)
 from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
@@ -68,12 +69,14 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
 
 def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
                    chunks_config: ChunksConfig, tokenizer: str, work_url: str,
-                   block_rows: int, repeated: RepeatedPassages | None = None,
+                   block_rows: int, boilerplate: bool = False,
+                   repeated: RepeatedPassages | None = None,
                    min_passage_chars: int = 0) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
     `block_rows`: each block is a separate unit for the extraction pool, so one long file
-    still keeps every extraction actor busy. `repeated`: passages cut from the text that is
-    chunked, each kept once as a chunk of its own in its first document."""
+    still keeps every extraction actor busy. `boilerplate`: a Project Gutenberg file's
+    header and licence, and the `repeated` passages, are cut from the text that is chunked,
+    each kept once as a chunk of its own (in its first document)."""
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     indexes = files.column("file_index").to_pylist()
@@ -88,13 +91,16 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         if not documents.num_rows:
             continue
         to_chunk, homed = documents, {}
-        if repeated is not None and repeated.first:
+        if boilerplate:
             texts = []
             for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
                                                      documents.column("text").to_pylist())):
-                kept, homed[document], _ = split_repeated(
-                    text, repeated, chunk_seq(file_index, i, 0), min_passage_chars)
-                texts.append(kept)
+                text, homed[document] = framed_boilerplate(text)
+                if repeated is not None and repeated.first:
+                    text, repeats, _ = split_repeated(
+                        text, repeated, chunk_seq(file_index, i, 0), min_passage_chars)
+                    homed[document] += repeats
+                texts.append(text)
             to_chunk = documents.set_column(documents.column_names.index("text"), "text",
                                             pa.array(texts, pa.string()))
         units = chunk_documents(to_chunk, chunks_config, tokenizer)

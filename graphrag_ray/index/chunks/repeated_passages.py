@@ -39,6 +39,23 @@ _A, _B = (np.random.default_rng(20261201).integers(1, 1 << 31, size=BANDS * ROWS
           for _ in range(2))
 
 
+_GUTENBERG_START = re.compile(r"^\*\*\* ?START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$",
+                              re.M | re.I)
+_GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK.*$",
+                            re.M | re.I)
+
+
+def framed_boilerplate(text: str) -> tuple[str, list[str]]:
+    """A Project Gutenberg file's header and licence (before its START line, from its END
+    line): boilerplate even in a corpus of one book. Returns the body and those passages
+    (none, and the whole text, without both lines)."""
+    start, end = _GUTENBERG_START.search(text), _GUTENBERG_END.search(text)
+    if not start or not end or end.start() <= start.end():
+        return text, []
+    return text[start.end():end.start()].strip("\n"), [
+        part for part in (text[:start.end()], text[end.start():]) if part.strip()]
+
+
 def passage_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each paragraph, or of each line when the text has no blank line."""
     breaks = _PARAGRAPH_BREAK if _PARAGRAPH_BREAK.search(text) else re.compile(r"\n")

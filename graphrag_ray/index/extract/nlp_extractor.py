@@ -69,7 +69,8 @@ _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPIC
                 "EVE", "DAY", "REVOLUTION"}
 _SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
 # "at" is left out: at Microsoft, at Stanford, at the Guild say a workplace as often as a place.
-_PLACE_PREPOSITIONS = {"in", "near", "across", "through", "throughout", "around"}
+_PLACE_PREPOSITIONS = {"in", "near", "across", "through", "throughout", "around",
+                       "à", "au", "aux", "dans", "vers", "près", "en", "nach", "bei", "desde"}
 _WORK_VERBS = {"work", "works", "worked", "working", "job", "intern", "interned", "career",
                "engineer", "researcher", "professor", "employed"}
 # Words that are capitalised because they start a sentence or are pronouns/titles, not names.

@@ -241,9 +241,11 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
                "chunks_config": config.chunks, "tokenizer": ctx.tokenizer,
                "work_url": ctx.work_url,
                "block_rows": batching.get("batch_size", config.runtime.batch_size)}
-    if config.repeated_passages.enabled and len(files) >= config.repeated_passages.min_documents:
-        reading["repeated"] = find_repeated_passages(ctx, input_url, input_root, files)
-        reading["min_passage_chars"] = config.repeated_passages.min_chars
+    if config.repeated_passages.enabled:
+        reading["boilerplate"] = True
+        if len(files) >= config.repeated_passages.min_documents:
+            reading["repeated"] = find_repeated_passages(ctx, input_url, input_root, files)
+            reading["min_passage_chars"] = config.repeated_passages.min_chars
     extraction = map_table(inputs, ExtractionWorker,
                            {"config": config, "prompts": ctx.prompts, "services": ctx.services,
                             "kept_url": previous_kept_url},

@@ -4,8 +4,8 @@ Devanagari, ...): so every language gets a graph.
 
 - Chinese: jieba's segmenter and part-of-speech tags (it ships its dictionary: nothing is
   downloaded): person, place and organisation names become PERSON, GEO and ORGANIZATION
-  entities (types from the tagger's evidence), other proper nouns and nouns of three or more
-  characters or said twice in the chunk become concepts (OTHER).
+  entities (types from the tagger's evidence), other proper nouns and compound nouns of four
+  or more characters become concepts (OTHER); shorter common nouns (会议, 教授, 文章) do not.
 - Japanese (kana present): katakana runs (names and loanwords) and kanji compounds said
   twice in the chunk.
 - Space-separated scripts: the longest word sequences (one to three words, none a stop word)
@@ -65,16 +65,11 @@ class UncasedChunk:
     """One chunk's counts, so a sentence's concepts can ask "said twice in the chunk?"."""
 
     def __init__(self, text: str):
-        self.han = len(re.findall(rf"[{_HAN}]", text))
         self.japanese = bool(re.search(f"[{_KANA}]", text))
-        self.chinese_counts: Counter = Counter()
         self.run_counts: Counter = Counter()
         self.phrase_counts: Counter = Counter()
         if self.japanese:
             self.run_counts.update(_KATAKANA_RUN.findall(text) + _KANJI_RUN.findall(text))
-        elif self.han:
-            self.chinese_counts.update(w for w, flag in _chinese_words(text)
-                                       if flag.startswith("n"))
         words = [w for w in _WORD.findall(text) if is_uncased(w)]
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
@@ -94,8 +89,7 @@ class UncasedChunk:
             for word, flag in _chinese_words(sentence):
                 if flag in _CHINESE_TYPES and len(word) >= 2:
                     found.setdefault(word, _CHINESE_TYPES[flag])
-                elif flag.startswith("n") and len(word) >= 2 and (
-                        len(word) >= 3 or self.chinese_counts[word] >= 2):
+                elif flag == "n" and len(word) >= 4:  # compounds: 人工智能, 计算机科学
                     found.setdefault(word, "OTHER")
         else:
             found.update((phrase, "OTHER") for phrase in self._phrases(sentence))

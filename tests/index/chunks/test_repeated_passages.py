@@ -99,3 +99,23 @@ def test_edited_copies_are_the_same_passage():
     assert set(repeated.first.values()) == {0}
     unrelated = [(i, document_passages(story * 3, 100)) for i, story in enumerate(STORIES)]
     assert not RepeatedPassages.find(unrelated, min_documents=2).first
+
+
+def test_a_single_gutenberg_book_keeps_its_header_and_licence_out(tmp_path):
+    (tmp_path / "in").mkdir()
+    body = " ".join(STORIES)
+    (tmp_path / "in" / "book.txt").write_text(
+        "The Project Gutenberg eBook of Tales, by Various\n\n" + LICENCE.format(year=2024)
+        + "\n\n*** START OF THE PROJECT GUTENBERG EBOOK TALES ***\n\n" + body
+        + "\n\n*** END OF THE PROJECT GUTENBERG EBOOK TALES ***\n\nSection 1. General Terms "
+          "of Use and Redistributing Project Gutenberg-tm electronic works.\n",
+        encoding="utf-8")
+    build_index(str(tmp_path / "in"), str(tmp_path / "index"),
+                load_config(None, ["runtime.engine=local"]), **QUIET)
+    version = IndexStore(str(tmp_path / "index")).open()
+    statuses = [(u["extraction_status"], "Gutenberg" in u["text"])
+                for u in version.read_table(schema.TEXT_UNITS).to_pylist()]
+    assert sorted(statuses) == [("ok", False), ("repeated_passage", True),
+                                ("repeated_passage", True)]
+    titles = version.read_table(schema.ENTITIES, ["title"]).column("title").to_pylist()
+    assert "SHERLOCK HOLMES" in titles and not [t for t in titles if "GUTENBERG" in t]
