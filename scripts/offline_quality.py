@@ -93,8 +93,12 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str]) -> dict:
         "junk_share_top100": round(sum(t in junk for t, _ in top) / max(1, len(top)), 3),
         "non_latin_entities": sum(any(ord(c) > 0x24F and c.isalpha() for c in e["title"])
                                   for e in entities),
+        # Copies of passages repeated across documents, against the corpus's tokens.
         "repeated_passage_token_share": round(repeated.get("tokens_not_extracted", 0) /
                                               max(1, manifest["extraction"]["chunk_tokens"]), 4),
+        # Text units kept out of extraction (framed licences, one copy of each repeat).
+        "boilerplate_token_share": round(manifest["extraction"].get("boilerplate_tokens", 0) /
+                                         max(1, manifest["extraction"]["chunk_tokens"]), 4),
         "repeated_points_in_10_global_answers": sum(map(repeated_points, answers)),
         "global_answers": "ok" if len(answers) == len(QUESTIONS) else answers[0],
         "top10": [f"{t} ({k})" for t, k in top[:10]],

@@ -27,7 +27,7 @@ from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
-from graphrag_ray.index.extract.stage import extract_chunks
+from graphrag_ray.index.extract.stage import REPEATED_PASSAGE, extract_chunks
 from graphrag_ray.index.graph.stage import find_communities, lay_out, merge_graph
 from graphrag_ray.index.manifest import community_figures, count_generations, usage_summary
 from graphrag_ray.index.pools import (
@@ -214,6 +214,11 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
             "chunks": extraction.num_rows,
             "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
             "failed_chunks": sum(s == "failed" for s in statuses),
+            # Boilerplate kept as text units of its own and never extracted (a Gutenberg
+            # header and licence, each passage repeated across documents once).
+            "boilerplate_chunks": sum(s == REPEATED_PASSAGE for s in statuses),
+            "boilerplate_tokens": int(sum(n for s, n in zip(
+                statuses, extraction.column("n_tokens").to_pylist()) if s == REPEATED_PASSAGE)),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(

@@ -55,6 +55,7 @@ def test_a_licence_in_every_file_is_indexed_once_and_never_reported(tmp_path):
     assert manifest["repeated_passages"]["passages"] == 1
     assert manifest["repeated_passages"]["occurrences"] == 5
     assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest["extraction"]["boilerplate_chunks"] == 1
     version = IndexStore(str(tmp_path / "index")).open()
     units = version.read_table(schema.TEXT_UNITS).to_pylist()
     holding = [u for u in units if "Project Gutenberg" in u["text"]]
@@ -110,8 +111,9 @@ def test_a_single_gutenberg_book_keeps_its_header_and_licence_out(tmp_path):
         + "\n\n*** END OF THE PROJECT GUTENBERG EBOOK TALES ***\n\nSection 1. General Terms "
           "of Use and Redistributing Project Gutenberg-tm electronic works.\n",
         encoding="utf-8")
-    build_index(str(tmp_path / "in"), str(tmp_path / "index"),
-                load_config(None, ["runtime.engine=local"]), **QUIET)
+    manifest = build_index(str(tmp_path / "in"), str(tmp_path / "index"),
+                           load_config(None, ["runtime.engine=local"]), **QUIET)
+    assert manifest["extraction"]["boilerplate_chunks"] == 2
     version = IndexStore(str(tmp_path / "index")).open()
     statuses = [(u["extraction_status"], "Gutenberg" in u["text"])
                 for u in version.read_table(schema.TEXT_UNITS).to_pylist()]
