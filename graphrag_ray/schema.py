@@ -40,5 +40,10 @@ COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "descr
                      "subject_id", "object_id", "status", "start_date", "end_date",
                      "source_text", "text_unit_id"]
 
+# `text_units.extraction_status` of a passage repeated across documents (a licence, a
+# disclaimer): in the index once, never extracted nor in an answer's context
+# (`index/chunks/repeated_passages.py`).
+REPEATED_PASSAGE = "repeated_passage"
+
 MANIFEST = "manifest.json"
 INDEX_FORMAT_VERSION = 1

@@ -87,7 +87,8 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str]) -> dict:
     repeated = manifest.get("repeated_passages", {})
     return {
         "entities": len(entities),
-        "other_share": round(sum(e["type"] == "OTHER" for e in entities) / max(1, len(entities)), 3),
+        "other_share": round(sum(e["type"] == "OTHER" for e in entities)
+                             / max(1, len(entities)), 3),
         "other_share_top100": round(sum(k == "OTHER" for _, k in top) / max(1, len(top)), 3),
         # Every title of the top 100 was judged; those not listed as junk are entities.
         "junk_share_top100": round(sum(t in junk for t, _ in top) / max(1, len(top)), 3),

@@ -85,7 +85,8 @@ def main() -> int:
         off, on = runs[False][0], runs[True][0]
         figures = {
             "tokens": corpus.tokens, "engine": args.engine, "quality": quality,
-            "entities": {"off": off["tables"][schema.ENTITIES], "on": on["tables"][schema.ENTITIES]},
+            "entities": {"off": off["tables"][schema.ENTITIES],
+                         "on": on["tables"][schema.ENTITIES]},
             "communities": {"off": off["tables"][schema.COMMUNITIES],
                             "on": on["tables"][schema.COMMUNITIES]},
             "communities_per_level": {"off": off["communities_per_level"],

@@ -1,7 +1,8 @@
 """The index build as a list of stages:
 
     list inputs -> extract (read, chunk, extract, spill instances) -> merge graph (and
-    resolve entities, when enabled) -> communities -> layout -> summaries and reports (one schedule) -> write tables -> embed -> publish
+    resolve entities, when enabled) -> communities -> layout -> summaries and reports (one
+    schedule) -> write tables -> embed -> publish
 
 Each stage is a function `stage(ctx, ...)` in its folder, over tables; `BuildContext` is what
 they share. Pools start where the stages need them: the embeddings pool (an endpoint's own
@@ -27,7 +28,7 @@ from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
-from graphrag_ray.index.extract.stage import REPEATED_PASSAGE, extract_chunks
+from graphrag_ray.index.extract.stage import extract_chunks
 from graphrag_ray.index.graph.stage import find_communities, lay_out, merge_graph
 from graphrag_ray.index.manifest import community_figures, count_generations, usage_summary
 from graphrag_ray.index.pools import (
@@ -206,9 +207,9 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
                        "dimensions": dimensions},
         **community_figures(communities),
         "merge": ctx.figures["merge"],
-        **({"repeated_passages": ctx.figures["repeated_passages"]}
-           if "repeated_passages" in ctx.figures else {}),
-        **({"resolution": ctx.figures["resolution"]} if "resolution" in ctx.figures else {}),
+        # Sections of stages that only run when enabled.
+        **{name: ctx.figures[name] for name in ("repeated_passages", "resolution")
+           if name in ctx.figures},
         "leiden": ctx.figures["leiden"],
         "extraction": {
             "chunks": extraction.num_rows,
@@ -216,9 +217,9 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
             "failed_chunks": sum(s == "failed" for s in statuses),
             # Boilerplate kept as text units of its own and never extracted (a Gutenberg
             # header and licence, each passage repeated across documents once).
-            "boilerplate_chunks": sum(s == REPEATED_PASSAGE for s in statuses),
+            "boilerplate_chunks": sum(s == schema.REPEATED_PASSAGE for s in statuses),
             "boilerplate_tokens": int(sum(n for s, n in zip(
-                statuses, extraction.column("n_tokens").to_pylist()) if s == REPEATED_PASSAGE)),
+                statuses, extraction.column("n_tokens").to_pylist()) if s == schema.REPEATED_PASSAGE)),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(

@@ -7,19 +7,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.tokens import count_tokens, take_within_budget
 
 NO_HISTORY = "(none)"
 
 
-# Text units that hold a passage repeated across documents (a licence, a disclaimer): in the
-# index once, never in an answer's context (`index/chunks/repeated_passages.py`).
-REPEATED_PASSAGE = "repeated_passage"
-
-
 def answerable_units(units: pa.Table) -> pa.Table:
     """`units` (read with `extraction_status`) without repeated passages, that column gone."""
-    keep = pc.not_equal(pc.fill_null(units.column("extraction_status"), ""), REPEATED_PASSAGE)
+    keep = pc.not_equal(pc.fill_null(units.column("extraction_status"), ""),
+                        schema.REPEATED_PASSAGE)
     return units.filter(keep).drop_columns(["extraction_status"])
 
 

@@ -185,9 +185,7 @@ def extractive_answer(question: str, entity_rows: list[dict], texts: list[str],
                  if s.strip()]
     scored = sorted(((len(wanted & set(content_terms(s))), -i, s)
                      for i, s in enumerate(dict.fromkeys(sentences))), reverse=True)
-    points = distinct_texts([f"**{e['title']}**: " + " ".join(distinct_texts(
-        re.split(r"(?<=[.!?])\s+", " ".join(e["description"].split()))))[:300]
-        for e in entity_rows[:5]], said)
+    points = distinct_texts([_entity_point(e) for e in entity_rows[:5]], said)
     best = distinct_texts([" ".join(s.split())[:400] for score, _, s in
                            scored[:3 * EXTRACTIVE_SENTENCES] if score > 0], said)
     best = best[:EXTRACTIVE_SENTENCES]
@@ -197,6 +195,13 @@ def extractive_answer(question: str, entity_rows: list[dict], texts: list[str],
     if best:
         lines += ["", "Passages:"] + [f"> {s}" for s in best]
     return "\n".join(lines)
+
+
+def _entity_point(entity: dict) -> str:
+    """An entity and its description, each sentence once (a description joined from
+    overlapping chunks can say one twice), shortened."""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(entity["description"].split()))
+    return f"**{entity['title']}**: " + " ".join(distinct_texts(sentences))[:300]
 
 
 def query_text(question: str, history: list[dict] | None) -> str:

@@ -105,7 +105,8 @@ class HeadlessBrowser:
         self.profile = tempfile.mkdtemp(prefix="graphrag-chromium-")
         self.process = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--no-first-run",
-             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+             "--no-default-browser-check", "--disable-extensions",
+             "--disable-background-networking",
              "--use-angle=swiftshader", "--enable-unsafe-swiftshader",  # WebGL without a GPU
              "--allow-file-access-from-files", f"--window-size={width},{height}",
              "--remote-debugging-port=0", f"--user-data-dir={self.profile}", "about:blank"],

@@ -76,7 +76,8 @@ def test_the_explorer_works_in_a_real_browser(site, browser, tmp_path):
     assert browser.evaluate("GR.renderer.getGraph().order") == nodes
     time.sleep(0.5)  # let WebGL present the frame
     box = browser.evaluate("(() => { const r = document.getElementById('graph')"
-                           ".getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()")
+                           ".getBoundingClientRect();"
+                           " return [r.left, r.top, r.width, r.height]; })()")
     shot = browser.screenshot(artifacts(tmp_path) / "explorer-carol-community.png")
     # Every node is a disc of a few pixels: a canvas that drew nothing has none.
     assert drawn_pixels(shot, box, browser.evaluate("window.devicePixelRatio")) > 10 * nodes

@@ -113,7 +113,8 @@ def test_a_community_exports_alone(index, tmp_path):
     _, nodes = read_csv(out / "nodes.csv")
     header, edges = read_csv(out / "edges.csv")
     assert {n[0] for n in nodes} == set(community["entity_ids"])
-    inside = [r for r in relationships if set(graph_ids(entities, r)) <= set(community["entity_ids"])]
+    members = set(community["entity_ids"])
+    inside = [r for r in relationships if set(graph_ids(entities, r)) <= members]
     assert len(edges) == len(inside) > 0
 
 

@@ -15,7 +15,8 @@ def test_stats_of_an_llm_build_plot_usage_against_the_limits(tmp_path, llm_serve
                  "--set", "llm.requests_per_minute=6000", "--set", "llm.tokens_per_minute=2000000",
                  "--set", "runtime.engine=local"]) == 0
     capsys.readouterr()
-    assert main(["stats", "--index", str(tmp_path / "index"), "--out", str(tmp_path / "plots")]) == 0
+    assert main(["stats", "--index", str(tmp_path / "index"),
+                 "--out", str(tmp_path / "plots")]) == 0
     printed = capsys.readouterr().out
     calls = llm_server.stats()["requests"]
     assert f"LLM (test-model): {calls} calls" in printed
@@ -31,7 +32,8 @@ def test_stats_of_an_llm_build_plot_usage_against_the_limits(tmp_path, llm_serve
 def test_an_offline_build_has_no_llm_plot(tmp_path, capsys):
     assert main(["index", "--input", str(carol_input(tmp_path / "in", 8_000)), "--output",
                  str(tmp_path / "index"), "--set", "runtime.engine=local"]) == 0
-    assert main(["stats", "--index", str(tmp_path / "index"), "--out", str(tmp_path / "plots")]) == 0
+    assert main(["stats", "--index", str(tmp_path / "index"),
+                 "--out", str(tmp_path / "plots")]) == 0
     assert "LLM: no calls (offline build)" in capsys.readouterr().out
     assert not (tmp_path / "plots" / "llm_usage.png").exists()
     assert (tmp_path / "plots" / "stage_timeline.png").exists()

@@ -21,8 +21,7 @@ from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
 from graphrag_ray.index.chunks.repeated_passages import (
-    RepeatedPassages, document_passages, framed_boilerplate, passage_key, passage_spans,
-    split_repeated)
+    RepeatedPassages, document_passages, framed_boilerplate, split_repeated)
 from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
@@ -48,23 +47,19 @@ def chunk_seq(file_index: int, document: int, window: int) -> int:
 
 
 def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int]
-                  ) -> tuple[list[tuple[int, list]], dict[str, int]]:
+                  ) -> list[tuple[int, list]]:
     """(files as (file index, path), input URL and root, input settings, tokenizer, passage
-    minimum) -> each document of the files as (corpus position, its passages' keys and
-    MinHash bands), and each key's tokens: the pass before extraction that finds repeated
-    passages."""
+    minimum) -> each document of the files as (corpus position, its passages' keys, MinHash
+    bands and tokens): the pass before extraction that finds repeated passages."""
     files, input_url, input_root, input_config, tokenizer, min_chars = job
     input_fs = fsspec.core.url_to_fs(input_url)[0]
-    documents, tokens = [], {}
+    documents = []
     for file_index, path in files:
         loaded = load_file(input_fs, input_root, path, input_config)
         for position, text in enumerate(loaded.documents.column("text").to_pylist()):
-            for a, b in passage_spans(text):
-                if b - a >= min_chars:
-                    tokens.setdefault(passage_key(text[a:b]), count_tokens(text[a:b], tokenizer))
             documents.append((chunk_seq(file_index, position, 0),
-                              document_passages(text, min_chars)))
-    return documents, tokens
+                              document_passages(text, min_chars, tokenizer)))
+    return documents
 
 
 def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,

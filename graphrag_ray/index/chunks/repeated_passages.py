@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphrag_ray.tokens import count_tokens
+
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _WORDS = re.compile(r"[^\W_]+")
 BANDS, ROWS = 8, 4
@@ -93,15 +95,16 @@ def band_keys(passage: str) -> list[str]:
                                          digest_size=8).hexdigest() for band in range(BANDS)]
 
 
-def document_passages(text: str, min_chars: int) -> list[tuple[str, list[str]]]:
-    """(key, bands) of the document's distinct passages long enough to count."""
-    seen: dict[str, list[str]] = {}
+def document_passages(text: str, min_chars: int, tokenizer: str = "cl100k_base"
+                      ) -> list[tuple[str, list[str], int]]:
+    """(key, bands, tokens) of the document's distinct passages long enough to count."""
+    seen: dict[str, tuple[str, list[str], int]] = {}
     for a, b in passage_spans(text):
         if b - a >= min_chars:
             key = passage_key(text[a:b])
             if key not in seen:
-                seen[key] = band_keys(text[a:b])
-    return list(seen.items())
+                seen[key] = (key, band_keys(text[a:b]), count_tokens(text[a:b], tokenizer))
+    return list(seen.values())
 
 
 @dataclass
@@ -113,7 +116,8 @@ class RepeatedPassages:
     documents_with: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def find(cls, documents: list[tuple[int, list[tuple[str, list[str]]]]], min_documents: int,
+    def find(cls, documents: list[tuple[int, list[tuple[str, list[str], int]]]],
+             min_documents: int,
              min_share: float = 0.0) -> "RepeatedPassages":
         """`documents`: (position, `document_passages`) of every document. Repeated: in at
         least `min_documents` documents and `min_share` of them."""
@@ -128,7 +132,7 @@ class RepeatedPassages:
         holders: dict[str, str] = {}
         bands_of: dict[str, frozenset[str]] = {}
         for _, passages in documents:
-            for key, bands in passages:
+            for key, bands, _ in passages:
                 root(key)
                 bands_of.setdefault(key, frozenset(bands))
                 for other in {holders[band] for band in bands if band in holders} - {key}:
@@ -140,7 +144,7 @@ class RepeatedPassages:
                     holders.setdefault(band, key)
         in_documents: dict[str, set[int]] = defaultdict(set)
         for position, passages in documents:
-            for key, _ in passages:
+            for key, _, _ in passages:
                 in_documents[root(key)].add(position)
         needed = max(min_documents, math.ceil(min_share * len(documents)))
         repeated = {r for r, positions in in_documents.items() if len(positions) >= needed}

@@ -126,10 +126,10 @@ def _is_sentence_start(sentence: str, position: int) -> bool:
 
 
 def find_entities(sentence: str, lowercase_words: set[str],
-                  midsentence_words: set[str]) -> list[tuple[str, str]]:
+                  midsentence_words: set[str]) -> list[tuple[str, tuple[str, bool]]]:
     """(NAME, (TYPE, supported by the text)) pairs in one sentence, in order of appearance,
     without repeats."""
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, bool]] = {}
     letters = [c for c in sentence if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
         return []  # Shouted text (headings, licence boilerplate): capitals carry no signal.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items, map_table
 from graphrag_ray.errors import LLMError
@@ -89,8 +90,8 @@ class ExtractionWorker:
         extract = self._llm_row if self.llm_mode else self._nlp_row
         repeated = batch.column("repeated_passage").to_pylist() \
             if "repeated_passage" in batch.column_names else [False] * batch.num_rows
-        rows = [{**(_skipped_row(text_unit_id) if skip else extract(text_unit_id, text)),
-                 "text_hash": text_hash(text)}
+        rows = [{**(_empty_row(text_unit_id, schema.REPEATED_PASSAGE) if skip
+                    else extract(text_unit_id, text)), "text_hash": text_hash(text)}
                 for text_unit_id, text, skip in zip(batch.column("id").to_pylist(),
                                                     batch.column("text").to_pylist(), repeated)]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
@@ -129,18 +130,15 @@ def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = No
             **usage_row(chat.usage if chat else None)}
 
 
-# The status of a repeated passage's own text unit: never extracted (`repeated_passages`).
-REPEATED_PASSAGE = "repeated_passage"
-
-
-def _skipped_row(text_unit_id: str) -> dict:
-    return {"text_unit_id": text_unit_id, "status": REPEATED_PASSAGE, "error": None,
-            "reused": False, "entities": [], "relationships": [], "claims": [],
-            "malformed_records": 0, "malformed_reasons": [], **usage_row(None)}
-
-
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
-    return {"text_unit_id": text_unit_id, "status": "failed", "error": reason, "reused": False,
+    return _empty_row(text_unit_id, "failed", reason, chat)
+
+
+def _empty_row(text_unit_id: str, status: str, error: str | None = None,
+               chat: ChatClient | None = None) -> dict:
+    """A chunk with no records: failed, or a repeated passage's own text unit (never
+    extracted: `schema.REPEATED_PASSAGE`)."""
+    return {"text_unit_id": text_unit_id, "status": status, "error": error, "reused": False,
             "entities": [], "relationships": [], "claims": [], "malformed_records": 0,
             "malformed_reasons": [], **usage_row(chat.usage if chat else None)}
 
@@ -202,9 +200,9 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
                                          ctx.tokenizer, settings.min_chars)
                                         for batch in batches], ctx.config.runtime)
-    repeated = RepeatedPassages.find([d for documents, _ in scanned for d in documents],
-                                     settings.min_documents, settings.min_share)
-    tokens = {k: v for _, batch_tokens in scanned for k, v in batch_tokens.items()}
+    documents = [document for batch in scanned for document in batch]
+    repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share)
+    tokens = {key: n for _, passages in documents for key, _, n in passages}
     occurrences = sum(repeated.documents_with.values())
     ctx.figures["repeated_passages"] = {
         "passages": len(repeated.documents_with), "occurrences": occurrences,
@@ -212,7 +210,7 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
         # is not extracted either).
         "tokens_not_extracted": sum(tokens[k] * n for k, n in repeated.documents_with.items()),
         "variants": len(repeated.first),  # distinct texts (near-copies) of the passages
-        "documents_scanned": sum(len(documents) for documents, _ in scanned)}
+        "documents_scanned": len(documents)}
     return repeated
 
 

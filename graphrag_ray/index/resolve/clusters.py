@@ -14,6 +14,7 @@ run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alph
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import combinations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -104,7 +105,7 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
             if is_short_side(titles[short], titles[other]):
                 partners[short].add(other)
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
-        apart(p, q) for i, p in enumerate(sorted(others)) for q in sorted(others)[i + 1:])}
+        apart(p, q) for p, q in combinations(sorted(others), 2))}
     resolution.ambiguous = sorted(ambiguous)
 
     clusters = _Clusters()
@@ -113,10 +114,9 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
         for row in group[1:]:
             clusters.union(group[0], row)
         forced_canonical[clusters.find(group[0])] = group[0]
-    # The accepted pairs that joined clusters, and each row's strongest one (with whom).
+    # The accepted pairs that joined clusters, and each row's strongest one (and with whom).
     direct: dict[tuple[int, int], tuple[float, str, str]] = {}
-    best: dict[int, tuple[float, str, str]] = {}
-    best_partner: dict[int, int] = {}
+    best: dict[int, tuple[float, str, str, int]] = {}
     for a, b, score, kind, evidence in candidates:
         accepted = score >= threshold or (a, b) in confirmed
         if not accepted or a in ambiguous or b in ambiguous:
@@ -143,8 +143,7 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
         direct[(a, b)] = (score, method, evidence)
         for row, partner in ((a, b), (b, a)):
             if row not in best or score > best[row][0]:
-                best[row] = (score, method, evidence)
-                best_partner[row] = partner
+                best[row] = (score, method, evidence, partner)
 
     for root, members in clusters.members.items():
         if len(members) < 2 or clusters.find(root) != root:
@@ -164,8 +163,8 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
                 score, method, evidence = direct[(min(row, canonical), max(row, canonical))]
                 resolution.aliases.append(Alias(row, canonical, score, method, evidence))
             else:  # joined through another member: say which
-                score, method, evidence = best[row]
+                score, method, evidence, partner = best[row]
                 resolution.aliases.append(Alias(row, canonical, score, method,
-                                                f"via {titles[best_partner[row]]}: {evidence}"))
+                                                f"via {titles[partner]}: {evidence}"))
     resolution.aliases.sort(key=lambda a: (a.canonical, a.row))
     return resolution

@@ -156,12 +156,9 @@ def with_folded_counts(table: pa.Table, new_block: int, inner: list[int], counts
     """The changed rows (those in `new_block`) get their context tokens and counts."""
     changed = table.column("description_shard").to_numpy() == new_block
     at = table.column("description_row").to_numpy()[changed]
-    result = {}
     for name, values in (("inner_tokens", inner), ("description_count", counts)):
         column = table.column(name).to_numpy().copy()
-        column[changed] = np.asarray(values, dtype=np.int64)[at] if len(at) else column[changed]
-        result[name] = column
-    for name, column in result.items():
-        position = table.column_names.index(name)
-        table = table.set_column(position, name, pa.array(column, pa.int64()))
+        column[changed] = np.asarray(values, dtype=np.int64)[at]
+        table = table.set_column(table.column_names.index(name), name,
+                                 pa.array(column, pa.int64()))
     return table

@@ -18,7 +18,8 @@ from rapidfuzz.distance import OSA
 HONORIFICS = frozenset({
     "MR", "MRS", "MS", "MISS", "MX", "DR", "SIR", "DAME", "LADY", "LORD", "MADAM", "MADAME",
     "MONSIEUR", "MME", "MLLE", "HERR", "FRAU", "SENOR", "SEÑOR", "SENORA", "SEÑORA", "DON",
-    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "MAJOR", "SGT",
+    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL",
+    "MAJOR", "SGT",
     "REV", "REVEREND", "FATHER", "SISTER", "SAINT", "ST", "PRESIDENT", "SENATOR", "GOVERNOR",
     "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MASTER", "MISTER"})
 JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
@@ -145,10 +146,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     ta, tb = name_tokens(a), name_tokens(b)
     if not ta or not tb:
         return None
-    if ta == tb:
-        return "same_name", 1.0
     ca, cb = content_tokens(ta), content_tokens(tb)
-    if ca == cb and ca:
+    if ca == cb:  # a name's first and last words are content: neither is empty
         return "same_name", 1.0
     if _initials_match(ca, cb):
         return "initials", 0.8

@@ -18,6 +18,7 @@ from dataclasses import asdict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import ResolutionConfig
@@ -92,13 +93,11 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
     """(entities, relationships, description block handles, entity_aliases)."""
     config: ResolutionConfig = ctx.config.resolution
     if not config.enabled or entities.num_rows < 2:
-        return (entities.append_column("aliases", pa.array([[]] * entities.num_rows,
-                                                           pa.list_(pa.string()))),
-                relationships, handles, ALIAS_SCHEMA.empty_table())
+        return _without_aliases(entities), relationships, handles, ALIAS_SCHEMA.empty_table()
     with ctx.stage("resolve"):
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
         titles = entities.column("title").to_pylist()
-        uncertain = pairs.filter(pa.compute.less(pairs.column("score"), config.threshold))
+        uncertain = pairs.filter(pc.less(pairs.column("score"), config.threshold))
         confirmed, confirm_usage = set(), None
         if config.confirm_with_llm and uncertain.num_rows:
             confirmed, confirm_usage = confirm_pairs(ctx, entities, uncertain, handles)
@@ -119,10 +118,14 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                                                            handles, resolution)
             figures.update(asdict(fold))
         else:
-            entities = entities.append_column("aliases", pa.array(
-                [[]] * entities.num_rows, pa.list_(pa.string())))
+            entities = _without_aliases(entities)
         ctx.figures["resolution"] = figures
         return entities, relationships, handles, aliases
+
+
+def _without_aliases(entities: pa.Table) -> pa.Table:
+    return entities.append_column("aliases", pa.array([[]] * entities.num_rows,
+                                                      pa.list_(pa.string())))
 
 
 def _fold(ctx: BuildContext, entities, relationships, handles, resolution: Resolution):

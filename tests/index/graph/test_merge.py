@@ -27,7 +27,8 @@ def test_merge_entities_and_undirected_relationships():
         {"source": "A", "target": "B", "description": "ab", "strength": 1.0, "text_unit_id": "t1"},
         {"source": "B", "target": "A", "description": "ba", "strength": 1.0, "text_unit_id": "t2"},
         {"source": "A", "target": "C", "description": "ac", "strength": 1.0, "text_unit_id": "t3"},
-        {"source": "A", "target": "A", "description": "self", "strength": 1.0, "text_unit_id": "t3"},
+        {"source": "A", "target": "A", "description": "self", "strength": 1.0,
+         "text_unit_id": "t3"},
     ])
     ents, rels, stats = merge_elements(entities, relationships)
     by_title = {row["title"]: row for row in ents.to_pylist()}

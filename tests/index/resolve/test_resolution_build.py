@@ -3,8 +3,6 @@
 queries find entities by their aliases, uncertain pairs go to the LLM, and the Ray and
 local engines resolve alike."""
 
-from pathlib import Path
-
 import pytest
 
 from graphrag_ray import schema
