@@ -133,8 +133,9 @@ class CommunitiesConfig(_Section):
     # Leiden passes per clustering (leidenalg's default, 2). -1 iterates until nothing moves:
     # marginally better partitions, but ~60 passes on a 10^5-node graph (200 s instead of 11 s).
     leiden_iterations: int = Field(2, ge=-1)
-    # Connected components smaller than this are pooled into one community per level
-    # instead of producing one near-empty report each.
+    # Connected components smaller than this are not clustered: they join the community of
+    # the names they are mentioned with (`index/graph/provenance.py`) instead of producing one
+    # near-empty report each.
     min_component_size: int = Field(3, ge=1)
 
 

@@ -17,8 +17,10 @@ def community_figures(communities: list[Community]) -> dict:
         "levels": levels,
         "communities_per_level": {str(level): sum(1 for c in communities if c.level == level)
                                   for level in levels},
-        "pooled_small_component_entities": int(sum(len(c.members) for c in communities
-                                                   if c.pooled and c.level == 0)),
+        # Entities of small components mentioned with no clustered name, in loose communities
+        # of the components sharing their documents (`graph/provenance.py`).
+        "loose_community_entities": int(sum(len(c.members) for c in communities
+                                            if c.loose and c.level == 0)),
     }
 
 

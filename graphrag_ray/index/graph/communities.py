@@ -6,10 +6,11 @@ is carried down unchanged, so every entity belongs to exactly one community at e
 The hierarchy ends at the first level where nothing splits (or at `max_levels`).
 
 Connected components smaller than `min_component_size` (isolated entities, lone pairs) are not
-clustered: they are pooled into one "pooled" community at level 0, which deeper levels split
-into bins of whole components of at most `max_cluster_size` entities, in the order the corpus
-first mentions them (components from the same passage share a bin). This yields one report
-for the scattered remainder of the graph instead of hundreds of near-empty ones.
+clustered: each joins the community of the names the text mentions it with, at every level
+(`provenance.py`), which yields no near-empty report per stray name. Those mentioned with no
+clustered name form "loose" communities of the components that share documents; deeper levels
+split a loose community into bins of whole components of at most `max_cluster_size` entities,
+in the order the corpus mentions them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import leidenalg
 import numpy as np
 
 from graphrag_ray.config import CommunitiesConfig
+from graphrag_ray.index.graph.provenance import Provenance, place_small_components
 
 if TYPE_CHECKING:
     from graphrag_ray.index.graph.continuity import PreviousPartition
@@ -33,7 +35,7 @@ class Community:
     level: int
     parent: int
     members: np.ndarray  # node indices, sorted
-    pooled: bool = False
+    loose: bool = False  # only small components that share documents, nothing clustered
     splittable: bool = True
     children: list[int] = field(default_factory=list)
 
@@ -81,73 +83,83 @@ def _bins_of_components(components: list[np.ndarray], capacity: int) -> list[np.
 
 def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
                         previous: "PreviousPartition | None" = None,
-                        mention_order: np.ndarray | None = None) -> list[Community]:
+                        provenance: Provenance | None = None) -> list[Community]:
     """All communities of all levels; ids are assigned level by level, from 0. `previous`
     (an update): each Leiden run starts from the previous version's communities of its
-    nodes at its level (`continuity`); ids are carried over afterwards. `mention_order`:
-    each node's first mention's place in the corpus, so that pooled small components are
-    binned with those mentioned near them, not with their alphabetical neighbours."""
+    nodes at its level (`continuity`); ids are carried over afterwards. `provenance`: where
+    each node is mentioned, which places the small components; without it each small
+    component is a community of its own."""
     n = graph.vcount()
     if n == 0:
         return []
     component_labels = np.asarray(graph.connected_components().membership)
     sizes = np.bincount(component_labels)
-    large = np.flatnonzero(sizes[component_labels] >= config.min_component_size)
-    small = np.flatnonzero(sizes[component_labels] < config.min_component_size)
-
+    small = sizes[component_labels] < config.min_component_size
     communities: list[Community] = []
 
-    def add(level: int, parent: int, members: np.ndarray, pooled: bool = False,
+    def add(level: int, parent: int, members: np.ndarray, loose: bool = False,
             splittable: bool = True) -> Community:
-        community = Community(len(communities), level, parent, members, pooled, splittable)
+        community = Community(len(communities), level, parent, members, loose, splittable)
         communities.append(community)
         if parent >= 0:
             communities[parent].children.append(community.id)
         return community
 
-    if len(large):
-        labels = _leiden(graph.induced_subgraph(large.tolist()), config, 0,
-                         previous.initial_membership(0, large) if previous else None)
-        for group in _groups(large, labels):
-            add(0, -1, group)
-    if len(small):
-        add(0, -1, np.sort(small), pooled=True)
-
+    everything = Community(-1, -1, -1, np.arange(n))
+    for part, loose in _clustered(graph, everything, small, component_labels, provenance,
+                                  config, 0, previous):
+        add(0, -1, part, loose=loose)
     level = 0
     while level + 1 < config.max_levels:
         current = [c for c in communities if c.level == level]
-        next_level: list[tuple[Community, list[np.ndarray], bool]] = []
+        next_level: list[tuple[Community, list[tuple[np.ndarray, bool]], bool]] = []
         any_split = False
         for community in current:
-            parts = [community.members]
+            parts = [(community.members, community.loose)]
             if community.splittable and len(community.members) > config.max_cluster_size:
-                parts = _split(graph, community, component_labels, config, level + 1,
-                               previous, mention_order)
+                parts = _clustered(graph, community, small, component_labels, provenance,
+                                   config, level + 1, previous)
             split = len(parts) > 1
             any_split |= split
             next_level.append((community, parts, split))
         if not any_split:
             break
         for community, parts, split in next_level:
-            for part in parts:
+            for part, loose in parts:
                 # Leiden is deterministic: a community it would not split stays whole below.
-                add(level + 1, community.id, part, pooled=community.pooled, splittable=split)
+                add(level + 1, community.id, part, loose=loose, splittable=split)
         level += 1
     return communities
 
 
-def _split(graph: ig.Graph, community: Community, component_labels: np.ndarray,
-           config: CommunitiesConfig, level: int, previous: "PreviousPartition | None",
-           mention_order: np.ndarray | None) -> list[np.ndarray]:
+def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
+               component_labels: np.ndarray, provenance: Provenance | None,
+               config: CommunitiesConfig, level: int,
+               previous: "PreviousPartition | None") -> list[tuple[np.ndarray, bool]]:
+    """A community's members split one level down, each part with whether it is loose:
+    Leiden over its clustered members, its small components placed by their provenance, and
+    the unplaced in loose parts; a loose community in bins of components."""
     members = community.members
-    if community.pooled:
-        components = _groups(members, component_labels[members])
-        if mention_order is not None:  # provenance: mentioned in the same place, binned together
-            components.sort(key=lambda c: (int(mention_order[c].min()), int(c[0])))
-        return _bins_of_components(components, config.max_cluster_size)
-    labels = _leiden(graph.induced_subgraph(members.tolist()), config, level,
-                     previous.initial_membership(level, members) if previous else None)
-    return _groups(members, labels)
+    components = _groups(members[small[members]], component_labels[members[small[members]]])
+    if community.loose:
+        if provenance is not None:  # mentioned in the same place, binned together
+            components.sort(key=lambda c: (provenance.first_mention(c), int(c[0])))
+        return [(part, True) for part in _bins_of_components(components,
+                                                              config.max_cluster_size)]
+    clustered = members[~small[members]]
+    parts: list[np.ndarray] = []
+    if len(clustered):
+        labels = _leiden(graph.induced_subgraph(clustered.tolist()), config, level,
+                         previous.initial_membership(level, clustered) if previous else None)
+        parts = _groups(clustered, labels)
+    part_of = np.full(graph.vcount(), -1, dtype=np.int64)
+    for k, part in enumerate(parts):
+        part_of[part] = k
+    chosen, unclaimed = place_small_components(components, part_of, provenance)
+    placed = [[part] + [c for c, label in zip(components, chosen) if label == k]
+              for k, part in enumerate(parts)]
+    return [(np.sort(np.concatenate(p)), False) for p in placed] + \
+        [(group, True) for group in unclaimed]
 
 
 def carried_down(community: Community, by_id: dict[int, Community]) -> bool:

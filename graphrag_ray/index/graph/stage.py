@@ -28,6 +28,7 @@ from graphrag_ray.index.graph.description_blocks import (
 from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
+from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
 from graphrag_ray.resources import PeakRss
 
@@ -83,8 +84,8 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
                      previous_communities: pa.Table | None = None) -> list[Community]:
-    """`extraction`: the extraction's status rows (text_unit_id, seq), which place each
-    entity's first mention. `previous_communities` (an update): the previous version's
+    """`extraction`: the extraction's status rows (text_unit_id, document_id, seq), which say
+    where each entity is mentioned (`provenance`). `previous_communities` (an update): the previous version's
     communities table; Leiden starts from it and its ids are carried over (`continuity`),
     with what was kept in `ctx.figures["community_changes"]`."""
     with ctx.stage("communities"):
@@ -93,9 +94,8 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
             previous_communities, graph.entities.column("id").to_pylist())
         communities = detect_communities(
             graph.entities, graph.relationships, graph.endpoints, ctx.config,
-            ctx.figures["leiden"], previous, mention_order(graph.entities, dict(zip(
-                extraction.column("text_unit_id").to_pylist(),
-                extraction.column("seq").to_pylist()))))
+            ctx.figures["leiden"], previous,
+            Provenance.from_tables(graph.entities, extraction))
         if previous is not None:
             ctx.figures["community_changes"] = {
                 "per_level": carry_ids(communities, previous),
@@ -116,29 +116,21 @@ def lay_out(ctx: BuildContext, graph: Graph) -> None:
             graph.entities = graph.entities.append_column(name, pa.array(values, pa.float64()))
 
 
-def mention_order(entities: pa.Table, chunk_order: dict[str, int]) -> np.ndarray:
-    """Each entity's first mention's place in the corpus: the earliest of its text units
-    (`chunk_order`: text unit id -> its chunk's position)."""
-    last = len(chunk_order)
-    return np.array([min((chunk_order.get(u, last) for u in units), default=last)
-                     for units in entities.column("text_unit_ids").to_pylist()], dtype=np.int64)
-
-
 def detect_communities(entities: pa.Table, relationships: pa.Table,
                        endpoints: tuple[np.ndarray, np.ndarray], config: GraphRagConfig,
                        figures: dict | None = None,
                        previous: PreviousPartition | None = None,
-                       first_mentions: np.ndarray | None = None) -> list[Community]:
+                       provenance: Provenance | None = None) -> list[Community]:
     """`endpoints`: `edge_endpoints(entities, relationships)`. `figures`, when given, receives
     the graph's size and Leiden's time and memory. `previous`: a warm start.
-    `first_mentions`: `mention_order`, to bin small components by provenance."""
+    `provenance`: where each entity is mentioned, which places the small components."""
     started = time.perf_counter()
     with PeakRss() as memory:
         sources, targets = endpoints
         weights = relationships.column("weight").to_numpy()
         graph = build_graph(entities.num_rows, sources, targets, weights)
         built = time.perf_counter()
-        communities = hierarchical_leiden(graph, config.communities, previous, first_mentions)
+        communities = hierarchical_leiden(graph, config.communities, previous, provenance)
     if figures is not None:
         figures.update({
             "nodes": graph.vcount(), "edges": graph.ecount(),

@@ -93,8 +93,8 @@ def communities_table(communities: list[Community], entities: pa.Table,
             "human_readable_id": community.id, "community": community.id,
             "level": community.level, "parent": community.parent,
             "children": community.children,
-            "title": f"Community {community.id}" + (" (pooled small components)"
-                                                     if community.pooled else ""),
+            "title": f"Community {community.id}" + (" (small components sharing documents)"
+                                                     if community.loose else ""),
             "entity_ids": [entity_ids[m] for m in community.members],
             "relationship_ids": [edge_ids[i] for i in inside],
             "text_unit_ids": units,

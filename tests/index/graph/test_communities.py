@@ -40,43 +40,35 @@ def test_children_partition_their_parent_and_large_ones_split():
             assert union.tolist() == community.members.tolist()
         if community.parent >= 0:
             assert by_id[community.parent].level == community.level - 1
-    roots = [c for c in communities if c.level == 0 and not c.pooled]
+    roots = [c for c in communities if c.level == 0 and not c.loose]
     assert any(len(c.children) > 1 for c in roots)
-
-
-def test_small_components_are_pooled_and_deterministic():
-    config = CommunitiesConfig(max_cluster_size=10, min_component_size=3)
-    first = hierarchical_leiden(_clustered_graph(), config)
-    pooled = [c for c in first if c.level == 0 and c.pooled]
-    assert len(pooled) == 1 and pooled[0].members.tolist() == [120, 121, 122, 123]
-    second = hierarchical_leiden(_clustered_graph(), config)
-    assert [(c.level, c.members.tolist()) for c in first] == \
-        [(c.level, c.members.tolist()) for c in second]
 
 
 def test_graph_without_edges():
     graph = build_graph(3, np.array([], dtype=int), np.array([], dtype=int), np.array([]))
     communities = hierarchical_leiden(graph, CommunitiesConfig())
-    assert len(communities) == 1 and communities[0].members.tolist() == [0, 1, 2]
+    assert [c.members.tolist() for c in communities] == [[0], [1], [2]]
+    assert all(c.loose for c in communities)
 
 
-def test_pooled_small_components_are_binned_by_where_the_corpus_mentions_them():
-    """Lone pairs pooled at level 0 are split into bins of components first mentioned near
-    each other, not of alphabetical neighbours."""
-    import numpy as np
+def test_a_loose_community_is_split_into_bins_of_components_in_corpus_order():
+    """Lone pairs that share a document with no clustered name form one loose community,
+    split into bins of the components mentioned near each other."""
+    import pyarrow as pa
 
-    from graphrag_ray.config import CommunitiesConfig
-    from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
+    from graphrag_ray.index.graph.provenance import Provenance
 
-    # Six lone pairs (nodes 2k, 2k+1); pairs 0, 2, 4 are mentioned in chunk 0..2, pairs 1, 3,
-    # 5 in chunks 10..12: alphabetically they interleave.
+    # Six lone pairs (nodes 2k, 2k+1) of one document; pairs 0, 2, 4 are mentioned in chunks
+    # 0..2, pairs 1, 3, 5 in chunks 10..12: by node number they interleave.
     sources, targets = np.arange(0, 12, 2), np.arange(1, 12, 2)
     graph = build_graph(12, sources, targets, np.ones(6))
-    mentions = np.array([0, 0, 10, 10, 1, 1, 11, 11, 2, 2, 12, 12])
+    chunk_of_pair = [0, 10, 1, 11, 2, 12]
+    provenance = Provenance.from_tables(
+        pa.table({"text_unit_ids": [[f"c{chunk_of_pair[n // 2]}"] for n in range(12)]}),
+        pa.table({"text_unit_id": [f"c{k}" for k in range(13)], "document_id": ["d"] * 13,
+                  "seq": list(range(13))}))
     config = CommunitiesConfig(max_cluster_size=6, min_component_size=3)
-    communities = hierarchical_leiden(graph, config, mention_order=mentions)
+    communities = hierarchical_leiden(graph, config, provenance=provenance)
+    assert [c.members.tolist() for c in communities if c.level == 0] == [list(range(12))]
     bins = sorted(sorted(c.members.tolist()) for c in communities if c.level == 1)
     assert bins == [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7, 10, 11]]
-    alphabetical = hierarchical_leiden(graph, config)
-    assert sorted(sorted(c.members.tolist()) for c in alphabetical if c.level == 1) == \
-        [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
