@@ -16,6 +16,7 @@ import asyncio
 import copy
 import functools
 import threading
+import warnings
 from typing import Callable
 
 import pyarrow as pa
@@ -25,6 +26,7 @@ from graphrag_ray.config import GraphRagConfig, config_from_data, known_settings
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.distributed.fanout import FanOut
@@ -64,6 +66,12 @@ class GraphIndex:
         manifest = store.read_manifest()
         if config is None:
             config = config_from_manifest(manifest)
+        made_with = manifest.get("embeddings", {}).get("model", "")
+        if made_with.startswith("hashing") and made_with != HASHING_MODEL:
+            warnings.warn(f"{url}: its offline embeddings were made with older word rules "
+                          f"({made_with}, now {HASHING_MODEL}); local, DRIFT and basic search "
+                          "match questions better after `graphrag-ray update` (no extraction "
+                          "is repeated)", stacklevel=2)
         return cls(store, manifest, config, ResponseCache(cache_url) if cache_url else None)
 
     @property

@@ -1,22 +1,69 @@
 """Content words of a text: what the offline methods (hashing embeddings, extractive scoring)
-compare, so that "the", "what" and "main" never make two texts look alike."""
+compare, so that "the", "what" and "main" never make two texts look alike.
+
+Words of any script: letters are lower-cased and their accents folded ("Président" and
+"president" are one term). Chinese and Japanese, written without spaces, give their
+characters' overlapping pairs ("大观园" -> "大观", "观园"), the usual unit of search without a
+segmenter: a two-character word matches itself, a longer name matches by its pairs.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-_WORD = re.compile(r"[a-z0-9]+")
+# Letters and digits, and the vowel signs and marks inside Indic, Thai, Lao, Myanmar, Hebrew
+# and Arabic words (not "word" characters to `re`).
+_WORD = re.compile(r"[^\W_](?:[^\W_]|[\u0591-\u05c7\u064b-\u065f\u0900-\u0eff\u1000-\u109f])*")
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# English, and French words that are no English word.
 STOPWORDS = frozenset("""
 a an and are as at be by can do does for from how in is it its of on or that the their them
 these they this to was were what when where which who whom why will with would about across
 main most major key some any all there between into than more over such your you i we our
 had has have he her his she him not but so if then been also no yes us me my
+le la les de des du un une et est en que qui dans au aux ce ces cet cette il elle ils elles
+ne pas se sa ses leur leurs avec comme mais ou sont ete etre ont nous vous je tu lui quel
+quelle quels quelles entre tout tous toutes aussi fait
+的 了 是 在 和 与 及 有 也 都 就 这 那 什么 哪些 这些 那些 一个 他们 我们 没有 就是 之间
 """.split())
 
 
+# Accents of Latin, Greek and Cyrillic letters, and Arabic's optional vowel marks; not the
+# vowel signs of Indic scripts, which are part of their words.
+_ACCENTS = re.compile(r"[\u0300-\u036f\u064b-\u0652]")
+
+
+def _folded(text: str) -> str:
+    text = text.lower()
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
+
+
+def _words(text: str) -> list[str]:
+    text = _folded(text)
+    if not _UNSPACED.search(text):
+        return _WORD.findall(text)
+    words = []
+    for word in _WORD.findall(text):
+        pieces = _UNSPACED.split(word)
+        runs = _UNSPACED.findall(word)
+        for k, piece in enumerate(pieces):
+            if piece:
+                words.append(piece)
+            if k < len(runs):
+                run = runs[k]
+                words.extend([run] if len(run) == 1 else
+                             [run[i:i + 2] for i in range(len(run) - 1)])
+    return words
+
+
 def content_terms(text: str) -> list[str]:
-    """Lower-cased words longer than one letter, stopwords removed, in order."""
-    return [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS and len(t) > 1]
+    """Words of more than one letter (a Chinese or Japanese character counts) without
+    stopwords, in order."""
+    return [t for t in _words(text)
+            if t not in STOPWORDS and (len(t) > 1 or _UNSPACED.match(t))]
 
 
 # Texts sharing this share of the smaller one's content terms say the same thing (a sentence

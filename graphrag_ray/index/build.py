@@ -40,6 +40,7 @@ from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
+from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.progress import estimated_chunks
@@ -203,7 +204,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "tables": {**counts, **{name: table.num_rows for name, table in tables.items()}},
         "embeddings": {"method": config.embeddings.resolved_method(),
                        "model": config.embeddings.model
-                       if uses_embedding_endpoint(config) else "hashing",
+                       if uses_embedding_endpoint(config) else HASHING_MODEL,
                        "dimensions": dimensions},
         **community_figures(communities),
         "merge": ctx.figures["merge"],

@@ -35,6 +35,7 @@ from graphrag_ray.errors import InputError
 from graphrag_ray.index.context import Progress
 from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS, extraction_fingerprint
+from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, IndexVersion
@@ -86,6 +87,8 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
     settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
     settings["embeddings"] = {k: settings["embeddings"][k] for k in (
         "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens")}
+    if config.embeddings.resolved_method() == "hashing":
+        settings["embeddings"]["offline_model"] = HASHING_MODEL
     settings["prompts"] = {name: prompt_version(text) for name, text in sorted(prompts.items())}
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
                           .encode("utf-8")).hexdigest()[:32]

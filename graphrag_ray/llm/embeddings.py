@@ -27,6 +27,12 @@ from graphrag_ray.terms import content_terms
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
 
+# The name an index records for its offline embeddings. It changes with the word rules of
+# `content_terms` (2: words of every script, accents folded, Chinese character pairs), so an
+# update re-embeds (`settings_fingerprint`) and a query can tell an index made before.
+HASHING_MODEL = "hashing-2"
+
+
 @lru_cache(maxsize=1 << 20)
 def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
     value = int.from_bytes(blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
