@@ -23,6 +23,7 @@ from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_prompt
 from graphrag_ray.query.context import conversation_text
+from graphrag_ray.query.question_focus import KIND_NAMES, question_focus
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.terms import content_terms, says_the_same
 from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
@@ -150,36 +151,73 @@ def pack_reduce_context(points: list[Point], max_tokens: int,
     return "\n\n".join(sections[i] for i in taken), [points[i] for i in taken], used
 
 
+# A finding sharing less than this share of the best finding's overlap with the question
+# (one common word of a question that names three) is not a point: it would fill the answer
+# with findings that share "tech" with "diversity and inclusion in tech".
+RELEVANCE_FLOOR = 0.3
+
+
 def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
-                   label: str = "Reports") -> list[Point]:
-    """Score each report finding by idf-weighted overlap with the question (0-100). When no
-    question term occurs anywhere (a thematic question), each report's summary becomes one point
-    scored by the report's importance, so the answer surveys the communities."""
+                   label: str = "Reports",
+                   kinds_of: Callable[[str], list[str]] | None = None
+                   ) -> tuple[list[Point], str]:
+    """Score each report finding against the question's focus (`question_focus`): the
+    idf-weighted share of the question's terms it contains (0-100) and, when the question asks
+    for a kind of entity and `kinds_of` (a finding's text -> the kinds it cites) is given,
+    the share of what it cites that is of that kind: a finding about the wrong kind keeps half
+    its score; with no term found anywhere, the findings about the kind, most prominent
+    first (the report's rating, the finding's place in it). When nothing matches (no term
+    found, no finding of the kind) or the question names nothing to match (a thematic
+    question), each report's summary becomes one point scored by the report's importance, so
+    the answer surveys the communities. Returns the points and the answer's header, which
+    says which of these it is."""
+    focus = question_focus(question)
     findings = []
     for number, batch in enumerate(batches):
         for report, _, _ in batch:
-            for finding in report["findings"] or [{"summary": report["title"],
-                                                   "explanation": report["summary"]}]:
+            for position, finding in enumerate(report["findings"] or [{
+                    "summary": report["title"], "explanation": report["summary"]}]):
                 text = f"{finding['summary']}: {finding['explanation']}"
-                findings.append((number, report, text, set(content_terms(text))))
-    question_terms = set(content_terms(question))
-    document_frequency = Counter(t for *_, terms in findings for t in terms & question_terms)
-    if not document_frequency:
-        return [Point(f"{report['title']}: {report['summary']} "
-                      f"[Data: {label} ({report['community']})]",
-                      max(1.0, 10.0 * float(report["rank"])), [report["community"]], number)
-                for number, batch in enumerate(batches) for report, _, _ in batch]
+                findings.append((number, report, position, text, set(content_terms(text))))
+    about = [0.0] * len(findings)
+    if kinds_of and focus.kinds:
+        for k, (*_, text, _) in enumerate(findings):
+            cited = kinds_of(text)
+            about[k] = sum(kind in focus.kinds for kind in cited) / len(cited) if cited else 0.0
+    wanted = any(about)
+    document_frequency = Counter(t for *_, terms in findings for t in terms & focus.terms)
+    source = _SOURCE_NAMES.get(label, label)
+    if not document_frequency and not wanted:
+        survey = [Point(f"{report['title']}: {report['summary']} "
+                        f"[Data: {label} ({report['community']})]",
+                        max(1.0, 10.0 * float(report["rank"])), [report["community"]], number)
+                  for number, batch in enumerate(batches) for report, _, _ in batch]
+        asked = sorted(focus.terms) + [KIND_NAMES[kind] for kind in sorted(focus.kinds)]
+        if not asked:
+            return survey, f"The highest-rated of {source}, for: {question}"
+        return survey, (f"Nothing in {source} matches the question's words "
+                        f"({', '.join(asked)}); the highest-rated of them instead, for: "
+                        f"{question}")
     n = max(1, len(findings))
     idf = {t: math.log(1 + n / document_frequency[t]) for t in document_frequency}
     best = sum(idf.values())
+    lexical = [100.0 * sum(idf.get(t, 0.0) for t in terms & focus.terms) / best if best
+               else 100.0 for *_, terms in findings]
+    floor = RELEVANCE_FLOOR * max(lexical, default=0.0)
     points = []
-    for number, report, text, terms in findings:
-        score = 100.0 * sum(idf.get(t, 0.0) for t in terms & question_terms) / best
+    for (number, report, position, text, _), score, share in zip(findings, lexical, about):
+        if score < floor:
+            continue
+        if wanted:
+            if best:
+                score *= 0.5 + 0.5 * share
+            else:
+                score *= share * min(1.0, float(report["rank"]) / 10) / (1 + position / 4)
         if score > 0:
             description = without_citations(text)
             points.append(Point(f"{description} [Data: {label} ({report['community']})]",
                                 round(score, 1), [report["community"]], number))
-    return points
+    return points, f"Points from {source} most relevant to: {question}"
 
 
 EXTRACTIVE_ANSWER_POINTS = 10
@@ -212,12 +250,14 @@ def distinct_points(points: list[Point], limit: int) -> list[Point]:
     return kept
 
 
-def extractive_reduce(question: str, points: list[Point], label: str = "Reports") -> str:
+def extractive_reduce(question: str, points: list[Point], label: str = "Reports",
+                      header: str | None = None) -> str:
     """The best points, shortened, without repeats, as a readable list under a header naming
-    what they come from (all of them stay in result.points)."""
+    what they come from (`extractive_map`'s; all of them stay in result.points)."""
     if not points:
         return NO_ANSWER
-    lines = [f"Points from {_SOURCE_NAMES.get(label, label)} most relevant to: {question}", ""]
+    lines = [header or f"Points from {_SOURCE_NAMES.get(label, label)} most relevant to: "
+                       f"{question}", ""]
     lines += [f"- {_shorten(p.description)}"
               for p in distinct_points(points, EXTRACTIVE_ANSWER_POINTS)]
     return "\n".join(lines)
@@ -260,9 +300,11 @@ def run_map_task(task: MapTask) -> MapOutcome:
 def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts: dict[str, str],
                *, map_prompt: str, header: str, services: LLMServices, fan_out: FanOut,
                history: list[dict] | None = None,
-               on_token: Callable[[str], None] | None = None) -> MapReduceOutcome:
+               on_token: Callable[[str], None] | None = None,
+               kinds_of: Callable[[str], list[str]] | None = None) -> MapReduceOutcome:
     """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`.
-    With the LLM or extractive, chosen once: both steps follow `global_search.method`."""
+    With the LLM or extractive, chosen once: both steps follow `global_search.method`.
+    `kinds_of`: what kinds of entity a finding cites, for the extractive map."""
     cfg = config.global_search
     encoding = config.tokenizer.encoding
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding,
@@ -270,7 +312,7 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
     outcome = MapReduceOutcome(answer=NO_ANSWER)
     outcome.map_context_tokens = sum(t for batch in batches for _, _, t in batch)
     steps = _LLMSteps(config, prompts, services) if config.uses_llm(cfg.method) \
-        else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports")
+        else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports", kinds_of)
     single = cfg.map_answer == "single"
     template = prompts.get(f"{map_prompt}_single" if single else map_prompt, "")
     points = steps.map(question, batches, header, template, single, fan_out, outcome)
@@ -321,16 +363,18 @@ class _LLMSteps:
 
 
 class _ExtractiveSteps:
-    def __init__(self, label: str):
-        self.label = label
+    def __init__(self, label: str, kinds_of: Callable[[str], list[str]] | None = None):
+        self.label, self.kinds_of = label, kinds_of
+        self.header: str | None = None  # the map's, for the reduce
 
     def map(self, question: str, batches, header: str, template: str, single: bool,
             fan_out: FanOut, outcome: MapReduceOutcome) -> list[Point]:
-        return extractive_map(question, batches, self.label)
+        points, self.header = extractive_map(question, batches, self.label, self.kinds_of)
+        return points
 
     def reduce(self, question: str, context: str, used: list[Point], history, on_token,
                outcome: MapReduceOutcome) -> str:
-        answer = extractive_reduce(question, used, self.label)
+        answer = extractive_reduce(question, used, self.label, self.header)
         if on_token:
             on_token(answer)
         return answer

@@ -48,7 +48,7 @@ def test_parse_report_ids():
 
 def test_extractive_map_scores_lexical_matches():
     batches = pack_report_batches(_reports(9), 10_000, seed=0)
-    points = extractive_map("What about whales?", batches)
+    points, _ = extractive_map("What about whales?", batches)
     assert points and all("whales" in p.description for p in points)
     assert {p.report_ids[0] for p in points} == {0, 3, 6}
 
@@ -61,7 +61,7 @@ def test_extractive_reduce_without_points_says_so():
 
 def test_extractive_map_surveys_reports_for_thematic_questions():
     batches = pack_report_batches(_reports(5), 10_000, seed=0)
-    points = extractive_map("What are the main themes?", batches)
+    points, _ = extractive_map("What are the main themes?", batches)
     assert sorted(p.report_ids[0] for p in points) == [0, 1, 2, 3, 4]
     assert all(p.score > 0 for p in points)
 

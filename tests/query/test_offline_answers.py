@@ -29,3 +29,33 @@ def test_no_answer_repeats_a_point(index, method):
         terms = set(content_terms(point.split("[Data:")[0]))
         assert not says_the_same(terms, seen), (point, answer)
         seen.append(terms)
+
+
+def test_a_question_for_places_is_answered_with_places(index):
+    """Not with the findings that share the word "matter" (it says nothing of the answer)."""
+    answer = index.search("global", "Which places matter most?").answer
+    kinds = {row["title"]: row["type"] for row in index.table(
+        "entities", ["title", "type"]).to_pylist()}
+    points = [line[2:] for line in answer.splitlines() if line.startswith("- ")]
+    assert points, answer
+    for point in points:
+        names = point.split(":")[0].split(" and ")
+        assert "GEO" in {kinds.get(name.upper()) for name in names}, (point, answer)
+
+
+def test_an_index_with_older_offline_embeddings_says_so(index, tmp_path):
+    """The word rules of the offline embeddings changed (hashing-2): an index made before
+    still opens, with a warning that an update re-embeds it."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    copy = tmp_path / "older"
+    shutil.copytree(Path(index.store.url), copy)
+    manifest = next(copy.glob("versions/*/manifest.json"))
+    data = json.loads(manifest.read_text())
+    data["embeddings"]["model"] = "hashing"
+    manifest.write_text(json.dumps(data))
+    with pytest.warns(UserWarning, match="graphrag-ray update"):
+        older = GraphIndex.open(str(copy))
+    assert older.search("global", "Who is Scrooge?").answer

@@ -228,9 +228,13 @@ def test_opening_an_index_reads_only_what_the_method_needs(offline_index):
     CountingFileSystem.opened.clear()
     index.basic_search("Who is Bob Cratchit?")
     assert CountingFileSystem.opened == []  # read once, then kept
-    index.global_search("Who is Marley?", level=0)
+    index.global_search("What did Marley say?", level=0)
     assert {_table_of(p) for p in CountingFileSystem.opened} == {"community_reports",
                                                                  "communities"}
+    CountingFileSystem.opened.clear()
+    # Offline, a question for a kind of entity reads which kinds the findings cite.
+    index.global_search("Who is Marley?", level=0)
+    assert {_table_of(p) for p in CountingFileSystem.opened} == {"entities", "relationships"}
 
 
 def _table_of(path: str) -> str:
