@@ -59,14 +59,25 @@ _HONORIFICS = {"MR", "MRS", "MS", "MISS", "DR", "SIR", "LADY", "LORD", "SAINT", 
 _ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIVERSITY",
               "INSTITUTE", "BANK", "GROUP", "FOUNDATION", "SOCIETY", "ASSOCIATION", "COUNCIL",
               "COMMITTEE", "AGENCY", "DEPARTMENT", "MINISTRY", "LABS", "SCHOOL", "COLLEGE", "GUILD",
-              "PRESS", "UNION", "PARTY", "CHURCH"}
+              "PRESS", "UNION", "PARTY", "CHURCH", "MUSEUM", "LIBRARY", "OBSERVATORY",
+              # in other languages, where the kind word comes first (Université de Lyon)
+              "UNIVERSITÉ", "UNIVERSIDAD", "UNIVERSIDADE", "UNIVERSITÀ", "UNIVERSITÄT",
+              "INSTITUT", "INSTITUTO", "SOCIÉTÉ", "COMPAGNIE", "COMPAÑÍA", "BANQUE", "BANCO",
+              "AGENCE", "AGENCIA", "FONDATION", "FUNDACIÓN", "CONSEIL", "COMITÉ", "MINISTÈRE",
+              "MINISTERIO", "SYNDICAT", "ENTREPRISE", "GROUPE", "MUSÉE", "MUSEO",
+              "BIBLIOTHÈQUE", "BIBLIOTECA", "OBSERVATOIRE", "PRÉFECTURE", "MAIRIE",
+              "MÉTROPOLE", "ASSOCIATION", "ASOCIACIÓN", "GESELLSCHAFT", "VEREIN"}
 _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", "SQUARE",
                 "ROAD", "LANE", "HALL", "EXCHANGE", "MARKET", "VALLEY", "BRIDGE", "HOUSE",
                 "TOWN", "PARK", "COUNTRY", "STATE", "STATES", "KINGDOM", "EMPIRE", "CRAG",
                 "INN", "CASTLE", "TOWER", "ABBEY", "CHAPEL", "CATHEDRAL", "HARBOUR", "HARBOR",
-                "BAY", "WOOD", "HILL", "CREEK", "CROSS"}
+                "BAY", "WOOD", "HILL", "CREEK", "CROSS", "RUE", "AVENUE", "BOULEVARD", "QUAI",
+                "PONT", "LAC", "FLEUVE", "COLLINE", "GARE", "CATHÉDRALE", "PLAGE", "ÎLE",
+                "CALLE", "PLAZA", "RÍO", "STRASSE", "PLATZ", "MONTE", "SIERRA"}
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
-                "EVE", "DAY", "REVOLUTION"}
+                "EVE", "DAY", "REVOLUTION", "FÊTE", "COLLOQUE", "CONFÉRENCE", "CONGRÈS",
+                "GUERRE", "RÉVOLUTION", "ÉLECTION", "ÉLECTIONS", "EXPOSITION", "FIESTA",
+                "GUERRA", "KRIEG"}
 _SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
 # "at" is left out: at Microsoft, at Stanford, at the Guild say a workplace as often as a place.
 _PLACE_PREPOSITIONS = {"in", "near", "across", "through", "throughout", "around",
@@ -103,6 +114,18 @@ australian irish scottish welsh greek roman swiss swedish norwegian danish finni
 czech hungarian turkish arab arabic persian israeli egyptian jewish christian muslim catholic
 protestant latin western eastern northern southern venezuelan argentine argentinian
 """.split())
+
+
+# Capitalised abbreviations of roles, degrees and devices (CEO, PHD, TV): never a name alone,
+# the way "American" is not; "PC World" stays.
+_COMMON_ABBREVIATIONS = set("""
+ceo cto cfo coo cio cmo cso vp svp evp phd mba bsc msc tv pc cd dvd rom cpu gpu usb led lcd
+iq faq pdf am pm
+""".split())
+# Abbreviations of fields and technologies (AI, VR, API): names of things, of no type a cue
+# could give ("in AI" is no place, "AI announced" no company).
+_CONCEPT_ABBREVIATIONS = {"AI", "ML", "VR", "AR", "XR", "API", "APIS", "SQL", "HTML", "DNA",
+                          "RNA", "GPS", "IOT", "NLP", "UI", "UX", "OS", "LLM", "LLMS", "AGI"}
 
 
 def split_sentences(text: str) -> list[str]:
@@ -149,7 +172,7 @@ def find_entities(sentence: str, lowercase_words: set[str],
                 continue
             if _is_sentence_start(sentence, match.start()) and word not in midsentence_words:
                 continue
-            if word.upper() in _HONORIFICS or word.lower() in _DEMONYMS:
+            if word.upper() in _HONORIFICS or word.lower() in _DEMONYMS | _COMMON_ABBREVIATIONS:
                 continue
         name = normalize_name(phrase)
         if name not in found:
@@ -179,12 +202,14 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
     """The type one mention suggests, and whether something in the text says so (a title, a
     kind word, a cue around it) or it is only a guess from the name's shape."""
     upper = [w.upper().strip(".") for w in words]
+    if len(upper) == 1 and upper[0] in _CONCEPT_ABBREVIATIONS:
+        return "OTHER", False
     if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
         return "PERSON", True
     if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or \
             (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
         return "ORGANIZATION", True
-    if upper[-1] in _PLACE_WORDS:
+    if upper[-1] in _PLACE_WORDS or (len(words) > 1 and upper[0] in _PLACE_WORDS):
         return "GEO", True
     if any(w in _EVENT_WORDS for w in upper):
         return "EVENT", True
