@@ -2,11 +2,15 @@
 per corpus, entities, the share typed OTHER (all, and the top 100 by degree), the share of
 junk among the top 100 by degree (hand labels in scripts/labels/offline_junk.json; titles
 without a label are counted and listed), entities in non-Latin scripts, the share of the
-corpus's tokens kept out of extraction as repeated passages, and, for 10 global questions,
-how many answer points repeat another.
+corpus's tokens kept out of extraction as repeated passages, and, for 10 global questions
+(the podcast's first 10 of its own question set; for the others, the same 10 generic
+questions in the corpus's language), how many answer points repeat another and the share of
+answer points that are on the question (hand labels in scripts/labels/offline_on_topic.json,
+by question and point; points without a label are counted).
 
     python scripts/offline_quality.py --before 8baf7a2 --json out.json
     python scripts/offline_quality.py --label podcast     # print unlabelled top-100 titles
+    python scripts/offline_quality.py --before 8baf7a2 --unlabelled todo.json   # to label
 
 `--before REV` builds the same corpora with the code at REV (a git worktree), so "before"
 and "after" are measured by the same script.
@@ -15,6 +19,7 @@ and "after" are measured by the same script.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -34,17 +39,49 @@ SHARED = REPO.parent / "shared" / "corpora"
 CORPORA = {
     "podcast": SHARED / "podcast" / "input",
     "carol": SHARED / "christmas_carol",
-    "french": REPO / "tests" / "data" / "other_languages" / "fr.txt",
-    "chinese": REPO / "tests" / "data" / "other_languages" / "zh.txt",
+    # Six articles each, written for this measurement, with a newspaper's notice repeated.
+    "french": REPO / "tests" / "data" / "other_languages" / "fr",
+    "chinese": REPO / "tests" / "data" / "other_languages" / "zh",
 }
-QUESTIONS = [
+ENGLISH_QUESTIONS = [
     "What are the main themes?", "Who are the most important people and what do they do?",
     "Which organisations appear and what is their role?", "Which places matter most?",
     "What events take place?", "How do the main people relate to each other?",
     "What changes over the course of the text?", "What problems or conflicts are described?",
     "What work or research is discussed?", "What is said about the future?",
 ]
+QUESTIONS = {
+    "carol": ENGLISH_QUESTIONS,
+    "french": [
+        "Quels sont les thèmes principaux ?",
+        "Qui sont les personnages les plus importants et que font-ils ?",
+        "Quelles organisations apparaissent et quel est leur rôle ?",
+        "Quels lieux comptent le plus ?", "Quels événements ont lieu ?",
+        "Comment les personnages principaux sont-ils liés entre eux ?",
+        "Qu'est-ce qui change au fil du texte ?", "Quels problèmes ou conflits sont décrits ?",
+        "Quel travail ou quelle recherche est évoqué ?", "Que dit-on de l'avenir ?"],
+    "chinese": [
+        "主要主题是什么？", "最重要的人物是谁，他们做了什么？",
+        "出现了哪些组织，它们起什么作用？", "哪些地方最重要？", "发生了哪些事件？",
+        "主要人物之间有什么关系？", "文本中发生了什么变化？",
+        "描述了哪些问题或冲突？", "讨论了哪些工作或研究？", "关于未来说了什么？"],
+}
 LABELS = REPO / "scripts" / "labels" / "offline_junk.json"
+ON_TOPIC_LABELS = REPO / "scripts" / "labels" / "offline_on_topic.json"
+
+
+def questions_for(name: str) -> list[str]:
+    if name == "podcast":
+        with open(SHARED / "podcast" / "questions.csv", encoding="utf-8-sig") as f:
+            return [row["question_text"] for row in csv.DictReader(f)][:10]
+    return QUESTIONS[name]
+
+
+def answer_points(answer: str) -> list[str]:
+    """An answer's points, each as the key its label is filed under: its first 80
+    characters, spaces collapsed."""
+    return [" ".join(line[2:].split())[:80] for line in answer.splitlines()
+            if line.startswith(("- ", "> "))]
 
 
 def build(code: Path, corpus: Path, out: Path) -> None:
@@ -71,7 +108,8 @@ def repeated_points(answer: str) -> int:
     return repeats
 
 
-def measure(code: Path, corpus: Path, index: Path, junk: set[str]) -> dict:
+def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: list[str],
+            on_topic: dict) -> dict:
     build(code, corpus, index)
     version = IndexStore(str(index)).open()
     manifest = version.read_manifest()
@@ -81,10 +119,13 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str]) -> dict:
 
     searched = GraphIndex.open(str(index))
     try:
-        answers = [searched.search("global", q).answer for q in QUESTIONS]
+        answers = [searched.search("global", q).answer for q in questions]
     except GraphRagError as exc:  # an index with no communities (no graph at all)
         answers = [f"error: {exc}"]
     repeated = manifest.get("repeated_passages", {})
+    verdicts = [on_topic.get(question, {}).get(point) for question, answer in
+                zip(questions, answers) for point in answer_points(answer)]
+    judged = [v for v in verdicts if v is not None]
     return {
         "entities": len(entities),
         "other_share": round(sum(e["type"] == "OTHER" for e in entities)
@@ -101,7 +142,12 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str]) -> dict:
         "boilerplate_token_share": round(manifest["extraction"].get("boilerplate_tokens", 0) /
                                          max(1, manifest["extraction"]["chunk_tokens"]), 4),
         "repeated_points_in_10_global_answers": sum(map(repeated_points, answers)),
-        "global_answers": "ok" if len(answers) == len(QUESTIONS) else answers[0],
+        "global_answers": "ok" if len(answers) == len(questions) else answers[0],
+        "answer_points": len(verdicts),
+        "on_topic_share": round(sum(judged) / len(judged), 3) if judged else None,
+        "unlabelled_points": len(verdicts) - len(judged),
+        "points": {q: [line[2:] for line in a.splitlines() if line.startswith(("- ", "> "))]
+                   for q, a in zip(questions, answers)},
         "top10": [f"{t} ({k})" for t, k in top[:10]],
     }
 
@@ -112,8 +158,12 @@ def main() -> int:
     parser.add_argument("--corpora", default=",".join(CORPORA))
     parser.add_argument("--label", help="print this corpus's top-100 titles to label")
     parser.add_argument("--json")
+    parser.add_argument("--unlabelled", help="write the answer points without an on-topic "
+                                             "label here: key -> the whole point, to judge")
     args = parser.parse_args()
     labels = json.loads(LABELS.read_text(encoding="utf-8")) if LABELS.exists() else {}
+    on_topic = json.loads(ON_TOPIC_LABELS.read_text(encoding="utf-8")) \
+        if ON_TOPIC_LABELS.exists() else {}
     work = Path(tempfile.mkdtemp(prefix="offline-quality-"))
     if args.label:
         corpus = CORPORA[args.label]
@@ -134,21 +184,30 @@ def main() -> int:
             if not corpus.exists():
                 print(f"{name}: {corpus} not here, skipped")
                 continue
-            folder = corpus if corpus.is_dir() else Path(tempfile.mkdtemp()) / name
-            if not corpus.is_dir():
-                folder.mkdir(parents=True)
-                (folder / corpus.name).write_text(corpus.read_text(encoding="utf-8"),
-                                                  encoding="utf-8")
             junk = set(labels.get(name, []))
-            figures[name] = {when: measure(code, folder, work / f"{name}-{when}", junk)
+            figures[name] = {when: measure(code, corpus, work / f"{name}-{when}", junk,
+                                           questions_for(name), on_topic.get(name, {}))
                              for when, code in codes.items()}
-            print(name, json.dumps(figures[name], ensure_ascii=False, indent=1))
+            print(name, json.dumps({when: {k: v for k, v in f.items() if k != "points"}
+                                    for when, f in figures[name].items()},
+                                   ensure_ascii=False, indent=1))
     finally:
         if args.before:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
                             str(work / "before-code")], check=False)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, ensure_ascii=False, indent=1))
+    if args.unlabelled:
+        todo: dict = {}
+        for name, by_code in figures.items():
+            for measured in by_code.values():
+                for question, points in measured["points"].items():
+                    known = on_topic.get(name, {}).get(question, {})
+                    for point, key in zip(points, answer_points(
+                            "\n".join(f"- {p}" for p in points))):
+                        if key not in known:
+                            todo.setdefault(name, {}).setdefault(question, {})[key] = point
+        Path(args.unlabelled).write_text(json.dumps(todo, ensure_ascii=False, indent=1))
     return 0
 
 
