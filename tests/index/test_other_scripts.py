@@ -1,5 +1,5 @@
-"""The offline default gives a graph in scripts without capitals: a Chinese and an Arabic
-text each index to entities and communities whose reports say each sentence once, and global
+"""The offline default gives a graph in scripts without capitals: a Chinese, an Arabic and a
+Thai text each index to entities and communities whose reports say each sentence once, and global
 search answers from them."""
 
 import re
@@ -17,10 +17,20 @@ TEXTS = {
     "ar": "ولد نجيب محفوظ في القاهرة عام ١٩١١. درس نجيب محفوظ الفلسفة في جامعة القاهرة. "
           "كتب نجيب محفوظ الثلاثية عن القاهرة. حصل نجيب محفوظ على جائزة نوبل للآداب. "
           "تدور أحداث الثلاثية في القاهرة القديمة. جائزة نوبل للآداب منحت له عام ١٩٨٨.",
+    "th": "นายสมชาย ใจดี ทำงานที่ธนาคารแห่งประเทศไทยในกรุงเทพมหานคร "
+          "ทุกปีสมชายเดินทางไปจังหวัดเชียงใหม่กับนางสาวสมหญิง รักไทย\n\n"
+          "สมหญิงเป็นอาจารย์ที่มหาวิทยาลัยเชียงใหม่ สมชายและสมหญิงไปเที่ยวดอยสุเทพด้วยกัน\n\n"
+          "บริษัทการบินไทยประกาศเที่ยวบินใหม่จากกรุงเทพมหานครไปโตเกียว "
+          "ดร.วิชัย ศรีสุข อาจารย์มหาวิทยาลัยมหิดลกล่าวว่าสมชายเป็นเพื่อนเก่า",
+}
+# Names each text must yield whole, with their types.
+EXPECTED = {
+    "th": {"สมชาย": "PERSON", "สมหญิง": "PERSON", "ธนาคารแห่งประเทศไทย": "ORGANIZATION",
+           "บริษัทการบินไทย": "ORGANIZATION", "เชียงใหม่": "GEO", "กรุงเทพมหานคร": "GEO"},
 }
 
 
-def test_chinese_and_arabic_texts_get_entities_communities_and_answers(tmp_path):
+def test_chinese_arabic_and_thai_texts_get_entities_communities_and_answers(tmp_path):
     for language, text in TEXTS.items():
         (tmp_path / language).mkdir()
         (tmp_path / language / "text.txt").write_text(text, encoding="utf-8")
@@ -28,8 +38,12 @@ def test_chinese_and_arabic_texts_get_entities_communities_and_answers(tmp_path)
         build_index(str(tmp_path / language), str(out),
                     load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
         version = IndexStore(str(out)).open()
-        titles = version.read_table(schema.ENTITIES, ["title"]).column("title").to_pylist()
+        rows = version.read_table(schema.ENTITIES, ["title", "type"]).to_pylist()
+        titles = [row["title"] for row in rows]
         assert len(titles) >= 3, (language, titles)
+        kinds = {row["title"]: row["type"] for row in rows}
+        for name, kind in EXPECTED.get(language, {}).items():
+            assert kinds.get(name) == kind, (name, kinds)
         assert version.read_table(schema.COMMUNITIES).num_rows >= 1
         for summary in version.read_table(schema.COMMUNITY_REPORTS, ["summary"]).column(
                 "summary").to_pylist():

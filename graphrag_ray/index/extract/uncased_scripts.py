@@ -8,10 +8,15 @@ Devanagari, ...): so every language gets a graph.
   or more characters become concepts (OTHER); shorter common nouns (会议, 教授, 文章) do not.
 - Japanese (kana present): katakana runs (names and loanwords) and kanji compounds said
   twice in the chunk.
+- Thai: PyThaiNLP's dictionary segmenter (newmm; it ships its dictionary and name lists):
+  a title and the name after it (นาย, นางสาว, ดร.) -> PERSON, an organisation's kind word and
+  the words after it (บริษัท, มหาวิทยาลัย...) -> ORGANIZATION, a place's (จังหวัด, แม่น้ำ...)
+  -> GEO, words of its lists of provinces and countries -> GEO and of given names -> PERSON;
+  each name found anywhere in the chunk is then found wherever the chunk says it.
 - Space-separated scripts: the longest word sequences (one to three words, none a stop word)
   said at least twice in the chunk: statistical phrases, typed OTHER.
-Scripts written without spaces and without a segmenter here (Thai, Khmer, Lao, Burmese) get
-no entities yet.
+Scripts written without spaces and without a segmenter here (Khmer, Lao, Burmese) get no
+entities yet.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _KANA = r"\u3040-\u30ff"
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
 _KANJI_RUN = re.compile(rf"[{_HAN}]{{2,}}")
-_WORD = re.compile(r"[^\W\d_]+")
+# Letters, and the vowel signs inside Indic, Hebrew and Arabic words (not letters to `re`).
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|[\u0591-\u05c7\u064b-\u065f\u0900-\u0dff])*")
+_THAI = re.compile(r"[\u0e00-\u0e7f]")
 # Tags of jieba's dictionary: nr person, nrfg/nrt names, ns place, nt organisation, nz other
 # proper noun.
 _CHINESE_TYPES = {"nr": "PERSON", "nrfg": "PERSON", "nrt": "PERSON", "ns": "GEO",
@@ -61,11 +68,66 @@ def _chinese_words(text: str) -> list[tuple[str, str]]:
     return [(w.word, w.flag) for w in _jieba().cut(text)]
 
 
+_THAI_TITLES = frozenset("นาย นาง นางสาว คุณ ดร. ดร ศาสตราจารย์ รองศาสตราจารย์ "
+                         "ผู้ช่วยศาสตราจารย์ พลเอก".split())
+_THAI_ORG_WORDS = ("มหาวิทยาลัย", "โรงพยาบาล", "โรงเรียน", "ธนาคาร", "บริษัท", "กระทรวง",
+                   "สถาบัน", "องค์การ", "สำนักงาน", "พรรค", "สมาคม", "มูลนิธิ", "กรม")
+_THAI_PLACE_WORDS = ("จังหวัด", "อำเภอ", "เมือง", "แม่น้ำ", "ประเทศ", "เกาะ", "ดอย", "ภูเขา",
+                     "ถนน", "วัด")
+# Words that end a name run after a kind word: prepositions, conjunctions, common verbs.
+_THAI_STOPS = frozenset("ใน ที่ จาก ไป มา กับ และ ของ ว่า เป็น ได้ ให้ โดย เพื่อ แต่ หรือ "
+                        "ซึ่ง จะ ก็ ยัง แล้ว ทุก เมื่อ ตั้งแต่ ถึง กล่าว กล่าวว่า ประกาศ".split())
+_THAI_NAME_WORDS = 3  # tokens a name may take after its kind word or title
+
+
+@lru_cache(maxsize=1)
+def _thai_lists() -> tuple[frozenset, frozenset]:
+    from pythainlp.corpus import countries, provinces, thai_female_names, thai_male_names
+
+    places = frozenset(p for p in provinces() | countries() if len(p) >= 3) - _THAI_STOPS
+    return places, frozenset(thai_male_names() | thai_female_names())
+
+
+def _thai_names(text: str) -> dict[str, str]:
+    """NAME -> TYPE of the Thai names in a chunk (see the module's docstring)."""
+    from pythainlp.tokenize import word_tokenize
+
+    places, given_names = _thai_lists()
+    tokens = word_tokenize(text, engine="newmm", keep_whitespace=True)
+    names: dict[str, str] = {}
+
+    def run_after(i: int) -> list[str]:
+        run = []
+        for token in tokens[i + 1:i + 1 + _THAI_NAME_WORDS]:
+            if not _THAI.search(token) or token in _THAI_STOPS or token in _THAI_TITLES or \
+                    token.startswith(_THAI_ORG_WORDS):
+                break
+            run.append(token)
+        return run
+
+    for i, token in enumerate(tokens):
+        if token in _THAI_TITLES and run_after(i):
+            names.setdefault("".join(run_after(i)), "PERSON")
+        elif token.startswith(_THAI_ORG_WORDS):
+            names.setdefault(token + "".join(run_after(i)) if token in _THAI_ORG_WORDS
+                             else token, "ORGANIZATION")
+        elif token in _THAI_PLACE_WORDS and run_after(i):
+            names.setdefault(run_after(i)[0], "GEO")
+        elif token in places:
+            names.setdefault(token, "GEO")
+        elif i + 1 < len(tokens) and token + tokens[i + 1] in given_names:
+            # A given name the segmenter cut in two (สม + ชาย); a one-word given name is too
+            # often a word (ใหม่ "new", รัก "love") to be read as a name alone.
+            names.setdefault(token + tokens[i + 1], "PERSON")
+    return {name: kind for name, kind in names.items() if len(name) >= 2}
+
+
 class UncasedChunk:
     """One chunk's counts, so a sentence's concepts can ask "said twice in the chunk?"."""
 
     def __init__(self, text: str):
         self.japanese = bool(re.search(f"[{_KANA}]", text))
+        self.thai_names = _thai_names(text) if _THAI.search(text) else {}
         self.run_counts: Counter = Counter()
         self.phrase_counts: Counter = Counter()
         if self.japanese:
@@ -81,7 +143,19 @@ class UncasedChunk:
     def entities(self, sentence: str) -> list[tuple[str, str]]:
         """(NAME, TYPE) in the sentence, in order, without repeats."""
         found: dict[str, str] = {}
-        if self.japanese and re.search(f"[{_HAN}{_KANA}]", sentence):
+        if self.thai_names and _THAI.search(sentence):
+            # Longest names first; a name inside a longer one found there (ไทย in
+            # บริษัทการบินไทย) is not a mention of its own.
+            taken = [False] * len(sentence)
+            places = []
+            for name in sorted(self.thai_names, key=len, reverse=True):
+                for match in re.finditer(re.escape(name), sentence):
+                    if not any(taken[match.start():match.end()]):
+                        taken[match.start():match.end()] = [True] * len(name)
+                        places.append((match.start(), name))
+            for _, name in sorted(places):
+                found.setdefault(name, self.thai_names[name])
+        elif self.japanese and re.search(f"[{_HAN}{_KANA}]", sentence):
             for run in _KATAKANA_RUN.findall(sentence) + _KANJI_RUN.findall(sentence):
                 if self.run_counts[run] >= 2:
                     found.setdefault(run, "OTHER")
