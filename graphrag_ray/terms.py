@@ -2,7 +2,7 @@
 compare, so that "the", "what" and "main" never make two texts look alike.
 
 Words of any script: letters are lower-cased and their accents folded ("Président" and
-"president" are one term). Chinese and Japanese, written without spaces, give their
+"president" are one term; plurals lose their "s"). Chinese and Japanese, written without spaces, give their
 characters' overlapping pairs ("大观园" -> "大观", "观园"), the usual unit of search without a
 segmenter: a two-character word matches itself, a longer name matches by its pairs.
 """
@@ -59,10 +59,23 @@ def _words(text: str) -> list[str]:
     return words
 
 
+def _singular(word: str) -> str:
+    """A plural's "s" off (Harman's S-stemmer: companies -> company, changes -> change,
+    conflits -> conflit; not "us", "ss", "is"), so a question's plural meets a text's
+    singular."""
+    if len(word) <= 3 or not word.endswith("s") or not word.isascii():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith(("us", "ss", "is")):
+        return word
+    return word[:-1]
+
+
 def content_terms(text: str) -> list[str]:
     """Words of more than one letter (a Chinese or Japanese character counts) without
-    stopwords, in order."""
-    return [t for t in _words(text)
+    stopwords, plurals made singular, in order."""
+    return [_singular(t) for t in _words(text)
             if t not in STOPWORDS and (len(t) > 1 or _UNSPACED.match(t))]
 
 
