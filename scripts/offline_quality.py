@@ -31,7 +31,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from graphrag_ray import schema  # noqa: E402
-from graphrag_ray.errors import GraphRagError  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
 from graphrag_ray.terms import content_terms, says_the_same  # noqa: E402
 
@@ -67,6 +66,7 @@ QUESTIONS = {
         "描述了哪些问题或冲突？", "讨论了哪些工作或研究？", "关于未来说了什么？"],
 }
 LABELS = REPO / "scripts" / "labels" / "offline_junk.json"
+
 ON_TOPIC_LABELS = REPO / "scripts" / "labels" / "offline_on_topic.json"
 
 
@@ -108,6 +108,28 @@ def repeated_points(answer: str) -> int:
     return repeats
 
 
+_ANSWER = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from graphrag_ray.api import GraphIndex
+from graphrag_ray.errors import GraphRagError
+questions = json.loads(sys.argv[2])
+try:
+    index = GraphIndex.open(sys.argv[1])
+    print(json.dumps([index.search("global", q).answer for q in questions]))
+except GraphRagError as exc:  # an index with no communities (no graph at all)
+    print(json.dumps([f"error: {exc}"]))
+"""
+
+
+def global_answers(code: Path, index: Path, questions: list[str]) -> list[str]:
+    """The answers of the code at `code` (its query methods, not this checkout's)."""
+    done = subprocess.run([sys.executable, "-c", _ANSWER, str(index), json.dumps(questions)],
+                          cwd=code, env={**os.environ, "PYTHONPATH": str(code)}, check=True,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: list[str],
             on_topic: dict) -> dict:
     build(code, corpus, index)
@@ -115,13 +137,7 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: li
     manifest = version.read_manifest()
     entities = version.read_table(schema.ENTITIES, ["title", "type"]).to_pylist()
     top = top_titles(index)
-    from graphrag_ray.api import GraphIndex
-
-    searched = GraphIndex.open(str(index))
-    try:
-        answers = [searched.search("global", q).answer for q in questions]
-    except GraphRagError as exc:  # an index with no communities (no graph at all)
-        answers = [f"error: {exc}"]
+    answers = global_answers(code, index, questions)
     repeated = manifest.get("repeated_passages", {})
     verdicts = [on_topic.get(question, {}).get(point) for question, answer in
                 zip(questions, answers) for point in answer_points(answer)]

@@ -45,8 +45,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;:؟])[\"'”’)\]]*\s+|(?<=[。！？；]
 _WORD = (rf"{_UPPER}{_LOWER}{_LETTER}*(?:['’\-]{_LETTER}+)*|{_UPPER}{_LOWER}"
          rf"|{_UPPER}{{2,5}}\b")
 _MAX_NAME_WORDS = 5
-# Runs of capitalised words, allowing short joiners inside: "Bank of England", "Tiny Tim".
-_PHRASE = re.compile(rf"\b(?:{_WORD})(?:\s+(?:(?:of|the|de|du|da|van|von)\s+)?(?:{_WORD}))*")
+# Runs of capitalised words, allowing short joiners inside: "Bank of England", "Tiny Tim",
+# "Fête des Lumières", "Revue d'Histoire des Sciences", "Banco de la Nación".
+_JOINER = r"(?:of|the|de|du|da|des|del|della|di|dos|das|der|den|van|von|de la)"
+_PHRASE = re.compile(rf"\b(?:{_WORD})(?:(?:\s+{_JOINER}\s+|\s+[dl]['’]|\s+)(?:{_WORD}))*")
 # A possessive ends a name ("MIT's Ben Bloomberg" is two), except before a word that makes
 # a place of it: Wolf's Crag, King's Cross, Land's End, St John's Wood stay whole.
 _PLACE_AFTER_POSSESSIVE = ("Crag|Cross|End|Wood|Hill|Head|Bay|Point|Inn|Castle|Tower|Abbey|"
@@ -73,7 +75,8 @@ _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", 
                 "INN", "CASTLE", "TOWER", "ABBEY", "CHAPEL", "CATHEDRAL", "HARBOUR", "HARBOR",
                 "BAY", "WOOD", "HILL", "CREEK", "CROSS", "RUE", "AVENUE", "BOULEVARD", "QUAI",
                 "PONT", "LAC", "FLEUVE", "COLLINE", "GARE", "CATHÉDRALE", "PLAGE", "ÎLE",
-                "CALLE", "PLAZA", "RÍO", "STRASSE", "PLATZ", "MONTE", "SIERRA"}
+                "CALLE", "PLAZA", "RÍO", "STRASSE", "PLATZ", "MONTE", "SIERRA", "HÔTEL",
+                "PALAIS", "CHÂTEAU", "ÉGLISE", "IGLESIA"}
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
                 "EVE", "DAY", "REVOLUTION", "FÊTE", "COLLOQUE", "CONFÉRENCE", "CONGRÈS",
                 "GUERRE", "RÉVOLUTION", "ÉLECTION", "ÉLECTIONS", "EXPOSITION", "FIESTA",
@@ -128,6 +131,14 @@ _CONCEPT_ABBREVIATIONS = {"AI", "ML", "VR", "AR", "XR", "API", "APIS", "SQL", "H
                           "RNA", "GPS", "IOT", "NLP", "UI", "UX", "OS", "LLM", "LLMS", "AGI"}
 
 
+# Prepositions of other languages that open sentences but never a name (articles may: La Paz,
+# Los Angeles, Le Monde).
+_LEADING_PREPOSITIONS = set("""
+sur dans pour par avec au aux selon chez vers depuis pendant après avant entre sous
+según desde hacia durante para por con sin sobre nach mit bei seit während über unter
+""".split())
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
@@ -135,10 +146,16 @@ def split_sentences(text: str) -> list[str]:
 def _clean_phrase(phrase: str) -> str:
     phrase = re.sub(r"['’]s$", "", phrase.strip())
     words = phrase.split()
-    # A leading contraction (I'm, Don't, We'll) is no name; a possessive (Wolf's Crag) may be.
-    while words and (words[0].lower() in _STOPWORDS or
-                     re.search(r"['’](?!s$)|n['’]t$", words[0], re.I)):
-        words = words[1:]
+    while words:
+        if re.match(r"[ld]['’](?=[^\W\d_])", words[0]):  # l'Hôtel de Ville -> Hôtel de Ville
+            words[0] = words[0][2:]
+        # A leading contraction (I'm, Don't, We'll) is no name; a possessive (Wolf's Crag)
+        # may be; a capitalised preposition opening a sentence (Selon, Sur, Dans) is none.
+        elif words[0].lower() in _STOPWORDS | _LEADING_PREPOSITIONS or \
+                re.search(r"['’](?!s$)|n['’]t$", words[0], re.I):
+            words = words[1:]
+        else:
+            break
     while words and words[-1].lower() in _STOPWORDS | {"and", "&", "of", "the"}:
         words = words[:-1]
     return " ".join(words)

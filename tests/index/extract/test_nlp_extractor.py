@@ -85,3 +85,15 @@ def test_headings_numbers_interjections_and_demonyms_are_no_names():
             "French visitors laughed at Scrooge, and Bob Cratchit smiled.")
     titles = {e["title"] for e in extract_nlp(text).entities}
     assert titles == {"SCROOGE", "BOB CRATCHIT"}
+
+
+def test_names_in_other_languages_keep_their_joiners_and_lose_leading_prepositions():
+    text = ("La Fête des Lumières a attiré des visiteurs. L'article parut dans la Revue "
+            "d'Histoire des Sciences. Sur l'Hôtel de Ville, Selon Karim Benali, la Université "
+            "de Lyon et le CEO de Nordvolt, diplômé PhD, parlent d'AI.")
+    kinds = {e["title"]: e["type"] for e in extract_nlp(text).entities}
+    assert kinds["LA FÊTE DES LUMIÈRES"] == "EVENT"
+    assert "REVUE D'HISTOIRE DES SCIENCES" in kinds
+    assert kinds["HÔTEL DE VILLE"] == "GEO" and kinds["UNIVERSITÉ DE LYON"] == "ORGANIZATION"
+    assert kinds["KARIM BENALI"] == "PERSON"
+    assert not {"CEO", "PHD", "SELON KARIM BENALI", "HISTOIRE", "LUMIÈRES"} & set(kinds)
