@@ -68,6 +68,13 @@ def _chinese_words(text: str) -> list[tuple[str, str]]:
     return [(w.word, w.flag) for w in _jieba().cut(text)]
 
 
+# The commonest Chinese surnames (one character): a name the segmenter cut after one of them
+# is joined back.
+_CHINESE_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏"
+    "魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚"
+    "邵万钱严覃武戴莫孔汤")
+_CHINESE_NAME_TAGS = {"nr", "nrfg", "nrt", "ns", "nz"}
 _THAI_TITLES = frozenset("นาย นาง นางสาว คุณ ดร. ดร ศาสตราจารย์ รองศาสตราจารย์ "
                          "ผู้ช่วยศาสตราจารย์ พลเอก".split())
 _THAI_ORG_WORDS = ("มหาวิทยาลัย", "โรงพยาบาล", "โรงเรียน", "ธนาคาร", "บริษัท", "กระทรวง",
@@ -126,6 +133,7 @@ class UncasedChunk:
     """One chunk's counts, so a sentence's concepts can ask "said twice in the chunk?"."""
 
     def __init__(self, text: str):
+        self.text = text
         self.japanese = bool(re.search(f"[{_KANA}]", text))
         self.thai_names = _thai_names(text) if _THAI.search(text) else {}
         self.run_counts: Counter = Counter()
@@ -160,10 +168,19 @@ class UncasedChunk:
                 if self.run_counts[run] >= 2:
                     found.setdefault(run, "OTHER")
         elif re.search(f"[{_HAN}]", sentence):
-            for word, flag in _chinese_words(sentence):
-                if flag in _CHINESE_TYPES and len(word) >= 2:
+            words = _chinese_words(sentence)
+            for k, (word, flag) in enumerate(words):
+                following = words[k + 1] if k + 1 < len(words) else ("", "")
+                if word in _CHINESE_SURNAMES and 1 <= len(following[0]) <= 2 and \
+                        following[1] in _CHINESE_NAME_TAGS:
+                    # The segmenter cut a name after its surname (郑 + 海涛, 赵 + 建国).
+                    found.setdefault(word + following[0], "PERSON")
+                elif flag in _CHINESE_TYPES and len(word) >= 2 and \
+                        not (k and words[k - 1][0] in _CHINESE_SURNAMES):
                     found.setdefault(word, _CHINESE_TYPES[flag])
-                elif flag == "n" and len(word) >= 4:  # compounds: 人工智能, 计算机科学
+                elif flag == "n" and len(word) >= 4 and self.text.count(word) >= 2:
+                    # Compounds the chunk says twice (人工智能, 计算机科学); said once they
+                    # are as often a phrase (筹集资金, 工程进度) as a concept.
                     found.setdefault(word, "OTHER")
         else:
             found.update((phrase, "OTHER") for phrase in self._phrases(sentence))

@@ -40,10 +40,13 @@ def test_names_with_diacritics_stay_whole_and_dashes_never_join_words():
 
 
 def test_chinese_names_come_from_the_segmenters_tags():
-    records = extract_nlp("北京大学的张伟教授在上海参加了人工智能会议。张伟教授说北京大学很好。")
+    records = extract_nlp("北京大学的张伟教授在上海参加了人工智能会议。张伟教授说北京大学很好，"
+                          "人工智能很重要。市长赵建国表示要筹集资金。")
     found = {e["title"]: e["type"] for e in records.entities}
     assert found["张伟"] == "PERSON" and found["上海"] == "GEO"
-    assert found["北京大学"] == "ORGANIZATION" and found["人工智能"] == "OTHER"
+    assert found["北京大学"] == "ORGANIZATION" and found["人工智能"] == "OTHER"  # said twice
+    assert found["赵建国"] == "PERSON" and "建国" not in found  # cut as 赵 + 建国, joined back
+    assert "筹集资金" not in found  # a compound said once
     assert {tuple(sorted((r["source"], r["target"]))) for r in records.relationships} >= {
         ("北京大学", "张伟")}
 
