@@ -236,11 +236,13 @@ _SOURCE_NAMES = {"Reports": "the community reports", "Sources": "the source text
 
 
 def distinct_points(points: list[Point], limit: int) -> list[Point]:
-    """The first `limit` points (in rank order) none of which repeats an earlier one."""
+    """The first `limit` points (in rank order) none of which repeats an earlier one, as the
+    answer shows them (shortened): two findings that open with the same sentences read as one
+    point said twice, however they go on."""
     kept: list[Point] = []
     seen: list[set[str]] = []
     for point in points:
-        terms = set(content_terms(without_citations(point.description)))
+        terms = set(content_terms(without_citations(_shorten(point.description))))
         if says_the_same(terms, seen):
             continue
         seen.append(terms)

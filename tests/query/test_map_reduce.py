@@ -1,8 +1,8 @@
 import pytest
 
 from graphrag_ray.query.map_reduce import (
-    NO_ANSWER, Point, extractive_map, extractive_reduce, pack_reduce_context, pack_report_batches,
-    parse_map_points, parse_report_ids, rank_points)
+    NO_ANSWER, Point, distinct_points, extractive_map, extractive_reduce, pack_reduce_context,
+    pack_report_batches, parse_map_points, parse_report_ids, rank_points)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -131,3 +131,19 @@ def test_an_extractive_answer_never_repeats_a_point_and_names_its_sources():
     assert answer.startswith("Points from the community reports")
     text = extractive_reduce("Who is Scrooge?", points, "Sources")
     assert text.startswith("Points from the source text")
+
+
+def test_two_findings_opening_with_the_same_sentences_are_one_point():
+    """As shortened in the answer they say the same; their full texts (one goes on much
+    longer) would not look alike."""
+    opening = ("Ashley is a scientist and engineer with a twenty year career in research and "
+               "development of machine learning technologies at the Applied Physics Laboratory "
+               "before joining the research lab, where he builds vision systems. ")
+    points = [Point(f"Ashley: {opening}" + "Hip-hop songs. " * 40
+                    + "[Data: Reports (1)]", 90, [1], 0),
+              Point(f"Applied Physics Laboratory and Research: {opening}"
+                    + " ".join(f"word{k}" for k in range(120)) + " [Data: Reports (2)]",
+                    80, [2], 0)]
+    answer = extractive_reduce("Who is Ashley?", points)
+    assert answer.count("twenty year career") == 1, answer
+    assert distinct_points(points, 10) == points[:1]
