@@ -232,20 +232,27 @@ def _shorten(description: str) -> str:
     return body + (reference.group() if reference else "")
 
 
+_SENTENCE = re.compile(r"(?<=[.!?:。！？：])\s*")  # a point opens with "Title:"
 _SOURCE_NAMES = {"Reports": "the community reports", "Sources": "the source text"}
 
 
 def distinct_points(points: list[Point], limit: int) -> list[Point]:
     """The first `limit` points (in rank order) none of which repeats an earlier one, as the
-    answer shows them (shortened): two findings that open with the same sentences read as one
-    point said twice, however they go on."""
+    answer shows them (shortened): one that says mostly the same words, or shows a sentence of
+    eight or more words another one showed (two findings quoting the same passage read as one
+    point said twice, however they go on)."""
     kept: list[Point] = []
     seen: list[set[str]] = []
+    said: set[tuple[str, ...]] = set()
     for point in points:
-        terms = set(content_terms(without_citations(_shorten(point.description))))
-        if says_the_same(terms, seen):
+        shown = without_citations(_shorten(point.description))
+        terms = set(content_terms(shown))
+        sentences = {tuple(words) for words in map(content_terms, _SENTENCE.split(shown))
+                     if len(words) >= 8}
+        if says_the_same(terms, seen) or sentences & said:
             continue
         seen.append(terms)
+        said |= sentences
         kept.append(point)
         if len(kept) == limit:
             break

@@ -133,17 +133,14 @@ def test_an_extractive_answer_never_repeats_a_point_and_names_its_sources():
     assert text.startswith("Points from the source text")
 
 
-def test_two_findings_opening_with_the_same_sentences_are_one_point():
-    """As shortened in the answer they say the same; their full texts (one goes on much
-    longer) would not look alike."""
+def test_two_findings_quoting_the_same_passage_are_one_point():
+    """They go on differently, so their words alone do not look alike; the sentence they both
+    show does."""
     opening = ("Ashley is a scientist and engineer with a twenty year career in research and "
-               "development of machine learning technologies at the Applied Physics Laboratory "
-               "before joining the research lab, where he builds vision systems. ")
-    points = [Point(f"Ashley: {opening}" + "Hip-hop songs. " * 40
-                    + "[Data: Reports (1)]", 90, [1], 0),
-              Point(f"Applied Physics Laboratory and Research: {opening}"
-                    + " ".join(f"word{k}" for k in range(120)) + " [Data: Reports (2)]",
-                    80, [2], 0)]
-    answer = extractive_reduce("Who is Ashley?", points)
-    assert answer.count("twenty year career") == 1, answer
+               "development of machine learning technologies at the Applied Physics Laboratory. ")
+    points = [Point(f"Ashley: {opening}" + " ".join(f"alpha{k}" for k in range(60))
+                    + " [Data: Reports (1)]", 90, [1], 0),
+              Point(f"Applied Physics Laboratory: {opening}"
+                    + " ".join(f"beta{k}" for k in range(60)) + " [Data: Reports (2)]", 80, [2], 0)]
     assert distinct_points(points, 10) == points[:1]
+    assert extractive_reduce("Who is Ashley?", points).count("twenty year career") == 1
