@@ -29,9 +29,10 @@ FRAMING = frozenset(content_terms("""
 themes theme topics topic subject subjects discussed discuss discusses discussion discussions
 described describe describes mentioned mention mentions said say says talk talked talks
 speak speaks important importance matter matters role roles appear appears take takes took
-happen happens happened happening course text texts book books novel novels corpus document
-documents dataset collection podcast podcasts episode episodes transcript transcripts article
-articles chapter chapters passage passages relate relates related relationship relationships
+happen happens happened happening course text texts book books novel novels story stories
+tale tales corpus document documents dataset collection podcast podcasts episode episodes
+transcript transcripts article articles chapter chapters passage passages relate relates
+related relationship relationships
 each other different various often frequently commonly typically specific particular kinds
 kind types type overall generally emphasize highlighted highlight compared compare arise
 recurring interviews interview focused during

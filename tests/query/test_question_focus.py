@@ -11,6 +11,7 @@ from graphrag_ray.query.question_focus import finding_kinds, question_focus
 
 def test_framing_words_are_not_terms_and_kind_words_name_a_kind():
     assert question_focus("What are the main themes of these novels?").terms == frozenset()
+    assert question_focus("What are the main themes of the story?").terms == frozenset()
     places = question_focus("Which places matter most?")
     assert places.terms == frozenset() and places.kinds == {"GEO"}
     assert question_focus("Who are the most important people?").kinds == {"PERSON"}
