@@ -63,7 +63,7 @@ def main() -> int:
         figures["largest_community_nodes"] = int(browser.evaluate(
             "document.getElementById('graph').dataset.nodes"))
         # The picture: the community with the most relationships among its 200 or fewer
-        # members (a real neighbourhood, not a pooled bin), opened from the URL.
+        # members (a dense neighbourhood reads best), opened from the URL.
         shown = args.community if args.community is not None else densest(args.index)
         browser.evaluate(f"location.hash = 'c={shown}'")
         browser.wait_for(f"document.getElementById('report').dataset.community === '{shown}'")
