@@ -208,8 +208,8 @@ class _EndpointClient:
                 return request(lease), lease
             except (openai.APIError, ErrorInBody) as exc:
                 status = getattr(exc, "status_code", None)
-                learned = reshape(exc, lease) if reshape and status == 400 \
-                    and reshapes < _MAX_RESHAPES and not _is_context_length(exc) else None
+                learned = reshape(exc, lease) if reshape and _teaches_shape(exc) \
+                    and reshapes < _MAX_RESHAPES else None
                 if learned is not None:
                     reshapes += 1
                     if lease is not None:
@@ -283,7 +283,9 @@ class ChatClient(_EndpointClient):
             return wire, lambda: self._client.chat.completions.create(
                 model=self.config.model, messages=messages, **wire, **extra)
 
-        response = send_shaped(self.config, prepare)
+        reshape = self._reshape(sent, max_tokens, logit_bias)
+        response = send_shaped(self.config, prepare, learn_from=lambda exc: reshape(exc, lease)
+                               if _teaches_shape(exc) else None)
         if extra.get("stream"):
             # An error body where the events should be reads as an empty stream: it is
             # told apart before the first piece, so that it can still be retried.
@@ -489,6 +491,11 @@ def _is_context_length(exc: openai.APIError) -> bool:
     code = getattr(exc, "code", None) or ""
     text = f"{code} {exc}".lower()
     return "context_length" in text or "context length" in text or "maximum context" in text
+
+
+def _teaches_shape(exc: Exception) -> bool:
+    """A 400 that is not about the prompt's length may be about a parameter."""
+    return getattr(exc, "status_code", None) == 400 and not _is_context_length(exc)
 
 
 def _short(exc: Exception) -> str:

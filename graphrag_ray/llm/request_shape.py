@@ -169,14 +169,17 @@ def adopt(config: LLMConfig, shape: RequestShape) -> RequestShape:
         return ours
 
 
-def send_shaped(config: LLMConfig, prepare: Callable[[], tuple[dict, Callable[[], T]]]) -> T:
+def send_shaped(config: LLMConfig, prepare: Callable[[], tuple[dict, Callable[[], T]]],
+                learn_from: Callable[[Exception], object] | None = None) -> T:
     """`prepare()` gives a request's optional parameters and the function sending it. The
     first request to send parameters no answer has confirmed yet leads: the others that
     would send them wait for its answer, up to `FIRST_ANSWER_WAIT_S`, then are prepared
     again (it may have taught a new shape, whose first request leads in turn). A pool's
     threads starting at once then do not all collect the same rejections, and an accepted
     shape costs them at most that wait (a rejection comes back at once; a long answer is
-    not waited for). Parameters answered are confirmed."""
+    not waited for). Parameters answered are confirmed. `learn_from(exc)`: what a failed
+    request teaches, learnt before the waiting requests are prepared again (learnt after,
+    one of them could lead with the rejected shape once more)."""
     key = _key(config)
     while True:
         sent, send = prepare()
@@ -194,6 +197,10 @@ def send_shaped(config: LLMConfig, prepare: Callable[[], tuple[dict, Callable[[]
         result = send()
         with _shapes_lock:
             _confirmed[key] |= set(sent)
+    except Exception as exc:
+        if leading and learn_from is not None:
+            learn_from(exc)
+        raise
     finally:
         if leading:
             with _shapes_lock:

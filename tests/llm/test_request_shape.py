@@ -126,3 +126,52 @@ def test_what_one_ray_worker_learns_every_other_sends_from_its_first_request(ray
             limiter.close()
     assert [status for status, _ in sent[:after_first]] == [400, 400, 200]
     assert sent[after_first:] == [(200, ("max_completion_tokens",))] * 2
+
+
+def test_a_rejection_is_learnt_before_the_requests_waiting_on_it_go():
+    """The first request with unconfirmed parameters leads and the others wait for its
+    answer; a rejection's lesson is learnt before they are let go, so none of them sends the
+    rejected parameters again, however late the leader's caller gets to it (CI once saw a
+    third 400 for two lessons)."""
+    import threading
+    import time
+
+    from graphrag_ray.llm import request_shape
+
+    config = load_config(None, ["llm.api_base=http://shape-test.invalid/v1",
+                                "llm.model=race-test"]).llm
+    shape = {"parameters": ("max_tokens",)}
+    sent_with: list[tuple] = []
+    follower_ready = threading.Event()
+
+    def prepare(is_leader: bool):
+        parameters = shape["parameters"]
+        if not is_leader:
+            follower_ready.set()
+
+        def send():
+            sent_with.append(parameters)
+            if parameters == ("max_tokens",):
+                follower_ready.wait(5)
+                time.sleep(0.05)  # the follower is waiting on the leader's answer by now
+                raise RuntimeError("400: max_tokens is not supported")
+            return "ok"
+        return dict.fromkeys(parameters), send
+
+    def learn_from(exc):
+        shape["parameters"] = ("max_completion_tokens",)
+
+    def leader():
+        try:
+            request_shape.send_shaped(config, lambda: prepare(True), learn_from)
+        except RuntimeError:
+            time.sleep(0.2)  # the caller's own handling of the rejection comes late
+
+    first = threading.Thread(target=leader)
+    first.start()
+    deadline = time.monotonic() + 10
+    while not sent_with and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert request_shape.send_shaped(config, lambda: prepare(False), learn_from) == "ok"
+    first.join()
+    assert sent_with == [("max_tokens",), ("max_completion_tokens",)]
