@@ -21,7 +21,7 @@ from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
 from graphrag_ray.index.chunks.repeated_passages import (
-    RepeatedPassages, document_passages, framed_boilerplate, split_repeated)
+    RepeatedPassages, document_passages, framed_boilerplate, opening_words, split_repeated)
 from graphrag_ray.input.loader import load_file
 from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
@@ -50,7 +50,8 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
                   ) -> list[tuple[int, list]]:
     """(files as (file index, path), input URL and root, input settings, tokenizer, passage
     minimum) -> each document of the files as (corpus position, its passages' keys, MinHash
-    bands and tokens): the pass before extraction that finds repeated passages."""
+    bands and tokens, its opening words): the pass before extraction that finds repeated
+    passages."""
     files, input_url, input_root, input_config, tokenizer, min_chars = job
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     documents = []
@@ -58,7 +59,8 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
         loaded = load_file(input_fs, input_root, path, input_config)
         for position, text in enumerate(loaded.documents.column("text").to_pylist()):
             documents.append((chunk_seq(file_index, position, 0),
-                              document_passages(text, min_chars, tokenizer)))
+                              document_passages(text, min_chars, tokenizer),
+                              opening_words(framed_boilerplate(text)[0])))
     return documents
 
 
@@ -91,7 +93,7 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
             for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
                                                      documents.column("text").to_pylist())):
                 text, homed[document] = framed_boilerplate(text)
-                if repeated is not None and repeated.first:
+                if repeated is not None and (repeated.first or repeated.openings):
                     text, repeats, _ = split_repeated(
                         text, repeated, chunk_seq(file_index, i, 0), min_passage_chars)
                     homed[document] += repeats

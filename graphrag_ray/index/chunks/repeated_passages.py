@@ -10,7 +10,10 @@ company's name swapped) are found by MinHash: each passage's three-word shingles
 (0.9 similar copies: 99.8%; 0.5 similar passages: 9%) are one passage. A passage found in at
 least `min_documents` documents, and in `min_share` of them (a corpus of overlapping windows
 of the same transcripts repeats its own lines in a few neighbours; boilerplate recurs across
-the corpus), is repeated. The first document
+the corpus), is repeated. So is a document's opening: when at least `min_documents` documents
+open their first line with the same `OPENING_WORDS` words, the words they all open with (a
+title or file name opening every part of a transcript, "EP-13_ Behind_the_Tech…_Sam-Altman.txt
+../") are cut. The first document
 that has it (in corpus order) keeps its copy as a text unit of its own, marked
 `repeated_passage` (not extracted, not in answer contexts); every document has its copy cut
 from the text it is chunked from, so extraction (and its LLM calls) sees it nowhere.
@@ -95,6 +98,25 @@ def band_keys(passage: str) -> list[str]:
                                          digest_size=8).hexdigest() for band in range(BANDS)]
 
 
+OPENING_WORDS = 5  # first-line words documents must share to have their opening compared
+_OPENING_LIMIT = 64  # words of a first line the scan keeps
+
+
+def opening_words(text: str) -> list[str]:
+    """The first line's first words in lower case; digits kept (EP-13 and EP-14 open
+    different transcripts)."""
+    line = text.lstrip().split("\n", 1)[0]
+    return _WORDS.findall(line.lower())[:_OPENING_LIMIT]
+
+
+def _common_prefix(sequences: list[list[str]]) -> int:
+    length = min(len(words) for words in sequences)
+    for k in range(length):
+        if len({words[k] for words in sequences}) > 1:
+            return k
+    return length
+
+
 def document_passages(text: str, min_chars: int, tokenizer: str = "cl100k_base"
                       ) -> list[tuple[str, list[str], int]]:
     """(key, bands, tokens) of the document's distinct passages long enough to count."""
@@ -114,13 +136,22 @@ class RepeatedPassages:
     first copy's key) how many documents have it."""
     first: dict[str, int] = field(default_factory=dict)
     documents_with: dict[str, int] = field(default_factory=dict)
+    # Repeated openings: their first `OPENING_WORDS` words -> (words they share, the corpus
+    # position of the first document opening with them, documents opening with them).
+    openings: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+    def opening_length(self, words: list[str]) -> int:
+        """How many of a first line's words are a repeated opening (0: none)."""
+        shared = self.openings.get(" ".join(words[:OPENING_WORDS]))
+        return shared[0] if shared else 0
 
     @classmethod
     def find(cls, documents: list[tuple[int, list[tuple[str, list[str], int]]]],
-             min_documents: int,
-             min_share: float = 0.0) -> "RepeatedPassages":
-        """`documents`: (position, `document_passages`) of every document. Repeated: in at
-        least `min_documents` documents and `min_share` of them."""
+             min_documents: int, min_share: float = 0.0,
+             openings: list[list[str]] | None = None) -> "RepeatedPassages":
+        """`documents`: (position, `document_passages`) of every document, `openings`: their
+        `opening_words`. Repeated: in at least `min_documents` documents and `min_share` of
+        them; an opening, in `min_documents` documents."""
         parent: dict[str, str] = {}
 
         def root(key: str) -> str:
@@ -149,14 +180,41 @@ class RepeatedPassages:
         needed = max(min_documents, math.ceil(min_share * len(documents)))
         repeated = {r for r, positions in in_documents.items() if len(positions) >= needed}
         first = {key: min(in_documents[root(key)]) for key in parent if root(key) in repeated}
-        return cls(first, {r: len(in_documents[r]) for r in repeated})
+        return cls(first, {r: len(in_documents[r]) for r in repeated},
+                   _repeated_openings(documents, openings or [], min_documents))
+
+
+def _repeated_openings(documents: list[tuple[int, list]], openings: list[list[str]],
+                       min_documents: int) -> dict[str, tuple[int, int, int]]:
+    groups: dict[str, list[tuple[int, list[str]]]] = defaultdict(list)
+    for (position, _), words in zip(documents, openings):
+        if len(words) > OPENING_WORDS:
+            groups[" ".join(words[:OPENING_WORDS])].append((position, words))
+    return {key: (_common_prefix([words for _, words in group]),
+                  min(position for position, _ in group), len(group))
+            for key, group in groups.items() if len(group) >= min_documents}
+
+
+def cut_opening(text: str, repeated: RepeatedPassages) -> tuple[str, str]:
+    """The document's text without its repeated opening, and the opening ("" when none)."""
+    lead = len(text) - len(text.lstrip())
+    line = text[lead:].split("\n", 1)[0]
+    length = repeated.opening_length(opening_words(text))
+    if not length:
+        return text, ""
+    end = lead + list(_WORDS.finditer(line))[length - 1].end()
+    rest = text[end:].lstrip(" \t./")
+    return (rest, text[lead:end]) if rest.strip() else (text, "")
 
 
 def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_chars: int
                    ) -> tuple[str, list[str], int]:
     """The document's text without its repeated passages (each cut replaced by a paragraph
     break), the passages this document keeps as their first home, and the characters cut."""
-    kept, homed, cut, last = [], [], 0, 0
+    text, opening = cut_opening(text, repeated)
+    homed = [opening] if opening and repeated.openings[
+        " ".join(opening_words(opening)[:OPENING_WORDS])][1] == position else []
+    kept, cut, last = [], len(opening), 0
     for a, b in passage_spans(text):
         if b - a < min_chars:
             continue

@@ -200,8 +200,9 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
                                          ctx.tokenizer, settings.min_chars)
                                         for batch in batches], ctx.config.runtime)
-    documents = [document for batch in scanned for document in batch]
-    repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share)
+    documents = [(position, passages) for batch in scanned for position, passages, _ in batch]
+    repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share,
+                                     [words for batch in scanned for _, _, words in batch])
     tokens = {key: n for _, passages in documents for key, _, n in passages}
     occurrences = sum(repeated.documents_with.values())
     ctx.figures["repeated_passages"] = {
@@ -210,6 +211,10 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
         # is not extracted either).
         "tokens_not_extracted": sum(tokens[k] * n for k, n in repeated.documents_with.items()),
         "variants": len(repeated.first),  # distinct texts (near-copies) of the passages
+        # Openings shared by documents (a transcript's file name opening each of its parts)
+        # and the documents they were cut from.
+        "openings": len(repeated.openings),
+        "documents_with_openings": sum(n for _, _, n in repeated.openings.values()),
         "documents_scanned": len(documents)}
     return repeated
 

@@ -1,6 +1,6 @@
-"""Passages repeated across documents (a licence in every file, a disclaimer in every call):
-found, kept in the index once, never extracted, never in an answer; with an LLM, the
-extraction calls no longer carry them."""
+"""Passages repeated across documents (a licence in every file, a disclaimer in every call, a
+file name opening every part of a transcript): found, kept in the index once, never
+extracted, never in an answer; with an LLM, the extraction calls no longer carry them."""
 
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from graphrag_ray.api import GraphIndex
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.chunks.repeated_passages import (
-    RepeatedPassages, document_passages, split_repeated)
+    RepeatedPassages, document_passages, opening_words, split_repeated)
 from graphrag_ray.storage import IndexStore
 
 from conftest import llm_config
@@ -121,3 +121,23 @@ def test_a_single_gutenberg_book_keeps_its_header_and_licence_out(tmp_path):
                                 ("repeated_passage", True)]
     titles = version.read_table(schema.ENTITIES, ["title"]).column("title").to_pylist()
     assert "SHERLOCK HOLMES" in titles and not [t for t in titles if "GUTENBERG" in t]
+
+
+def test_a_file_name_opening_every_part_of_a_transcript_is_cut_once():
+    """Parts of one transcript each open with its file name (the podcast corpus's format);
+    the name is cut from every part and kept once; another transcript's parts keep theirs
+    apart, and two documents opening alike are not enough."""
+    parts = [f"EP-13_ Behind_the_Tech_with_Sam-Altman.txt ../{text}" for text in (
+        "SAM ALTMAN: The two strategies to succeed.", "KEVIN SCOTT: He is a super cat.",
+        "SAM ALTMAN: Way before the iPhone.")]
+    parts += ["EP-14_ Behind_the_Tech_with_Lisa-Su.txt  LISA SU: Chips first.",
+              "EP-14_ Behind_the_Tech_with_Lisa-Su.txt  KEVIN SCOTT: Low power."]
+    openings = [opening_words(text) for text in parts]
+    repeated = RepeatedPassages.find([(i, document_passages(t, 100)) for i, t in
+                                      enumerate(parts)], 3, 0.01, openings)
+    kept, homed, cut = split_repeated(parts[0], repeated, 0, 100)
+    assert kept == "SAM ALTMAN: The two strategies to succeed."
+    assert homed == ["EP-13_ Behind_the_Tech_with_Sam-Altman.txt"] and cut > 30
+    kept, homed, _ = split_repeated(parts[2], repeated, 2, 100)
+    assert kept == "SAM ALTMAN: Way before the iPhone." and homed == []
+    assert split_repeated(parts[3], repeated, 3, 100)[0] == parts[3]  # only two open so
