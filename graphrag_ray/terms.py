@@ -2,9 +2,10 @@
 compare, so that "the", "what" and "main" never make two texts look alike.
 
 Words of any script: letters are lower-cased and their accents folded ("Président" and
-"president" are one term; plurals lose their "s"). Chinese and Japanese, written without spaces, give their
-characters' overlapping pairs ("大观园" -> "大观", "观园"), the usual unit of search without a
-segmenter: a two-character word matches itself, a longer name matches by its pairs.
+"president" are one term; plurals lose their "s"). Chinese and Japanese, written without
+spaces, give their characters' overlapping pairs ("大观园" -> "大观", "观园"), the usual unit
+of search without a segmenter: a two-character word matches itself, a longer name matches by
+its pairs.
 """
 
 from __future__ import annotations
