@@ -22,6 +22,7 @@ from typing import Callable
 import pyarrow as pa
 
 from graphrag_ray import schema
+from graphrag_ray.index.reports.citations import cited_ids
 from graphrag_ray.terms import content_terms
 
 # Words that say how to answer or what the corpus is, not what the answer is about.
@@ -93,9 +94,6 @@ def question_focus(question: str) -> QuestionFocus:
     return QuestionFocus(frozenset(terms), frozenset(kinds))
 
 
-_CITED = re.compile(r"\[Data:\s*(Entities|Relationships)\s*\(([\d,\s]+)\)")
-
-
 def finding_kinds(read: Callable[..., pa.Table]) -> Callable[[str], list[str]]:
     """A finding's text -> the kinds of what it cites (one per entity, two per relationship),
     read from the index's entities and relationships (`read(name, columns)`)."""
@@ -109,13 +107,9 @@ def finding_kinds(read: Callable[..., pa.Table]) -> Callable[[str], list[str]]:
                       ).to_pylist()}
 
     def kinds(text: str) -> list[str]:
-        found: list[str] = []
-        for dataset, ids in _CITED.findall(text):
-            for number in (int(n) for n in re.findall(r"\d+", ids)):
-                if dataset == "Entities":
-                    found.append(kind_of_entity.get(number, ""))
-                else:
-                    found.extend(kinds_of_relationship.get(number, []))
-        return found
+        cited = cited_ids(text)
+        return [kind_of_entity.get(number, "") for number in cited.get("entities", [])] + [
+            kind for number in cited.get("relationships", [])
+            for kind in kinds_of_relationship.get(number, [])]
 
     return kinds

@@ -60,6 +60,20 @@ def cite_report(report: dict, ids: dict[str, list[int]]) -> dict:
                          for f in report["findings"]]}
 
 
+def cited_ids(text: str) -> dict[str, list[int]]:
+    """The index ids `text`'s citations name, by table ("entities", "relationships",
+    "claims", "reports"), in order; "+more" and parts of no known table are left out."""
+    cited: dict[str, list[int]] = {}
+    for block in _BLOCK.finditer(text):
+        for part in block.group(1).split(";"):
+            match = _PART.match(part)
+            if match and match.group(1).lower() in _DATASETS:
+                cited.setdefault(_DATASETS[match.group(1).lower()], []).extend(
+                    int(item) for item in (i.strip() for i in match.group(2).split(","))
+                    if item.isdigit())
+    return cited
+
+
 def without_citations(text: str) -> str:
     """`text` with its `[Data: ...]` citations taken out: what it says, to compare with
     another text or to cite anew."""

@@ -1,4 +1,4 @@
-from graphrag_ray.index.reports.citations import cite_index_ids, cite_report
+from graphrag_ray.index.reports.citations import cite_index_ids, cite_report, cited_ids
 
 IDS = {"entities": [40, 7, 1203], "relationships": [88], "claims": [], "reports": [12, 3]}
 
@@ -30,3 +30,10 @@ def test_a_report_has_every_text_field_mapped():
     assert cited["summary"] == "s [Data: Entities (40)]"
     assert cited["rating_explanation"] == "r [Data: Reports (12)]"
     assert cited["findings"] == [{"summary": "f", "explanation": "e [Data: Entity (7)]"}]
+
+
+def test_cited_ids_by_table():
+    text = ("Ada met Bob [Data: Entities (2, 5, +more); Relationships (1)] in Lyon "
+            "[Data: Reports (3); Sources (9)].")
+    assert cited_ids(text) == {"entities": [2, 5], "relationships": [1], "reports": [3]}
+    assert cited_ids("no citation") == {}
