@@ -217,7 +217,7 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
             description = without_citations(text)
             points.append(Point(f"{description} [Data: {label} ({report['community']})]",
                                 round(score, 1), [report["community"]], number))
-    return points, f"Points from {source} most relevant to: {question}"
+    return points, _matched_header(question, label)
 
 
 EXTRACTIVE_ANSWER_POINTS = 10
@@ -234,6 +234,10 @@ def _shorten(description: str) -> str:
 
 _SENTENCE = re.compile(r"(?<=[.!?:。！？：])\s*")  # a point opens with "Title:"
 _SOURCE_NAMES = {"Reports": "the community reports", "Sources": "the source text"}
+
+
+def _matched_header(question: str, label: str) -> str:
+    return f"Points from {_SOURCE_NAMES.get(label, label)} most relevant to: {question}"
 
 
 def distinct_points(points: list[Point], limit: int) -> list[Point]:
@@ -265,8 +269,7 @@ def extractive_reduce(question: str, points: list[Point], label: str = "Reports"
     what they come from (`extractive_map`'s; all of them stay in result.points)."""
     if not points:
         return NO_ANSWER
-    lines = [header or f"Points from {_SOURCE_NAMES.get(label, label)} most relevant to: "
-                       f"{question}", ""]
+    lines = [header or _matched_header(question, label), ""]
     lines += [f"- {_shorten(p.description)}"
               for p in distinct_points(points, EXTRACTIVE_ANSWER_POINTS)]
     return "\n".join(lines)

@@ -140,11 +140,6 @@ class RepeatedPassages:
     # position of the first document opening with them, documents opening with them).
     openings: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
-    def opening_length(self, words: list[str]) -> int:
-        """How many of a first line's words are a repeated opening (0: none)."""
-        shared = self.openings.get(" ".join(words[:OPENING_WORDS]))
-        return shared[0] if shared else 0
-
     @classmethod
     def find(cls, documents: list[tuple[int, list[tuple[str, list[str], int]]]],
              min_documents: int, min_share: float = 0.0,
@@ -195,25 +190,26 @@ def _repeated_openings(documents: list[tuple[int, list]], openings: list[list[st
             for key, group in groups.items() if len(group) >= min_documents}
 
 
-def cut_opening(text: str, repeated: RepeatedPassages) -> tuple[str, str]:
-    """The document's text without its repeated opening, and the opening ("" when none)."""
+def _cut_opening(text: str, repeated: RepeatedPassages) -> tuple[str, str, int]:
+    """The document's text without its repeated opening, the opening ("" when none) and the
+    corpus position of the first document opening with it (-1 when none)."""
+    shared = repeated.openings.get(" ".join(opening_words(text)[:OPENING_WORDS]))
+    if shared is None:
+        return text, "", -1
+    length, first, _ = shared
     lead = len(text) - len(text.lstrip())
     line = text[lead:].split("\n", 1)[0]
-    length = repeated.opening_length(opening_words(text))
-    if not length:
-        return text, ""
     end = lead + list(_WORDS.finditer(line))[length - 1].end()
     rest = text[end:].lstrip(" \t./")
-    return (rest, text[lead:end]) if rest.strip() else (text, "")
+    return (rest, text[lead:end], first) if rest.strip() else (text, "", -1)
 
 
 def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_chars: int
                    ) -> tuple[str, list[str], int]:
     """The document's text without its repeated passages (each cut replaced by a paragraph
     break), the passages this document keeps as their first home, and the characters cut."""
-    text, opening = cut_opening(text, repeated)
-    homed = [opening] if opening and repeated.openings[
-        " ".join(opening_words(opening)[:OPENING_WORDS])][1] == position else []
+    text, opening, first = _cut_opening(text, repeated)
+    homed = [opening] if first == position else []
     kept, cut, last = [], len(opening), 0
     for a, b in passage_spans(text):
         if b - a < min_chars:
