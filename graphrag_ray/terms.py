@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Letters and digits, and the vowel signs and marks inside Indic, Thai, Lao, Myanmar, Hebrew
-# and Arabic words (not "word" characters to `re`).
-_WORD = re.compile(r"[^\W_](?:[^\W_]|[\u0591-\u05c7\u064b-\u065f\u0900-\u0eff\u1000-\u109f])*")
+# The vowel signs and marks inside Hebrew, Arabic, Indic, Thai, Lao and Myanmar words (not
+# "word" characters to `re`), as a character-class body.
+WORD_MARKS = r"\u0591-\u05c7\u064b-\u065f\u0900-\u0eff\u1000-\u109f"
+# Letters and digits, and those marks.
+_WORD = re.compile(rf"[^\W_](?:[^\W_]|[{WORD_MARKS}])*")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_UNSPACED_RUN = re.compile(f"({_UNSPACED.pattern})")
 # English, and French words that are no English word.
 STOPWORDS = frozenset("""
 a an and are as at be by can do does for from how in is it its of on or that the their them
@@ -48,15 +51,12 @@ def _words(text: str) -> list[str]:
         return _WORD.findall(text)
     words = []
     for word in _WORD.findall(text):
-        pieces = _UNSPACED.split(word)
-        runs = _UNSPACED.findall(word)
-        for k, piece in enumerate(pieces):
-            if piece:
+        for piece in _UNSPACED_RUN.split(word):  # runs of unspaced script, and the rest
+            if _UNSPACED.match(piece):
+                words += [piece] if len(piece) == 1 else \
+                    [piece[i:i + 2] for i in range(len(piece) - 1)]
+            elif piece:
                 words.append(piece)
-            if k < len(runs):
-                run = runs[k]
-                words.extend([run] if len(run) == 1 else
-                             [run[i:i + 2] for i in range(len(run) - 1)])
     return words
 
 

@@ -139,6 +139,12 @@ según desde hacia durante para por con sin sobre nach mit bei seit während üb
 """.split())
 
 
+# Words a name neither starts nor ends with, and lone words that are no name.
+_NOT_LEADING = _STOPWORDS | _LEADING_PREPOSITIONS
+_NOT_TRAILING = _STOPWORDS | {"and", "&", "of", "the"}
+_NOT_NAMES_ALONE = _DEMONYMS | _COMMON_ABBREVIATIONS
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
@@ -151,12 +157,12 @@ def _clean_phrase(phrase: str) -> str:
             words[0] = words[0][2:]
         # A leading contraction (I'm, Don't, We'll) is no name; a possessive (Wolf's Crag)
         # may be; a capitalised preposition opening a sentence (Selon, Sur, Dans) is none.
-        elif words[0].lower() in _STOPWORDS | _LEADING_PREPOSITIONS or \
+        elif words[0].lower() in _NOT_LEADING or \
                 re.search(r"['’](?!s$)|n['’]t$", words[0], re.I):
             words = words[1:]
         else:
             break
-    while words and words[-1].lower() in _STOPWORDS | {"and", "&", "of", "the"}:
+    while words and words[-1].lower() in _NOT_TRAILING:
         words = words[:-1]
     return " ".join(words)
 
@@ -189,7 +195,7 @@ def find_entities(sentence: str, lowercase_words: set[str],
                 continue
             if _is_sentence_start(sentence, match.start()) and word not in midsentence_words:
                 continue
-            if word.upper() in _HONORIFICS or word.lower() in _DEMONYMS | _COMMON_ABBREVIATIONS:
+            if word.upper() in _HONORIFICS or word.lower() in _NOT_NAMES_ALONE:
                 continue
         name = normalize_name(phrase)
         if name not in found:

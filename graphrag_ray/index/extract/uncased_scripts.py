@@ -26,12 +26,14 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+from graphrag_ray.terms import WORD_MARKS
+
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _KANA = r"\u3040-\u30ff"
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff]{2,}")
 _KANJI_RUN = re.compile(rf"[{_HAN}]{{2,}}")
 # Letters, and the vowel signs inside Indic, Hebrew and Arabic words (not letters to `re`).
-_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|[\u0591-\u05c7\u064b-\u065f\u0900-\u0dff])*")
+_WORD = re.compile(rf"[^\W\d_](?:[^\W\d_]|[{WORD_MARKS}])*")
 _THAI = re.compile(r"[\u0e00-\u0e7f]")
 # Tags of jieba's dictionary: nr person, nrfg/nrt names, ns place, nt organisation, nz other
 # proper noun.
@@ -113,13 +115,13 @@ def _thai_names(text: str) -> dict[str, str]:
         return run
 
     for i, token in enumerate(tokens):
-        if token in _THAI_TITLES and run_after(i):
-            names.setdefault("".join(run_after(i)), "PERSON")
+        if token in _THAI_TITLES and (run := run_after(i)):
+            names.setdefault("".join(run), "PERSON")
         elif token.startswith(_THAI_ORG_WORDS):
             names.setdefault(token + "".join(run_after(i)) if token in _THAI_ORG_WORDS
                              else token, "ORGANIZATION")
-        elif token in _THAI_PLACE_WORDS and run_after(i):
-            names.setdefault(run_after(i)[0], "GEO")
+        elif token in _THAI_PLACE_WORDS and (run := run_after(i)):
+            names.setdefault(run[0], "GEO")
         elif token in places:
             names.setdefault(token, "GEO")
         elif i + 1 < len(tokens) and token + tokens[i + 1] in given_names:
