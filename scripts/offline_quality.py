@@ -66,7 +66,6 @@ QUESTIONS = {
         "描述了哪些问题或冲突？", "讨论了哪些工作或研究？", "关于未来说了什么？"],
 }
 LABELS = REPO / "scripts" / "labels" / "offline_junk.json"
-
 ON_TOPIC_LABELS = REPO / "scripts" / "labels" / "offline_on_topic.json"
 
 
@@ -78,10 +77,13 @@ def questions_for(name: str) -> list[str]:
 
 
 def answer_points(answer: str) -> list[str]:
-    """An answer's points, each as the key its label is filed under: its first 80
-    characters, spaces collapsed."""
-    return [" ".join(line[2:].split())[:80] for line in answer.splitlines()
-            if line.startswith(("- ", "> "))]
+    """An answer's points (its "- " and "> " lines), as shown."""
+    return [line[2:] for line in answer.splitlines() if line.startswith(("- ", "> "))]
+
+
+def point_key(point: str) -> str:
+    """The key a point's label is filed under: its first 80 characters, spaces collapsed."""
+    return " ".join(point.split())[:80]
 
 
 def build(code: Path, corpus: Path, out: Path) -> None:
@@ -100,11 +102,10 @@ def top_titles(index: Path, n: int = 100) -> list[tuple[str, str]]:
 
 def repeated_points(answer: str) -> int:
     seen, repeats = [], 0
-    for line in answer.splitlines():
-        if line.startswith(("- ", "> ")):
-            terms = set(content_terms(line.split("[Data:")[0]))
-            repeats += says_the_same(terms, seen)
-            seen.append(terms)
+    for point in answer_points(answer):
+        terms = set(content_terms(point.split("[Data:")[0]))
+        repeats += says_the_same(terms, seen)
+        seen.append(terms)
     return repeats
 
 
@@ -140,7 +141,7 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: li
     answers = global_answers(code, index, questions)
     repeated = manifest.get("repeated_passages", {})
     verdicts = [on_topic.get(question, {}).get(point) for question, answer in
-                zip(questions, answers) for point in answer_points(answer)]
+                zip(questions, answers) for point in map(point_key, answer_points(answer))]
     judged = [v for v in verdicts if v is not None]
     return {
         "entities": len(entities),
@@ -162,8 +163,7 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: li
         "answer_points": len(verdicts),
         "on_topic_share": round(sum(judged) / len(judged), 3) if judged else None,
         "unlabelled_points": len(verdicts) - len(judged),
-        "points": {q: [line[2:] for line in a.splitlines() if line.startswith(("- ", "> "))]
-                   for q, a in zip(questions, answers)},
+        "points": {q: answer_points(a) for q, a in zip(questions, answers)},
         "top10": [f"{t} ({k})" for t, k in top[:10]],
     }
 
@@ -219,8 +219,8 @@ def main() -> int:
             for measured in by_code.values():
                 for question, points in measured["points"].items():
                     known = on_topic.get(name, {}).get(question, {})
-                    for point, key in zip(points, answer_points(
-                            "\n".join(f"- {p}" for p in points))):
+                    for point in points:
+                        key = point_key(point)
                         if key not in known:
                             todo.setdefault(name, {}).setdefault(question, {})[key] = point
         Path(args.unlabelled).write_text(json.dumps(todo, ensure_ascii=False, indent=1))
