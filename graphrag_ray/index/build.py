@@ -219,8 +219,9 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
             # Boilerplate kept as text units of its own and never extracted (a Gutenberg
             # header and licence, each passage repeated across documents once).
             "boilerplate_chunks": sum(s == schema.REPEATED_PASSAGE for s in statuses),
-            "boilerplate_tokens": int(sum(n for s, n in zip(
-                statuses, extraction.column("n_tokens").to_pylist()) if s == schema.REPEATED_PASSAGE)),
+            "boilerplate_tokens": int(sum(
+                n for s, n in zip(statuses, extraction.column("n_tokens").to_pylist())
+                if s == schema.REPEATED_PASSAGE)),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(
