@@ -46,18 +46,20 @@ def measured_rates(manifest: dict, config: GraphRagConfig, prompts: dict[str, st
     and prompt and completion tokens per call. None when it is not comparable."""
     stages = manifest.get("llm_usage", {}).get("stages", {})
     extraction = manifest.get("extraction", {})
-    chunks = extraction.get("chunks", 0)
+    # What reached the model: boilerplate chunks (a licence, repeated passages and openings,
+    # kept as text units of their own) are never extracted.
+    chunks = extraction.get("chunks", 0) - extraction.get("boilerplate_chunks", 0)
+    chunk_tokens = extraction.get("chunk_tokens", 0) - extraction.get("boilerplate_tokens", 0)
     if not chunks or manifest.get("llm_usage", {}).get("model") != config.llm.model or \
             manifest.get("extraction_fingerprint") != extraction_fingerprint(config, prompts):
         return None
     rates = {}
     extract = stages.get("extract", {})
-    if extract.get("calls") and not extract.get("cache_hits") and \
-            extraction.get("chunk_tokens"):
+    if extract.get("calls") and not extract.get("cache_hits") and chunk_tokens:
         # What the model writes per token it reads; the conversation's structure (gleaning
         # resends it) stays the exact model's.
         rates["extract"] = {"output_per_input_token": extract["completion_tokens"]
-                            / extraction["chunk_tokens"]}
+                            / chunk_tokens}
     for name in ("summarize", "reports"):
         usage = stages.get(name, {})
         if usage.get("calls"):  # tokens are known only for calls that were made
