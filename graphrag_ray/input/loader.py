@@ -6,10 +6,12 @@ valid in the configured encoding is decoded with the fallback encoding and repor
 
 from __future__ import annotations
 
+import bisect
 import csv
 import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -278,16 +280,63 @@ def _byte_order_mark(data: bytes) -> str | None:
     return None
 
 
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes surrogateescape could not decode
+_SHOWN_LINES = 10
+
+
+def _line_numbers(text: str, positions: list[int]) -> list[int]:
+    """1-based line numbers of character positions (in order)."""
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    return [bisect.bisect_right(breaks, p) + 1 for p in positions]
+
+
+def _shown(lines: list[int]) -> str:
+    distinct = sorted(set(lines))
+    more = len(distinct) - _SHOWN_LINES
+    return ", ".join(map(str, distinct[:_SHOWN_LINES])) + (f" and {more} more" if more > 0 else "")
+
+
 def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> str:
-    encoding = "utf-8-sig" if config.encoding.lower().replace("_", "-") == "utf-8" else config.encoding
+    """The file's text. The encoding is decided for the file as a whole: a UTF-8 file with a
+    few bad bytes (a truncated copy, one pasted Latin-1 character) stays UTF-8 with each bad
+    byte replaced and its line reported, because decoding all of it as cp1252 would turn
+    every correct accented letter and quote into mojibake (`â€™`). Only a file with no valid
+    UTF-8 multi-byte sequence, or fewer of them than bad bytes, is read in
+    `fallback_encoding`. Text is never dropped."""
+    declared = config.encoding.lower().replace("_", "-")
+    if declared not in ("utf-8", "utf8"):
+        try:
+            return data.decode(config.encoding)
+        except UnicodeDecodeError as exc:
+            result.warnings.append(
+                f"{relative}: not valid {config.encoding} (byte {exc.start}); decoded as "
+                f"{config.fallback_encoding}{_replaced(data, config.fallback_encoding)}")
+            return data.decode(config.fallback_encoding, errors="replace")
     try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as exc:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    escaped = data.decode("utf-8-sig", errors="surrogateescape")
+    bad = [m.start() for m in _UNDECODED.finditer(escaped)]
+    non_ascii = len(escaped) - len(escaped.encode("ascii", errors="ignore"))
+    multibyte = non_ascii - len(bad)
+    if multibyte >= len(bad):
         result.warnings.append(
-            f"{relative}: not valid {config.encoding} (byte {exc.start}); "
-            f"decoded as {config.fallback_encoding} with replacement characters"
-        )
-        return data.decode(config.fallback_encoding, errors="replace")
+            f"{relative}: not valid utf-8 at {len(bad):,} byte(s) (line "
+            f"{_shown(_line_numbers(escaped, bad))}); read as UTF-8, each bad byte replaced "
+            "by U+FFFD")
+        return _UNDECODED.sub("\ufffd", escaped)
+    result.warnings.append(
+        f"{relative}: not valid utf-8 ({len(bad):,} bytes outside it, {multibyte:,} valid "
+        f"multi-byte characters); the whole file decoded as {config.fallback_encoding}"
+        f"{_replaced(data, config.fallback_encoding)}")
+    return data.decode(config.fallback_encoding, errors="replace")
+
+
+def _replaced(data: bytes, encoding: str) -> str:
+    """What the warning adds when `encoding` itself lacks some of the file's bytes."""
+    missing = data.decode(encoding, errors="replace").count("\ufffd")
+    return f", {missing:,} byte(s) it does not define replaced by U+FFFD" if missing else ""
 
 
 def _tabular_rows(relative: str, table: pa.Table, config: InputConfig) -> list[dict]:

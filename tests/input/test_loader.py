@@ -232,3 +232,30 @@ def test_an_unsupported_single_file_fails_before_any_work(tmp_path):
     (tmp_path / "slides.pptx").write_bytes(b"PK\x03\x04")
     with pytest.raises(InputError, match="unsupported file type .pptx"):
         list_input_files(str(tmp_path / "slides.pptx"), InputConfig())
+
+
+def test_a_utf8_file_with_a_bad_byte_stays_utf8_and_names_the_line(tmp_path):
+    text = "Scrooge’s nephew said “Merry Christmas” to Bob Cratchit.\n" * 50
+    data = bytearray(text.encode("utf-8"))
+    position = data.index(b"\n", 20 * len(data) // 50) + 5  # inside line 22
+    data[position:position + 1] = b"\xe9"
+    loaded = load_documents(str(_write(tmp_path, "book.txt", bytes(data))), InputConfig())
+    decoded = loaded.documents.column("text")[0].as_py()
+    assert "â€" not in decoded and decoded.count("’") == 50 and decoded.count("\ufffd") == 1
+    (warning,) = loaded.warnings
+    assert "book.txt" in warning and "1 byte(s)" in warning and "line 22" in warning
+    assert "read as UTF-8" in warning
+
+
+def test_a_latin1_file_is_decoded_whole_and_the_warning_says_so(tmp_path):
+    text = "Café Müller met Zoë in Köln. " * 20
+    loaded = load_documents(str(_write(tmp_path, "latin.txt", text.encode("latin-1"))),
+                            InputConfig())
+    assert loaded.documents.column("text")[0].as_py() == text
+    (warning,) = loaded.warnings
+    assert "decoded as cp1252" in warning and "replace" not in warning
+
+
+def _write(folder, name, data: bytes):
+    (folder / name).write_bytes(data)
+    return folder
