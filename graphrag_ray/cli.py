@@ -112,6 +112,24 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def kept_out_line(manifest: dict) -> str:
+    """What no extraction read, said in the build's summary (it was only in the manifest)."""
+    extraction, repeated = manifest["extraction"], manifest.get("repeated_passages", {})
+    line = ""
+    if extraction.get("kept_out_tokens"):
+        line = (f"kept out of extraction: {extraction['kept_out_tokens']:,} tokens "
+                f"({extraction['kept_out_share']:.1%}): boilerplate "
+                f"{extraction['boilerplate_chunks']} text units"
+                + (f", of them {repeated['boilerplate_passages']} passages repeated in "
+                   f"{repeated['occurrences'] - repeated.get('content_occurrences', 0)} places"
+                   if repeated.get("boilerplate_passages") else ""))
+    if repeated.get("content_passages"):
+        line += ("; " if line else "") + (
+            f"repeated text extracted once: {repeated['content_passages']} passages, "
+            f"{repeated['content_tokens_extracted_once']:,} tokens not extracted again")
+    return line
+
+
 def _print_build(manifest: dict, output: str, seconds: float) -> None:
     from graphrag_ray.llm.accounting import format_usage_table
 
@@ -129,9 +147,13 @@ def _print_build(manifest: dict, output: str, seconds: float) -> None:
           f"{extraction['malformed_records']} malformed records" + (
               " (" + "; ".join(f"{n} {reason}" for reason, n in sorted(
                   reasons.items(), key=lambda item: -item[1])) + ")" if reasons else ""))
+    kept_out = kept_out_line(manifest)
+    if kept_out:
+        print(kept_out)
     usage = manifest["llm_usage"]
-    print(f"LLM usage ({usage['model']}):")
-    print(format_usage_table({**usage["stages"], "total": usage["total"]}))
+    if any(usage["total"].get(k) for k in ("calls", "cache_hits", "failed_calls")):
+        print(f"LLM usage ({usage['model']}):")
+        print(format_usage_table({**usage["stages"], "total": usage["total"]}))
     if manifest["tables"]["entities"] == 0:
         _eprint("warning: no entities were extracted, so there is nothing to query; with "
                 "extraction.method=nlp only capitalised names are found")

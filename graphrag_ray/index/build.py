@@ -163,6 +163,8 @@ def _report_inputs(ctx: BuildContext, input_url: str, extraction,
     ctx.staged.write_table(INPUT_FILES, pa.Table.from_pylist(reports.files,
                                                              schema=INPUT_FILES_SCHEMA))
     skipped, warnings = ignored + reports.skipped, reports.warnings
+    if reports.kept_out_warning():
+        warnings = warnings + [reports.kept_out_warning()]
     read = len(reports.files) - len(reports.skipped)
     ctx.figures["input_files"] = {"read": read, "skipped": len(skipped)}
     for warning in warnings:
@@ -175,6 +177,18 @@ def _report_inputs(ctx: BuildContext, input_url: str, extraction,
     ctx.progress(f"{extraction.num_rows} chunks "
                  f"({sum(extraction.column('n_tokens').to_pylist())} tokens)")
     return skipped, warnings
+
+
+def _kept_out(statuses: list[str], tokens: list[int], repeated: dict) -> dict:
+    """Text no extraction read, and its share of the corpus: the boilerplate text units
+    (Gutenberg framing, openings, each repeated boilerplate passage once) and the copies of
+    repeated boilerplate cut elsewhere. Repeated content is extracted once, so not counted."""
+    boilerplate = sum(n for s, n in zip(statuses, tokens) if s == schema.REPEATED_PASSAGE)
+    kept_out = boilerplate + repeated.get("boilerplate_copies_tokens", 0)
+    corpus = sum(tokens) + repeated.get("boilerplate_copies_tokens", 0) + repeated.get(
+        "content_tokens_extracted_once", 0)
+    return {"kept_out_tokens": kept_out, "kept_out_share": round(kept_out / corpus, 4)
+            if corpus else 0.0}
 
 
 def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, counts,
@@ -222,6 +236,8 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
             "boilerplate_tokens": int(sum(
                 n for s, n in zip(statuses, extraction.column("n_tokens").to_pylist())
                 if s == schema.REPEATED_PASSAGE)),
+            **_kept_out(statuses, extraction.column("n_tokens").to_pylist(),
+                        ctx.figures.get("repeated_passages", {})),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(

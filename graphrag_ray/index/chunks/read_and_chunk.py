@@ -11,7 +11,7 @@ then document, then window.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import fsspec
@@ -33,6 +33,38 @@ CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens
                           ("document_id", pa.string()), ("seq", pa.int64()),
                           ("file_chunks", pa.int64()), ("repeated_passage", pa.bool_())])
 _POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
+
+
+# Repeated content (`repeated_passages.RepeatedPassages.content`): per passage, the chunks of
+# its first document that extracted it (`chunk_id`) and the documents it was cut from
+# (`chunk_id` null). The tables writer links each such document to those chunks.
+SHARED_CONTENT = "shared_content"
+SHARED_SCHEMA = pa.schema([("passage", pa.string()), ("document_id", pa.string()),
+                           ("chunk_id", pa.string())])
+KEPT_OUT_WARNING = 0.2  # a file with more of its text kept out of extraction is named
+
+
+def _content_chunks(documents: pa.Table, units: pa.Table,
+                    kept_content: dict[str, list[tuple[str, int, int]]]
+                    ) -> list[tuple[str, str, str]]:
+    """(passage, document, chunk) for each chunk that holds part of a repeated content
+    passage its document is the first home of. Chunks are consecutive windows of their
+    document's text, so each is found just after the previous one's start."""
+    texts = dict(zip(documents.column("id").to_pylist(), documents.column("text").to_pylist()))
+    rows, cursor = [], {}
+    for chunk, document, text in zip(units.column("id").to_pylist(),
+                                     units.column("document_id").to_pylist(),
+                                     units.column("text").to_pylist()):
+        spans = kept_content.get(document)
+        if not spans:
+            continue
+        start = texts[document].find(text, cursor.get(document, 0))
+        if start < 0:
+            continue
+        cursor[document] = start + 1
+        end = start + len(text)
+        rows += [(name, document, chunk) for name, a, b in spans if a < end and start < b]
+    return rows
 
 
 def seq_file_index(seq: int) -> int:
@@ -58,9 +90,10 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
     for file_index, path in files:
         loaded = load_file(input_fs, input_root, path, input_config)
         for position, text in enumerate(loaded.documents.column("text").to_pylist()):
+            body = framed_boilerplate(text)[0]  # what split_repeated will be given
             documents.append((chunk_seq(file_index, position, 0),
-                              document_passages(text, min_chars, tokenizer),
-                              opening_words(framed_boilerplate(text)[0])))
+                              document_passages(body, min_chars, tokenizer),
+                              opening_words(body)))
     return documents
 
 
@@ -79,6 +112,8 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
     indexes = files.column("file_index").to_pylist()
     name = f"files-{indexes[0]:08d}"
     read, skipped, warnings, document_parts, chunk_parts = [], [], [], [], []
+    shared: list[tuple[str, str, str | None]] = []  # (content passage, document, chunk)
+    kept_out: list[tuple[str, float]] = []  # files mostly boilerplate: (path, share)
     for file_index, path in zip(indexes, files.column("path").to_pylist()):
         loaded = load_file(input_fs, input_root, path, input_config)
         read += loaded.files
@@ -87,20 +122,29 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         documents = loaded.documents
         if not documents.num_rows:
             continue
-        to_chunk, homed = documents, {}
+        to_chunk, homed, kept_content = documents, {}, {}
         if boilerplate:
-            texts = []
+            texts, file_cut, file_chars = [], 0, 0
             for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
                                                      documents.column("text").to_pylist())):
-                text, homed[document] = framed_boilerplate(text)
+                body, homed[document] = framed_boilerplate(text)
+                cut = len(text) - len(body)
                 if repeated is not None and (repeated.first or repeated.openings):
-                    text, repeats, _ = split_repeated(
-                        text, repeated, chunk_seq(file_index, i, 0), min_passage_chars)
-                    homed[document] += repeats
-                texts.append(text)
+                    split = split_repeated(body, repeated, chunk_seq(file_index, i, 0),
+                                           min_passage_chars)
+                    body, cut = split.text, cut + split.cut_chars
+                    homed[document] += split.homed
+                    kept_content[document] = split.kept_content
+                    shared += [(name, document, None) for name in split.shared]
+                file_cut, file_chars = file_cut + cut, file_chars + len(text)
+                texts.append(body)
+            if file_cut > KEPT_OUT_WARNING * file_chars:
+                kept_out.append((loaded.files[-1]["path"], round(file_cut / file_chars, 3)))
             to_chunk = documents.set_column(documents.column_names.index("text"), "text",
                                             pa.array(texts, pa.string()))
         units = chunk_documents(to_chunk, chunks_config, tokenizer)
+        if kept_content:
+            shared += _content_chunks(to_chunk, units, kept_content)
         position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
         windows: dict[str, int] = {}
         seq = []
@@ -137,13 +181,18 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
             [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
             pa.list_(pa.string()))))
     write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
-        {"files": read, "skipped": skipped, "warnings": warnings}).encode("utf-8"))
+        {"files": read, "skipped": skipped, "warnings": warnings,
+         "kept_out": kept_out}).encode("utf-8"))
     if not chunk_parts:
         return
     chunks = pa.concat_tables(chunk_parts)
     write_parquet(work_fs, f"{work_root}/documents/{name}.parquet",
                  pa.concat_tables(document_parts))
     write_parquet(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
+    if shared:
+        write_parquet(work_fs, f"{work_root}/{SHARED_CONTENT}/{name}.parquet",
+                      pa.Table.from_pylist([{"passage": p, "document_id": d, "chunk_id": c}
+                                            for p, d, c in shared], schema=SHARED_SCHEMA))
     for start in range(0, chunks.num_rows, block_rows):
         yield chunks.slice(start, block_rows)
 
@@ -154,6 +203,20 @@ class InputReports:
     files: list[dict]  # every file read: path, bytes, sha256
     skipped: list[dict]  # files skipped, with reasons
     warnings: list[str]
+    # Files with over KEPT_OUT_WARNING of their text kept out as boilerplate: (path, share).
+    kept_out: list[tuple[str, float]] = field(default_factory=list)
+
+    def kept_out_warning(self) -> str | None:
+        """One line naming the files that lost most of their text to boilerplate."""
+        if not self.kept_out:
+            return None
+        worst = sorted(self.kept_out, key=lambda item: -item[1])
+        shown = ", ".join(f"{path} ({share:.0%})" for path, share in worst[:5])
+        more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+        return (f"{len(worst)} file(s) have over {KEPT_OUT_WARNING:.0%} of their text kept "
+                f"out of extraction as boilerplate (Project Gutenberg headers and licences, "
+                f"passages repeated at the start or end of many documents): {shown}{more}; "
+                "see repeated_passages in the manifest")
 
 
 def input_reports(work_url: str) -> InputReports:
@@ -168,6 +231,7 @@ def input_reports(work_url: str) -> InputReports:
         reports.files += report["files"]
         reports.skipped += report["skipped"]
         reports.warnings += report["warnings"]
+        reports.kept_out += [tuple(item) for item in report.get("kept_out", [])]
     return reports
 
 

@@ -51,14 +51,43 @@ _GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (?:THE|THIS) PROJECT GUTENBERG E-?
 
 
 def framed_boilerplate(text: str) -> tuple[str, list[str]]:
-    """A Project Gutenberg file's header and licence (before its START line, from its END
-    line): boilerplate even in a corpus of one book. Returns the body and those passages
-    (none, and the whole text, without both lines)."""
-    start, end = _GUTENBERG_START.search(text), _GUTENBERG_END.search(text)
-    if not start or not end or end.start() <= start.end():
+    """The books of a Project Gutenberg file and its boilerplate. Each START ... END pair
+    frames a book (a file made by `cat a.txt b.txt` holds two); what precedes a START (the
+    header), lies between an END and the next START, or follows the last END (the licence)
+    is boilerplate, even in a corpus of one book. Such a stretch that does not mention
+    Project Gutenberg is text (a file concatenated between two books), and a marker that
+    pairs with nothing frames nothing. Returns the text to extract (the books and any such
+    text, in order) and the boilerplate passages (none, and the whole text, without a
+    pair)."""
+    markers = sorted([(m, True) for m in _GUTENBERG_START.finditer(text)]
+                     + [(m, False) for m in _GUTENBERG_END.finditer(text)],
+                     key=lambda marker: marker[0].start())
+    pairs = [(start, end) for (start, is_start), (end, is_end) in zip(markers, markers[1:])
+             if is_start and not is_end]
+    if not pairs:
         return text, []
-    return text[start.end():end.start()].strip("\n"), [
-        part for part in (text[:start.end()], text[end.start():]) if part.strip()]
+    kept, boilerplate = [], []
+    # Stretches outside the books: (where its text starts, ends) and its marker lines.
+    previous_end = None
+    for start, end in pairs + [(None, None)]:
+        lo = previous_end.end() if previous_end else 0
+        hi = start.start() if start else len(text)
+        marker_lines = [m.group(0) for m in (previous_end, start) if m is not None]
+        outside = text[lo:hi]
+        if "gutenberg" in outside.lower():
+            boilerplate.append("\n".join(
+                ([marker_lines[0]] if previous_end else []) + [outside.strip("\n")]
+                + ([marker_lines[-1]] if start else [])).strip("\n"))
+        else:
+            if outside.strip():
+                kept.append(outside)
+            if marker_lines:
+                boilerplate.append("\n".join(marker_lines))
+        if start is not None:
+            kept.append(text[start.end():end.start()])
+            previous_end = end
+    return "\n\n".join(part.strip("\n") for part in kept if part.strip()), [
+        part for part in boilerplate if part.strip()]
 
 
 def passage_spans(text: str) -> list[tuple[int, int]]:
@@ -118,15 +147,20 @@ def _common_prefix(sequences: list[list[str]]) -> int:
 
 
 def document_passages(text: str, min_chars: int, tokenizer: str = "cl100k_base"
-                      ) -> list[tuple[str, list[str], int]]:
-    """(key, bands, tokens) of the document's distinct passages long enough to count."""
+                      ) -> list[tuple[str | None, list[str], int]]:
+    """(key, bands, tokens) of the document's distinct passages long enough to count, in
+    order, then (None, [], tokens) for the rest of its text (shorter passages and repeats,
+    estimated at 4 characters a token) when there is any."""
     seen: dict[str, tuple[str, list[str], int]] = {}
+    compared = 0
     for a, b in passage_spans(text):
         if b - a >= min_chars:
             key = passage_key(text[a:b])
             if key not in seen:
                 seen[key] = (key, band_keys(text[a:b]), count_tokens(text[a:b], tokenizer))
-    return list(seen.values())
+                compared += b - a
+    rest = (len(text) - compared) // 4
+    return list(seen.values()) + ([(None, [], rest)] if rest else [])
 
 
 @dataclass
@@ -136,6 +170,10 @@ class RepeatedPassages:
     first copy's key) how many documents have it."""
     first: dict[str, int] = field(default_factory=dict)
     documents_with: dict[str, int] = field(default_factory=dict)
+    # Keys of repeated *content* (a duplicated document, a quoted section) -> its passage's
+    # name: extracted in its first document, cut from the others, which are linked to the
+    # text units that extracted it. The other repeated passages are boilerplate.
+    content: dict[str, str] = field(default_factory=dict)
     # Repeated openings: their first `OPENING_WORDS` words -> (words they share, the corpus
     # position of the first document opening with them, documents opening with them).
     openings: dict[str, tuple[int, int, int]] = field(default_factory=dict)
@@ -158,7 +196,7 @@ class RepeatedPassages:
         holders: dict[str, str] = {}
         bands_of: dict[str, frozenset[str]] = {}
         for _, passages in documents:
-            for key, bands, _ in passages:
+            for key, bands, _ in _compared(passages):
                 root(key)
                 bands_of.setdefault(key, frozenset(bands))
                 for other in {holders[band] for band in bands if band in holders} - {key}:
@@ -170,13 +208,59 @@ class RepeatedPassages:
                     holders.setdefault(band, key)
         in_documents: dict[str, set[int]] = defaultdict(set)
         for position, passages in documents:
-            for key, _, _ in passages:
+            for key, _, _ in _compared(passages):
                 in_documents[root(key)].add(position)
         needed = max(min_documents, math.ceil(min_share * len(documents)))
         repeated = {r for r, positions in in_documents.items() if len(positions) >= needed}
         first = {key: min(in_documents[root(key)]) for key in parent if root(key) in repeated}
+        content_roots = _content(documents, repeated, root)
         return cls(first, {r: len(in_documents[r]) for r in repeated},
+                   {key: root(key) for key in first if root(key) in content_roots},
                    _repeated_openings(documents, openings or [], min_documents))
+
+
+def _compared(passages: list[tuple]) -> list[tuple]:
+    return [passage for passage in passages if passage[0] is not None]
+
+
+OWN_TEXT_SHARE = 0.25  # a document's own text, against an edge run, for it to be boilerplate
+EDGE_SHARE = 0.25  # of a document's compared text, at most, before (or after) an edge run
+
+
+def _content(documents: list[tuple[int, list[tuple]]], repeated: set[str], root) -> set[str]:
+    """The repeated passages that are content, not boilerplate. Boilerplate (a licence, a
+    disclaimer, a show's intro or sign-off, a safe-harbour paragraph) sits at the start or
+    end of the documents that hold it, beside text of their own: in a document, the run of
+    consecutive repeated passages it belongs to has at most `EDGE_SHARE` of the compared
+    text before it or after it (a show's intro follows a line or two), and the document's text outside repeated passages is at least `OWN_TEXT_SHARE` of the
+    run (an e-mail's disclaimer may outweigh its message; a copied book behind a one-line
+    preamble is the book). A passage is boilerplate when more than half of its documents
+    say so; otherwise (five copies of one book, a section quoted mid-document) it is
+    content, extracted once instead of never."""
+    votes: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # root -> [boilerplate, all]
+    for _, passages in documents:
+        compared = _compared(passages)
+        roots = [root(key) for key, _, _ in compared]
+        own = sum(tokens for key, _, tokens in passages
+                  if key is None or root(key) not in repeated)
+        i = 0
+        while i < len(roots):
+            if roots[i] not in repeated:
+                i += 1
+                continue
+            j = i
+            while j < len(roots) and roots[j] in repeated:
+                j += 1
+            run_tokens = sum(tokens for _, _, tokens in compared[i:j])
+            before = sum(tokens for _, _, tokens in compared[:i])
+            after = sum(tokens for _, _, tokens in compared[j:])
+            at_edge = min(before, after) <= EDGE_SHARE * (before + run_tokens + after)
+            boilerplate = at_edge and own >= OWN_TEXT_SHARE * run_tokens
+            for r in set(roots[i:j]):
+                votes[r][0] += boilerplate
+                votes[r][1] += 1
+            i = j
+    return {r for r in repeated if votes[r][0] * 2 <= votes[r][1]}
 
 
 def _repeated_openings(documents: list[tuple[int, list]], openings: list[list[str]],
@@ -204,23 +288,79 @@ def _cut_opening(text: str, repeated: RepeatedPassages) -> tuple[str, str, int]:
     return (rest, text[lead:end], first) if rest.strip() else (text, "", -1)
 
 
+@dataclass
+class Split:
+    """A document's text as extraction reads it, and what was taken out of it."""
+    text: str
+    homed: list[str]  # boilerplate kept here as text units of their own (first home)
+    cut_chars: int  # boilerplate cut from the text (kept out of extraction)
+    shared_chars: int  # repeated content cut from the text (extracted in its first home)
+    # Repeated content kept in `text` as its first home: (passage name, start, end) in `text`.
+    kept_content: list[tuple[str, int, int]]
+    shared: list[str]  # names of repeated content cut here: its first home extracted it
+
+
 def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_chars: int
-                   ) -> tuple[str, list[str], int]:
+                   ) -> Split:
     """The document's text without its repeated passages (each cut replaced by a paragraph
-    break), the passages this document keeps as their first home, and the characters cut."""
+    break). Boilerplate is cut from every document, and kept by its first as a text unit
+    of its own; repeated content stays in its first document's text and is cut from the
+    others. Paragraphs too short to compare that lie between two repeated passages of the
+    same kind (a chapter heading, a line of dialogue inside a copied book) go with them."""
     text, opening, first = _cut_opening(text, repeated)
     homed = [opening] if first == position else []
-    kept, cut, last = [], len(opening), 0
+    # Each paragraph: (start, end, kind) with kind None (kept), "boilerplate", "content"
+    # (cut: extracted in its first document) or "home" (content kept here, its first).
+    spans = []
     for a, b in passage_spans(text):
-        if b - a < min_chars:
+        key = passage_key(text[a:b]) if b - a >= min_chars else None
+        kind = None
+        if key in repeated.first:
+            name = repeated.content.get(key)
+            kind = "boilerplate" if name is None else (
+                "home" if repeated.first[key] == position else "content")
+            if kind == "boilerplate" and repeated.first[key] == position:
+                homed.append(text[a:b])
+        spans.append([a, b, kind, key if b - a >= min_chars else None,
+                      repeated.content.get(key)])
+    _join_short_paragraphs(spans)
+    pieces, shared, cut, shared_chars, last = [], [], len(opening), 0, 0
+    for a, b, kind, key, name in spans:
+        if kind is None:
             continue
-        key = passage_key(text[a:b])
-        if key not in repeated.first:
-            continue
-        kept.append(text[last:a])
-        if repeated.first[key] == position:
-            homed.append(text[a:b])
-        cut += b - a
+        pieces.append((text[last:a], None))
         last = b
-    kept.append(text[last:])
-    return "\n\n".join(part.strip("\n") for part in kept if part.strip()), homed, cut
+        if kind == "home":
+            pieces.append((text[a:b], name))
+        elif kind == "content":
+            shared += [name] if name else []
+            shared_chars += b - a
+        else:
+            cut += b - a
+    pieces.append((text[last:], None))
+    out, kept_content, offset = [], [], 0
+    for piece, name in pieces:
+        piece = piece.strip("\n")
+        if not piece.strip():
+            continue
+        offset += 2 if out else 0
+        if name is not None:
+            kept_content.append((name, offset, offset + len(piece)))
+        out.append(piece)
+        offset += len(piece)
+    return Split("\n\n".join(out), homed, cut, shared_chars, kept_content,
+                 list(dict.fromkeys(shared)))
+
+
+def _join_short_paragraphs(spans: list[list]) -> None:
+    """Short paragraphs (no key) between two repeated paragraphs of the same kind take that
+    kind; a kept one ("home") names the passage before it, so its chunks are linked too."""
+    previous = None  # index of the last compared paragraph
+    for i, (_, _, kind, key, _) in enumerate(spans):
+        if key is None:
+            continue
+        if previous is not None and kind is not None and spans[previous][2] == kind:
+            for short in range(previous + 1, i):
+                spans[short][2] = kind
+                spans[short][4] = spans[previous][4] if kind == "home" else None
+        previous = i

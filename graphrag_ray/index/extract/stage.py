@@ -203,13 +203,23 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     documents = [(position, passages) for batch in scanned for position, passages, _ in batch]
     repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share,
                                      [words for batch in scanned for _, _, words in batch])
-    tokens = {key: n for _, passages in documents for key, _, n in passages}
-    occurrences = sum(repeated.documents_with.values())
+    tokens = {key: n for _, passages in documents for key, _, n in passages if key}
+    content = set(repeated.content.values())
+    boilerplate = {k: n for k, n in repeated.documents_with.items() if k not in content}
     ctx.figures["repeated_passages"] = {
-        "passages": len(repeated.documents_with), "occurrences": occurrences,
-        # Kept out of extraction: every occurrence (the one kept as a text unit of its own
-        # is not extracted either).
-        "tokens_not_extracted": sum(tokens[k] * n for k, n in repeated.documents_with.items()),
+        "passages": len(repeated.documents_with),
+        "occurrences": sum(repeated.documents_with.values()),
+        # Boilerplate: kept out of extraction everywhere (also its own text unit).
+        "boilerplate_passages": len(boilerplate),
+        "tokens_not_extracted": sum(tokens[k] * n for k, n in boilerplate.items()),
+        # ... of which in documents other than the one keeping it as a text unit.
+        "boilerplate_copies_tokens": sum(tokens[k] * (n - 1) for k, n in boilerplate.items()),
+        # Repeated content (duplicated documents, quoted sections): extracted in its first
+        # document, cut from the others (linked to the chunks that extracted it).
+        "content_passages": len(content),
+        "content_occurrences": sum(repeated.documents_with[k] for k in content),
+        "content_tokens_extracted_once": sum(
+            tokens[k] * (repeated.documents_with[k] - 1) for k in content),
         "variants": len(repeated.first),  # distinct texts (near-copies) of the passages
         # Openings shared by documents (a transcript's file name opening each of its parts)
         # and the documents they were cut from.

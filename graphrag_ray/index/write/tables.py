@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
-from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
+from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
@@ -111,6 +111,27 @@ def communities_table(communities: list[Community], entities: pa.Table,
 
 
 
+def shared_content_links(work_url: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Repeated content is extracted in its first document only; the others that hold it
+    are linked to the chunks that extracted it: chunk -> the other documents (its
+    `document_ids`), document -> those chunks (its `text_unit_ids`)."""
+    chunks_of: dict[str, list[str]] = defaultdict(list)
+    sharers: dict[str, list[str]] = defaultdict(list)
+    for part in stored_pieces(work_url, SHARED_CONTENT):
+        for passage, document, chunk in zip(*(part.column(c).to_pylist() for c in (
+                "passage", "document_id", "chunk_id"))):
+            (chunks_of[passage] if chunk else sharers[passage]).append(chunk or document)
+    documents_of: dict[str, list[str]] = defaultdict(list)
+    units_of: dict[str, list[str]] = defaultdict(list)
+    for passage, documents in sharers.items():
+        for chunk in chunks_of.get(passage, []):
+            documents_of[chunk] += [d for d in documents if d not in documents_of[chunk]]
+            for document in documents:
+                if chunk not in units_of[document]:
+                    units_of[document].append(chunk)
+    return dict(documents_of), dict(units_of)
+
+
 def write_documents_and_text_units(staged: IndexVersion, work_url: str, extraction: pa.Table,
                                     entities: pa.Table, relationships: pa.Table,
                                     claims: pa.Table, rows_per_part: int) -> dict[str, int]:
@@ -132,6 +153,8 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
                       zip(extraction.column("status").to_pylist(),
                           extraction.column("error").to_pylist())))
 
+    extra_documents, extra_units = shared_content_links(work_url)
+
     def text_units():
         next_id = 0
         for chunks in stored_pieces(work_url, "chunks"):
@@ -144,8 +167,10 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
                 "id": chunks.column("id"),
                 "human_readable_id": pa.array(range(next_id, next_id + len(units)), pa.int64()),
                 "text": chunks.column("text"), "n_tokens": chunks.column("n_tokens"),
-                "document_ids": pa.array([[d] for d in chunks.column("document_id").to_pylist()],
-                                         pa.list_(pa.string())),
+                "document_ids": pa.array(
+                    [[d] + extra_documents.get(u, []) for u, d in
+                     zip(units, chunks.column("document_id").to_pylist())],
+                    pa.list_(pa.string())),
                 "entity_ids": pa.array([entity_ids.get(u, []) for u in units],
                                        pa.list_(pa.string())),
                 "relationship_ids": pa.array([relationship_ids.get(u, []) for u in units],
@@ -161,6 +186,13 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
     def documents():
         next_id = 0
         for part in stored_pieces(work_url, "documents"):
+            if extra_units:
+                column = part.column_names.index("text_unit_ids")
+                part = part.set_column(column, "text_unit_ids", pa.array(
+                    [own + [u for u in extra_units.get(d, []) if u not in own]
+                     for d, own in zip(part.column("id").to_pylist(),
+                                       part.column("text_unit_ids").to_pylist())],
+                    pa.list_(pa.string())))
             yield part.add_column(1, "human_readable_id", pa.array(
                 range(next_id, next_id + part.num_rows), pa.int64())).select(
                 schema.DOCUMENT_COLUMNS)

@@ -33,10 +33,11 @@ def test_a_passage_in_enough_documents_is_repeated_whatever_its_year():
     repeated = RepeatedPassages.find([(i, document_passages(d, 100)) for i, d in
                                       enumerate(documents)], min_documents=3)
     assert len(repeated.documents_with) == 1 and list(repeated.documents_with.values()) == [5]
-    kept, homed, cut = split_repeated(documents[0], repeated, 0, 100)
-    assert kept == STORIES[0] and homed == [LICENCE.format(year=2020)] and cut > 200
-    kept, homed, _ = split_repeated(documents[3], repeated, 3, 100)
-    assert kept == STORIES[3] and homed == []  # only its first document keeps it
+    split = split_repeated(documents[0], repeated, 0, 100)
+    assert split.text == STORIES[0] and split.homed == [LICENCE.format(year=2020)]
+    assert split.cut_chars > 200 and not repeated.content  # boilerplate, not content
+    split = split_repeated(documents[3], repeated, 3, 100)
+    assert split.text == STORIES[3] and split.homed == []  # only its first document keeps it
     assert not RepeatedPassages.find([(i, document_passages(d, 100)) for i, d in
                                       enumerate(documents[:2])], min_documents=3).first
 
@@ -135,9 +136,9 @@ def test_a_file_name_opening_every_part_of_a_transcript_is_cut_once():
     openings = [opening_words(text) for text in parts]
     repeated = RepeatedPassages.find([(i, document_passages(t, 100)) for i, t in
                                       enumerate(parts)], 3, 0.01, openings)
-    kept, homed, cut = split_repeated(parts[0], repeated, 0, 100)
-    assert kept == "SAM ALTMAN: The two strategies to succeed."
-    assert homed == ["EP-13_ Behind_the_Tech_with_Sam-Altman.txt"] and cut > 30
-    kept, homed, _ = split_repeated(parts[2], repeated, 2, 100)
-    assert kept == "SAM ALTMAN: Way before the iPhone." and homed == []
-    assert split_repeated(parts[3], repeated, 3, 100)[0] == parts[3]  # only two open so
+    split = split_repeated(parts[0], repeated, 0, 100)
+    assert split.text == "SAM ALTMAN: The two strategies to succeed."
+    assert split.homed == ["EP-13_ Behind_the_Tech_with_Sam-Altman.txt"] and split.cut_chars > 30
+    split = split_repeated(parts[2], repeated, 2, 100)
+    assert split.text == "SAM ALTMAN: Way before the iPhone." and split.homed == []
+    assert split_repeated(parts[3], repeated, 3, 100).text == parts[3]  # only two open so
