@@ -27,6 +27,7 @@ def environment_error(exc: BaseException) -> str | None:
     is a file, a full disk. None for anything else (a bug keeps its traceback). Looks through
     the exception's causes: storage libraries wrap the cloud SDK's errors, Ray a worker's."""
     import errno
+    import re
 
     seen = []
     while exc is not None and exc not in seen:
@@ -43,9 +44,23 @@ def environment_error(exc: BaseException) -> str | None:
         if isinstance(exc, PermissionError) or "AccessDenied" in str(exc)[:300]:
             where = getattr(exc, "filename", None) or ""
             return f"permission denied{f' on {where}' if where else ''}: {_first_line(exc)}"
-        if isinstance(exc, NotADirectoryError):
-            return (f"{exc.filename} is a file where a folder is needed (use another --output, "
+        if isinstance(exc, (NotADirectoryError, FileExistsError)):
+            return (f"{exc.filename} is a file where a folder is needed (choose another path, "
                     "or remove the file)")
+        if isinstance(exc, IsADirectoryError):
+            return (f"{exc.filename} is a folder where a file is needed (choose another path, "
+                    "or remove the folder)")
+        if isinstance(exc, OSError) and exc.errno == errno.EROFS:
+            return (f"read-only file system: cannot write {exc.filename or 'the output'} "
+                    "(choose an output on a writable disk)")
+        if isinstance(exc, ImportError) and "to access" in str(exc):
+            # fsspec's word for a URL whose backend is not installed ("Install s3fs to
+            # access S3"): the package to install, in one line.
+            package = re.search(r"install (\S+) to access", str(exc), re.I)
+            return (f"{_first_line(exc)}: `pip install {package.group(1)}` adds it"
+                    if package else _first_line(exc))
+        if isinstance(exc, ValueError) and str(exc).startswith("Protocol not known"):
+            return f"{_first_line(exc)}: no fsspec backend reads URLs of that kind"
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
             return (f"no space left on the device writing {exc.filename or 'the index'}: free "
                     "some, then rerun (cached LLM calls are not repeated); "

@@ -63,6 +63,18 @@ def carol_input(folder: Path, chars: int = 50_000) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory) -> Path:
+    """An offline index of the first 30k characters of Carol, built once for the session;
+    tests read it and never write to it."""
+    from graphrag_ray.index.build import build_index
+
+    folder = tmp_path_factory.mktemp("small-index")
+    build_index(str(carol_input(folder / "input", 30_000)), str(folder / "index"),
+                load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
+    return folder / "index"
+
+
 @pytest.fixture
 def carol_instances(carol_excerpt: Path):
     """The offline extraction's entity and relationship instances of the Carol excerpt."""

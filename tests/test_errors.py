@@ -39,7 +39,7 @@ def test_an_output_that_is_a_file_is_a_message(tmp_path, capsys):
     code = main(["index", "--input", str(CAROL_DIR), "--output", str(tmp_path / "out" / "index")])
     assert code == 2
     captured = capsys.readouterr()
-    assert "is a file where a folder is needed" in captured.err
+    assert f"{tmp_path / 'out'} is a file, not a folder" in captured.err
     assert "Traceback" not in captured.err
     assert "[extract]" not in captured.out + captured.err  # told before any work
 
@@ -111,3 +111,34 @@ def test_a_full_disk_is_a_message_and_the_published_version_stays(small_disk, ca
     store = IndexStore(str(out))
     assert store.versions() == published  # the failed build's version is gone, freeing space
     assert store.open().read_table("entities").num_rows > 0
+
+
+def test_environment_failures_of_real_corpora_runs_are_messages():
+    assert "read-only file system: cannot write /mnt/ro/index" in environment_error(
+        OSError(errno.EROFS, "Read-only file system", "/mnt/ro/index"))
+    assert "is a folder where a file is needed" in environment_error(
+        IsADirectoryError(errno.EISDIR, "Is a directory", "/tmp/plots"))
+    assert "is a file where a folder is needed" in environment_error(
+        FileExistsError(errno.EEXIST, "File exists", "/tmp/site"))
+    # fsspec's error for a URL whose backend is not installed, as it raises it.
+    assert environment_error(ImportError("Install gcsfs to access Google Storage")) == (
+        "Install gcsfs to access Google Storage: `pip install gcsfs` adds it")
+
+
+def test_the_output_path_named_is_the_one_the_user_gave(tmp_path, capsys):
+    (tmp_path / "afile").write_text("a file")
+    code = main(["index", "--input", str(CAROL_DIR), "--output", str(tmp_path / "afile")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tmp_path / 'afile'} is a file, not a folder" in err
+    assert "versions" not in err
+
+
+@pytest.mark.parametrize("command", ["stats", "explore", "export"])
+def test_an_out_of_the_wrong_kind_is_a_message(small_index, tmp_path, capsys, command):
+    """`stats --out FILE`, `explore --out FILE`, `export --out DIR-that-is-a-file`: raw
+    FileExistsError / IsADirectoryError tracebacks before."""
+    (tmp_path / "taken").write_text("a file")
+    extra = ["--format", "csv"] if command == "export" else []  # csv writes a folder
+    code = main([command, "--index", str(small_index), "--out", str(tmp_path / "taken"), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and str(tmp_path / "taken") in err, err

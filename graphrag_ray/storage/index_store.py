@@ -175,10 +175,36 @@ class IndexStore:
         """A fresh, unpublished version to write tables into. A first small object is
         written at once: an output that cannot be written (no credentials, denied, a path
         that is a file) fails here, before any work or LLM call, not at the first table."""
+        if self.fs.isfile(self.root):
+            raise GraphRagError(f"{self.url} is a file, not a folder for an index: choose "
+                                "another output, or remove the file")
         version = self._version(new_version_id())
-        self.fs.makedirs(f"{version.root}/_work", exist_ok=True)
-        self._beat(version)
+        try:
+            self.fs.makedirs(f"{version.root}/_work", exist_ok=True)
+            self._beat(version)
+        except OSError as exc:
+            import errno
+
+            reasons = {errno.EROFS: "is on a read-only file system",
+                       errno.EACCES: "is not writable (permission denied)",
+                       errno.EPERM: "is not writable (operation not permitted)",
+                       errno.ENOSPC: "has no space left"}
+            if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+                raise GraphRagError(f"cannot write the index at {self.url}: "
+                                    f"{self._file_in_the_way()} is a file, not a folder "
+                                    "(choose another output, or remove the file)") from exc
+            if exc.errno not in reasons:
+                raise
+            raise GraphRagError(f"cannot write the index at {self.url}: it "
+                                f"{reasons[exc.errno]}") from exc
         return version
+
+    def _file_in_the_way(self) -> str:
+        """The nearest part of the output's path that exists as a file."""
+        path = self.root
+        while path and not self.fs.isfile(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        return path or self.root
 
     def _beat(self, version: IndexVersion) -> None:
         self.fs.pipe_file(version._path(HEARTBEAT), str(time.time()).encode("ascii"))
