@@ -94,7 +94,11 @@ class GraphIndex:
         wanted = self.config.global_search.default_level if level is None else level
         if wanted < 0:
             raise GraphRagError(f"level must be >= 0, got {wanted}")
-        # A level below the deepest one is the deepest (communities are carried down).
+        if level is not None and level > max(self.levels):
+            raise GraphRagError(f"this index has no level {level}: its levels are "
+                                f"{', '.join(map(str, self.levels))}")
+        # The default level below the deepest one is the deepest (communities are carried
+        # down, so every level is a full partition).
         return min(wanted, max(self.levels))
 
     # -- what the methods share -------------------------------------------------------------
@@ -134,12 +138,15 @@ class GraphIndex:
                                      self.store.has_table(schema.ENTITY_ALIASES))
         return self._local
 
-    @staticmethod
-    def _check(question: str) -> None:
+    def _check(self, question: str) -> None:
         if not isinstance(question, str):
             raise GraphRagError(f"the question must be a string, not {type(question).__name__}")
         if not question.strip():
             raise GraphRagError("the question is empty")
+        limit = self.config.query.max_question_chars
+        if len(question) > limit:
+            raise GraphRagError(f"the question has {len(question):,} characters; the limit is "
+                                f"{limit:,} (query.max_question_chars)")
 
     def has_table(self, name: str) -> bool:
         return self.store.has_table(name)

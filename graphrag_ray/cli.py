@@ -187,6 +187,14 @@ def cmd_query(args: argparse.Namespace) -> int:
         result = index.search(args.method, args.question, **options)
     finally:
         index.close()
+    for note in result.notes:
+        _eprint(f"note: {note}")
+    if not result.answer.strip():
+        # An empty answer is no answer: a script must not take it for one.
+        _eprint(f"error: --method {args.method} got no usable reply"
+                + (": " + "; ".join(f[:300] for f in result.failures[:3])
+                   if result.failures else ""))
+        return 1
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
         return 0
@@ -194,7 +202,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     print()
     print(format_sources(result))
     for failure in result.failures:
-        _eprint(f"warning: {failure}")
+        _eprint(f"warning: {failure[:1000]}")
     return 0
 
 

@@ -217,6 +217,13 @@ class BasicSearchConfig(_Section):
     response_type: str = "multiple paragraphs"
 
 
+class QueryConfig(_Section):
+    """What every query method shares."""
+    # A longer question is refused with a message (exit 2): a pasted document is not a
+    # question, and would crowd the context out of every prompt.
+    max_question_chars: int = Field(4000, gt=0)
+
+
 class EvalConfig(_Section):
     # Activity-centred question generation: users x tasks per user x questions per task.
     users: int = Field(5, gt=0)
@@ -385,6 +392,7 @@ class GraphRagConfig(_Section):
     communities: CommunitiesConfig = CommunitiesConfig()
     layout: LayoutConfig = LayoutConfig()
     reports: ReportsConfig = ReportsConfig()
+    query: QueryConfig = QueryConfig()
     global_search: GlobalSearchConfig = GlobalSearchConfig()
     local_search: LocalSearchConfig = LocalSearchConfig()
     drift_search: DriftSearchConfig = DriftSearchConfig()

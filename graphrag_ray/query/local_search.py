@@ -77,14 +77,18 @@ class LocalContext:
     unit_texts: list[str]
 
 
+def named_entities(query: str, data: LocalData) -> list[int]:
+    """Entities the query names (by title or alias), longest names first."""
+    words = _words(query)
+    return list(dict.fromkeys(i for _, i in sorted(
+        ((name, i) for name, i in data.names if name in words), key=lambda m: -len(m[0]))))
+
+
 def match_entities(query: str, query_vector: np.ndarray, data: LocalData, top_k: int) -> list[int]:
     """Entities the query names (longest names first), then the nearest by embedding."""
-    words = _words(query)
-    named = [i for _, i in sorted(((name, i) for name, i in data.names if name in words),
-                                  key=lambda match: -len(match[0]))]
     nearest = [data.by_id[i] for i, _ in data.entity_vectors.nearest(query_vector, 2 * top_k)
                if i in data.by_id]
-    return list(dict.fromkeys(named + nearest))[:top_k]
+    return list(dict.fromkeys(named_entities(query, data) + nearest))[:top_k]
 
 
 def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *,
@@ -225,12 +229,18 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
                           details={"matched_entities": [e["title"] for e in context.entity_rows],
                                    "context_records": {k: len(v) for k, v in
                                                        context.records.items()}})
+    if not named_entities(query, data):
+        nearest = ", ".join(e["title"] for e in context.entity_rows[:5]) or "none"
+        result.notes.append("no entity in the index is named in the question; the context "
+                            f"holds the entities nearest to it by embedding ({nearest})")
     answer_from_context(
         result, question, context.text, use_llm=config.uses_llm(cfg.method),
         template=prompts["local_answer"], services=services, llm_config=config.llm,
         response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
         on_token=on_token,
-        extractive=lambda: extractive_answer(question, context.entity_rows, context.unit_texts))
+        extractive=lambda: "\n\n".join(
+            [f"Note: {note}." for note in result.notes]
+            + [extractive_answer(question, context.entity_rows, context.unit_texts)]))
     result.sources = sources_of_records(index.table, context.records)
     return result
 

@@ -32,6 +32,8 @@ class SearchResult:
     llm_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     failures: list[str] = field(default_factory=list)
+    # What the user should know of how the answer was found (no entity matched the question).
+    notes: list[str] = field(default_factory=list)
     # Method-specific figures: level, map/reduce calls, selection savings, follow-ups...
     details: dict = field(default_factory=dict)
 
@@ -39,4 +41,5 @@ class SearchResult:
         return {"method": self.method, "answer": self.answer, "sources": self.sources.as_dict(),
                 "context_tokens": self.context_tokens, "llm_calls": self.llm_calls,
                 "usage": self.usage.as_dict(), "failures": self.failures,
+                "notes": self.notes,
                 "details": self.details}
