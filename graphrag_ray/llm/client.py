@@ -179,6 +179,9 @@ class _EndpointClient:
         self._client = _openai_client(config, config.request_timeout, max_retries=0)
         self._lock = threading.Lock()
         self.usage = Usage()
+        # Set once the endpoint has answered anything (shared by scoped clones): until then a
+        # refused connection means it is not there, and waiting on retries helps nobody.
+        self._reached = threading.Event()
 
     def scoped(self):
         """A client sharing this one's connection pool, budget and cache, with its own usage."""
@@ -205,7 +208,9 @@ class _EndpointClient:
             lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage)
                      if self.limiter else None)
             try:
-                return request(lease), lease
+                response = request(lease)
+                self._reached.set()
+                return response, lease
             except (openai.APIError, ErrorInBody) as exc:
                 status = getattr(exc, "status_code", None)
                 learned = reshape(exc, lease) if reshape and _teaches_shape(exc) \
@@ -218,6 +223,8 @@ class _EndpointClient:
                 retry_after = retry_after_seconds(exc)
                 retryable = isinstance(exc, (openai.APIConnectionError, ErrorInBody)) or \
                     status in _RETRYABLE_STATUS or (status is not None and status >= 500)
+                if unreachable(exc) and not self._reached.is_set():
+                    retryable = False
                 final = not retryable or attempt == self.config.max_retries
                 outcome = {"rate_limited": int(status == 429),
                            "failed_calls" if final else "retries": 1}
@@ -502,18 +509,41 @@ def _short(exc: Exception) -> str:
     return str(exc)[:300]
 
 
+def unreachable(exc: BaseException) -> bool:
+    """A connection refused or a host name that does not resolve: nothing listens there (a
+    timeout, by contrast, may be a busy server, and keeps its retries)."""
+    import socket
+
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
+            return True
+        text = str(exc)
+        if "Connection refused" in text or "Name or service not known" in text \
+                or "nodename nor servname" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def check_endpoint(config: LLMConfig) -> None:
-    """Fail before any work when the endpoint is unset, unreachable or rejects the key."""
+    """Fail before any work when the endpoint is unset, unreachable or rejects the key: a
+    refused connection at once, a timeout after one more try."""
     import openai
     require_api_base(config)
-    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
-    try:
-        client.models.list()
-    except (openai.APIConnectionError, openai.AuthenticationError,
-            openai.PermissionDeniedError) as exc:
-        raise classify_error(exc, config) from None
-    except openai.APIError:
-        pass  # Some compatible servers do not implement /models; the first real call tells.
+    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=0)
+    for attempt in range(2):
+        try:
+            client.models.list()
+            return
+        except openai.APIConnectionError as exc:
+            if attempt or unreachable(exc):
+                raise classify_error(exc, config) from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise classify_error(exc, config) from None
+        except openai.APIError:
+            return  # Some compatible servers do not implement /models; the first call tells.
 
 
 def parse_json_object(text: str) -> dict:

@@ -73,6 +73,31 @@ def test_unreachable_endpoint_is_a_clear_error():
         check_endpoint(config)
 
 
+def test_a_refused_connection_fails_at_once_with_the_default_retries():
+    """An endpoint that is down: 36-41 s of retries before the message. Nothing listens, so
+    the first refusal is final, for the build's check and for a query's first call."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = LLMConfig(api_base=f"http://127.0.0.1:{port}/v1")  # default max_retries
+    for call in (lambda: check_endpoint(config),
+                 lambda: ChatClient(config).complete(MESSAGES, max_tokens=5)):
+        started = time.monotonic()
+        with pytest.raises(LLMError, match="cannot reach LLM endpoint"):
+            call()
+        assert time.monotonic() - started < 2
+
+
+def test_a_refused_connection_after_answers_is_retried():
+    """Once the endpoint has answered, a refusal is a restart in progress: retried."""
+    with run_test_server() as server:
+        client = ChatClient(_config(server, max_retries=2, retry_base_delay_s=0.01))
+        assert client.complete(MESSAGES, max_tokens=5)
+    with pytest.raises(LLMError, match="cannot reach LLM endpoint"):
+        client.complete([{"role": "user", "content": "another question"}], max_tokens=5)
+    assert client.usage.retries == 2
+
+
 def test_missing_api_base_is_a_clear_error():
     with pytest.raises(LLMError, match="llm.api_base is not set"):
         ChatClient(LLMConfig())
