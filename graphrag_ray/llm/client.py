@@ -238,22 +238,27 @@ class _EndpointClient:
                 time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
                 attempt += 1
 
-    def _settle(self, lease, reported) -> Usage:
-        """The lease reconciled with the usage the response reports (all of its estimate
-        when it reports none); returns that usage."""
+    @staticmethod
+    def reported_usage(reported) -> Usage:
+        """One call's usage as the response reports it (nothing when it reports none)."""
         usage = Usage(calls=1)
         if reported is not None:
             usage.prompt_tokens = reported.prompt_tokens or 0
             usage.completion_tokens = getattr(reported, "completion_tokens", 0) or 0
             details = getattr(reported, "prompt_tokens_details", None)
             usage.cached_tokens = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+        return usage
+
+    def _settle(self, lease, usage: Usage, reported: bool) -> None:
+        """The lease reconciled with the call's usage (all of its estimate when the response
+        reports none). Called once the reply is in the cache: a process killed between the
+        two would otherwise have a settled call that its rerun sends again."""
         counts = {key: value for key, value in usage.as_dict().items() if value}
         if lease is not None:
             self.limiter.release(
                 lease, usage.prompt_tokens + usage.completion_tokens if reported else lease.tokens,
                 completion_tokens=usage.completion_tokens if reported else None, usage=counts)
         self._count(**counts)
-        return usage
 
 
 class ErrorInBody(Exception):
@@ -355,9 +360,12 @@ class ChatClient(_EndpointClient):
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, logit_bias))
-        usage = self._settle(lease, response.usage)
+        usage = self.reported_usage(response.usage)
         content = visible_reply(response.choices[0].message.content or "")
-        self._store(key, content, usage)
+        try:
+            self._store(key, content, usage)
+        finally:
+            self._settle(lease, usage, response.usage is not None)
         return content
 
     def complete_parsed(self, messages: list[dict], parse: Callable[[str], T], *,
@@ -417,9 +425,14 @@ class ChatClient(_EndpointClient):
         except openai.APIError as exc:
             raise LLMCallError(f"the answer stream from {self.config.api_base} broke: "
                                f"{_short(exc)}") from None
+        except BaseException:
+            self._settle(lease, self.reported_usage(reported), reported is not None)
+            raise
+        usage = self.reported_usage(reported)
+        try:
+            self._store(key, "".join(pieces), usage)
         finally:
-            usage = self._settle(lease, reported)
-        self._store(key, "".join(pieces), usage)
+            self._settle(lease, usage, reported is not None)
 
 
 def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:

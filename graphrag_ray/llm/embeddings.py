@@ -74,16 +74,20 @@ class EmbeddingClient(_EndpointClient):
                 lambda _lease: self._client.embeddings.create(model=config.model,
                                                               input=inputs, **params),
                 sum(count_tokens(t, self.encoding) for t in inputs), 0, "embedding")
-            self._settle(lease, response.usage)
-            if len(response.data) != len(batch):
-                raise LLMCallError(f"the embeddings endpoint returned {len(response.data)} "
-                                   f"vectors for {len(batch)} inputs")
-            for item in sorted(response.data, key=lambda d: d.index):
-                i = batch[item.index]
-                vectors[i] = np.asarray(item.embedding, dtype=np.float32)
-                if keys[i]:
-                    self.cache.put(keys[i], {"model": config.model, "vector": base64.b64encode(
-                        vectors[i].tobytes()).decode("ascii")})
+            usage = self.reported_usage(response.usage)
+            try:
+                if len(response.data) != len(batch):
+                    raise LLMCallError(f"the embeddings endpoint returned "
+                                       f"{len(response.data)} vectors for {len(batch)} inputs")
+                for item in sorted(response.data, key=lambda d: d.index):
+                    i = batch[item.index]
+                    vectors[i] = np.asarray(item.embedding, dtype=np.float32)
+                    if keys[i]:
+                        self.cache.put(keys[i], {"model": config.model,
+                                                 "vector": base64.b64encode(
+                                                     vectors[i].tobytes()).decode("ascii")})
+            finally:  # settled once cached (see `_settle`)
+                self._settle(lease, usage, response.usage is not None)
         if not vectors:
             return np.zeros((0, 0), dtype=np.float32)
         matrix = np.vstack(vectors)

@@ -162,3 +162,31 @@ def test_a_malformed_reply_is_requested_again_not_served_again_from_the_cache(tm
         again, rerun = ask_all(server)
         assert server.stats()["requests"] == requests  # the rerun is all cache
         assert again == first and rerun.usage.cache_hits == requests
+
+
+def test_a_call_is_settled_only_once_its_reply_is_cached(tmp_path):
+    """A process killed after the budget settled a call but before its reply reached the
+    cache sends it again on resume (4 such repeats after a user's SIGKILL): the reply is
+    cached first, for completions, streams and embeddings alike."""
+    from graphrag_ray.config import EmbeddingsConfig
+    from graphrag_ray.llm.cache import ResponseCache
+    from graphrag_ray.llm.embeddings import EmbeddingClient
+    from graphrag_ray.llm.rate_limiter import LocalRateLimiter
+
+    cache = ResponseCache(str(tmp_path / "cache"))
+    cached_at_release = []
+
+    class Watched(LocalRateLimiter):
+        def release(self, lease, used_tokens, **kwargs):
+            cached_at_release.append(len(list((tmp_path / "cache").rglob("*.json"))))
+            super().release(lease, used_tokens, **kwargs)
+
+    with run_test_server() as server:
+        chat = ChatClient(_config(server, requests_per_minute=600), cache=cache,
+                          limiter=Watched(_config(server, requests_per_minute=600)))
+        chat.complete(MESSAGES, max_tokens=5)
+        "".join(chat.stream([{"role": "user", "content": "stream this"}], max_tokens=5))
+        config = EmbeddingsConfig(api_base=server.url, model="test-embedding",
+                                  requests_per_minute=600)
+        EmbeddingClient(config, limiter=Watched(config), cache=cache).embed(["a", "b"])
+    assert cached_at_release == [1, 2, 4]
