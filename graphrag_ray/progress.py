@@ -4,11 +4,21 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
 
 class ProgressBar:
+    """A stage's progress: a line rewritten in place on a terminal (at least every second),
+    a log line every `log_every_s` otherwise, whether or not anything finished since (a
+    ticker thread keeps the elapsed time and ETA moving while slow work runs)."""
+
+    # Columns of a finished block this bar reads (`add_rows`); workers that report progress
+    # as they finish send only these (`distributed.workers.map_table`).
+    columns: tuple[str, ...] = ()
+    TICK_S = 1.0
+
     def __init__(self, label: str, total: int, unit: str = "items", stream: TextIO | None = None,
                  log_every_s: float = 10.0):
         self.label = label
@@ -19,7 +29,21 @@ class ProgressBar:
         self.log_every_s = log_every_s
         self.done = 0
         self.started = time.monotonic()
-        self.last_shown = 0.0
+        self.last_shown = self.started
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name=f"progress-{label}",
+                                        daemon=True)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.TICK_S):
+            with self._lock:
+                self._show(time.monotonic())
+
+    def extra(self) -> str:
+        """What a subclass adds to the line (calls, tokens)."""
+        return ""
 
     def line(self) -> str:
         elapsed = max(1e-9, time.monotonic() - self.started)
@@ -28,7 +52,7 @@ class ProgressBar:
         self.total = max(self.total, self.done)
         remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta = "?" if remaining == float("inf") else f"{remaining:.0f}s"
-        return (f"[{self.label}] {self.done}/{self.total} {self.unit} "
+        return (f"[{self.label}] {self.done}/{self.total} {self.unit}{self.extra()} "
                 f"{rate:.1f}/s elapsed {elapsed:.0f}s ETA {eta}")
 
     def add_rows(self, block) -> None:
@@ -36,8 +60,13 @@ class ProgressBar:
         self.update(block.num_rows)
 
     def update(self, count: int) -> None:
-        self.done += count
-        now = time.monotonic()
+        with self._lock:
+            self.done += count
+            self._show(time.monotonic())
+
+    def _show(self, now: float) -> None:
+        if self._stop.is_set():
+            return
         if self.interactive:
             if now - self.last_shown >= 0.1 or self.done >= self.total:
                 self.stream.write("\r" + self.line().ljust(79))
@@ -49,8 +78,13 @@ class ProgressBar:
             self.last_shown = now
 
     def close(self) -> None:
-        self.stream.write(("\r" + self.line().ljust(79) if self.interactive else self.line()) + "\n")
-        self.stream.flush()
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+            self.stream.write(("\r" + self.line().ljust(79) if self.interactive
+                               else self.line()) + "\n")
+            self.stream.flush()
 
 
 def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
@@ -62,21 +96,32 @@ def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
 class ChunkProgress(ProgressBar):
     """Chunks extracted out of a total estimated per file from its size, corrected to the
     file's real chunk count as soon as one of its chunks is done (rows carry `seq` and
-    `file_chunks`)."""
+    `file_chunks`), with the LLM calls and tokens they took."""
+
+    columns = ("seq", "file_chunks", "calls", "prompt_tokens", "completion_tokens")
 
     def __init__(self, label: str, estimates: list[int], unit: str = "chunks", **kwargs):
-        super().__init__(label, sum(estimates), unit, **kwargs)
         self.estimates = estimates
         self.counted: set[int] = set()
+        self.calls = self.tokens = 0
+        super().__init__(label, sum(estimates), unit, **kwargs)
+
+    def extra(self) -> str:
+        return f", {self.calls:,} calls, {self.tokens:,} tokens" if self.calls else ""
 
     def add_rows(self, block) -> None:
-        if "file_chunks" in block.column_names:
-            from graphrag_ray.index.chunks.read_and_chunk import seq_file_index
+        with self._lock:
+            if "file_chunks" in block.column_names:
+                from graphrag_ray.index.chunks.read_and_chunk import seq_file_index
 
-            for seq, chunks in zip(block.column("seq").to_pylist(),
-                                   block.column("file_chunks").to_pylist()):
-                file_index = seq_file_index(seq)
-                if file_index not in self.counted:
-                    self.counted.add(file_index)
-                    self.total += chunks - self.estimates[file_index]
-        self.update(block.num_rows)
+                for seq, chunks in zip(block.column("seq").to_pylist(),
+                                       block.column("file_chunks").to_pylist()):
+                    file_index = seq_file_index(seq)
+                    if file_index not in self.counted:
+                        self.counted.add(file_index)
+                        self.total += chunks - self.estimates[file_index]
+            if "calls" in block.column_names:
+                self.calls += sum(block.column("calls").to_pylist())
+                self.tokens += sum(block.column("prompt_tokens").to_pylist()) + sum(
+                    block.column("completion_tokens").to_pylist())
+            self.update(block.num_rows)

@@ -121,3 +121,37 @@ def test_an_idle_worker_pool_gives_its_actors_back_and_starts_them_again(ray_ses
         assert pool.size >= 1
     finally:
         pool.close()
+
+
+class SlowDoubler(Doubler):
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        time.sleep(0.3)
+        return super().__call__(batch)
+
+
+def _gather(batch: pa.Table) -> pa.Table:
+    return batch
+
+
+def test_progress_on_ray_comes_from_the_workers_as_they_finish(ray_session):
+    """The stage's output reaches the driver behind a `then` stage of 512-row batches, so
+    progress fed from it moved once, at the end; the workers report each batch instead."""
+    from graphrag_ray.progress import ProgressBar
+
+    class Timed(ProgressBar):
+        seen: list = []
+
+        def add_rows(self, block) -> None:
+            self.seen.append((time.monotonic(), block.num_rows))
+            super().add_rows(block)
+
+    import io
+
+    bar = Timed("work", 12, stream=io.StringIO())
+    out = map_table(pa.table({"key": list(range(12))}), SlowDoubler, {"factor": 2},
+                    RuntimeConfig(engine="ray", num_workers=1), output_schema=SCHEMA,
+                    batch_size=1, then=(_gather, {}, 512), progress=bar)
+    ended = time.monotonic()
+    assert out.num_rows == 12 and bar.done == 12
+    assert sum(n for _, n in Timed.seen) == 12
+    assert Timed.seen[0][0] < ended - 1.0  # the first rows came while the stage ran

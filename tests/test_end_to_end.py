@@ -50,6 +50,10 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
     # Nothing red a user learns to ignore: no warning from Ray about our own private
     # instance's token, nor about the progress bars we turned off.
     assert "WARNING" not in run.stderr and "ERROR" not in run.stderr, run.stderr[-3000:]
+    # Nor Ray's error-level line about actor constructor arguments (Ray Data's own), nor an
+    # LLM usage table of zeros for a build that called no LLM.
+    assert "core_worker" not in run.stderr and " E " not in run.stderr, run.stderr[-3000:]
+    assert "LLM usage" not in run.stdout
     manifest, tables = _check_index(out)
     assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
     assert manifest["llm_usage"]["total"]["calls"] == 0

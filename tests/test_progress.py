@@ -53,3 +53,32 @@ def test_a_short_estimate_never_shows_a_negative_eta():
     bar = ProgressBar("extract", total=2, stream=stream, log_every_s=0)
     bar.update(5)
     assert "5/5" in bar.line() and "ETA -" not in bar.line()
+
+
+def test_a_line_comes_every_interval_while_nothing_finishes():
+    """A slow stage logged nothing until a batch finished (on Ray: ~2 minutes of silence,
+    then the whole stage at once). The ticker keeps elapsed and ETA moving."""
+    import time
+
+    stream = io.StringIO()
+    bar = ProgressBar("extract", total=10, unit="chunks", stream=stream, log_every_s=0.3)
+    bar.TICK_S = 0.05
+    deadline = time.monotonic() + 30
+    while stream.getvalue().count("\n") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 3 and all(line.startswith("[extract] 0/10 chunks") for line in lines[:2])
+
+
+def test_chunk_progress_shows_calls_and_tokens():
+    import pyarrow as pa
+
+    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq
+    from graphrag_ray.progress import ChunkProgress
+
+    bar = ChunkProgress("extract", [2], stream=io.StringIO(), log_every_s=60)
+    bar.add_rows(pa.table({"seq": [chunk_seq(0, 0, 0)], "file_chunks": [2], "calls": [3],
+                           "prompt_tokens": [1000], "completion_tokens": [200]}))
+    assert "1/2 chunks, 3 calls, 1,200 tokens" in bar.line()
+    bar.close()

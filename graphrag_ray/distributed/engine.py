@@ -38,6 +38,7 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
             ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
         if callable(on_sigterm):
             signal.signal(signal.SIGTERM, on_sigterm)
+        _spend_the_actor_argument_warning()
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     # A worker's exception reaches the driver as an exception, which the CLI tells once (a
@@ -54,6 +55,52 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
     context = DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
+
+
+def _spend_the_actor_argument_warning() -> None:
+    """Ray's driver logs, once per process and at error level, that an actor whose
+    constructor takes an object-store argument may fail to restart (ray-project/ray#53727).
+    Every Ray Data actor pool passes such arguments of its own (its data context and map
+    function), so every build printed an error line though nothing was wrong. The one line
+    is spent here, creating a throwaway actor of that kind while the driver's stderr is
+    captured; anything else written meanwhile is passed on."""
+    import ray
+
+    @ray.remote(num_cpus=0, max_restarts=1)
+    class _Throwaway:
+        def __init__(self, value):
+            pass
+
+        def ready(self) -> bool:
+            return True
+
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    captured: list[bytes] = []
+
+    def drain() -> None:  # read as it comes: a full pipe would block the writer
+        while chunk := os.read(read_end, 65536):
+            captured.append(chunk)
+
+    reader = threading.Thread(target=drain, name="stderr-capture", daemon=True)
+    reader.start()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    try:
+        actor = _Throwaway.remote(ray.put(b""))
+        ray.get(actor.ready.remote())
+        ray.kill(actor)
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write_end)
+        reader.join()
+        os.close(read_end)
+    others = [line for line in b"".join(captured).decode("utf-8", "replace").splitlines(
+        keepends=True) if "has constructor arguments in the object store" not in line]
+    if others:
+        sys.stderr.write("".join(others))
 
 
 def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None,

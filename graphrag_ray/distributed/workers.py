@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
@@ -77,10 +77,12 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
             table = pa.concat_tables(made)
         worker = worker_cls(**constructor_kwargs)
         with ThreadPoolExecutor(shape.in_flight if shape else 1) as threads:
-            for result in threads.map(worker, split_table(table, batch_size)):
-                results.append(result)
+            # As they finish, not in input order: one slow batch holds no progress back.
+            for future in as_completed([threads.submit(worker, block)
+                                        for block in split_table(table, batch_size)]):
+                results.append(future.result())
                 if progress:
-                    progress.add_rows(result)
+                    progress.add_rows(results[-1])
         if progress:
             progress.close()
         if then is not None:
@@ -103,6 +105,13 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         return dataset.map_batches(fn, fn_kwargs=kwargs, batch_size=size, batch_format="pyarrow",
                                    num_cpus=0, compute=TaskPoolStrategy(size=runtime.num_workers))
 
+    # Progress comes from the workers as each batch finishes (a small actor they report to,
+    # drained by a thread here), not from the stage's output: that arrives behind the `then`
+    # stage, in batches of hundreds of chunks, and reached the user at the stage's end.
+    inbox = ray.remote(_ProgressInbox).options(num_cpus=0).remote() if progress else None
+    if inbox is not None:
+        worker_cls = _reporting(worker_cls, inbox, progress.columns)
+    drain = _Drain(inbox, progress) if inbox is not None else None
     with _block_per_yield(io_bound), ClusterDemand(num_cpus) as demand:
         if first is not None:
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
@@ -133,14 +142,77 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
         )
         if then is not None:
             dataset = light_tasks(dataset, then)
-        for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
-            if block.num_rows:
-                results.append(block)
-                if progress:
-                    progress.add_rows(block)
+        try:
+            for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+                if block.num_rows:
+                    results.append(block)
+        finally:
+            if drain is not None:
+                drain.stop()
+                ray.kill(inbox)
     if progress:
         progress.close()
     return _as_schema(results, output_schema)
+
+
+class _ProgressInbox:
+    """Where a pool's workers report their finished rows (the columns progress reads)."""
+
+    def __init__(self):
+        self.blocks: list[pa.Table] = []
+
+    def put(self, block: pa.Table) -> None:
+        self.blocks.append(block)
+
+    def take(self) -> list[pa.Table]:
+        blocks, self.blocks = self.blocks, []
+        return blocks
+
+
+class _Drain:
+    """A thread feeding a progress bar from the workers' inbox, twice a second."""
+
+    def __init__(self, inbox, progress: ProgressBar):
+        self.inbox, self.progress = inbox, progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="progress-drain", daemon=True)
+        self._thread.start()
+
+    def _take(self) -> None:
+        import ray
+
+        for block in ray.get(self.inbox.take.remote()):
+            self.progress.add_rows(block)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                self._take()
+            except Exception:  # noqa: BLE001 - progress must never fail the stage
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        try:
+            self._take()  # what the last batches reported
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _reporting(worker_cls: type, inbox, columns: tuple[str, ...]) -> type:
+    """`worker_cls` whose every call also reports its rows' `columns` to `inbox`."""
+    class Reporting(worker_cls):
+        def __call__(self, batch: pa.Table) -> pa.Table:
+            result = super().__call__(batch)
+            wanted = [c for c in columns if c in result.column_names]
+            # A table of no columns loses its row count on the way: send one then.
+            inbox.put.remote(result.select(wanted) if wanted else
+                             pa.table({"rows": pa.nulls(result.num_rows, pa.int8())}))
+            return result
+
+    Reporting.__name__ = Reporting.__qualname__ = worker_cls.__name__
+    return Reporting
 
 
 @contextmanager
