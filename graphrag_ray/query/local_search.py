@@ -23,6 +23,7 @@ from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorTable
+from graphrag_ray.sentences import split_sentences
 from graphrag_ray.terms import content_terms, distinct_texts
 from graphrag_ray.tokens import truncate_to_tokens
 
@@ -185,8 +186,7 @@ def extractive_answer(question: str, entity_rows: list[dict], texts: list[str],
     terms of what an answer already holds, which this extends)."""
     said = [] if said is None else said
     wanted = set(content_terms(question))
-    sentences = [s.strip() for text in texts for s in re.split(r"(?<=[.!?])\s+", text)
-                 if s.strip()]
+    sentences = [s for text in texts for s in split_sentences(text)]
     scored = sorted(((len(wanted & set(content_terms(s))), -i, s)
                      for i, s in enumerate(dict.fromkeys(sentences))), reverse=True)
     points = distinct_texts([_entity_point(e) for e in entity_rows[:5]], said)
@@ -204,7 +204,7 @@ def extractive_answer(question: str, entity_rows: list[dict], texts: list[str],
 def _entity_point(entity: dict) -> str:
     """An entity and its description, each sentence once (a description joined from
     overlapping chunks can say one twice), shortened."""
-    sentences = re.split(r"(?<=[.!?])\s+", " ".join(entity["description"].split()))
+    sentences = split_sentences(" ".join(entity["description"].split()))
     return f"**{entity['title']}**: " + " ".join(distinct_texts(sentences))[:300]
 
 

@@ -13,6 +13,7 @@ from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
 from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
+from graphrag_ray.sentences import split_at
 
 
 def _case_ranges() -> tuple[str, str]:
@@ -107,6 +108,8 @@ eh uh um umm hmm huh bah wow yep nope whoa gee alas hush pooh humbug
 zero two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
 hundred thousand million billion second third fourth fifth sixth seventh eighth ninth tenth
 heading tailpiece frontispiece list illustrations appendix preface footnote
+nobody everybody somebody anybody everyone someone anyone something nothing everything anything
+always see assure
 """.split())
 # Nationality and language adjectives: words about a name, not names (AMERICAN, FRENCH). A
 # phrase made of one of these alone is dropped; "French Revolution" stays.
@@ -139,14 +142,66 @@ según desde hacia durante para por con sin sobre nach mit bei seit während üb
 """.split())
 
 
+# Words for people by their place in a family or a household, capitalised when they address
+# someone ("Father, come in"): no name alone; "Father Christmas", "Mother Teresa" stay.
+_ROLE_WORDS = set("""
+father mother sister brother son daughter wife husband grandfather grandmother grandma grandpa
+mum mom mummy mommy dad daddy mama papa madam friend man woman boy girl child baby gentleman
+gentlemen ladies mistress servant married
+""".split())
+
+# Given names common in the languages the extractor reads: a lone one opening a sentence is a
+# name even where the chunk never writes it mid-sentence ("Alice met Bob in Paris.").
+_GIVEN_NAMES = set("""
+aaron adam adrian aisha alan albert alex alexander alexandra alexis alfred alice alicia alison
+amanda amelia amy ana andrea andrew angela anna anne annie anthony antoine antonio arthur
+ashley barbara beatrice ben benjamin bernard beth betty bill bob bruno camille carl carla carlos
+carmen caroline catherine charles charlie charlotte chloe chris christian christine christopher
+claire clara claude daniel david deborah diana diego dorothy edward eleanor elena elizabeth ella
+ellen emily emma eric esther eva evelyn fatima felix fernando florence frances francesca
+francis francisco françois françoise frank fred frederick george georges gloria grace hannah
+harold harry heidi helen henri henry hugo ian isaac isabel isabella jack jacob jacques james
+jane janet jean jeanne jennifer jessica jim joan joe john jonathan jordan jorge jose josé joseph
+josephine juan judith julia julian julie juliette karen kate katherine kathleen kevin laura
+lauren leo leon lisa louis louise lucas lucia lucy luis luke manuel marc marco margaret maria
+marie mark martha martin mary matthew max michael michel michelle miguel mohamed mohammed nancy
+natalie nathan nicholas nicolas nina noah oliver olivia oscar pablo patricia patrick paul paula
+pedro peter philip philippe pierre rachel ralph raymond rebecca richard robert roger rose ruth
+ryan sam samuel sandra sara sarah scott sean sophie stephen steve steven susan thomas tim timothy
+tom victor victoria vincent walter william yusuf zoe
+""".split())
+# Verbs after a lone capitalised word that make it someone doing something ("Alice met").
+_NAME_VERB_CUES = _SPEECH_VERBS | {
+    "met", "meets", "told", "tells", "went", "goes", "came", "comes", "smiled", "laughed",
+    "looked", "wrote", "writes", "called", "visited", "married", "lived", "died", "loved",
+    "knew", "knows", "wanted", "wants", "saw", "sees", "took", "gave", "gives", "founded",
+    "joined", "left", "arrived", "returned", "walked", "ran", "sat", "stood", "nodded",
+    "shook", "turned", "dit", "a", "est", "était", "fut", "dijo", "fue", "sagte", "war"}
+# Words after a sentence-opening capitalised word that make it a command ("Come in",
+# "Bring me", "Catch hold of it"): a verb, not a name.
+_COMMAND_OBJECTS = {"me", "him", "her", "us", "them", "it", "yourself", "yourselves", "here",
+                    "along", "away", "back", "hold"}
+# Text that addresses the model (prompt injection in a document): no entity of it, whatever
+# its capitals.
+_ADDRESSES_THE_MODEL = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:previous|prior|above|earlier|all|"
+    r"your|the)\b.{0,20}\b(?:instructions?|prompts?|rules|directions)\b"
+    r"|\b(?:system prompt|you are now|as an ai(?: language model)?|new instructions)\b",
+    re.I)
+
+# Articles that open names in other languages (La Paz, Los Angeles, Le Monde, Il Giornale).
+_NAME_ARTICLES = {"la", "le", "les", "los", "las", "el", "il", "lo", "gli", "der", "die", "das"}
+
 # Words a name neither starts nor ends with, and lone words that are no name.
 _NOT_LEADING = _STOPWORDS | _LEADING_PREPOSITIONS
 _NOT_TRAILING = _STOPWORDS | {"and", "&", "of", "the"}
-_NOT_NAMES_ALONE = _DEMONYMS | _COMMON_ABBREVIATIONS
+_NOT_NAMES_ALONE = _DEMONYMS | _COMMON_ABBREVIATIONS | _ROLE_WORDS
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """Sentences and clauses (; and : end one here too), never cut after an abbreviation
+    (Mr. Darcy, St. Paul, J. Watson, the U.S.)."""
+    return split_at(text, _SENTENCE_END)
 
 
 def _clean_phrase(phrase: str) -> str:
@@ -179,21 +234,40 @@ def find_entities(sentence: str, lowercase_words: set[str],
     letters = [c for c in sentence if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
         return []  # Shouted text (headings, licence boilerplate): capitals carry no signal.
+    if _ADDRESSES_THE_MODEL.search(sentence):
+        return []
     # "MIT's Ben Bloomberg" holds two names; a same-length substitute keeps offsets valid.
     for match in _PHRASE.finditer(_POSSESSIVE.sub(" ,", sentence)):
         phrase = _clean_phrase(match.group())
         if not phrase or len(phrase) < 2 or re.search(r"['’](ll|re|ve|d|m|t)$", phrase, re.I):
             continue
-        words = phrase.split()
+        # "Scrooge! Scrooge!" and "Scrooge Scrooge" name one man.
+        words = [w for i, w in enumerate(phrase.split()) if i == 0 or w != phrase.split()[i - 1]]
+        at_start = _is_sentence_start(sentence, match.start())
+        if at_start and len(words) > 1 and words[0] not in midsentence_words and \
+                words[0].lower() not in _NAME_ARTICLES and (
+                words[0].lower() in lowercase_words or re.search(r"(?:ing|ed)$", words[0])):
+            # A sentence-opening verb before a name ("Take LinkedIn", "Excluding the
+            # LinkedIn"): the name is what follows.
+            words = _clean_phrase(" ".join(words[1:])).split()
+            if not words:
+                continue
+        phrase = " ".join(words)
         if len(words) > _MAX_NAME_WORDS:
             continue
         if len(words) == 1:
             word = words[0]
+            following = sentence[match.end():].split()[:1]
+            following = re.sub(r"\W", "", following[0]).lower() if following else ""
             # A lone capitalised word is a name only if the chunk never uses it in lower case
-            # and, at a sentence start, also capitalises it mid-sentence somewhere.
+            # and, at a sentence start, also capitalises it mid-sentence somewhere, is a
+            # given name, or does something ("Alice met"); never when a command's object
+            # follows ("Come in", "Bring me").
             if word.lower() in lowercase_words and not word.isupper():
                 continue
-            if _is_sentence_start(sentence, match.start()) and word not in midsentence_words:
+            if at_start and (following in _COMMAND_OBJECTS or (
+                    word not in midsentence_words and word.lower() not in _GIVEN_NAMES
+                    and following not in _NAME_VERB_CUES)):
                 continue
             if word.upper() in _HONORIFICS or word.lower() in _NOT_NAMES_ALONE:
                 continue
@@ -228,6 +302,8 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
     if len(upper) == 1 and upper[0] in _CONCEPT_ABBREVIATIONS:
         return "OTHER", False
     if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
+        return "PERSON", True
+    if len(words) == 1 and words[0].lower() in _GIVEN_NAMES:
         return "PERSON", True
     if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or \
             (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):

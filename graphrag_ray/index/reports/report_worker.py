@@ -23,6 +23,7 @@ from graphrag_ray.index.reports.context import (
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage, parse_json_object
 from graphrag_ray.prompts_loader import prompt_version, render
+from graphrag_ray.sentences import ends_with_abbreviation
 
 
 def validate_report(data: dict) -> dict:
@@ -72,7 +73,8 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？؟]")
 def _first_sentence(text: str, limit: int = 300) -> str:
     """Up to the first full stop of any script (Latin, CJK, Arabic)."""
     text = " ".join(text.split())
-    end = _SENTENCE_END.search(text)
+    end = next((m for m in _SENTENCE_END.finditer(text, 0, limit)
+                if not ends_with_abbreviation(text[:m.end()])), None)
     if end and 0 < end.start() < limit:
         return text[: end.end()]
     return text if len(text) <= limit else text[: limit - 1] + "…"
