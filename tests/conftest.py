@@ -11,6 +11,16 @@ import pytest
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.testing.llm_server import run_test_server
 
+
+def pytest_collection_modifyitems(items) -> None:
+    """Every test that starts Ray is slow, marked here so none is missed: one that uses the
+    Ray session, or runs with `engine` set to ray. (Tests that start subprocess builds are
+    marked in their modules.) `-m "not slow"` is then the quick suite it says it is."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "ray_session" in getattr(item, "fixturenames", ()) or params.get("engine") == "ray":
+            item.add_marker(pytest.mark.slow)
+
 DATA = Path(__file__).parent / "data"
 CAROL_DIR = DATA / "christmas_carol"
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -140,3 +140,18 @@ def test_a_file_mostly_kept_out_is_named(tmp_path):
     warnings = manifest["input_warnings"]
     assert any("kept out of extraction" in w and "short.txt (" in w for w in warnings)
     assert kept_out_line(manifest).startswith("kept out of extraction: ")
+
+
+def test_the_build_summary_says_what_was_kept_out_and_no_llm_table_offline(tmp_path, capsys):
+    """The summary said `extraction: 227 chunks, 0 failed` while 56% of the tokens were never
+    extracted (only the manifest knew); offline builds printed an LLM table of zeros."""
+    from graphrag_ray.cli import main
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "carol.txt").write_text(CAROL, encoding="utf-8")
+    assert main(["index", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "ix"),
+                 "--set", "runtime.engine=local"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"kept out of extraction: [\d,]+ tokens \(\d+\.\d%\): boilerplate 2 text "
+                     r"units", out), out
+    assert "LLM usage" not in out

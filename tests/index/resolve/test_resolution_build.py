@@ -47,6 +47,7 @@ def planted(tmp_path_factory):
     return corpus, folder, manifest
 
 
+@pytest.mark.slow  # two builds of a 300k-token corpus
 def test_planted_aliases_merge_and_homonyms_do_not(planted):
     corpus, folder, manifest = planted
     titles = [e["title"] for e in _read(folder / "off", schema.ENTITIES, ["title"])]
