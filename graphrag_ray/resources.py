@@ -16,9 +16,24 @@ def rss_mb(pid: int | str = "self") -> int | None:
         return None
 
 
+def peak_rss_mb() -> int:
+    """This process's peak resident memory, MB: Linux's VmHWM, of the running program only.
+    Not `getrusage`'s ru_maxrss, which Linux carries across execve from the process that was
+    forked: a CLI started by a 1 GB parent (pytest late in a session, a notebook) reported
+    the parent's peak as its own."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def driver_rss_mb() -> tuple[int, int]:
     """(current, peak) resident memory of this process, MB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    peak = peak_rss_mb()
     current = rss_mb()
     return (peak if current is None else current), peak
 

@@ -110,6 +110,7 @@ hundred thousand million billion second third fourth fifth sixth seventh eighth 
 heading tailpiece frontispiece list illustrations appendix preface footnote
 nobody everybody somebody anybody everyone someone anyone something nothing everything anything
 always see assure
+laughter applause crosstalk inaudible
 """.split())
 # Nationality and language adjectives: words about a name, not names (AMERICAN, FRENCH). A
 # phrase made of one of these alone is dropped; "French Revolution" stays.
