@@ -363,15 +363,27 @@ def _trim(sentence: str, limit: int) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
-def extract_nlp(text: str, max_description_chars: int = 400) -> ParsedRecords:
+_MIDSENTENCE_CAPITAL = re.compile(
+    rf"(?<=[{_LOWER_RANGES},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*")
+
+
+def midsentence_capitals(text: str) -> set[str]:
+    """Words the text capitalises mid-sentence: names, when they also open a sentence."""
+    return set(_MIDSENTENCE_CAPITAL.findall(text.replace("_", " ")))
+
+
+def extract_nlp(text: str, max_description_chars: int = 400,
+                document_capitals: set[str] | None = None) -> ParsedRecords:
+    """`document_capitals`: the words other chunks of the same document capitalise
+    mid-sentence (`midsentence_capitals`), so a name that opens every sentence of this chunk
+    is still known for one."""
     records = ParsedRecords()
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
     text = "\n".join("" if _is_heading(line) else line for line in text.split("\n"))
     # Transcripts' speaker labels ("SAM ALTMAN:") in the case names are read in.
     text = _SPEAKER_LABEL.sub(lambda m: m.group(1) + m.group(2).title() + ":", text)
     lowercase_words = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
-    midsentence_words = set(re.findall(
-        rf"(?<=[{_LOWER_RANGES},] ){_UPPER}{_LETTER}*(?:['’\-]{_LETTER}+)*", text))
+    midsentence_words = set(_MIDSENTENCE_CAPITAL.findall(text)) | (document_capitals or set())
     entity_sentences: dict[str, list[str]] = {}
     type_votes: dict[str, list[tuple[str, bool]]] = {}
     pair_sentences: dict[tuple[str, str], list[str]] = {}

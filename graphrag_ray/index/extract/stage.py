@@ -21,7 +21,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
 from graphrag_ray.index.extract.llm_extractor import GraphExtractor
-from graphrag_ray.index.extract.nlp_extractor import extract_nlp
+from graphrag_ray.index.extract.nlp_extractor import extract_nlp, midsentence_capitals
 from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords, malformed_reason
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.index.pools import LLM_ACTOR_CPUS, llm_pool_shape
@@ -87,21 +87,37 @@ class ExtractionWorker:
         self.fatal: str | None = None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        extract = self._llm_row if self.llm_mode else self._nlp_row
         repeated = batch.column("repeated_passage").to_pylist() \
             if "repeated_passage" in batch.column_names else [False] * batch.num_rows
+        texts = batch.column("text").to_pylist()
+        if self.llm_mode:
+            extract = self._llm_row
+        else:
+            # A document's chunks come in one batch (a read block): what the document
+            # capitalises mid-sentence anywhere tells the names that open its sentences.
+            documents = batch.column("document_id").to_pylist() \
+                if "document_id" in batch.column_names else [None] * batch.num_rows
+            capitals: dict = {}
+            for document, text in zip(documents, texts):
+                capitals.setdefault(document, set()).update(midsentence_capitals(text))
+            by_unit = dict(zip(batch.column("id").to_pylist(), documents))
+
+            def extract(text_unit_id: str, text: str) -> dict:
+                return self._nlp_row(text_unit_id, text, capitals[by_unit[text_unit_id]])
         rows = [{**(_empty_row(text_unit_id, schema.REPEATED_PASSAGE) if skip
                     else extract(text_unit_id, text)), "text_hash": text_hash(text)}
-                for text_unit_id, text, skip in zip(batch.column("id").to_pylist(),
-                                                    batch.column("text").to_pylist(), repeated)]
+                for text_unit_id, text, skip in zip(batch.column("id").to_pylist(), texts,
+                                                    repeated)]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
             if name not in ("id", "text"):
                 result = result.append_column(name, batch.column(name))
         return result
 
-    def _nlp_row(self, text_unit_id: str, text: str) -> dict:
-        records = extract_nlp(text, self.config.extraction.nlp_max_description_chars)
+    def _nlp_row(self, text_unit_id: str, text: str,
+                 document_capitals: set[str] | None = None) -> dict:
+        records = extract_nlp(text, self.config.extraction.nlp_max_description_chars,
+                              document_capitals)
         return _row(text_unit_id, records)
 
     def _llm_row(self, text_unit_id: str, text: str) -> dict:
