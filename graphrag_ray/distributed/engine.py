@@ -88,8 +88,11 @@ def _spend_the_actor_argument_warning() -> None:
     os.dup2(write_end, 2)
     try:
         actor = _Throwaway.remote(ray.put(b""))
-        ray.get(actor.ready.remote())
+        ray.get(actor.ready.remote(), timeout=60)
         ray.kill(actor)
+    except Exception:  # noqa: BLE001 - a cosmetic line must never fail the job
+        logging.getLogger(__name__).debug("could not spend Ray's actor-argument warning",
+                                          exc_info=True)
     finally:
         sys.stderr.flush()
         os.dup2(saved, 2)
