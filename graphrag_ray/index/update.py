@@ -44,8 +44,8 @@ INPUT_FILES = "_input_files"
 INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
                                 ("sha256", pa.string())])
 # Settings that do not change what an index holds.
-_NOT_CONTENT = ("runtime", "cache", "output", "query", "global_search", "local_search", "drift_search",
-                "basic_search", "eval", "prompts")
+_NOT_CONTENT = ("runtime", "cache", "output", "query", "global_search", "local_search",
+                "drift_search", "basic_search", "eval", "prompts")
 _READ_BATCH = 256
 
 

@@ -51,7 +51,8 @@ def test_a_method_with_no_usable_reply_exits_non_zero(small_index, llm_server, c
     llm_server.switches.rate_malformed = 1.0
     code = main(["query", "--index", str(small_index), "--method", "local",
                  "--set", "local_search.method=llm", "--set", f"llm.api_base={llm_server.url}",
-                 "--set", "llm.model=test-model", "--set", "llm.max_retries=1", "--set", "cache.enabled=false",
+                 "--set", "llm.model=test-model", "--set", "llm.max_retries=1",
+                 "--set", "cache.enabled=false",
                  "Who is Scrooge?"])
     err = capsys.readouterr().err
     assert code == 1 and "--method local got no usable reply" in err, err

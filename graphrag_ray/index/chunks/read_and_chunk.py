@@ -3,8 +3,10 @@ never has to pass through the driver.
 
 A batch of consecutive files is read and chunked; its documents and chunks are written to the
 build's work area, named by the batch's first file (`_work/documents/files-N.parquet`,
-`_work/chunks/files-N.parquet`, and `_work/inputs/files-N.json` for the files' fingerprints,
-skipped files and decoding warnings), and the chunks flow on to extraction. `seq` orders chunks across the corpus: file,
+`_work/chunks/files-N.parquet`, `_work/inputs/files-N.json` for the files' fingerprints,
+skipped files, decoding warnings and the files mostly kept out as boilerplate, and
+`_work/shared_content/files-N.parquet` for repeated content cut from a document), and the
+chunks flow on to extraction. `seq` orders chunks across the corpus: file,
 then document, then window.
 """
 

@@ -1,6 +1,7 @@
-"""Passages that recur across many documents (licences, disclaimers, headers, a show's
-intro, the safe-harbour paragraph of every earnings call): found before extraction, kept in
-the index once, and kept out of extraction and answer contexts.
+"""Passages that recur across documents, found before extraction: boilerplate (licences,
+disclaimers, headers, a show's intro, the safe-harbour paragraph of every earnings call),
+kept in the index once and out of extraction and answer contexts; and repeated content (a
+document present several times, a section quoted in many), extracted once.
 
 A passage is a paragraph (text between blank lines; a line, in a document without blank
 lines) of at least `min_chars` characters, read as its words in lower case with digits
@@ -13,10 +14,15 @@ of the same transcripts repeats its own lines in a few neighbours; boilerplate r
 the corpus), is repeated. So is a document's opening: when at least `min_documents` documents
 open their first line with the same `OPENING_WORDS` words, the words they all open with (a
 title or file name opening every part of a transcript, "EP-13_ Behind_the_Tech…_Sam-Altman.txt
-../") are cut. The first document
-that has it (in corpus order) keeps its copy as a text unit of its own, marked
-`repeated_passage` (not extracted, not in answer contexts); every document has its copy cut
-from the text it is chunked from, so extraction (and its LLM calls) sees it nowhere.
+../") are cut.
+
+Which repeated passages are boilerplate is `_content`'s rule (near a document's edge, beside
+text of its own). Boilerplate is cut from every document's text, and its first document (in
+corpus order) keeps a copy as a text unit of its own, marked `repeated_passage` (not
+extracted, not in answer contexts). Repeated content stays in its first document's text and
+is cut from the others (`split_repeated`), which the tables writer links to the chunks that
+extracted it. A Project Gutenberg file's framing (`framed_boilerplate`) is boilerplate
+whatever the corpus.
 """
 
 from __future__ import annotations
@@ -232,7 +238,8 @@ def _content(documents: list[tuple[int, list[tuple]]], repeated: set[str], root)
     disclaimer, a show's intro or sign-off, a safe-harbour paragraph) sits at the start or
     end of the documents that hold it, beside text of their own: in a document, the run of
     consecutive repeated passages it belongs to has at most `EDGE_SHARE` of the compared
-    text before it or after it (a show's intro follows a line or two), and the document's text outside repeated passages is at least `OWN_TEXT_SHARE` of the
+    text before it or after it (a show's intro follows a line or two), and the document's
+    text outside repeated passages is at least `OWN_TEXT_SHARE` of the
     run (an e-mail's disclaimer may outweigh its message; a copied book behind a one-line
     preamble is the book). A passage is boilerplate when more than half of its documents
     say so; otherwise (five copies of one book, a section quoted mid-document) it is
