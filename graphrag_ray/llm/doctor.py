@@ -8,6 +8,7 @@ the shape a rejection teaches here is the one the job will use, and is said.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -89,9 +90,13 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
         reply, seconds = _timed(lambda: chat.complete(probe, max_tokens=5))
     except LLMError as exc:
         return checks + [Check("fail", f"a chat request failed: {exc}")]
+    retries = chat.usage.retries
     checks.append(Check("ok" if reply.strip() else "warn",
-                        f"chat request answered{'' if reply.strip() else ' with nothing'}; "
-                        f"requests go as: {describe(shape_for(llm))}", seconds))
+                        f"chat request answered{'' if reply.strip() else ' with nothing'}"
+                        + (f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries
+                           else "") + f"; requests go as: {describe(shape_for(llm))}", seconds))
+    quirks, raw = _raw_reply(llm)
+    checks += quirks
     encoding = model_encoding(llm.model)
     if shape_for(llm).logit_bias and encoding:
         ask = [{"role": "user", "content": "Is Paris in France? Answer Y or N."}]
@@ -117,25 +122,63 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
     except (LLMError, ValueError) as exc:
         checks.append(Check("warn", f"a JSON reply did not parse ({str(exc)[:120]}): reports "
                                     "and map answers will be re-asked or fall back"))
-    checks.append(_limits(llm, probe))
+    checks.append(_limits(llm, raw))
     if not config.extraction.method == "llm":
         checks.append(Check("warn", "extraction.method is nlp: the index will not call this "
                                     "endpoint for extraction"))
     return checks
 
 
-def _limits(config: LLMConfig, probe: list[dict]) -> Check:
-    """The provider's stated limits (rate-limit headers) against the configured ones."""
+def _raw_reply(config: LLMConfig):
+    """One request as the job sends it, read raw, without retries: what the endpoint's
+    replies look like (the job copes with each quirk; the user should know which it met),
+    and the reply whose headers state the limits (None when no reply came)."""
     from graphrag_ray.llm.client import _openai_client
     from graphrag_ray.llm.request_shape import shape_for
 
-    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=1)
-    try:
-        raw = client.chat.completions.with_raw_response.create(
-            model=config.model, messages=probe,
-            **shape_for(config).wire_parameters(config, 5, None))
-    except Exception as exc:  # the limits are advice: their check never stops the doctor
-        return Check("warn", f"could not read the rate-limit headers: {str(exc)[:120]}")
+    client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=0)
+    ask = [{"role": "user", "content": "Reply with the single word READY."}]
+    checks: list[Check] = []
+    for _ in range(2):
+        try:
+            raw = client.chat.completions.with_raw_response.create(
+                model=config.model, messages=ask,
+                **shape_for(config).wire_parameters(config, 20, None))
+            response = raw.parse()
+        except Exception as exc:  # what follows is advice: it never stops the doctor
+            return checks + [Check("warn", f"could not read a raw reply: {str(exc)[:120]}")], \
+                None
+        if response.choices:
+            break
+        error = (getattr(response, "model_extra", None) or {}).get("error")
+        checks.append(Check("warn", "a request was answered HTTP 200 with an error body and no "
+                                    "completion" + (f" ({str(error)[:80]})" if error else "")
+                                    + ": the job retries such answers like a 5xx, each one "
+                                    "costing a retry and its wait"))
+    else:
+        return checks, raw
+    content = response.choices[0].message.content or ""
+    if response.usage is None:
+        checks.append(Check("warn", "replies carry no usage: the manifest's tokens and cost "
+                                    "are our estimates, and the rate budget paces on them"))
+    if re.match(r"\s*<think>", content):
+        checks.append(Check("ok", "replies open with a <think> block (a reasoning model): the "
+                                  "job reads the answer after it (llm.reasoning_allowance_tokens "
+                                  "gives its reasoning room)"))
+    if content.strip().startswith("```"):
+        checks.append(Check("ok", "replies come inside a code fence: the job reads what is "
+                                  "inside"))
+    if not checks:
+        checks.append(Check("ok", "replies are plain (usage reported, no reasoning block, no "
+                                  "fence)"))
+    return checks, raw
+
+
+def _limits(config: LLMConfig, raw) -> Check:
+    """The provider's stated limits (rate-limit headers of `raw`) against the configured
+    ones."""
+    if raw is None:
+        return Check("warn", "could not read the rate-limit headers: no reply came")
     stated = {}
     for setting, header in _LIMIT_HEADERS.items():
         try:

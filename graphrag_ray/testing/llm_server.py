@@ -809,21 +809,52 @@ def run_test_server(port: int = 0, **switches) -> Iterator[TestLLMServer]:
         server.server_close()
 
 
+# What each switch does, for `--help` (every field of `Switches` has a line).
+SWITCH_HELP = {
+    "latency_ms": "delay of every successful answer, ms",
+    "latency_per_output_token_ms": "further delay per output token, ms",
+    "rate_429": "share of requests answered 429 with Retry-After (0-1)",
+    "retry_after_s": "the Retry-After those 429s carry, s",
+    "rate_5xx": "share of requests answered 500 (0-1)",
+    "rate_timeout": "share of requests that hang for --timeout-sleep-s (0-1)",
+    "timeout_sleep_s": "how long a hanging request hangs, s",
+    "rate_malformed": "share of answers that are malformed for their kind (0-1)",
+    "fail_first": "the first N attempts of every distinct request get --fail-status",
+    "fail_status": "the status of those first attempts (429 carries Retry-After)",
+    "rpm_limit": "requests per minute enforced over a sliding window (0: none)",
+    "tpm_limit": "tokens per minute enforced likewise, prompt + completion (0: none)",
+    "limit_window_s": "the window those limits are counted over, s",
+    "prompt_cache": "report cached prompt tokens as OpenAI's prompt cache would",
+    "glean_yes_rounds": "gleaning checks of a chunk answered Y before the first N",
+    "reject_logit_bias": "answer 400 (without naming the parameter) to requests with logit_bias",
+    "personality": "endpoint quirks, comma-separated: " + ", ".join(PERSONALITIES),
+    "context_window": "prompts longer than this many tokens get 400 (0: no limit)",
+    "models": "comma-separated model names; chat calls naming another get 404",
+    "api_key": "the API key requests must carry (default: any)",
+    "seed": "seed of the random faults",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="personalities:\n" + "\n".join(f"  {name:<10} {what}"
+                                               for name, what in PERSONALITIES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     for name, default in Switches().__dict__.items():
         flag = "--" + name.replace("_", "-")
         if isinstance(default, bool):
             if default:
                 parser.add_argument("--no-" + name.replace("_", "-"), dest=name,
-                                    action="store_false")
+                                    action="store_false", help="do not " + SWITCH_HELP[name])
             else:
-                parser.add_argument(flag, action="store_true")
+                parser.add_argument(flag, action="store_true", help=SWITCH_HELP[name])
         else:
             parser.add_argument(flag, type=type(default) if default is not None else str,
-                                default=default)
+                                default=default,
+                                help=f"{SWITCH_HELP[name]} (default: {default})")
     args = vars(parser.parse_args(argv))
     host, port = args.pop("host"), args.pop("port")
     server = TestLLMServer(host, port, Switches(**args))

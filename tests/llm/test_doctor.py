@@ -1,5 +1,7 @@
 """`graphrag-ray doctor` against the test server: what each endpoint will do, in seconds."""
 
+import pytest
+
 from graphrag_ray.cli import main
 from graphrag_ray.testing.llm_server import run_test_server
 
@@ -39,3 +41,26 @@ def test_a_rejected_key_fails_with_one_line_and_exit_1(capsys):
     assert code == 1
     assert lines[0].startswith("fail") and "rejected the API key" in lines[0]
     assert "a-wrong-key" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize("personality, says", [
+    ("no_usage", "warn replies carry no usage"),
+    ("think", "ok   replies open with a <think> block"),
+    ("fenced", "ok   replies come inside a code fence"),
+    ("error_200", "warn a request was answered HTTP 200 with an error body"),
+])
+def test_doctor_says_what_it_saw_of_each_quirk(capsys, personality, says):
+    """`doctor` answered "ok" to each of these without a word of it (and spent 10.8 s on
+    the 200-with-error retries without saying why)."""
+    with run_test_server(personality=personality, retry_after_s=0.01) as server:
+        code, lines = _doctor(capsys, server, "llm.model=test-model",
+                              "llm.retry_base_delay_s=0.01")
+    assert code == 0 and any(line.startswith(says) for line in lines), lines
+    if personality == "error_200":
+        assert any("chat request answered after 1 retry" in line for line in lines), lines
+
+
+def test_a_plain_endpoint_is_said_to_be_plain(capsys):
+    with run_test_server() as server:
+        code, lines = _doctor(capsys, server, "llm.model=test-model")
+    assert code == 0 and any(line.startswith("ok   replies are plain") for line in lines)
