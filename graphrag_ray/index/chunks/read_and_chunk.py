@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import fsspec
 import pyarrow as pa
@@ -103,18 +103,23 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
                    chunks_config: ChunksConfig, tokenizer: str, work_url: str,
                    block_rows: int, boilerplate: bool = False,
                    repeated: RepeatedPassages | None = None,
-                   min_passage_chars: int = 0) -> Iterator[pa.Table]:
+                   min_passage_chars: int = 0,
+                   names_of: Callable[[str], set[str]] | None = None) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
     `block_rows`: each block is a separate unit for the extraction pool, so one long file
     still keeps every extraction actor busy. `boilerplate`: a Project Gutenberg file's
     header and licence, and the `repeated` passages, are cut from the text that is chunked,
-    each kept once as a chunk of its own (in its first document)."""
+    each kept once as a chunk of its own (in its first document). `names_of`: what the
+    offline extractor reads from a whole document (the words it capitalises mid-sentence),
+    given to each of its chunks as `document_capitals` (the yielded blocks only), so that it
+    does not depend on how chunks are batched."""
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     indexes = files.column("file_index").to_pylist()
     name = f"files-{indexes[0]:08d}"
     read, skipped, warnings, document_parts, chunk_parts = [], [], [], [], []
     shared: list[tuple[str, str, str | None]] = []  # (content passage, document, chunk)
+    capitals: dict[str, list[str]] = {}  # document -> `names_of` its text (when asked)
     kept_out: list[tuple[str, float]] = []  # files mostly boilerplate: (path, share)
     for file_index, path in zip(indexes, files.column("path").to_pylist()):
         loaded = load_file(input_fs, input_root, path, input_config)
@@ -145,6 +150,9 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
             to_chunk = documents.set_column(documents.column_names.index("text"), "text",
                                             pa.array(texts, pa.string()))
         units = chunk_documents(to_chunk, chunks_config, tokenizer)
+        if names_of is not None:
+            capitals.update((d, sorted(names_of(text))) for d, text in zip(
+                to_chunk.column("id").to_pylist(), to_chunk.column("text").to_pylist()))
         if kept_content:
             shared += _content_chunks(to_chunk, units, kept_content)
         position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
@@ -195,6 +203,10 @@ def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_confi
         write_parquet(work_fs, f"{work_root}/{SHARED_CONTENT}/{name}.parquet",
                       pa.Table.from_pylist([{"passage": p, "document_id": d, "chunk_id": c}
                                             for p, d, c in shared], schema=SHARED_SCHEMA))
+    if names_of is not None:
+        chunks = chunks.append_column("document_capitals", pa.array(
+            [capitals.get(d, []) for d in chunks.column("document_id").to_pylist()],
+            pa.list_(pa.string())))
     for start in range(0, chunks.num_rows, block_rows):
         yield chunks.slice(start, block_rows)
 

@@ -90,27 +90,23 @@ class ExtractionWorker:
         repeated = batch.column("repeated_passage").to_pylist() \
             if "repeated_passage" in batch.column_names else [False] * batch.num_rows
         texts = batch.column("text").to_pylist()
-        if self.llm_mode:
-            extract = self._llm_row
+        if self.llm_mode or "document_capitals" not in batch.column_names:
+            extract = self._llm_row if self.llm_mode else self._nlp_row
         else:
-            # A document's chunks come in one batch (a read block): what the document
-            # capitalises mid-sentence anywhere tells the names that open its sentences.
-            documents = batch.column("document_id").to_pylist() \
-                if "document_id" in batch.column_names else [None] * batch.num_rows
-            capitals: dict = {}
-            for document, text in zip(documents, texts):
-                capitals.setdefault(document, set()).update(midsentence_capitals(text))
-            by_unit = dict(zip(batch.column("id").to_pylist(), documents))
+            # What the chunk's whole document capitalises mid-sentence (the reader's
+            # `names_of`) tells the names that open its sentences.
+            capitals = dict(zip(batch.column("id").to_pylist(),
+                                batch.column("document_capitals").to_pylist()))
 
             def extract(text_unit_id: str, text: str) -> dict:
-                return self._nlp_row(text_unit_id, text, capitals[by_unit[text_unit_id]])
+                return self._nlp_row(text_unit_id, text, set(capitals[text_unit_id]))
         rows = [{**(_empty_row(text_unit_id, schema.REPEATED_PASSAGE) if skip
                     else extract(text_unit_id, text)), "text_hash": text_hash(text)}
                 for text_unit_id, text, skip in zip(batch.column("id").to_pylist(), texts,
                                                     repeated)]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
-            if name not in ("id", "text"):
+            if name not in ("id", "text", "document_capitals"):
                 result = result.append_column(name, batch.column(name))
         return result
 
@@ -270,6 +266,8 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
                "chunks_config": config.chunks, "tokenizer": ctx.tokenizer,
                "work_url": ctx.work_url,
                "block_rows": batching.get("batch_size", config.runtime.batch_size)}
+    if not llm:
+        reading["names_of"] = midsentence_capitals
     if config.repeated_passages.enabled:
         reading["boilerplate"] = True
         if len(files) >= config.repeated_passages.min_documents:

@@ -124,20 +124,28 @@ def test_junk_the_issue_found_is_gone():
     assert titles == {"SCROOGE", "LINKEDIN"}
 
 
-def test_a_name_the_document_writes_mid_sentence_is_one_where_it_opens_sentences():
+def test_a_name_the_document_writes_mid_sentence_is_one_where_it_opens_sentences(tmp_path):
     """Chunk-level evidence only: a chunk where NEMO opens every sentence gave no NEMO,
-    though the next chunk of the same document wrote `said Nemo`."""
-    import pyarrow as pa
-
+    though another chunk of the same document wrote `said Nemo`. The reader gives every
+    chunk what its whole document capitalises mid-sentence, however chunks are batched."""
     from graphrag_ray.config import load_config
-    from graphrag_ray.index.extract.stage import ExtractionWorker
-    from graphrag_ray.prompts_loader import load_prompts
+    from graphrag_ray.index.build import build_index
+    from graphrag_ray.storage import IndexStore
 
-    config = load_config(None, ["runtime.engine=local"])
-    worker = ExtractionWorker(config, load_prompts(config))
-    chunks = pa.table({"id": ["a", "b", "c"], "document_id": ["d1", "d1", "d2"], "text": [
-        "Nemo stayed at sea. Nemo kept silent.", "Then the captain, said Nemo, sailed.",
-        "Nemo stayed at sea. Nemo kept silent."]})
-    found = {row["text_unit_id"]: {e["title"] for e in row["entities"]}
-             for row in worker(chunks).to_pylist()}
-    assert "NEMO" in found["a"] and "NEMO" not in found["c"]  # d2 never writes it so
+    opening = "Nemo stayed at sea. Nemo kept silent. " * 120  # a chunk of its own
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text(opening + "Then the captain, said Nemo, sailed.")
+    (tmp_path / "in" / "b.txt").write_text(opening)
+    for batch_size in (1, 64):  # however the chunks are batched
+        out = tmp_path / f"ix-{batch_size}"
+        build_index(str(tmp_path / "in"), str(out), load_config(
+            None, ["runtime.engine=local", f"runtime.batch_size={batch_size}"]),
+            progress=lambda _: None)
+        version = IndexStore(str(out)).open()
+        units = version.read_table("text_units").to_pylist()
+        titles = {d["id"]: d["title"] for d in version.read_table("documents").to_pylist()}
+        nemo = next(e for e in version.read_table("entities").to_pylist()
+                    if e["title"] == "NEMO")
+        # Every chunk of a.txt names NEMO; b.txt never writes it mid-sentence: none of its.
+        assert sorted(nemo["text_unit_ids"]) == sorted(
+            u["id"] for u in units if titles[u["document_id"]] == "a.txt")
