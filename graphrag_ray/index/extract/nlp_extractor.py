@@ -368,8 +368,12 @@ _MIDSENTENCE_CAPITAL = re.compile(
 
 
 def midsentence_capitals(text: str) -> set[str]:
-    """Words the text capitalises mid-sentence: names, when they also open a sentence."""
-    return set(_MIDSENTENCE_CAPITAL.findall(text.replace("_", " ")))
+    """Words a document capitalises mid-sentence and never writes in lower case: names, where
+    they open a sentence of any of its chunks. A word it also writes in lower case ("Yet to
+    Come", "come in") is left to each chunk's own evidence."""
+    text = text.replace("_", " ")
+    lower = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
+    return {word for word in _MIDSENTENCE_CAPITAL.findall(text) if word.lower() not in lower}
 
 
 def extract_nlp(text: str, max_description_chars: int = 400,
