@@ -39,7 +39,10 @@ class ProgressBar:
     def _tick(self) -> None:
         while not self._stop.wait(self.TICK_S):
             with self._lock:
-                self._show(time.monotonic())
+                try:
+                    self._show(time.monotonic())
+                except (OSError, ValueError):  # the stream went away: nobody is reading
+                    self._stop.set()
 
     def extra(self) -> str:
         """What a subclass adds to the line (calls, tokens)."""
@@ -76,6 +79,10 @@ class ProgressBar:
             self.stream.write(self.line() + "\n")
             self.stream.flush()
             self.last_shown = now
+
+    def stop(self) -> None:
+        """Stop the ticker without a last line (a stage that failed)."""
+        self._stop.set()
 
     def close(self) -> None:
         with self._lock:

@@ -82,3 +82,31 @@ def test_chunk_progress_shows_calls_and_tokens():
                            "prompt_tokens": [1000], "completion_tokens": [200]}))
     assert "1/2 chunks, 3 calls, 1,200 tokens" in bar.line()
     bar.close()
+
+
+def test_a_failed_stage_leaves_no_ticker_writing():
+    """A stage that raised left its bar's ticker writing to stderr every 10 s (into a closed
+    stream under pytest: 'I/O operation on closed file')."""
+    import pyarrow as pa
+    import pytest
+
+    from graphrag_ray.config import RuntimeConfig
+    from graphrag_ray.distributed import map_table
+
+    class Failing:
+        def __call__(self, batch):
+            raise RuntimeError("disk full")
+
+    stream = io.StringIO()
+    bar = ProgressBar("extract", total=3, stream=stream, log_every_s=0)
+    with pytest.raises(RuntimeError, match="disk full"):
+        map_table(pa.table({"key": [1, 2, 3]}), Failing, {}, RuntimeConfig(engine="local"),
+                  output_schema=pa.schema([("key", pa.int64())]), progress=bar)
+    assert not bar._ticker.join(timeout=5) and not bar._ticker.is_alive()
+    # And a stream that closes under a running bar stops its ticker, not the process.
+    other = io.StringIO()
+    running = ProgressBar("x", total=1, stream=other, log_every_s=0)
+    running.TICK_S = 0.01
+    other.close()
+    running._ticker.join(timeout=5)
+    assert not running._ticker.is_alive()

@@ -61,6 +61,20 @@ def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runti
     batches of its own size: at most `runtime.num_workers` Ray tasks at a time that hold no CPU
     (they must not wait behind actors that hold them all).
     """
+    try:
+        return _map_table(table, worker_cls, constructor_kwargs, runtime,
+                          output_schema=output_schema, num_cpus=num_cpus,
+                          batch_size=batch_size, shape=shape, first=first, then=then,
+                          progress=progress)
+    finally:
+        if progress:
+            progress.stop()  # a stage that failed leaves no ticker behind
+
+
+def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
+               runtime: RuntimeConfig, *, output_schema: pa.Schema, num_cpus: float,
+               batch_size: int | None, shape: PoolShape | None, first: FollowUp | None,
+               then: FollowUp | None, progress: ProgressBar | None) -> pa.Table:
     if table.num_rows == 0:
         return output_schema.empty_table()
     batch_size = batch_size or runtime.batch_size
