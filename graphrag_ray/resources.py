@@ -16,19 +16,26 @@ def rss_mb(pid: int | str = "self") -> int | None:
         return None
 
 
+def _status_mb(field: str) -> int | None:
+    """A field of this process's /proc/self/status (Linux, in kB), MB; None when unknown."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def peak_rss_mb() -> int:
     """This process's peak resident memory, MB: Linux's VmHWM, of the running program only.
     Not `getrusage`'s ru_maxrss, which Linux carries across execve from the process that was
     forked: a CLI started by a 1 GB parent (pytest late in a session, a notebook) reported
     the parent's peak as its own."""
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    peak = _status_mb("VmHWM")
+    return peak if peak is not None else \
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def driver_rss_mb() -> tuple[int, int]:
@@ -42,14 +49,7 @@ def shared_memory_mb() -> int | None:
     """The shared-memory pages in this process's RSS (Linux RssShmem), MB: on Ray, pages of
     the node's object store that the process wrote or read, counted in its RSS although the
     object store owns them (Ray's memory guide subtracts them from a worker's heap)."""
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith("RssShmem:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return _status_mb("RssShmem")
 
 
 class PeakRss:

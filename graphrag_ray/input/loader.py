@@ -308,10 +308,11 @@ def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput
         try:
             return data.decode(config.encoding)
         except UnicodeDecodeError as exc:
+            text = data.decode(config.fallback_encoding, errors="replace")
             result.warnings.append(
                 f"{relative}: not valid {config.encoding} (byte {exc.start}); decoded as "
-                f"{config.fallback_encoding}{_replaced(data, config.fallback_encoding)}")
-            return data.decode(config.fallback_encoding, errors="replace")
+                f"{config.fallback_encoding}{_replaced(text)}")
+            return text
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -326,16 +327,18 @@ def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput
             f"{_shown(_line_numbers(escaped, bad))}); read as UTF-8, each bad byte replaced "
             "by U+FFFD")
         return _UNDECODED.sub("\ufffd", escaped)
+    text = data.decode(config.fallback_encoding, errors="replace")
     result.warnings.append(
         f"{relative}: not valid utf-8 ({len(bad):,} bytes outside it, {multibyte:,} valid "
         f"multi-byte characters); the whole file decoded as {config.fallback_encoding}"
-        f"{_replaced(data, config.fallback_encoding)}")
-    return data.decode(config.fallback_encoding, errors="replace")
+        f"{_replaced(text)}")
+    return text
 
 
-def _replaced(data: bytes, encoding: str) -> str:
-    """What the warning adds when `encoding` itself lacks some of the file's bytes."""
-    missing = data.decode(encoding, errors="replace").count("\ufffd")
+def _replaced(text: str) -> str:
+    """What the warning adds when the fallback encoding itself lacks some of the file's
+    bytes (each decoded as U+FFFD: cp1252 and Latin-1 decode nothing else to it)."""
+    missing = text.count("\ufffd")
     return f", {missing:,} byte(s) it does not define replaced by U+FFFD" if missing else ""
 
 
