@@ -69,6 +69,7 @@ def test_planted_aliases_merge_and_homonyms_do_not(planted):
     assert manifest["tables"][schema.ENTITIES] == off_entities - len(aliases)
 
 
+@pytest.mark.slow  # the same two builds (the module's fixture)
 def test_the_aliases_table_and_the_folded_graph_agree(planted):
     _, folder, manifest = planted
     aliases = _read(folder / "on", schema.ENTITY_ALIASES)
