@@ -15,9 +15,10 @@ from graphrag_ray.index.estimate import estimate_index, previous_rates
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_ray.testing.local_cluster import kill_at_once
 
-from conftest import (SHARED, kill_with_no_answer_in_transit, llm_config, repeated_calls,
-                      wait_for_calls)
+from conftest import (SHARED, descendants, kill_with_no_answer_in_transit, llm_config,
+                      repeated_calls, wait_for_calls)
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +83,13 @@ def test_sigkill_then_resume_repeats_no_received_reply(carol_excerpt, tmp_path, 
         wait_for_calls(server, kind, calls, victim)
 
         def kill_driver() -> None:
+            # The whole job at once, as a lost machine goes. Ray's workers are not in the
+            # driver's process group: killed with the group only, they send requests for the
+            # second or so until they notice, and a reply taken then can die uncached (CI saw
+            # 4 such summarize repeats), a repeat no client code can prevent.
+            tree = list(descendants(victim.pid))
             os.killpg(victim.pid, signal.SIGKILL)
+            kill_at_once(tree, timeout_s=60)
             victim.wait()
 
         kill_with_no_answer_in_transit(server, kill_driver, out / "cache", roots=(victim.pid,))
