@@ -172,7 +172,7 @@ def cmd_query(args: argparse.Namespace) -> int:
               else config_from_manifest(manifest, args.set))
     index = GraphIndex(store, manifest, config)
     options: dict = {"history": _read_history(args.history)}
-    own = {"level": args.level, "dynamic": args.dynamic or None}
+    own = {"level": args.level, "dynamic": args.dynamic or None, "budget": args.budget}
     accepted = QUERY_METHODS[args.method].options
     for name, value in own.items():
         if name in accepted:
@@ -244,6 +244,9 @@ def format_sources(result) -> str:
                        f"{dynamic['reports_total']} reports, {dynamic['rating_calls']} ratings, "
                        f"{dynamic['saved_tokens']} tokens saved vs level "
                        f"{dynamic['deepest_level']}")
+    if "relevance_tests" in details:
+        figures.append(f"{details['relevance_tests']} of {details['budget']} relevance tests, "
+                       f"{details['relevant_passages']} passages relevant")
     figures.append(f"{result.llm_calls} LLM calls")
     figures.append(f"{result.context_tokens} context tokens")
     lines.append("[" + "; ".join(figures) + "]")
@@ -421,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "global_search.default_level")
     query.add_argument("--dynamic", action="store_true",
                        help="global: rate reports from the root down and map only relevant ones")
+    query.add_argument("--budget", type=int, default=None,
+                       help="lazy: relevance tests at most (default query.lazy.relevance_budget)")
     query.add_argument("--stream", action="store_true", help="print the answer as it is written")
     query.add_argument("--history", metavar="FILE",
                        help='conversation so far: JSON list of {"role", "content"} turns')

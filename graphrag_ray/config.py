@@ -217,13 +217,6 @@ class BasicSearchConfig(_Section):
     response_type: str = "multiple paragraphs"
 
 
-class QueryConfig(_Section):
-    """What every query method shares."""
-    # A longer question is refused with a message (exit 2): a pasted document is not a
-    # question, and would crowd the context out of every prompt.
-    max_question_chars: int = Field(4000, gt=0)
-
-
 class EvalConfig(_Section):
     # Activity-centred question generation: users x tasks per user x questions per task.
     users: int = Field(5, gt=0)
@@ -345,6 +338,39 @@ class EmbeddingsConfig(LLMConfig):
         return self.method
 
 
+class LazySearchConfig(_Section):
+    """LazyGraphRAG (`--method lazy`): the index spends no LLM call; a question spends at most
+    `relevance_budget` relevance tests of passages, found best community first."""
+    # auto: the LLM when one is configured (llm.api_base or an API key), else offline (word
+    # overlap judges relevance, the passages' own sentences are the claims).
+    method: Literal["auto", "llm", "extractive"] = "auto"
+    relevance_budget: int = Field(500, gt=0, description="passages tested per question, at most")
+    max_subquestions: int = Field(3, gt=0)
+    # A test reads the unit's sentences closest to the sub-question, not the whole unit: 500
+    # whole 600-token units would cost half of what global search does.
+    passage_tokens: int = Field(60, gt=0, description="tokens of a unit shown to a test")
+    passages_per_call: int = Field(20, gt=0)
+    units_per_community: int = Field(3, gt=0, description="tested per community per round")
+    max_claims_per_passage: int = Field(3, gt=0)
+    context_tokens: int = Field(8000, gt=0, description="claims per answer (or map) call")
+    relevance_max_output_tokens: int = Field(1500, gt=0)
+    max_output_tokens: int = Field(1500, gt=0)
+    concurrency: int = Field(8, gt=0)
+    response_type: str = "multiple paragraphs"
+    # Sub-questions and relevance tests on another (cheaper) model or endpoint: the fields
+    # given here replace `llm`'s (fields left at their defaults follow `llm`). The answer
+    # uses `llm`. Both share `llm`'s rate budget.
+    relevance_llm: LLMConfig | None = None
+
+
+class QueryConfig(_Section):
+    """What every query method shares, and LazyGraphRAG's settings."""
+    # A longer question is refused with a message (exit 2): a pasted document is not a
+    # question, and would crowd the context out of every prompt.
+    max_question_chars: int = Field(4000, gt=0)
+    lazy: LazySearchConfig = LazySearchConfig()
+
+
 class CacheConfig(_Section):
     enabled: bool = True
     # fsspec URL; None: `cache/` beside the index output.
@@ -411,11 +437,30 @@ class GraphRagConfig(_Section):
             return self.extraction.method == "llm"
         return method == "llm"
 
+    def lazy_uses_llm(self) -> bool:
+        """LazyGraphRAG's `auto`: the LLM iff an endpoint or a key is configured (the point
+        of the method is an index with no LLM and a question with one)."""
+        method = self.query.lazy.method
+        if method == "auto":
+            return bool(self.llm.api_base or self.llm.api_key.get_secret_value())
+        return method == "llm"
+
+    def relevance_llm(self) -> LLMConfig:
+        """`llm` with `query.lazy.relevance_llm`'s fields that differ from the defaults."""
+        override = self.query.lazy.relevance_llm
+        if override is None:
+            return self.llm
+        changed = {name: getattr(override, name) for name, field in LLMConfig.model_fields.items()
+                   if getattr(override, name) != field.get_default(call_default_factory=True)}
+        return self.llm.model_copy(update=changed)
+
     def public_dict(self) -> dict[str, Any]:
         """The config as plain data with secrets removed, fit for manifests and logs."""
         data = self.model_dump(mode="json")
         data["llm"].pop("api_key", None)
         data["embeddings"].pop("api_key", None)
+        if data["query"]["lazy"]["relevance_llm"]:
+            data["query"]["lazy"]["relevance_llm"].pop("api_key", None)
         return data
 
 

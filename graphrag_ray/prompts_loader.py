@@ -16,6 +16,7 @@ PROMPT_NAMES = (
     "global_map_single", "local_answer", "basic_answer", "text_map", "text_map_single",
     "rate_community", "hypothetical_answer",
     "drift_step", "drift_reduce",
+    "lazy_subquestions", "lazy_relevance", "lazy_map", "lazy_answer",
     "eval_personas", "eval_questions", "eval_judge", "eval_claims",
 )
 

@@ -11,6 +11,11 @@ import pytest
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.testing.llm_server import run_test_server
 
+# A developer's own API key never reaches a test: with one in the environment, the methods that
+# use the LLM whenever a key is configured (lazy search) would call the real provider.
+for _variable in ("GRAPHRAG_API_KEY", "OPENAI_API_KEY"):
+    os.environ.pop(_variable, None)
+
 
 def pytest_collection_modifyitems(items) -> None:
     """Every test that starts Ray is slow, marked here so none is missed: one that uses the

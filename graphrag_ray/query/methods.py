@@ -13,6 +13,7 @@ from typing import Callable
 
 from graphrag_ray.query import (
     basic_search, drift_search, global_search, local_search, text_search)
+from graphrag_ray.query.lazy.search import lazy_search
 from graphrag_ray.query.results import SearchResult
 
 
@@ -37,4 +38,7 @@ QUERY_METHODS: dict[str, QueryMethod] = {method.name: method for method in (
     QueryMethod("basic", "vector RAG over text units", basic_search.basic_search),
     QueryMethod("text", "map-reduce over the source texts (the paper's TS)",
                 text_search.text_search),
+    QueryMethod("lazy", "LazyGraphRAG: passages tested for relevance best community first, "
+                "within a budget (--budget), then an answer from their claims", lazy_search,
+                options=("budget",)),
 )}

@@ -2,8 +2,8 @@
 
 It recognises the task from the prompt text (graph extraction, gleaning check and continuation,
 claims, description summaries, community reports, global map and reduce, local/basic answers,
-DRIFT steps, report ratings) and answers in the requested format, using the prompt's own text,
-so the pipeline builds a real graph from it. It also serves /embeddings (hashed vectors, so
+DRIFT steps, report ratings, LazyGraphRAG's sub-questions, relevance tests and answers) and
+answers in the requested format, using the prompt's own text, so the pipeline builds a real graph from it. It also serves /embeddings (hashed vectors, so
 similar texts are near) and streams answers as server-sent events when asked to.
 
 Switches simulate providers: latency, HTTP 429 with Retry-After, 5xx, hung requests (timeouts),
@@ -70,6 +70,9 @@ class Switches:
     models: str = ""  # comma-separated: chat calls naming another model get HTTP 404
     api_key: str | None = None
     seed: int = 0
+    # Keep every chat request's kind, model and messages (`chat_requests()`), for tests that
+    # check what was asked; off by default, as a big build would hold every prompt.
+    keep_requests: bool = False
 
 
 # What each personality plays:
@@ -133,6 +136,12 @@ def classify(messages: list[dict]) -> str:
         return "eval_personas"
     if '{"questions"' in first:
         return "eval_questions"
+    if '{"subquestions"' in first:
+        return "lazy_subquestions"
+    if '{"relevant"' in first:
+        return "lazy_relevance"
+    if "---Notes---" in first:
+        return "lazy_answer"
     if "single letter" in last and ("Y " in last or "Y if" in last):
         return "glean_check"
     if "MANY entities were missed" in last:
@@ -231,6 +240,24 @@ def _graph_records(text: str, names: list[str], prompt: str, entity_types: list[
                 records.append(f'("relationship"{t}{a}{t}{b}{t}'
                                f'{" ".join(sentence.split())[:300]}{t}{strength})')
     return f"\n{r}\n".join(records) + f"\n{c}"
+
+
+# Question words that say nothing of what is asked about.
+_ASKING = {"what", "which", "does", "about", "have", "that", "this", "with", "from", "they",
+           "their", "there", "when", "where", "whom", "whose", "were", "been", "into", "according"}
+
+
+def _asked(question: str) -> set[str]:
+    return _words(question) - _ASKING
+
+
+def _subquestions(question: str, limit: int) -> list[str]:
+    """The question split at 'and' between two parts that each ask something (two words or
+    more), else the question: a rule a test can predict."""
+    parts = [p.strip(" ,?") for p in re.split(r",\s*and\s+|\s+and\s+", question.strip())]
+    if len(parts) > 1 and all(len(_asked(p)) >= 2 for p in parts):
+        return [f"{p}?" for p in parts][:limit]
+    return [question.strip()]
 
 
 def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
@@ -366,6 +393,28 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
         claims = [s.strip(" -*#") for s in re.split(r"(?<=[.!?])\s+|\n", answer)
                   if len(s.strip(" -*#").split()) >= 3]
         return json.dumps({"claims": claims[:20]})
+    if kind == "lazy_subquestions":
+        return json.dumps({"subquestions": _subquestions(
+            _section(first, "Question: ", "\n\nJSON:"),
+            int(re.search(r"at most (\d+)", first).group(1)))})
+    if kind == "lazy_relevance":
+        question = _asked(_section(first, "Question: ", "\n\nPassages:"))
+        limit = int(re.search(r"at most (\d+) per passage", first).group(1))
+        _, rows = _table_rows(_section(first, "Passages:\n", "\n\nJSON:"))
+        relevant = []
+        for number, *rest in rows:
+            text = "|".join(rest)
+            if 3 * len(question & _words(text)) >= 2 * len(question) > 0:
+                claims = [s for s in _sentences(text) if question & _words(s)][:limit]
+                relevant.append({"id": int(number), "claims": claims})
+        return json.dumps({"relevant": relevant})
+    if kind == "lazy_answer":
+        question = _section(first, "Question: ", "\n\nAnswer:")
+        notes = _section(first, "---Notes---", "\n\nQuestion:")
+        _, rows = _table_rows(notes)
+        lines = [f"- {parts[-1][:200]} [Data: Sources ({parts[0]})]" for parts in rows[:8]] or \
+            [f"- {p}" for p in re.findall(r"Importance Score: [\d.]+\n(.+)", notes)[:8]]
+        return f"Answer to: {question}\n" + "\n".join(lines)
     if kind == "json_only":
         return messages[-1]["content"].split("only:", 1)[1].strip()
     if kind == "yes_no":
@@ -380,7 +429,7 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
 
 
 def _malformed(kind: str) -> str:
-    if kind in ("community_report", "global_map"):
+    if kind in ("community_report", "global_map", "lazy_relevance", "lazy_subquestions"):
         return "Sorry, here is the report: {title: broken"
     if kind in ("extract_graph", "glean_continue", "claims"):
         return '("entity"<|>ONLY A NAME)##("garbage"<|>of no known kind)##<|COMPLETE|>'
@@ -538,6 +587,7 @@ class TestLLMServer(ThreadingHTTPServer):
         # model -> (time, tokens) admitted inside the limit window: limits are per model.
         self._admitted: dict[str, list[tuple[float, int]]] = {}
         self._prefixes: set[str] = set()  # conversations seen, for the prompt cache
+        self._kept: list[dict] = []
         self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
         self._gate.set()
 
@@ -552,6 +602,11 @@ class TestLLMServer(ThreadingHTTPServer):
     def request_log(self) -> list:
         with self._lock:
             return list(self._stats.log)
+
+    def chat_requests(self) -> list[dict]:
+        """Every chat request so far ({"kind", "model", "messages"}), with `keep_requests`."""
+        with self._lock:
+            return list(self._kept)
 
     def hold_answers(self) -> None:
         """Answers wait until `release_answers`: no reply is in transit while this holds."""
@@ -642,6 +697,9 @@ class TestLLMServer(ThreadingHTTPServer):
         with self._lock:
             self._stats.requests += 1
             self._stats.by_kind[kind] += 1
+            if s.keep_requests:
+                self._kept.append({"kind": kind, "model": body.get("model"),
+                                   "messages": messages})
             attempt = self._attempts[request_hash]
             self._attempts[request_hash] += 1
         prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
@@ -816,6 +874,7 @@ SWITCH_HELP = {
     "rate_429": "share of requests answered 429 with Retry-After (0-1)",
     "retry_after_s": "the Retry-After those 429s carry, s",
     "rate_5xx": "share of requests answered 500 (0-1)",
+    "keep_requests": "keep every chat request's kind, model and messages (for tests)",
     "rate_timeout": "share of requests that hang for --timeout-sleep-s (0-1)",
     "timeout_sleep_s": "how long a hanging request hangs, s",
     "rate_malformed": "share of answers that are malformed for their kind (0-1)",

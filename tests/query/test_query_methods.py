@@ -167,7 +167,7 @@ def test_ray_and_asyncio_fan_outs_give_the_same_answers(llm_index, ray_session):
     ray_index.fan_out = FanOut(config.runtime.model_copy(update={"engine": "ray"}))
     assert ray_index.fan_out.use_ray and not asyncio_index.fan_out.use_ray
     try:
-        for method, options in (("global", {"level": 1}), ("drift", {})):
+        for method, options in (("global", {"level": 1}), ("drift", {}), ("lazy", {})):
             on_ray = ray_index.search(method, QUESTION, **options)
             in_process = asyncio_index.search(method, QUESTION, **options)
             assert on_ray.answer == in_process.answer
