@@ -275,6 +275,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"wrote {len(questions)} questions to {args.out}")
         return 0
     out = Path(args.dir)
+    if args.eval_command == "answer" and args.dry_run:
+        from graphrag_ray.api import GraphIndex
+        from graphrag_ray.eval.estimate import estimate_answers, format_estimates
+        from graphrag_ray.eval.questions import read_questions
+
+        questions = [q.question_text for q in read_questions(Path(args.questions))]
+        index = GraphIndex.open(args.index, config=config)
+        print(format_estimates(estimate_answers(index, questions, config.eval.conditions),
+                               len(questions)))
+        return 0
     if args.eval_command == "answer":
         count = commands.answer_step(args.index, Path(args.questions), out, config, _eprint)
         print(f"answered {count} (question, condition) pairs into {out / commands.ANSWERS}")
@@ -447,6 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     answer.add_argument("--index", required=True, help="folder or fsspec URL of an index")
     answer.add_argument("--questions", required=True, help="question CSV")
     answer.add_argument("--dir", required=True, help="evaluation folder (resumable)")
+    answer.add_argument("--dry-run", action="store_true",
+                        help="print the most answering and judging would cost; call nothing")
     for name, text in (("judge", "judge every pair of conditions on eval.metrics"),
                        ("claims", "extract and count claims; cluster them for diversity"),
                        ("report", "write win-rate heatmaps, token and claim tables, summary")):

@@ -1,10 +1,12 @@
 """Answer every question under the paper's conditions on one index: C0..C3 (global search at
-each level), TS (map-reduce over source texts), SS (vector RAG). All use the same context
-window (`global_search.map_context_tokens`) and the same answer length; their prompts differ
-only in what the context holds."""
+each level), TS (map-reduce over source texts), SS (vector RAG), and LazyGraphRAG at a
+relevance budget (LZ100, LZ500, LZ1500, or any LZ<n>). All use the same context window
+(`global_search.map_context_tokens`) and the same answer length; their prompts differ only in
+what the context holds."""
 
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -18,7 +20,21 @@ CONDITIONS: dict[str, tuple[str, dict]] = {
     "C0": ("global", {"level": 0}), "C1": ("global", {"level": 1}),
     "C2": ("global", {"level": 2}), "C3": ("global", {"level": 3}),
     "TS": ("text", {}), "SS": ("basic", {}),
+    "LZ100": ("lazy", {"budget": 100}), "LZ500": ("lazy", {"budget": 500}),
+    "LZ1500": ("lazy", {"budget": 1500}),
 }
+_LAZY = re.compile(r"LZ([1-9]\d*)")
+
+
+def condition(name: str) -> tuple[str, dict]:
+    """The method and options of a condition name (LZ<n>: lazy at budget n)."""
+    if name in CONDITIONS:
+        return CONDITIONS[name]
+    lazy = _LAZY.fullmatch(name)
+    if lazy:
+        return "lazy", {"budget": int(lazy.group(1))}
+    raise GraphRagError(f"unknown condition {name!r}; known: {', '.join(CONDITIONS)} "
+                        "(or LZ<budget>)")
 
 
 def same_window(index: GraphIndex) -> None:
@@ -29,20 +45,20 @@ def same_window(index: GraphIndex) -> None:
     config.basic_search.context_tokens = config.global_search.map_context_tokens
     config.basic_search.max_output_tokens = config.global_search.reduce_max_output_tokens
     config.basic_search.response_type = config.global_search.response_type
+    config.query.lazy.context_tokens = config.global_search.map_context_tokens
+    config.query.lazy.max_output_tokens = config.global_search.reduce_max_output_tokens
+    config.query.lazy.response_type = config.global_search.response_type
 
 
 def answer_questions(index: GraphIndex, questions: list[Question], conditions: list[str],
                      answers: RecordFile, concurrency: int,
                      progress: Callable[[str], None]) -> int:
     """Answers what is not answered yet; returns how many it answered now."""
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown:
-        raise GraphRagError(f"unknown conditions {unknown}; known: {', '.join(CONDITIONS)}")
     deepest = max(index.levels) if index.levels else -1
-    for condition in conditions:
-        method, options = CONDITIONS[condition]
+    for name in conditions:
+        method, options = condition(name)
         if method == "global" and options["level"] > deepest:
-            raise GraphRagError(f"{condition} needs community level {options['level']}; the "
+            raise GraphRagError(f"{name} needs community level {options['level']}; the "
                                 f"index has levels 0..{deepest}")
     same_window(index)
     done = answers.done_keys()
@@ -50,13 +66,13 @@ def answer_questions(index: GraphIndex, questions: list[Question], conditions: l
     progress(f"{len(todo)} answers to write ({len(done)} already done)")
 
     def answer(item: tuple[Question, str]) -> None:
-        question, condition = item
-        method, options = CONDITIONS[condition]
+        question, name = item
+        method, options = condition(name)
         started = time.perf_counter()
         result = index.search(method, question.question_text, **options)
         answers.append({
             "question_id": question.question_id, "question": question.question_text,
-            "condition": condition, "answer": result.answer,
+            "condition": name, "answer": result.answer,
             "context_tokens": result.context_tokens, "llm_calls": result.llm_calls,
             "prompt_tokens": result.usage.prompt_tokens,
             "completion_tokens": result.usage.completion_tokens,

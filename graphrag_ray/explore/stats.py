@@ -46,7 +46,19 @@ def index_facts(version: IndexVersion) -> dict:
                    "tokens_per_minute": config.get("llm", {}).get("tokens_per_minute")},
         "timings_s": manifest.get("timings_s", {}),
         "resolution": manifest.get("resolution"),
+        "query_methods": query_methods(config),
     }
+
+
+def query_methods(config: dict) -> list[dict]:
+    """The methods that answer from this index, and what each spends at query time (lazy:
+    its relevance budget; none of them needs more from the index than it has)."""
+    from graphrag_ray.query.methods import QUERY_METHODS
+
+    budget = config.get("query", {}).get("lazy", {}).get("relevance_budget")
+    return [{"method": m.name, "help": m.help + (f" (default budget {budget} tests)"
+                                                 if m.name == "lazy" and budget else "")}
+            for m in QUERY_METHODS.values()]
 
 
 def format_facts(facts: dict) -> str:
@@ -71,6 +83,7 @@ def format_facts(facts: dict) -> str:
     else:
         lines.append("LLM: no calls (offline build)")
     lines.append("stages (s): " + ", ".join(f"{k} {v}" for k, v in facts["timings_s"].items()))
+    lines.append("query methods: " + ", ".join(m["method"] for m in facts["query_methods"]))
     return "\n".join(lines)
 
 

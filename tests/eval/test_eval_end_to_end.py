@@ -80,3 +80,31 @@ def test_eval_needs_answers_before_judging(tmp_path, capsys):
     assert main(["eval", "judge", "--dir", str(tmp_path), "--set",
                  "llm.api_base=http://127.0.0.1:9/v1"]) == 2
     assert "run `eval answer` first" in capsys.readouterr().err
+
+
+def test_lazy_conditions_and_the_dry_run_that_calls_nothing(setup, tmp_path, capsys):
+    server, index, _ = setup
+    questions = tmp_path / "questions.csv"
+    questions.write_text("question_text\nWhat does Scrooge say of Christmas?\n"
+                         "How does Scrooge treat his clerk?\n", encoding="utf-8")
+    settings = ["--set", f"llm.api_base={server.url}", "--set", "llm.model=gpt-4o-mini",
+                "--set", "eval.conditions=[C0,SS,LZ100,LZ7]", "--set", "eval.repeats=1"]
+    requests = server.stats()["requests"]
+    capsys.readouterr()
+    assert main(["eval", "answer", "--index", str(index), "--questions", str(questions),
+                 "--dir", str(tmp_path / "eval"), "--dry-run", *settings]) == 0
+    printed = capsys.readouterr().out
+    assert server.stats()["requests"] == requests and not (tmp_path / "eval").exists()
+    bounds = {line.split()[0]: int(line.split()[1].replace(",", ""))
+              for line in printed.splitlines()[2:]}
+    assert bounds["LZ7"] == 2 * 3 and bounds["LZ100"] == 2 * 7  # sub-questions, tests, answer
+    assert bounds["judge"] == 2 * 6 * 4  # questions x pairs x metrics x 1 repeat
+    assert "$" in printed.splitlines()[-1]  # gpt-4o-mini has a price
+
+    assert main(["eval", "answer", "--index", str(index), "--questions", str(questions),
+                 "--dir", str(tmp_path / "eval"), *settings]) == 0
+    answers = [json.loads(line)
+               for line in (tmp_path / "eval" / "answers.jsonl").read_text().splitlines()]
+    lazy = [a for a in answers if a["condition"] == "LZ100"]
+    assert len(lazy) == 2 and all("Sources (" in a["answer"] for a in lazy)
+    assert all(a["llm_calls"] <= bounds[a["condition"]] / 2 for a in answers)

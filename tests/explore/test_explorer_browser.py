@@ -104,5 +104,8 @@ def test_the_explorer_works_in_a_real_browser(site, browser, tmp_path):
                               " return imgs.length && imgs.every(i => i.complete && i.naturalWidth)"
                               " && imgs.length; })()")
     assert loaded >= 3
+    # Which methods answer from this index, lazy search with its budget among them.
+    assert browser.evaluate("[...document.querySelectorAll('#facts-view td')].some("
+                            "td => td.textContent.includes('default budget 500 tests'))")
     browser.screenshot(artifacts(tmp_path) / "explorer-carol-facts.png")
     assert browser.errors == [] and browser.evaluate("GR.errors") == []

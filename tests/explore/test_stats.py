@@ -34,6 +34,8 @@ def test_an_offline_build_has_no_llm_plot(tmp_path, capsys):
                  str(tmp_path / "index"), "--set", "runtime.engine=local"]) == 0
     assert main(["stats", "--index", str(tmp_path / "index"),
                  "--out", str(tmp_path / "plots")]) == 0
-    assert "LLM: no calls (offline build)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "LLM: no calls (offline build)" in out
+    assert "query methods: global, local, drift, basic, text, lazy" in out
     assert not (tmp_path / "plots" / "llm_usage.png").exists()
     assert (tmp_path / "plots" / "stage_timeline.png").exists()

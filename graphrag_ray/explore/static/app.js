@@ -229,6 +229,8 @@ function renderFacts() {
       Object.entries(f.llm_by_stage || {}).map(([stage, u]) => [stage, u.calls, u.prompt_tokens,
         u.completion_tokens, u.rate_limited, cost(u.cost_usd)])),
     element("h3", { text: "Stage timings (s)" }), table(["stage", "seconds"], rows(f.timings_s)),
+    element("h3", { text: "Query methods" }),
+    table(["method", "what it does"], (f.query_methods || []).map((m) => [m.method, m.help])),
     element("h3", { text: "Plots" }),
     element("div", { class: "plots" }, ...f.plots.map((name) => element("img", { src: `plots/${name}`, alt: name }))));
 }
