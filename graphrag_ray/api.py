@@ -155,7 +155,7 @@ class GraphIndex:
 
     def search(self, method: str, question: str, **options) -> SearchResult:
         """Answer with a registered method; `options`: `history`, `on_token` and the
-        method's own (`global`: `level`, `dynamic`)."""
+        method's own (`global`: `level`, `dynamic`; `lazy`: `budget`)."""
         if method not in QUERY_METHODS:
             raise GraphRagError(f"unknown query method {method!r}; one of "
                                 f"{', '.join(QUERY_METHODS)}")

@@ -70,6 +70,9 @@ class Switches:
     models: str = ""  # comma-separated: chat calls naming another model get HTTP 404
     api_key: str | None = None
     seed: int = 0
+    # A LazyGraphRAG relevance test finds a passage relevant when it holds more than this
+    # share of the question's content words (`terms.content_terms`).
+    relevant_share: float = 0.5
     # Keep every chat request's kind, model and messages (`chat_requests()`), for tests that
     # check what was asked; off by default, as a big build would hold every prompt.
     keep_requests: bool = False
@@ -398,14 +401,18 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
             _section(first, "Question: ", "\n\nJSON:"),
             int(re.search(r"at most (\d+)", first).group(1)))})
     if kind == "lazy_relevance":
-        question = _asked(_section(first, "Question: ", "\n\nPassages:"))
+        from graphrag_ray.terms import content_terms
+
+        question = set(content_terms(_section(first, "Question: ", "\n\nPassages:")))
         limit = int(re.search(r"at most (\d+) per passage", first).group(1))
         _, rows = _table_rows(_section(first, "Passages:\n", "\n\nJSON:"))
         relevant = []
         for number, *rest in rows:
             text = "|".join(rest)
-            if 3 * len(question & _words(text)) >= 2 * len(question) > 0:
-                claims = [s for s in _sentences(text) if question & _words(s)][:limit]
+            shared = len(question & set(content_terms(text)))
+            if question and shared > switches.relevant_share * len(question):
+                claims = [s for s in _sentences(text)
+                          if question & set(content_terms(s))][:limit]
                 relevant.append({"id": int(number), "claims": claims})
         return json.dumps({"relevant": relevant})
     if kind == "lazy_answer":
@@ -874,6 +881,8 @@ SWITCH_HELP = {
     "rate_429": "share of requests answered 429 with Retry-After (0-1)",
     "retry_after_s": "the Retry-After those 429s carry, s",
     "rate_5xx": "share of requests answered 500 (0-1)",
+    "relevant_share": "a passage holding more than this share of a question's content words "
+                      "is relevant (LazyGraphRAG relevance tests)",
     "keep_requests": "keep every chat request's kind, model and messages (for tests)",
     "rate_timeout": "share of requests that hang for --timeout-sleep-s (0-1)",
     "timeout_sleep_s": "how long a hanging request hangs, s",

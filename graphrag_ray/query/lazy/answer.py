@@ -51,7 +51,8 @@ class LazyAnswer:
         return sorted(cited or shown)
 
 
-def claim_batches(claims: list[Claim], max_tokens: int, encoding: str) -> list[list[tuple[Claim, str]]]:
+def claim_batches(claims: list[Claim], max_tokens: int,
+                  encoding: str) -> list[list[tuple[Claim, str]]]:
     """The claims, best first, without repeats, as rows in contexts of at most `max_tokens`."""
     header = count_tokens(CLAIM_HEADER, encoding) + 1
     batches, current, used, seen = [], [], header, []

@@ -10,6 +10,7 @@ topic's words is not answering), and its claims are its sentences that hold any 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from graphrag_ray.config import GraphRagConfig, LLMConfig
@@ -24,21 +25,31 @@ from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 PASSAGE_HEADER = "id|passage"
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _sentences(text: str, encoding: str) -> tuple[tuple[str, ...], tuple[frozenset[str], ...],
+                                                  tuple[int, ...]]:
+    """A unit's sentences, their content words and tokens, kept across questions: cutting and
+    reading them was most of a lazy search's own time."""
+    sentences = tuple(" ".join(s.split()) for s in split_sentences(text) if s.strip())
+    return (sentences, tuple(frozenset(content_terms(s)) for s in sentences),
+            tuple(count_tokens(s, encoding) for s in sentences))
+
+
 def passage(text: str, question: str, max_tokens: int, encoding: str) -> str:
     """The sentences of `text` nearest `question` by shared content words (the most first,
     earlier first on ties), shown in the text's order, within `max_tokens`."""
     wanted = set(content_terms(question))
-    sentences = [" ".join(s.split()) for s in split_sentences(text) if s.strip()]
+    sentences, terms, tokens_of = _sentences(text, encoding)
     if not sentences:
         return truncate_to_tokens(" ".join(text.split()), max_tokens, encoding)
-    shared = [len(wanted & set(content_terms(s))) for s in sentences]
+    shared = [len(wanted & words) for words in terms]
     if not any(shared):
         return truncate_to_tokens(" ".join(sentences), max_tokens, encoding)
     chosen, used = [], 0
     for position in sorted(range(len(sentences)), key=lambda i: (-shared[i], i)):
         if not shared[position]:
             break
-        tokens = count_tokens(sentences[position], encoding) + 1
+        tokens = tokens_of[position] + 1
         if used + tokens > max_tokens:
             if not chosen:  # one long sentence: as much of it as fits
                 return truncate_to_tokens(sentences[position], max_tokens, encoding)
