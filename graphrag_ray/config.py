@@ -304,6 +304,17 @@ class LLMConfig(_Section):
     # Output tokens added to every request's limit for a reasoning model's hidden reasoning
     # (None: 4096 for the reasoning families, 0 otherwise).
     reasoning_allowance_tokens: int | None = Field(None, ge=0)
+    # The provider's Batch API (half the price, its own rate-limit pool): "extraction" sends
+    # extraction and gleaning, most of a build's tokens, by batch and the rest online
+    # (`llm/batch.py`). Needs the response cache.
+    batch: Literal[False, "extraction"] = False
+    batch_completion_window: str = "24h"
+    batch_poll_s: float = Field(30.0, gt=0, description="seconds between status checks")
+    batch_max_requests: int = Field(50_000, gt=0, description="requests per batch")
+    # The provider's enqueued-token limit for the model (tokens in batches not yet done):
+    # batches are cut to fit it; None: no limit known (a batch refused for it goes again).
+    batch_queue_tokens: int | None = Field(None, gt=0)
+    batch_max_attempts: int = Field(3, gt=0, description="rounds a failed line is sent in")
     prices: dict[str, tuple[float, float] | tuple[float, float, float]] = Field(
         default_factory=dict,
         description="model -> (USD per 1M prompt, per 1M completion[, per 1M cached prompt])")
@@ -608,6 +619,12 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
             f"chunks.overlap ({config.chunks.overlap}) must be smaller than chunks.size "
             f"({config.chunks.size}) in {source}"
         )
+    if config.embeddings.batch:
+        raise ConfigError(f"embeddings.batch is not built yet (in {source}): embeddings go "
+                          "online; llm.batch: extraction sends extraction by batch")
+    if config.llm.batch and not config.cache.enabled:
+        raise ConfigError(f"llm.batch needs the response cache (cache.enabled: true, in "
+                          f"{source}): batch replies reach the build through it")
     for section in (config.llm, config.embeddings):
         if not section.api_key.get_secret_value():
             section.api_key = SecretStr(api_key_from_environment())

@@ -223,7 +223,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         **community_figures(communities),
         "merge": ctx.figures["merge"],
         # Sections of stages that only run when enabled.
-        **{name: ctx.figures[name] for name in ("repeated_passages", "resolution")
+        **{name: ctx.figures[name] for name in ("repeated_passages", "resolution", "batch")
            if name in ctx.figures},
         "leiden": ctx.figures["leiden"],
         "extraction": {

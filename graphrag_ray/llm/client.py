@@ -120,15 +120,28 @@ class LLMServices:
     Travels to Ray actors (the limiter as an actor handle, the cache as its URL)."""
 
     def __init__(self, limiter=None, cache: ResponseCache | None = None,
-                 embedding_limiter=None):
+                 embedding_limiter=None, batch=None):
         self.limiter = limiter
         self.cache = cache
         # Embeddings have their own limits (their own model and keys in the config).
         self.embedding_limiter = embedding_limiter
+        # `llm.batch`: the stages whose requests go by batch, and where they wait
+        # (`batch.BatchMode`); None: every request online.
+        self.batch = batch
 
     def chat(self, config: LLMConfig, stage: str = "") -> "ChatClient":
         """`stage` names the build stage the budget's ledger counts these calls under."""
-        return ChatClient(config, limiter=self.limiter, cache=self.cache, stage=stage)
+        batch = self.batch if self.batch is not None and stage in self.batch.stages else None
+        return ChatClient(config, limiter=self.limiter, cache=self.cache, stage=stage,
+                          batch=batch)
+
+    def batched(self, batch) -> "LLMServices":
+        """These services with `batch` for its stages (a batch round's pass, or the run
+        after the last round)."""
+        clone = object.__new__(LLMServices)
+        clone.__dict__.update(self.__dict__)
+        clone.batch = batch
+        return clone
 
     def embedder(self, config, stage: str = "embed"):
         from graphrag_ray.llm.embeddings import Embedder
@@ -168,10 +181,11 @@ class _EndpointClient:
     """What chat and embeddings calls share: the budget lease, retries, usage counting."""
 
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
-                 encoding: str = "cl100k_base", stage: str = ""):
+                 encoding: str = "cl100k_base", stage: str = "", batch=None):
         require_api_base(config)
         self.config = config
         self.stage = stage
+        self.batch = batch
         self.limiter = limiter
         self.cache = cache
         self.encoding = encoding
@@ -355,6 +369,8 @@ class ChatClient(_EndpointClient):
         hit = self._cached(key)
         if hit is not None:
             return hit
+        if self.batch is not None and key is not None:
+            self.batch.miss(key, lambda: self._batch_body(messages, max_tokens, logit_bias))
         sent: list = []
         response, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias),
@@ -367,6 +383,12 @@ class ChatClient(_EndpointClient):
         finally:
             self._settle(lease, usage, response.usage is not None)
         return content
+
+    def _batch_body(self, messages: list[dict], max_tokens: int,
+                    logit_bias: dict[int, int] | None) -> dict:
+        """The request as a Batch API line's body, shaped as the endpoint takes it."""
+        wire = shape_for(self.config).wire_parameters(self.config, max_tokens, logit_bias)
+        return {"model": self.config.model, "messages": messages, **wire}
 
     def complete_parsed(self, messages: list[dict], parse: Callable[[str], T], *,
                         max_tokens: int, cache_tag: str = "", retries: int | None = None) -> T:

@@ -73,6 +73,14 @@ class Switches:
     # A LazyGraphRAG relevance test finds a passage relevant when it holds more than this
     # share of the question's content words (`terms.content_terms`).
     relevant_share: float = 0.5
+    # The Batch API (`batch_api.py`): seconds from a batch's creation to its completion, the
+    # share of lines answered with an error, the share left unanswered as the batch expires,
+    # how many of the first batches fail validation, the enqueued-token limit per model.
+    batch_delay_s: float = 0.5
+    batch_failed_lines: float = 0.0
+    batch_expired_lines: float = 0.0
+    batch_fail_validation: int = 0
+    batch_queue_tokens: int = 0
     # Keep every chat request's kind, model and messages (`chat_requests()`), for tests that
     # check what was asked; off by default, as a big build would hold every prompt.
     keep_requests: bool = False
@@ -435,6 +443,40 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
     return "OK"
 
 
+def _content(kind: str, messages: list[dict], body: dict, switches: Switches, quirks: set,
+             malformed: bool = False) -> tuple[str, int]:
+    """The reply's text, cut to the request's token limit and dressed in the endpoint's
+    quirks, and its completion tokens."""
+    content = _malformed(kind) if malformed else _answer(kind, messages, switches)
+    max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 4096
+    reasoning = REASONING_TOKENS if "reasoning" in quirks else 0
+    words = content.split()
+    if len(words) > max_tokens - reasoning:
+        content = " ".join(words[:max(0, max_tokens - reasoning)])
+    if "fenced" in quirks:
+        content = f"```\n{content}\n```"
+    if "think" in quirks:
+        content = (f"<think>\nThe user wants {kind}. Let me work through the text.\n"
+                   f"</think>\n\n{content}")
+    return content, max(1, len(content) // 4) + reasoning
+
+
+def _completion(request_hash: str, model: str, content: str, prompt_tokens: int,
+                completion_tokens: int, cached_tokens: int, quirks: set) -> dict:
+    reply = {
+        "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
+        "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens,
+                  "prompt_tokens_details": {"cached_tokens": cached_tokens}},
+    }
+    if "no_usage" in quirks:
+        reply["usage"] = None
+    return reply
+
+
 def _malformed(kind: str) -> str:
     if kind in ("community_report", "global_map", "lazy_relevance", "lazy_subquestions"):
         return "Sorry, here is the report: {title: broken"
@@ -541,7 +583,49 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _batch_get(self) -> bool:
+        """Batch API reads: a batch, the batches, a file's content."""
+        route, api = self._route(), self.server.batches
+        parts = route.split("/")
+        if "files" in parts and route.endswith("/content"):
+            data = api.content(parts[-2])
+            if data is None:
+                self._send(404, {"error": {"message": f"No such file: {parts[-2]}"}})
+                return True
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return True
+        if route.endswith("/batches"):
+            query = dict(pair.split("=", 1) for pair in urlsplit(self.path).query.split("&")
+                         if "=" in pair)
+            self._send(200, api.listing(int(query.get("limit", 20)), query.get("after")))
+            return True
+        if len(parts) > 1 and parts[-2] == "batches":
+            self._send(*api.retrieve(parts[-1]))
+            return True
+        return False
+
+    def _batch_post(self, raw: bytes) -> bool:
+        """Batch API writes: an upload, a batch, a cancellation."""
+        route, api = self._route(), self.server.batches
+        if route.endswith("/files"):
+            self._send(*api.upload(self.headers.get("Content-Type", ""), raw))
+            return True
+        if route.endswith("/batches"):
+            self._send(*api.create(json.loads(raw or b"{}")))
+            return True
+        if route.endswith("/cancel") and "/batches/" in route:
+            self._send(*api.cancel(route.split("/")[-2]))
+            return True
+        return False
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if ("/batches" in self._route() or "/files/" in self._route()) and self._authorised():
+            if self._batch_get():
+                return
         if self._route().endswith("/stats"):
             self._send(200, self.server.stats())
         elif self._route().endswith("/log"):
@@ -556,7 +640,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         length = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        if ("/batches" in self._route() or self._route().endswith("/files")):
+            if self._authorised() and not self._batch_post(raw):
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        body = json.loads(raw or b"{}")
         if self._route().endswith("/reset"):
             self.server.reset()
             self._send(200, {"ok": True})
@@ -595,6 +684,9 @@ class TestLLMServer(ThreadingHTTPServer):
         self._admitted: dict[str, list[tuple[float, int]]] = {}
         self._prefixes: set[str] = set()  # conversations seen, for the prompt cache
         self._kept: list[dict] = []
+        from graphrag_ray.testing.batch_api import BatchAPI
+
+        self.batches = BatchAPI(self.switches, self.batch_completion, _fraction)
         self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
         self._gate.set()
 
@@ -604,7 +696,9 @@ class TestLLMServer(ThreadingHTTPServer):
 
     def stats(self) -> dict:
         with self._lock:
-            return self._stats.as_dict()
+            stats = self._stats.as_dict()
+        stats["batch"] = self.batches.summary()
+        return stats
 
     def request_log(self) -> list:
         with self._lock:
@@ -761,18 +855,8 @@ class TestLLMServer(ThreadingHTTPServer):
             time.sleep(s.timeout_sleep_s)
             return  # The client has given up; answering now would be ignored.
         roll -= s.rate_timeout
-        content = _malformed(kind) if roll < s.rate_malformed else _answer(kind, messages, s)
-        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 4096
-        reasoning = REASONING_TOKENS if "reasoning" in quirks else 0
-        words = content.split()
-        if len(words) > max_tokens - reasoning:
-            content = " ".join(words[:max(0, max_tokens - reasoning)])
-        if "fenced" in quirks:
-            content = f"```\n{content}\n```"
-        if "think" in quirks:
-            content = (f"<think>\nThe user wants {kind}. Let me work through the text.\n"
-                       f"</think>\n\n{content}")
-        completion_tokens = max(1, len(content) // 4) + reasoning
+        content, completion_tokens = _content(kind, messages, body, s, quirks,
+                                              malformed=roll < s.rate_malformed)
         model = body.get("model", "test-model")
         wait = self._admit(model, prompt_tokens + completion_tokens)
         if wait is not None:
@@ -795,17 +879,8 @@ class TestLLMServer(ThreadingHTTPServer):
         finally:
             with self._lock:
                 self._stats.in_flight.subtract((kind, "all"))
-        reply = {
-            "id": f"chatcmpl-{request_hash[:12]}", "object": "chat.completion",
-            "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "prompt_tokens_details": {"cached_tokens": cached_tokens}},
-        }
-        if "no_usage" in quirks:
-            reply["usage"] = None
+        reply = _completion(request_hash, model, content, prompt_tokens, completion_tokens,
+                            cached_tokens, quirks)
         if body.get("stream"):
             delivered = handler._send_stream(reply, content)
         else:
@@ -813,6 +888,25 @@ class TestLLMServer(ThreadingHTTPServer):
         if delivered:
             self._delivered(request_hash)
 
+
+    def batch_completion(self, body: dict) -> dict:
+        """A Batch API line's answer: what the chat endpoint would answer, billed to the
+        batch pool (no latency, faults or rate limits of the online endpoint)."""
+        messages = body.get("messages") or []
+        kind = classify(messages)
+        quirks = set(filter(None, self.switches.personality.split(",")))
+        with self._lock:
+            self._stats.by_kind[f"batch:{kind}"] += 1
+            if self.switches.keep_requests:
+                self._kept.append({"kind": kind, "model": body.get("model"),
+                                   "messages": messages, "batch": True})
+        content, completion_tokens = _content(kind, messages, body, self.switches, quirks)
+        prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        model = body.get("model", "test-model")
+        self._bill(f"batch:{model}", prompt_tokens, completion_tokens)
+        request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return _completion(request_hash, model, content, prompt_tokens, completion_tokens, 0,
+                           quirks)
 
     def _limit_headers(self) -> dict:
         """The limits, stated as OpenAI states them on every reply."""
@@ -883,6 +977,11 @@ SWITCH_HELP = {
     "rate_5xx": "share of requests answered 500 (0-1)",
     "relevant_share": "a passage holding more than this share of a question's content words "
                       "is relevant (LazyGraphRAG relevance tests)",
+    "batch_delay_s": "Batch API: seconds from a batch's creation to its completion",
+    "batch_failed_lines": "Batch API: share of lines answered with an error (0-1)",
+    "batch_expired_lines": "Batch API: share of lines left unanswered as the batch expires",
+    "batch_fail_validation": "Batch API: the first N batches fail validation",
+    "batch_queue_tokens": "Batch API: enqueued-token limit per model (0: none)",
     "keep_requests": "keep every chat request's kind, model and messages (for tests)",
     "rate_timeout": "share of requests that hang for --timeout-sleep-s (0-1)",
     "timeout_sleep_s": "how long a hanging request hangs, s",

@@ -1,0 +1,130 @@
+"""`llm.batch: extraction` end to end, through the openai client to the test server playing
+the Batch API: rounds of extraction and gleaning by batch, the same index as the online build,
+failed and expired lines sent again then counted, the enqueued-token limit, a build killed
+mid-round that re-attaches to its batches and submits nothing twice."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphrag_ray import load_config, schema
+from graphrag_ray.index.build import build_index
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import carol_input, descendants
+
+COMPARED = {schema.ENTITIES: ["title", "type", "description", "text_unit_ids"],
+            schema.RELATIONSHIPS: ["source", "target", "description", "weight"],
+            schema.TEXT_UNITS: ["id", "text", "extraction_status"]}
+
+
+def settings(server, *more):
+    return ["runtime.engine=local", "extraction.method=llm", f"llm.api_base={server.url}",
+            "llm.model=test-model", "llm.batch_poll_s=0.05", *more]
+
+
+def build(server, source, out, *more):
+    return build_index(str(source), str(out), load_config(None, settings(server, *more)),
+                       progress=lambda _: None)
+
+
+def tables(out):
+    version = IndexStore(str(out)).open()
+    return {name: version.read_table(name, columns).sort_by(columns[0]).to_pylist()
+            for name, columns in COMPARED.items()}
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return carol_input(tmp_path / "input", 12_000)
+
+
+def test_extraction_by_batch_builds_the_online_index(corpus, tmp_path):
+    with run_test_server() as online:
+        build(online, corpus, tmp_path / "online")
+        asked_online = {k: v for k, v in online.stats()["by_kind"].items()
+                        if k in ("extract_graph", "glean_check", "glean_continue")}
+    with run_test_server(batch_delay_s=0.2) as server:
+        manifest = build(server, corpus, tmp_path / "batch", "llm.batch=extraction")
+        stats = server.stats()
+    by_batch = {k.removeprefix("batch:"): v for k, v in stats["by_kind"].items()
+                if k.startswith("batch:")}
+    assert by_batch == asked_online  # every extraction request, by batch, none online
+    assert not set(asked_online) & set(stats["by_kind"])
+    assert stats["by_kind"]["summarize"] > 0  # the rest went online
+    # One round per step of the chunks' conversations: extraction, the check, gleaning.
+    assert manifest["batch"]["rounds"] == 3 == stats["batch"]["batches"]
+    assert manifest["batch"]["requests"] == sum(asked_online.values())
+    assert stats["batch"]["resubmitted_lines"] == stats["batch"]["repeated_answers"] == 0
+    assert tables(tmp_path / "batch") == tables(tmp_path / "online")
+    assert manifest["extraction"]["failed_chunks"] == 0
+
+
+def test_failed_and_expired_lines_go_again_then_fail_their_chunks(corpus, tmp_path):
+    with run_test_server(batch_delay_s=0.1, batch_expired_lines=0.2) as server:
+        manifest = build(server, corpus, tmp_path / "expired", "llm.batch=extraction")
+        assert server.stats()["batch"]["lines_failed"] > 0
+    assert manifest["batch"]["failed_lines"] > 0 and manifest["batch"]["failed_for_good"] == 0
+    assert manifest["extraction"]["failed_chunks"] == 0  # answered in a later round
+
+    with run_test_server(batch_delay_s=0.1, batch_failed_lines=0.2) as server:
+        manifest = build(server, corpus, tmp_path / "failing", "llm.batch=extraction",
+                         "llm.batch_max_attempts=1")
+        online = {k for k in server.stats()["by_kind"] if not k.startswith("batch:")}
+    assert manifest["batch"]["failed_for_good"] > 0
+    assert 0 < manifest["extraction"]["failed_chunks"] < manifest["extraction"]["chunks"]
+    assert "extract_graph" not in online  # a failed line is not sent online instead
+    units = IndexStore(str(tmp_path / "failing")).open().read_table(
+        schema.TEXT_UNITS, ["extraction_status", "extraction_error"]).to_pylist()
+    failed = [u for u in units if u["extraction_status"] == "failed"]
+    assert failed and all("Batch API did not answer" in u["extraction_error"] for u in failed)
+
+
+def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
+    with run_test_server(batch_delay_s=0.1, batch_queue_tokens=6_000) as server:
+        build(server, corpus, tmp_path / "known", "llm.batch=extraction",
+              "llm.batch_queue_tokens=6000")
+        assert server.stats()["batch"].get("queue_limited", 0) == 0
+        assert server.stats()["batch"]["batches"] > 3  # cut to fit the limit
+    with run_test_server(batch_delay_s=0.1, batch_queue_tokens=6_000) as server:
+        manifest = build(server, corpus, tmp_path / "learned", "llm.batch=extraction")
+        assert server.stats()["batch"]["queue_limited"] > 0  # refused, then halved
+    assert manifest["extraction"]["failed_chunks"] == 0
+    assert tables(tmp_path / "learned") == tables(tmp_path / "known")
+
+
+@pytest.mark.slow
+def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, tmp_path):
+    out = tmp_path / "index"
+    with run_test_server(batch_delay_s=4) as server:
+        command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
+                   "--output", str(out), *sum((["--set", s] for s in settings(
+                       server, "llm.batch=extraction", "llm.batch_poll_s=0.2")), [])]
+        victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        deadline = time.monotonic() + 300
+        while server.stats()["batch"].get("batches", 0) < 2:  # in the second round's wait
+            assert victim.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        tree = list(descendants(victim.pid))
+        os.killpg(victim.pid, signal.SIGKILL)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        victim.wait()
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=400)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        assert "re-attached to 1 batches" in finished.stderr
+        stats = server.stats()["batch"]
+    assert stats["resubmitted_lines"] == 0 and stats["repeated_answers"] == 0
+    assert stats["batches"] == 3
+    manifest = json.loads(json.dumps(IndexStore(str(out)).open().read_manifest()))
+    assert manifest["extraction"]["failed_chunks"] == 0
