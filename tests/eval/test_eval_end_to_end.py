@@ -26,6 +26,7 @@ def setup(tmp_path_factory):
         yield server, index, tmp_path_factory.mktemp("eval")
 
 
+@pytest.mark.slow  # every evaluation step through the CLI
 def test_tiny_evaluation_writes_the_report_and_resumes(setup, capsys):
     server, index, out = setup
     settings = ["--set", f"llm.api_base={server.url}", "--set", "llm.model=test-model",

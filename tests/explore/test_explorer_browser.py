@@ -54,6 +54,7 @@ def drawn_pixels(png: Path, box: list[float], ratio: float) -> int:
     return int((np.abs(region - 1.0).sum(axis=-1) > 0.15).sum())
 
 
+@pytest.mark.slow  # starts Chromium
 def test_the_explorer_works_in_a_real_browser(site, browser, tmp_path):
     version = IndexStore(str(site / "index")).open()
     communities = version.read_table(schema.COMMUNITIES).to_pylist()

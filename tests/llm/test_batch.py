@@ -19,6 +19,9 @@ from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import carol_input, descendants
 
+# Each test builds an index (several batch rounds); the quick suite leaves them to the full one.
+pytestmark = pytest.mark.slow
+
 COMPARED = {schema.ENTITIES: ["title", "type", "description", "text_unit_ids"],
             schema.RELATIONSHIPS: ["source", "target", "description", "weight"],
             schema.TEXT_UNITS: ["id", "text", "extraction_status"]}
@@ -99,7 +102,6 @@ def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
     assert tables(tmp_path / "learned") == tables(tmp_path / "known")
 
 
-@pytest.mark.slow
 def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, tmp_path):
     out = tmp_path / "index"
     with run_test_server(batch_delay_s=4) as server:

@@ -93,23 +93,36 @@ def test_the_papers_map_form_is_one_answer_and_one_score_per_batch():
         parse_map_answer('{"points": []}', 0, [1])
 
 
+@pytest.fixture(scope="module")
+def carol_llm_index(tmp_path_factory):
+    """Carol built through the test server once; the map form is a query-time setting."""
+    from graphrag_ray.index.build import build_index
+    from graphrag_ray.testing.llm_server import run_test_server
+
+    from conftest import carol_input, llm_config
+
+    out = tmp_path_factory.mktemp("carol-llm")
+    with run_test_server() as server:
+        build_index(str(carol_input(out.parent / f"{out.name}-input", 25_000)), str(out),
+                    llm_config(server, "runtime.engine=local"), progress=lambda _: None)
+    return out
+
+
 @pytest.mark.parametrize("form", ["single", "points"])
-def test_global_search_map_forms_through_the_test_server(form, tmp_path):
+def test_global_search_map_forms_through_the_test_server(form, carol_llm_index):
     """`single` (the paper's, the default): one map call per batch answers once; `points`: a
     list of scored points per batch. Either way the reduce ranks them, and the sources are
     the reports they cite."""
     from graphrag_ray import GraphIndex
-    from graphrag_ray.index.build import build_index
     from graphrag_ray.testing.llm_server import run_test_server
 
-    from conftest import CAROL_DIR, llm_config
+    from conftest import llm_config
 
     with run_test_server() as server:
         config = llm_config(server, "runtime.engine=local", f"global_search.map_answer={form}",
-                            "global_search.map_context_tokens=1500")
-        build_index(str(CAROL_DIR), str(tmp_path / "index"), config, progress=lambda _: None)
+                            "global_search.map_context_tokens=600")
         before = server.stats()["by_kind"]
-        result = GraphIndex.open(str(tmp_path / "index"), config=config).global_search(
+        result = GraphIndex.open(str(carol_llm_index), config=config).global_search(
             "What does Scrooge do at Christmas?", level=0)
         kinds = server.stats()["by_kind"]
     used, other = ("global_map_single", "global_map") if form == "single" \

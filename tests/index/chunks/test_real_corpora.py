@@ -5,6 +5,8 @@ what is kept out of extraction is counted, said, and named per file."""
 import re
 from pathlib import Path
 
+import pytest
+
 from graphrag_ray import schema
 from graphrag_ray.cli import kept_out_line
 from graphrag_ray.config import load_config
@@ -83,6 +85,7 @@ def test_two_concatenated_books_are_both_extracted(tmp_path):
     assert 0.05 < manifest["extraction"]["kept_out_share"] < 0.15
 
 
+@pytest.mark.slow  # a 745k-token build
 def test_a_file_of_many_books_extracts_their_text(tmp_path):
     """A file of 22 framed books (the 50 MB case in small): >= 95% of the non-licence text
     is extracted; before, everything after the first END line was licence."""

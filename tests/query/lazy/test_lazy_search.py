@@ -206,6 +206,7 @@ def test_offline_lazy_answers_from_the_passages_sentences(lazy_index, server):
     assert "Ilse Marrow founded the Lighthouse Society of Varnholm" in result.answer
 
 
+@pytest.mark.slow  # an LLM build
 def test_lazy_on_an_index_built_with_the_llm(server, tmp_path):
     corpus = planted_corpus(tmp_path / "input")
     settings = server_settings(server, "repeated_passages.enabled=false",
