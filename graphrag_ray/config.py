@@ -322,6 +322,13 @@ class LLMConfig(_Section):
     def price(self) -> tuple[float, ...] | None:
         return self.prices.get(self.model) or DEFAULT_PRICES.get(self.model)
 
+    def batch_price(self) -> tuple[float, ...] | None:
+        """The Batch API's price: `prices["<model>:batch"]`, else half the online price
+        (OpenAI's and Azure's discount)."""
+        given = self.prices.get(f"{self.model}:batch")
+        online = self.price()
+        return given or (tuple(p / 2 for p in online) if online else None)
+
     def concurrency_ceiling(self) -> int:
         """The most calls in flight: `max_concurrency`, or `unlimited_concurrency` when no
         limit is set."""

@@ -39,7 +39,7 @@ from graphrag_ray.index.update import (
 from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.cache import ResponseCache
-from graphrag_ray.llm.client import LLMServices, check_endpoint
+from graphrag_ray.llm.client import LLMServices, Usage, check_endpoint
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.services import open_services
@@ -199,7 +199,9 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
          "reports": described.reports_usage, "embed": embed_usage},
         {"extract": ctx.timings["extract"], "summarize": described.summarize_wall_s,
          "reports": described.reports_wall_s, "embed": ctx.timings["embed"]}, config,
-        services.ledger() if services.limiter is not None else None)
+        services.ledger() if services.limiter is not None else None,
+        {"extract": Usage(**{k: ctx.figures["batch"][k] for k in (
+            "calls", "prompt_tokens", "completion_tokens")})} if "batch" in ctx.figures else None)
     if services.limiter is not None:
         llm_usage["rate_limiter"] = services.limiter.stats()
     if services.embedding_limiter is not None:

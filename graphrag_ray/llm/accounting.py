@@ -21,10 +21,11 @@ def table_usage(table: pa.Table) -> Usage:
     return total
 
 
-def cost_usd(usage: Usage | dict, config: LLMConfig) -> float | None:
+def cost_usd(usage: Usage | dict, config: LLMConfig, batch: bool = False) -> float | None:
     """Prompt tokens the provider served from its prompt cache cost the price table's third
-    figure (the cached-input price) when it has one, the full prompt price otherwise."""
-    price = config.price()
+    figure (the cached-input price) when it has one, the full prompt price otherwise.
+    `batch`: at the Batch API's price."""
+    price = config.batch_price() if batch else config.price()
     if price is None:
         return None
     values = usage if isinstance(usage, dict) else usage.as_dict()

@@ -144,6 +144,8 @@ class RoundReport:
     answered: int = 0
     failed_lines: int = 0
     failed_for_good: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     wall_s: float = 0.0
     statuses: dict = field(default_factory=dict)
 
@@ -312,6 +314,8 @@ class BatchRunner:
                         "usage": {"prompt_tokens": usage.get("prompt_tokens", 0),
                                   "completion_tokens": usage.get("completion_tokens", 0)}})
                     answered.add(key)
+                    report.prompt_tokens += usage.get("prompt_tokens", 0) or 0
+                    report.completion_tokens += usage.get("completion_tokens", 0) or 0
         reasons = {}
         if batch.error_file_id:
             for line in self.client.files.content(batch.error_file_id).text.splitlines():

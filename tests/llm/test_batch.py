@@ -27,13 +27,14 @@ COMPARED = {schema.ENTITIES: ["title", "type", "description", "text_unit_ids"],
             schema.TEXT_UNITS: ["id", "text", "extraction_status"]}
 
 
-def settings(server, *more):
-    return ["runtime.engine=local", "extraction.method=llm", f"llm.api_base={server.url}",
+def settings(server, *more, engine="local"):
+    return [f"runtime.engine={engine}", "extraction.method=llm", f"llm.api_base={server.url}",
             "llm.model=test-model", "llm.batch_poll_s=0.05", *more]
 
 
-def build(server, source, out, *more):
-    return build_index(str(source), str(out), load_config(None, settings(server, *more)),
+def build(server, source, out, *more, engine="local"):
+    return build_index(str(source), str(out),
+                       load_config(None, settings(server, *more, engine=engine)),
                        progress=lambda _: None)
 
 
@@ -48,13 +49,18 @@ def corpus(tmp_path):
     return carol_input(tmp_path / "input", 12_000)
 
 
-def test_extraction_by_batch_builds_the_online_index(corpus, tmp_path):
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_extraction_by_batch_builds_the_online_index(engine, corpus, tmp_path, request):
+    """On both engines: on Ray the deferring workers are actors, writing to the cache URL."""
+    if engine == "ray":
+        request.getfixturevalue("ray_session")
     with run_test_server() as online:
         build(online, corpus, tmp_path / "online")
         asked_online = {k: v for k, v in online.stats()["by_kind"].items()
                         if k in ("extract_graph", "glean_check", "glean_continue")}
     with run_test_server(batch_delay_s=0.2) as server:
-        manifest = build(server, corpus, tmp_path / "batch", "llm.batch=extraction")
+        manifest = build(server, corpus, tmp_path / "batch", "llm.batch=extraction",
+                         engine=engine)
         stats = server.stats()
     by_batch = {k.removeprefix("batch:"): v for k, v in stats["by_kind"].items()
                 if k.startswith("batch:")}

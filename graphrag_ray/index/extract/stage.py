@@ -286,6 +286,10 @@ def extract_by_batch(ctx: BuildContext, inputs: pa.Table, reading: dict, batchin
                             "batches": sum(r.batches for r in rounds),
                             "requests": sum(r.requests for r in rounds),
                             "answered": sum(r.answered for r in rounds),
+                            # The batch replies' usage, as the stage's calls at batch prices.
+                            "calls": sum(r.answered for r in rounds),
+                            "prompt_tokens": sum(r.prompt_tokens for r in rounds),
+                            "completion_tokens": sum(r.completion_tokens for r in rounds),
                             "failed_lines": sum(r.failed_lines for r in rounds),
                             "failed_for_good": rounds[-1].failed_for_good if rounds else 0,
                             "wall_s": round(sum(r.wall_s for r in rounds), 3)}
