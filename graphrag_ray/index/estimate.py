@@ -181,9 +181,14 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages.pop("extract_claims", None)
     if measured:
         _calibrated(stages, len(chunk_tokens), measured)
+    by_batch = [n for n in ("extract", "extract_claims") if n in stages] \
+        if config.llm.batch and ex.method == "llm" else []
+    online_cost = {}
     for name, figures in stages.items():
         figures["cost_usd"] = cost_usd(figures, config.embeddings if name == "embed"
-                                       else config.llm)
+                                       else config.llm, batch=name in by_batch)
+        if name in by_batch:
+            online_cost[name] = cost_usd(figures, config.llm)
     total = {key: sum(f[key] for f in stages.values()) for key in
              ("calls", "prompt_tokens", "completion_tokens")}
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
@@ -195,8 +200,20 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
         "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
                           "stages": sorted(measured["stages"])} if measured else None,
-        "minutes_at_rate_limits": _minutes(stages, config),
+        # The Batch API's own pool: its stages are not paced by the online limits.
+        "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
+                                            if n not in by_batch}, config),
+        "batch": {"stages": by_batch, "rounds": _batch_rounds(config),
+                  "online_cost_usd": None if None in online_cost.values()
+                  else round(sum(online_cost.values()), 6)} if by_batch else None,
     }
+
+
+def _batch_rounds(config: GraphRagConfig) -> int:
+    """One per step of a chunk's conversation: extraction, each gleaning round (and its
+    check), the claims."""
+    ex = config.extraction
+    return 1 + ex.max_gleanings * (2 if ex.glean_check else 1) + int(config.claims.enabled)
 
 
 def _minutes(stages: dict[str, dict], config: GraphRagConfig) -> float | None:
@@ -278,6 +295,12 @@ def format_estimate(estimate: dict) -> str:
                      f"relationships, {proxy['communities']} communities); extraction counts "
                      "assume every gleaning check says yes; completions are assumed (a build "
                      "into this output calibrates the next dry run)")
+    batch = estimate.get("batch")
+    if batch:
+        online = "-" if batch["online_cost_usd"] is None else f"${batch['online_cost_usd']:.4f}"
+        lines.append(f"by batch (llm.batch): {', '.join(batch['stages'])} at batch prices, in "
+                     f"{batch['rounds']} rounds each waiting for its batches (online: "
+                     f"{online}); the minutes below leave them out")
     if estimate["minutes_at_rate_limits"] is not None:
         lines.append(f"at the configured rate limits this takes at least "
                      f"{estimate['minutes_at_rate_limits']} minutes")

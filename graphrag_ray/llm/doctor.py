@@ -35,9 +35,28 @@ def diagnose(config: GraphRagConfig) -> list[Check]:
     """The checks of the chat endpoint, then of the embeddings endpoint when one is used.
     Stops at the first failure of an endpoint: what follows would fail the same way."""
     checks = _chat_checks(config.llm, config)
+    if config.llm.batch and not any(c.status == "fail" for c in checks):
+        checks.append(_batch_check(config.llm))
     if config.embeddings.resolved_method() == "api":
         checks += _embeddings_checks(config.embeddings)
     return checks
+
+
+def _batch_check(config: LLMConfig) -> Check:
+    """`llm.batch`: the endpoint lists batches (read only: nothing is created or billed),
+    so a build does not find out hours in that it has no Batch API."""
+    from graphrag_ray.llm.client import _openai_client, classify_error
+
+    client = _openai_client(config, config.request_timeout, max_retries=0)
+    try:
+        listed, seconds = _timed(lambda: client.batches.list(limit=1))
+    except Exception as exc:  # noqa: BLE001 - any failure is the finding
+        reason = str(classify_error(exc, config)) if hasattr(exc, "status_code") else str(exc)
+        return Check("fail", f"llm.batch is set but the endpoint has no Batch API here "
+                             f"({reason[:200]}): set llm.batch: false, or use a provider "
+                             "that offers batches (OpenAI, Azure OpenAI)")
+    return Check("ok", f"the Batch API answers ({len(listed.data)} batch(es) listed): "
+                       f"llm.batch: {config.batch} sends extraction by batch", seconds)
 
 
 def _timed(call):

@@ -76,6 +76,7 @@ class Switches:
     # The Batch API (`batch_api.py`): seconds from a batch's creation to its completion, the
     # share of lines answered with an error, the share left unanswered as the batch expires,
     # how many of the first batches fail validation, the enqueued-token limit per model.
+    batch_api: bool = True  # False: 404 on the Batch API's routes, as local model servers
     batch_delay_s: float = 0.5
     batch_failed_lines: float = 0.0
     batch_expired_lines: float = 0.0
@@ -623,7 +624,8 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        if ("/batches" in self._route() or "/files/" in self._route()) and self._authorised():
+        if ("/batches" in self._route() or "/files/" in self._route()) and \
+                self.server.switches.batch_api and self._authorised():
             if self._batch_get():
                 return
         if self._route().endswith("/stats"):
@@ -642,7 +644,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         raw = self.rfile.read(length)
         if ("/batches" in self._route() or self._route().endswith("/files")):
-            if self._authorised() and not self._batch_post(raw):
+            if not self.server.switches.batch_api:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+            elif self._authorised() and not self._batch_post(raw):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         body = json.loads(raw or b"{}")
@@ -977,6 +981,7 @@ SWITCH_HELP = {
     "rate_5xx": "share of requests answered 500 (0-1)",
     "relevant_share": "a passage holding more than this share of a question's content words "
                       "is relevant (LazyGraphRAG relevance tests)",
+    "batch_api": "serve the Batch API (off: its routes answer 404, as local servers do)",
     "batch_delay_s": "Batch API: seconds from a batch's creation to its completion",
     "batch_failed_lines": "Batch API: share of lines answered with an error (0-1)",
     "batch_expired_lines": "Batch API: share of lines left unanswered as the batch expires",

@@ -136,3 +136,20 @@ def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, t
     assert stats["batches"] == 3
     manifest = json.loads(json.dumps(IndexStore(str(out)).open().read_manifest()))
     assert manifest["extraction"]["failed_chunks"] == 0
+
+
+def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
+    from graphrag_ray.index.estimate import estimate_index, format_estimate
+
+    common = ["runtime.engine=local", "extraction.method=llm", "llm.api_base=http://unused/v1",
+              "llm.requests_per_minute=500"]
+    online = estimate_index(str(corpus), load_config(None, common))
+    batch = estimate_index(str(corpus), load_config(None, common + ["llm.batch=extraction"]))
+    assert batch["stages"]["extract"]["calls"] == online["stages"]["extract"]["calls"]
+    assert batch["stages"]["extract"]["cost_usd"] == pytest.approx(
+        online["stages"]["extract"]["cost_usd"] / 2, rel=0.01)
+    assert batch["stages"]["summarize"]["cost_usd"] == online["stages"]["summarize"]["cost_usd"]
+    assert batch["batch"] == {"stages": ["extract"], "rounds": 3,
+                              "online_cost_usd": online["stages"]["extract"]["cost_usd"]}
+    assert batch["minutes_at_rate_limits"] < online["minutes_at_rate_limits"]
+    assert "by batch (llm.batch): extract at batch prices, in 3 rounds" in format_estimate(batch)

@@ -64,3 +64,14 @@ def test_a_plain_endpoint_is_said_to_be_plain(capsys):
     with run_test_server() as server:
         code, lines = _doctor(capsys, server, "llm.model=test-model")
     assert code == 0 and any(line.startswith("ok   replies are plain") for line in lines)
+
+
+def test_batch_mode_checks_the_endpoint_has_a_batch_api(capsys):
+    with run_test_server() as server:
+        code, lines = _doctor(capsys, server, "llm.batch=extraction")
+    assert code == 0 and any(line.startswith("ok   the Batch API answers") for line in lines)
+    with run_test_server(batch_api=False) as server:  # a local model server: 404 there
+        code, lines = _doctor(capsys, server, "llm.batch=extraction")
+    assert code == 1
+    assert any(line.startswith("fail llm.batch is set but the endpoint has no Batch API")
+               for line in lines)
