@@ -616,7 +616,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*api.upload(self.headers.get("Content-Type", ""), raw))
             return True
         if route.endswith("/batches"):
-            self._send(*api.create(json.loads(raw or b"{}")))
+            body = json.loads(raw or b"{}")
+            if route.startswith("/openai/"):
+                # Azure OpenAI: an api-version on every call, and its own endpoint name.
+                if "api-version=" not in urlsplit(self.path).query:
+                    self._send(404, {"error": {"code": "404", "message": "Resource not found"}})
+                    return True
+                if body.get("endpoint") != "/chat/completions":
+                    self._send(400, {"error": {"code": "invalid_request", "message":
+                                               f"endpoint {body.get('endpoint')!r} is not "
+                                               "supported; use /chat/completions"}})
+                    return True
+            self._send(*api.create(body))
             return True
         if route.endswith("/cancel") and "/batches/" in route:
             self._send(*api.cancel(route.split("/")[-2]))

@@ -153,3 +153,13 @@ def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
                               "online_cost_usd": online["stages"]["extract"]["cost_usd"]}
     assert batch["minutes_at_rate_limits"] < online["minutes_at_rate_limits"]
     assert "by batch (llm.batch): extract at batch prices, in 3 rounds" in format_estimate(batch)
+
+
+def test_azure_batches_use_its_paths_and_deployment(corpus, tmp_path):
+    with run_test_server(batch_delay_s=0.1, keep_requests=True) as server:
+        manifest = build(server, corpus, tmp_path / "azure", "llm.batch=extraction",
+                         f"llm.api_base={server.url.removesuffix('/v1')}",
+                         "llm.api_version=2024-10-21", "llm.model=my-deployment")
+        models = {r["model"] for r in server.chat_requests() if r.get("batch")}
+    assert manifest["batch"]["answered"] == manifest["batch"]["requests"] > 0
+    assert models == {"my-deployment"} and manifest["extraction"]["failed_chunks"] == 0
