@@ -304,10 +304,11 @@ class LLMConfig(_Section):
     # Output tokens added to every request's limit for a reasoning model's hidden reasoning
     # (None: 4096 for the reasoning families, 0 otherwise).
     reasoning_allowance_tokens: int | None = Field(None, ge=0)
-    # The provider's Batch API (half the price, its own rate-limit pool): "extraction" sends
-    # extraction and gleaning, most of a build's tokens, by batch and the rest online
-    # (`llm/batch.py`). Needs the response cache.
-    batch: Literal[False, "extraction"] = False
+    # The provider's Batch API (half the price, its own rate-limit pool): true sends
+    # extraction, gleaning, summaries and reports by batch; "extraction" only extraction and
+    # gleaning, most of a build's tokens, and the rest online (`llm/batch.py`). Needs the
+    # response cache.
+    batch: Literal[False, True, "extraction"] = False
     batch_completion_window: str = "24h"
     batch_poll_s: float = Field(30.0, gt=0, description="seconds between status checks")
     batch_max_requests: int = Field(50_000, gt=0, description="requests per batch")
@@ -628,7 +629,7 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
         )
     if config.embeddings.batch:
         raise ConfigError(f"embeddings.batch is not built yet (in {source}): embeddings go "
-                          "online; llm.batch: extraction sends extraction by batch")
+                          "online; llm.batch sends the chat stages by batch")
     if config.llm.batch and not config.cache.enabled:
         raise ConfigError(f"llm.batch needs the response cache (cache.enabled: true, in "
                           f"{source}): batch replies reach the build through it")

@@ -41,6 +41,8 @@ def main() -> int:
     parser.add_argument("--corpora", default="carol,podcast")
     parser.add_argument("--delay", type=float, default=30.0, help="seconds per batch")
     parser.add_argument("--work", default="/tmp/bench-batch")
+    parser.add_argument("--mode", default="true", choices=["true", "extraction"],
+                        help="llm.batch: every chat stage, or extraction only")
     args = parser.parse_args()
     for name in args.corpora.split(","):
         corpus = CORPORA[name]
@@ -55,7 +57,7 @@ def main() -> int:
                 config = load_config(None, [
                     "extraction.method=llm", f"llm.api_base={server.url}",
                     "llm.model=gpt-4o-mini", "llm.batch_poll_s=1",
-                    *(["llm.batch=extraction"] if mode == "batch" else [])])
+                    *([f"llm.batch={args.mode}"] if mode == "batch" else [])])
                 started = time.perf_counter()
                 manifest = build_index(str(corpus), str(work / mode), config,
                                        progress=lambda _: None)
@@ -64,20 +66,20 @@ def main() -> int:
             results[mode] = (manifest, wall, stats)
         print(f"\n{name}: {args.delay:g} s per batch")
         print(f"{'':8} {'wall s':>8} {'online calls':>13} {'batch lines':>12} "
-              f"{'extract tokens':>15} {'cost':>9}")
+              f"{'chat tokens':>15} {'cost':>9}")
         for mode, (manifest, wall, stats) in results.items():
             stages = manifest["llm_usage"]["stages"]
-            extract = stages.get("extract_batch") or stages["extract"]
+            tokens = sum(f["prompt_tokens"] + f["completion_tokens"]
+                         for name, f in stages.items() if name != "embed")
             online = sum(v for k, v in stats["by_kind"].items()
                          if not k.startswith("batch:") and k != "embeddings")
             print(f"{mode:8} {wall:8.1f} {online:13,} {stats['batch'].get('lines', 0):12,} "
-                  f"{extract['prompt_tokens'] + extract['completion_tokens']:15,} "
-                  f"${manifest['llm_usage']['total']['cost_usd']:.4f}")
-        batch = results["batch"][0]["batch"]
-        print(f"batch: {batch['rounds']} rounds, {batch['batches']} batches, "
-              f"{batch['requests']} requests, {batch['failed_lines']} failed lines, "
-              f"{batch['wall_s']:.1f} s waiting and collecting; same tables: "
-              f"{tables(work / 'online') == tables(work / 'batch')}")
+                  f"{tokens:15,} ${manifest['llm_usage']['total']['cost_usd']:.4f}")
+        for phase, f in results["batch"][0]["batch"]["phases"].items():
+            print(f"batch {phase}: {f['rounds']} rounds, {f['batches']} batches, "
+                  f"{f['requests']} requests, {f['failed_lines']} failed lines, "
+                  f"{f['wall_s']:.1f} s waiting and collecting")
+        print(f"same tables: {tables(work / 'online') == tables(work / 'batch')}")
     return 0
 
 

@@ -23,6 +23,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.errors import InputError
+from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.read_and_chunk import input_reports
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import (
@@ -104,9 +105,17 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                                            update.communities() if update else None)
             lay_out(ctx, graph)
             with ctx.stage("summaries_and_reports"):
+                services = ctx.services
+                if config.llm.batch is True and uses_chat_llm(config):
+                    services = by_batch(ctx, "summaries_and_reports",
+                                        frozenset({"summarize", "reports"}),
+                                        lambda deferring: summarize_and_report(
+                                            ctx, graph, communities, pools[-1],
+                                            services=deferring, batch_pass=True))
                 described = summarize_and_report(
                     ctx, graph, communities, pools[-1],
-                    FinalTextsToEmbed(feed, graph.entities, graph.addresses) if feed else None)
+                    FinalTextsToEmbed(feed, graph.entities, graph.addresses) if feed else None,
+                    services=services)
             counts, tables = write_graph_tables(ctx, graph, communities, described.reports,
                                                 extraction, pools[-1])
             del graph  # the blocks' text leaves the object store
@@ -200,8 +209,9 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         {"extract": ctx.timings["extract"], "summarize": described.summarize_wall_s,
          "reports": described.reports_wall_s, "embed": ctx.timings["embed"]}, config,
         services.ledger() if services.limiter is not None else None,
-        {"extract": Usage(**{k: ctx.figures["batch"][k] for k in (
-            "calls", "prompt_tokens", "completion_tokens")})} if "batch" in ctx.figures else None)
+        {phase: Usage(**{k: figures[k] for k in ("calls", "prompt_tokens",
+                                                  "completion_tokens")})
+         for phase, figures in ctx.figures.get("batch", {}).get("phases", {}).items()})
     if services.limiter is not None:
         llm_usage["rate_limiter"] = services.limiter.stats()
     if services.embedding_limiter is not None:

@@ -181,7 +181,9 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages.pop("extract_claims", None)
     if measured:
         _calibrated(stages, len(chunk_tokens), measured)
-    by_batch = [n for n in ("extract", "extract_claims") if n in stages] \
+    batched = ("extract", "extract_claims") + (("summarize", "reports")
+                                               if config.llm.batch is True else ())
+    by_batch = [n for n in batched if n in stages and stages[n]["calls"]] \
         if config.llm.batch and ex.method == "llm" else []
     online_cost = {}
     for name, figures in stages.items():
@@ -298,9 +300,11 @@ def format_estimate(estimate: dict) -> str:
     batch = estimate.get("batch")
     if batch:
         online = "-" if batch["online_cost_usd"] is None else f"${batch['online_cost_usd']:.4f}"
-        lines.append(f"by batch (llm.batch): {', '.join(batch['stages'])} at batch prices, in "
-                     f"{batch['rounds']} rounds each waiting for its batches (online: "
-                     f"{online}); the minutes below leave them out")
+        later = (", then summaries and reports in a round and one more per level whose "
+                 "reports wait on their sub-communities'") if "reports" in batch["stages"] else ""
+        lines.append(f"by batch (llm.batch): {', '.join(batch['stages'])} at batch prices; "
+                     f"extraction in {batch['rounds']} rounds{later}, each waiting for its "
+                     f"batches (online: {online}); the minutes below leave them out")
     if estimate["minutes_at_rate_limits"] is not None:
         lines.append(f"at the configured rate limits this takes at least "
                      f"{estimate['minutes_at_rate_limits']} minutes")

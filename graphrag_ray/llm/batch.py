@@ -40,6 +40,11 @@ MAX_REQUESTS = 50_000
 MAX_BYTES = 190 * 2 ** 20
 
 
+# What a deferred request's error says (in a summary's error, a report's generation): the
+# schedule holds back what needs it.
+DEFERRED = "waiting for its batch"
+
+
 class Deferred(LLMError):
     """A request that waits for its batch: the work that asked stops, and runs again once
     the batch has answered."""
@@ -133,7 +138,7 @@ class BatchMode:
             raise LLMCallError(f"the Batch API did not answer this request: {self.failed[key]}")
         if self.deferring:
             self.queue.defer(key, body())
-            raise Deferred("waiting for its batch")
+            raise Deferred(DEFERRED)
 
 
 @dataclass

@@ -68,25 +68,54 @@ def test_extraction_by_batch_builds_the_online_index(engine, corpus, tmp_path, r
     assert not set(asked_online) & set(stats["by_kind"])
     assert stats["by_kind"]["summarize"] > 0  # the rest went online
     # One round per step of the chunks' conversations: extraction, the check, gleaning.
-    assert manifest["batch"]["rounds"] == 3 == stats["batch"]["batches"]
-    assert manifest["batch"]["requests"] == sum(asked_online.values())
+    phase = manifest["batch"]["phases"]["extract"]
+    assert phase["rounds"] == 3 == stats["batch"]["batches"]
+    assert phase["requests"] == sum(asked_online.values())
     assert stats["batch"]["resubmitted_lines"] == stats["batch"]["repeated_answers"] == 0
     assert tables(tmp_path / "batch") == tables(tmp_path / "online")
     assert manifest["extraction"]["failed_chunks"] == 0
+
+
+def test_every_stage_by_batch_builds_the_online_index(corpus, tmp_path):
+    """`llm.batch: true`: summaries and reports too; a report waits only for the batch of
+    what it needs (its summaries, the sub-community reports it substitutes)."""
+    priced = "llm.model=gpt-4o-mini"
+    with run_test_server() as online:
+        online_manifest = build(online, corpus, tmp_path / "online", priced)
+    with run_test_server(batch_delay_s=0.1) as server:
+        manifest = build(server, corpus, tmp_path / "batch", priced, "llm.batch=true")
+        asked_online = {k for k in server.stats()["by_kind"]
+                        if not k.startswith("batch:") and k != "embeddings"}
+    assert asked_online == set()  # no chat call went online
+    phases = manifest["batch"]["phases"]
+    assert phases["extract"]["rounds"] == 3 and phases["summaries_and_reports"]["rounds"] >= 2
+    online_stages = online_manifest["llm_usage"]["stages"]
+    assert manifest["llm_usage"]["stages"]["summaries_and_reports_batch"]["calls"] == \
+        online_stages["summarize"]["calls"] + online_stages["reports"]["calls"]
+    assert manifest["llm_usage"]["total"]["cost_usd"] < \
+        0.7 * online_manifest["llm_usage"]["total"]["cost_usd"]
+    reports = ["community", "title", "summary", "rank", "full_content"]
+    for out in ("online", "batch"):
+        assert IndexStore(str(tmp_path / out)).open().read_table(
+            schema.COMMUNITY_REPORTS, reports).sort_by("community").to_pylist() == \
+            IndexStore(str(tmp_path / "online")).open().read_table(
+                schema.COMMUNITY_REPORTS, reports).sort_by("community").to_pylist()
+    assert tables(tmp_path / "batch") == tables(tmp_path / "online")
 
 
 def test_failed_and_expired_lines_go_again_then_fail_their_chunks(corpus, tmp_path):
     with run_test_server(batch_delay_s=0.1, batch_expired_lines=0.2) as server:
         manifest = build(server, corpus, tmp_path / "expired", "llm.batch=extraction")
         assert server.stats()["batch"]["lines_failed"] > 0
-    assert manifest["batch"]["failed_lines"] > 0 and manifest["batch"]["failed_for_good"] == 0
+    phase = manifest["batch"]["phases"]["extract"]
+    assert phase["failed_lines"] > 0 and phase["failed_for_good"] == 0
     assert manifest["extraction"]["failed_chunks"] == 0  # answered in a later round
 
     with run_test_server(batch_delay_s=0.1, batch_failed_lines=0.2) as server:
         manifest = build(server, corpus, tmp_path / "failing", "llm.batch=extraction",
                          "llm.batch_max_attempts=1")
         online = {k for k in server.stats()["by_kind"] if not k.startswith("batch:")}
-    assert manifest["batch"]["failed_for_good"] > 0
+    assert manifest["batch"]["phases"]["extract"]["failed_for_good"] > 0
     assert 0 < manifest["extraction"]["failed_chunks"] < manifest["extraction"]["chunks"]
     assert "extract_graph" not in online  # a failed line is not sent online instead
     units = IndexStore(str(tmp_path / "failing")).open().read_table(
@@ -152,7 +181,8 @@ def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
     assert batch["batch"] == {"stages": ["extract"], "rounds": 3,
                               "online_cost_usd": online["stages"]["extract"]["cost_usd"]}
     assert batch["minutes_at_rate_limits"] < online["minutes_at_rate_limits"]
-    assert "by batch (llm.batch): extract at batch prices, in 3 rounds" in format_estimate(batch)
+    assert "by batch (llm.batch): extract at batch prices; extraction in 3 rounds" in \
+        format_estimate(batch)
 
 
 def test_azure_batches_use_its_paths_and_deployment(corpus, tmp_path):
@@ -161,5 +191,6 @@ def test_azure_batches_use_its_paths_and_deployment(corpus, tmp_path):
                          f"llm.api_base={server.url.removesuffix('/v1')}",
                          "llm.api_version=2024-10-21", "llm.model=my-deployment")
         models = {r["model"] for r in server.chat_requests() if r.get("batch")}
-    assert manifest["batch"]["answered"] == manifest["batch"]["requests"] > 0
+    phase = manifest["batch"]["phases"]["extract"]
+    assert phase["answered"] == phase["requests"] > 0
     assert models == {"my-deployment"} and manifest["extraction"]["failed_chunks"] == 0

@@ -255,47 +255,21 @@ _PASS_SCHEMA = pa.schema([("text_unit_id", pa.string()), ("status", pa.string())
 def extract_by_batch(ctx: BuildContext, inputs: pa.Table, reading: dict, batching: dict,
                      previous_kept_url: str | None) -> LLMServices:
     """`llm.batch`: rounds of passes over the chunks (read and chunked as the real run reads
-    them, into a scratch area) until a pass defers nothing: each round's deferred requests go
-    by batch and their replies into the cache. Returns the services the real run uses: cache
-    hits for all of it, and the requests the Batch API failed for good fail their chunks."""
-    from graphrag_ray.llm.batch import BatchMode, BatchQueue, BatchRunner
+    them, into a scratch area) until a pass defers nothing. Returns the services the real
+    run uses."""
+    from graphrag_ray.index.batch_rounds import by_batch
 
-    config = ctx.config
-    queue = BatchQueue(ctx.services.cache.url)
-    runner = BatchRunner(config.llm, ctx.services.cache, queue, ctx.progress)
     scratch = {**reading, "work_url": f"{ctx.work_url}/batch_pass"}
-    rounds = []
-    while True:
-        mode = BatchMode(queue, frozenset({"extract"}),
-                         queue.given_up(config.llm.batch_max_attempts))
-        map_table(inputs, _BatchPass, {"config": config, "prompts": ctx.prompts,
-                                       "services": ctx.services.batched(mode),
-                                       "kept_url": previous_kept_url},
-                  config.runtime, output_schema=_PASS_SCHEMA, **batching,
+
+    def run_pass(services: LLMServices) -> None:
+        map_table(inputs, _BatchPass, {"config": ctx.config, "prompts": ctx.prompts,
+                                       "services": services, "kept_url": previous_kept_url},
+                  ctx.config.runtime, output_schema=_PASS_SCHEMA, **batching,
                   first=(read_and_chunk, scratch, FILES_PER_READ))
-        report = runner.round()
-        if not report.requests:
-            break
-        rounds.append(report)
-        ctx.progress(f"batch round {len(rounds)}: {report.requests} requests in "
-                     f"{report.batches} batches ({report.reattached} re-attached), "
-                     f"{report.answered} answered, {report.failed_lines} lines failed, "
-                     f"{report.wall_s:g} s")
+
+    services = by_batch(ctx, "extract", frozenset({"extract"}), run_pass)
     ctx.staged.remove("_work/batch_pass")
-    ctx.figures["batch"] = {"stages": ["extract"], "rounds": len(rounds),
-                            "batches": sum(r.batches for r in rounds),
-                            "requests": sum(r.requests for r in rounds),
-                            "answered": sum(r.answered for r in rounds),
-                            # The batch replies' usage, as the stage's calls at batch prices.
-                            "calls": sum(r.answered for r in rounds),
-                            "prompt_tokens": sum(r.prompt_tokens for r in rounds),
-                            "completion_tokens": sum(r.completion_tokens for r in rounds),
-                            "failed_lines": sum(r.failed_lines for r in rounds),
-                            "failed_for_good": rounds[-1].failed_for_good if rounds else 0,
-                            "wall_s": round(sum(r.wall_s for r in rounds), 3)}
-    return ctx.services.batched(BatchMode(queue, frozenset({"extract"}),
-                                          queue.given_up(config.llm.batch_max_attempts),
-                                          deferring=False))
+    return services
 
 
 def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: list[str],

@@ -42,6 +42,13 @@ class DescriptionAddresses:
         self.block = self.list_block.copy()
         self.row = self.list_row.copy()
 
+    def copy(self) -> "DescriptionAddresses":
+        """Addresses that summaries can be added to without changing these."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update({name: value.copy() if hasattr(value, "copy") else value
+                               for name, value in self.__dict__.items()})
+        return clone
+
     def add_summaries(self, handle, keys: list[int]) -> None:
         """A summary block: row i is the new description of `keys[i]`."""
         self.handles.append(handle)

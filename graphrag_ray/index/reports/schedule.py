@@ -38,7 +38,8 @@ from graphrag_ray.index.reports.context import (
 from graphrag_ray.index.reports.report_worker import ReportWorker, full_content
 from graphrag_ray.index.reports.summary_worker import SummarizeWorker
 from graphrag_ray.llm.accounting import table_usage
-from graphrag_ray.llm.client import Usage
+from graphrag_ray.llm.batch import DEFERRED
+from graphrag_ray.llm.client import LLMServices, Usage
 
 
 @dataclass
@@ -72,13 +73,22 @@ def report_id(community_id: int, title: str) -> str:
 
 
 def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Community],
-                         pool: WorkerPool, final: FinalTexts | None = None
-                         ) -> SummariesAndReports:
+                         pool: WorkerPool, final: FinalTexts | None = None,
+                         services: LLMServices | None = None, batch_pass: bool = False
+                         ) -> SummariesAndReports | None:
     """Every summary, and each community's report when it may start (`_Schedule`), on
     `pool`; the summaries' blocks are added to `graph.addresses`. `final` hears of each
-    entity description and report as it becomes final."""
-    config, prompts, services = ctx.config, ctx.prompts, ctx.services
+    entity description and report as it becomes final.
+
+    `batch_pass` (`llm.batch: true`, with `services` that defer): a pass of a batch round.
+    A summary or report whose request was deferred holds back every report that needs it
+    (nothing is asked of an input that is not final), the graph's addresses are left as
+    they were, and nothing is returned: the round's requests are in the batch queue."""
+    config, prompts = ctx.config, ctx.prompts
+    services = services or ctx.services
     entities, relationships, addresses = graph.entities, graph.relationships, graph.addresses
+    if batch_pass:
+        addresses = addresses.copy()
     claims, claims_block = graph.claims, graph.claims_block
     bar = ctx.bar
     n_entities = entities.num_rows
@@ -138,8 +148,10 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             selection = select_elements(elements, community.members, budget)
         return context_spec(elements, selection), spec_keys(selection, n_entities)
 
+    held_back: set[int] = set()  # a batch pass: communities waiting on a deferred request
+
     def submit_ready() -> None:
-        ready = schedule.take_ready()
+        ready = [c for c in schedule.take_ready() if c.id not in held_back]
         if ready and marks["first_report"] is None:
             marks["first_report"] = time.perf_counter() - started
         for start in range(0, len(ready), rows_per_report_call):
@@ -166,6 +178,10 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                     summarize_usage.add(table_usage(result))
                     fallbacks.extend(e for e in result.column("error").to_pylist() if e)
                     keys = result.column("key").to_pylist()
+                    if batch_pass:
+                        for element, error in zip(keys, result.column("error").to_pylist()):
+                            if error and DEFERRED in error:
+                                held_back.update(schedule.holding.get(element, []))
                     # Into the object store; the driver keeps no summary text.
                     addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
                     if final is not None:
@@ -182,6 +198,9 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 else:
                     reports_usage.add(table_usage(result))
                     for row in result.to_pylist():
+                        if batch_pass and DEFERRED in row["generation"]:
+                            held_back.add(row["community"])  # its parents wait on it
+                            continue
                         report = dict(row["report"], community=row["community"])
                         report["rank"] = report["rating"]
                         served = schedule.report_done(row["community"])
@@ -200,6 +219,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         for progress in (summary_bar, report_bar):
             if progress:
                 progress.close()
+    if batch_pass:
+        return None
     missing = [c.id for c in communities if c.id not in reports]
     if missing:
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
