@@ -270,6 +270,7 @@ class BatchRunner:
         self.queue.write_record(record)
 
     def _wait(self, records: list[dict], groups: list, report: RoundReport) -> None:
+        started = time.monotonic()
         failures = self.queue.failures()
         self._submit_what_fits(records, groups, report)
         while records:
@@ -290,8 +291,12 @@ class BatchRunner:
                 counts[record["status"]] = counts.get(record["status"], 0) + 1
             report.statuses = counts
             if records:
-                self.progress("batch: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-                              + f"; {report.answered} replies so far")
+                waiting = sum(len(r["keys"]) for r in records)
+                later = f", {len(groups)} batches to submit" if groups else ""
+                self.progress(
+                    f"batch: {', '.join(f'{n} {s}' for s, n in counts.items())} "
+                    f"({waiting} requests waiting{later}); {report.answered} replies so far, "
+                    f"{time.monotonic() - started:.0f} s into the round")
                 time.sleep(self.config.batch_poll_s)
         self.queue.write_failures(failures)
         report.failed_for_good = sum(1 for f in failures.values()
