@@ -70,10 +70,13 @@ class ExtractionConfig(_Section):
     method: Literal["nlp", "llm"] = "nlp"
     entity_types: list[str] = ["organization", "person", "geo", "event"]
     max_gleanings: int = Field(1, ge=0)
-    # Before each gleaning round, ask whether anything was missed (the paper's Y/N check).
-    # false: glean `max_gleanings` times without asking, as Microsoft GraphRAG does; it saves
-    # the check's call, which resends the whole conversation for a one-token answer.
-    glean_check: bool = True
+    # Before each gleaning round, ask whether anything was missed (the paper's Y/N check;
+    # `configs/paper.yaml` turns it on). Off by default: the check resends the whole
+    # conversation for a one-token answer, and pays only when the model often says nothing
+    # was missed. Carol through the test server (which says "yes" once): 252 extraction calls
+    # and 440k tokens with it, 168 and 302k without, the same graph; the cost 8% lower even
+    # with the prompt cache serving most of the resent prompt, the build 35% shorter.
+    glean_check: bool = False
     tuple_delimiter: str = "<|>"
     record_delimiter: str = "##"
     completion_delimiter: str = "<|COMPLETE|>"

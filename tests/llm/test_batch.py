@@ -67,9 +67,9 @@ def test_extraction_by_batch_builds_the_online_index(engine, corpus, tmp_path, r
     assert by_batch == asked_online  # every extraction request, by batch, none online
     assert not set(asked_online) & set(stats["by_kind"])
     assert stats["by_kind"]["summarize"] > 0  # the rest went online
-    # One round per step of the chunks' conversations: extraction, the check, gleaning.
+    # One round per step of the chunks' conversations: extraction, then gleaning.
     phase = manifest["batch"]["phases"]["extract"]
-    assert phase["rounds"] == 3 == stats["batch"]["batches"]
+    assert phase["rounds"] == 2 == stats["batch"]["batches"]
     assert phase["requests"] == sum(asked_online.values())
     assert stats["batch"]["resubmitted_lines"] == stats["batch"]["repeated_answers"] == 0
     assert tables(tmp_path / "batch") == tables(tmp_path / "online")
@@ -88,7 +88,7 @@ def test_every_stage_by_batch_builds_the_online_index(corpus, tmp_path):
                         if not k.startswith("batch:") and k != "embeddings"}
     assert asked_online == set()  # no chat call went online
     phases = manifest["batch"]["phases"]
-    assert phases["extract"]["rounds"] == 3 and phases["summaries_and_reports"]["rounds"] >= 2
+    assert phases["extract"]["rounds"] == 2 and phases["summaries_and_reports"]["rounds"] >= 2
     online_stages = online_manifest["llm_usage"]["stages"]
     assert manifest["llm_usage"]["stages"]["summaries_and_reports_batch"]["calls"] == \
         online_stages["summarize"]["calls"] + online_stages["reports"]["calls"]
@@ -129,7 +129,7 @@ def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
         build(server, corpus, tmp_path / "known", "llm.batch=extraction",
               "llm.batch_queue_tokens=6000")
         assert server.stats()["batch"].get("queue_limited", 0) == 0
-        assert server.stats()["batch"]["batches"] > 3  # cut to fit the limit
+        assert server.stats()["batch"]["batches"] > 2  # cut to fit the limit
     with run_test_server(batch_delay_s=0.1, batch_queue_tokens=6_000) as server:
         manifest = build(server, corpus, tmp_path / "learned", "llm.batch=extraction")
         assert server.stats()["batch"]["queue_limited"] > 0  # refused, then halved
@@ -162,7 +162,7 @@ def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, t
         assert "re-attached to 1 batches" in finished.stderr
         stats = server.stats()["batch"]
     assert stats["resubmitted_lines"] == 0 and stats["repeated_answers"] == 0
-    assert stats["batches"] == 3
+    assert stats["batches"] == 2  # the resumed build waited on the batch it had made
     manifest = json.loads(json.dumps(IndexStore(str(out)).open().read_manifest()))
     assert manifest["extraction"]["failed_chunks"] == 0
 
@@ -178,10 +178,10 @@ def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
     assert batch["stages"]["extract"]["cost_usd"] == pytest.approx(
         online["stages"]["extract"]["cost_usd"] / 2, rel=0.01)
     assert batch["stages"]["summarize"]["cost_usd"] == online["stages"]["summarize"]["cost_usd"]
-    assert batch["batch"] == {"stages": ["extract"], "rounds": 3,
+    assert batch["batch"] == {"stages": ["extract"], "rounds": 2,
                               "online_cost_usd": online["stages"]["extract"]["cost_usd"]}
     assert batch["minutes_at_rate_limits"] < online["minutes_at_rate_limits"]
-    assert "by batch (llm.batch): extract at batch prices; extraction in 3 rounds" in \
+    assert "by batch (llm.batch): extract at batch prices; extraction in 2 rounds" in \
         format_estimate(batch)
 
 

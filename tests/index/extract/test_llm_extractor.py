@@ -1,5 +1,6 @@
 """Gleaning against the test server: its first pass returns half the names, a continuation the
-rest, and its yes/no answer is Y for `glean_yes_rounds` checks."""
+rest, and its yes/no answer is Y for `glean_yes_rounds` checks (the paper's check, on here;
+off by default)."""
 
 import pytest
 
@@ -16,7 +17,7 @@ TEXT = ("Ada Brandt left the Orrin Institute in Lyon. She founded Keel Labs with
 def _extract(max_gleanings, yes_rounds, model="gpt-4o-mini", **switches):
     with run_test_server(glean_yes_rounds=yes_rounds, **switches) as server:
         config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
-                                    f"llm.model={model}",
+                                    f"llm.model={model}", "extraction.glean_check=true",
                                     f"extraction.max_gleanings={max_gleanings}"])
         chat = ChatClient(config.llm)
         records = GraphExtractor(config, load_prompts(config)).extract(TEXT, chat)
@@ -52,7 +53,8 @@ def test_an_endpoint_rejecting_logit_bias_in_any_words_is_asked_without_it_from_
     a short reply, parsed, for this chunk and the next."""
     with run_test_server(glean_yes_rounds=1, reject_logit_bias=True) as server:
         config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
-                                    "llm.model=gpt-4-turbo", "extraction.max_gleanings=1"])
+                                    "llm.model=gpt-4-turbo", "extraction.max_gleanings=1",
+                                    "extraction.glean_check=true"])
         extractor = GraphExtractor(config, load_prompts(config))
         assert extractor.logit_bias
         extractor.extract(TEXT, ChatClient(config.llm))
@@ -92,7 +94,7 @@ def test_gleaning_turns_reuse_the_conversation_so_a_prompt_cache_serves_it():
     long_text = " ".join([TEXT] * 30)  # over the provider's 1,024-token caching threshold
     with run_test_server(glean_yes_rounds=1) as server:
         config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
-                                    "extraction.max_gleanings=1"])
+                                    "extraction.max_gleanings=1", "extraction.glean_check=true"])
         chat = ChatClient(config.llm)
         GraphExtractor(config, load_prompts(config)).extract(long_text, chat)
         billed, = server.stats()["usage_by_model"].values()
