@@ -155,12 +155,15 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
                                  * SUMMARY_OUTPUT_FRACTION)}
     report_base = template_tokens("community_report", input_text="",
                                   max_findings=config.reports.max_findings)
+    # Communities smaller than `min_llm_entities` get an extractive report: no call.
+    reported = [size for size in proxy["report_sizes"]
+                if size >= config.reports.min_llm_entities]
     stages["reports"] = {
-        "calls": len(proxy["report_sizes"]),
+        "calls": len(reported),
         "prompt_tokens": sum(report_base + min(config.reports.max_input_tokens,
                                                REPORT_INPUT_TOKENS_PER_ENTITY * size)
-                             for size in proxy["report_sizes"]),
-        "completion_tokens": int(len(proxy["report_sizes"]) * config.reports.max_output_tokens
+                             for size in reported),
+        "completion_tokens": int(len(reported) * config.reports.max_output_tokens
                                  * REPORT_OUTPUT_FRACTION)}
     if config.embeddings.resolved_method() == "api":
         # Chunks, entity descriptions (about the summary length) and reports, in batches.

@@ -167,12 +167,15 @@ class ReportWorker:
             fill_claims(context, blocks[item["claims_block"]] if item["claims_block"] >= 0
                         else None)
             rows.append((item["community"], render_context(context), context_record(context),
-                         context_ids(context)))
+                         context_ids(context), item.get("entities")))
+        smallest = self.config.reports.min_llm_entities
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                out = list(pool.map(lambda r: self._llm(*r), rows))
+                out = list(pool.map(
+                    lambda r: self._llm(*r[:4]) if r[4] is None or r[4] >= smallest
+                    else self._extractive(r[0], r[2], "extractive (small community)"), rows))
         else:
-            out = [self._extractive(c, j, "extractive") for c, _, j, _ in rows]
+            out = [self._extractive(c, j, "extractive") for c, _, j, _, _ in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
 
     def _extractive(self, community: int, record: dict, generation: str,

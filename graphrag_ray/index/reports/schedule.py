@@ -166,6 +166,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
                 rows.append({"community": community.id, "spec": spec,
+                             "entities": len(community.members),
                              "blocks": [b for b, _ in mine], "rows": [r for _, r in mine],
                              "claims_block": claims_at})
             pool.submit(report_key, rows, blocks=handles)
