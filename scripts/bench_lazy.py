@@ -14,7 +14,6 @@ server answering in `--latency-ms`.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_query import PODCAST, ensure_index, server_config  # noqa: E402
+from bench_query import PODCAST, ensure_index, first_questions, server_config  # noqa: E402
 from graphrag_ray import GraphIndex, load_config  # noqa: E402
 from graphrag_ray.index.build import build_index  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
@@ -72,11 +71,9 @@ def main() -> int:
                              "share of the question's words is relevant (lower: more are)")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args()
-    if not Path(args.questions_csv).exists():
-        print(f"skipped: {args.questions_csv} not found")
+    questions = first_questions(args.questions_csv, args.questions)
+    if questions is None:
         return 0
-    with open(args.questions_csv, encoding="utf-8-sig") as handle:
-        questions = [row["question_text"] for row in csv.DictReader(handle)][:args.questions]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
 

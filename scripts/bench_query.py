@@ -48,6 +48,15 @@ def ensure_index(path: str, corpus: Path, overrides: list[str]) -> None:
         print(f"built {path} in {time.perf_counter() - started:.1f}s: {manifest['tables']}")
 
 
+def first_questions(path: str, count: int) -> list[str] | None:
+    """The corpus's first `count` questions (None, said, when its CSV is not there)."""
+    if not Path(path).exists():
+        print(f"skipped: {path} not found")
+        return None
+    with open(path, encoding="utf-8-sig") as handle:
+        return [row["question_text"] for row in csv.DictReader(handle)][:count]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--index", default="/tmp/podcast-llm")
@@ -58,11 +67,9 @@ def main() -> int:
     parser.add_argument("--methods", default="C0,C1,C2,C3,dynamic,TS,SS,local,drift")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args()
-    if not Path(args.questions_csv).exists():
-        print(f"skipped: {args.questions_csv} not found")
+    questions = first_questions(args.questions_csv, args.questions)
+    if questions is None:
         return 0
-    with open(args.questions_csv, encoding="utf-8-sig") as handle:
-        questions = [row["question_text"] for row in csv.DictReader(handle)][:args.questions]
     ensure_index(args.index, Path(args.corpus), args.set)
 
     conditions = {
