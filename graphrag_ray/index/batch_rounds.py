@@ -20,6 +20,9 @@ def by_batch(ctx: BuildContext, phase: str, stages: frozenset[str],
     the manifest; `stages` are the client stages whose requests go by batch."""
     config = ctx.config
     queue = BatchQueue(ctx.services.cache.url)
+    # Attempts count within one run of the build: a later run (the provider mended, or the
+    # user's rerun after failures) gives every unanswered request its attempts again.
+    queue.write_failures({})
     runner = BatchRunner(config.llm, ctx.services.cache, queue, ctx.progress)
     rounds = []
     while True:

@@ -122,6 +122,12 @@ def test_failed_and_expired_lines_go_again_then_fail_their_chunks(corpus, tmp_pa
         schema.TEXT_UNITS, ["extraction_status", "extraction_error"]).to_pylist()
     failed = [u for u in units if u["extraction_status"] == "failed"]
     assert failed and all("Batch API did not answer" in u["extraction_error"] for u in failed)
+    # A rerun against a mended provider asks the failed chunks' requests again, by batch.
+    with run_test_server(batch_delay_s=0.1) as mended:
+        manifest = build(mended, corpus, tmp_path / "failing", "llm.batch=extraction",
+                         "llm.batch_max_attempts=1")
+        assert mended.stats()["batch"]["lines"] > 0
+    assert manifest["extraction"]["failed_chunks"] == 0
 
 
 def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
