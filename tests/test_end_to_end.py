@@ -11,6 +11,7 @@ from graphrag_ray.cli import main
 from graphrag_ray.config import load_config
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.build import build_index
+from graphrag_ray.index.reports.report_worker import SMALL_COMMUNITY
 from graphrag_ray.llm import request_shape
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
@@ -85,7 +86,11 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         chunks = manifest["extraction"]["chunks"] - manifest["extraction"]["boilerplate_chunks"]
         assert stats["by_kind"]["extract_graph"] == chunks
         assert stats["by_kind"]["claims"] == chunks
-        assert manifest["reports_by_generation"] == {"llm": tables[schema.COMMUNITY_REPORTS].num_rows}
+        generations = tables[schema.COMMUNITY_REPORTS].column("generation").to_pylist()
+        assert set(generations) - {SMALL_COMMUNITY} == {"llm"}  # no fallback
+        assert manifest["reports_by_generation"] == {
+            ("llm" if g == "llm" else "extractive"): generations.count(g)
+            for g in set(generations)}
         covariates = IndexStore(str(out)).open().read_table(schema.COVARIATES)
         assert covariates.num_rows > 0 and covariates.column_names == schema.COVARIATE_COLUMNS
         index = GraphIndex.open(str(out), config=config)
@@ -258,7 +263,9 @@ def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
     assert manifest["extraction"]["malformed_records"] == 0
     reports = store.read_table(schema.COMMUNITY_REPORTS)
-    assert reports.num_rows and set(reports.column("generation").to_pylist()) == {"llm"}
+    # No fallback: every report by the LLM, but those of communities too small to ask for.
+    assert reports.num_rows and \
+        set(reports.column("generation").to_pylist()) - {SMALL_COMMUNITY} == {"llm"}
     if personality == "reasoning":
         # One rejection per parameter for a name we cannot tell, none for a name we can;
         # after them, none of the three.

@@ -142,6 +142,11 @@ REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report", REPORT_S
                                   ("generation", pa.string()), *USAGE_SCHEMA_FIELDS])
 
 
+# The generation of a community smaller than `reports.min_llm_entities`: its extractive
+# report, by choice (not a fallback).
+SMALL_COMMUNITY = "extractive (small community)"
+
+
 class ReportWorker:
     """Work items: {community, spec: its context without descriptions (`context_spec`),
     blocks and rows: where each description is, claims_block: the block holding the claims
@@ -173,7 +178,7 @@ class ReportWorker:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(
                     lambda r: self._llm(*r[:4]) if r[4] is None or r[4] >= smallest
-                    else self._extractive(r[0], r[2], "extractive (small community)"), rows))
+                    else self._extractive(r[0], r[2], SMALL_COMMUNITY), rows))
         else:
             out = [self._extractive(c, j, "extractive") for c, _, j, _, _ in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
