@@ -152,7 +152,6 @@ class RoundReport:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0
-    statuses: dict = field(default_factory=dict)
 
 
 class BatchRunner:
@@ -165,24 +164,23 @@ class BatchRunner:
         self.queue = queue
         self.progress = progress
         self.client = _openai_client(config, config.request_timeout, max_retries=3)
-        self.azure = config.api_version is not None
         # The enqueued-token limit learned when the provider refused a batch for it (none
         # configured): half the refused batch's tokens, each time.
         self.learned_queue_tokens: int | None = None
-        self.endpoint = "/chat/completions" if self.azure else "/v1/chat/completions"
+        # Azure OpenAI names the endpoint without the version prefix.
+        self.endpoint = "/chat/completions" if config.api_version else "/v1/chat/completions"
 
     def round(self) -> RoundReport:
         started = time.monotonic()
         report = RoundReport()
         pending = self.queue.pending()
-        answered = [key for key in pending if self.cache.get(key) is not None]
-        self.queue.done_with(answered)
-        pending = {k: v for k, v in pending.items() if k not in set(answered)}
         failures = self.queue.failures()
+        answered = [key for key in pending if self.cache.get(key) is not None]
         given_up = [k for k in pending
                     if failures.get(k, {}).get("attempts", 0) >= self.config.batch_max_attempts]
-        self.queue.done_with(given_up)
-        pending = {k: v for k, v in pending.items() if k not in set(given_up)}
+        self.queue.done_with(answered + given_up)
+        done = set(answered) | set(given_up)
+        pending = {k: v for k, v in pending.items() if k not in done}
         records = self.queue.records()
         waiting = {key for r in records if r.get("status") not in TERMINAL for key in r["keys"]}
         fresh = {k: v for k, v in pending.items() if k not in waiting}
@@ -192,7 +190,7 @@ class BatchRunner:
         open_records = [r for r in records if r.get("status") not in TERMINAL]
         if report.reattached:
             self.progress(f"batch: re-attached to {report.reattached} batches submitted before")
-        self._wait(open_records, self._groups(fresh), report)
+        self._wait(open_records, self._groups(fresh), failures, report)
         report.wall_s = round(time.monotonic() - started, 3)
         return report
 
@@ -269,9 +267,9 @@ class BatchRunner:
             record.update(id=batch.id, status=batch.status)
         self.queue.write_record(record)
 
-    def _wait(self, records: list[dict], groups: list, report: RoundReport) -> None:
+    def _wait(self, records: list[dict], groups: list, failures: dict[str, dict],
+              report: RoundReport) -> None:
         started = time.monotonic()
-        failures = self.queue.failures()
         self._submit_what_fits(records, groups, report)
         while records:
             for record in list(records):
@@ -281,7 +279,6 @@ class BatchRunner:
                 record["status"] = batch.status
                 if batch.status not in TERMINAL:
                     continue
-                record["status"] = batch.status
                 self._collect(batch, record, failures, report)
                 self.queue.write_record(record)
                 records.remove(record)
@@ -289,7 +286,6 @@ class BatchRunner:
             counts = {}
             for record in records:
                 counts[record["status"]] = counts.get(record["status"], 0) + 1
-            report.statuses = counts
             if records:
                 waiting = sum(len(r["keys"]) for r in records)
                 later = f", {len(groups)} batches to submit" if groups else ""

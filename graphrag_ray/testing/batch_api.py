@@ -23,6 +23,8 @@ import time
 from collections import Counter
 from typing import Callable
 
+from graphrag_ray.testing.llm_server import prompt_tokens_of
+
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 _VALIDATION_S = 0.05
 
@@ -234,6 +236,5 @@ class BatchAPI:
 
 
 def _tokens(line: dict) -> int:
-    """A line's enqueued tokens as the test server counts a prompt (4 characters a token)."""
-    body = line.get("body") or {}
-    return sum(len(m.get("content") or "") for m in body.get("messages") or []) // 4
+    """A line's enqueued tokens, counted as the server counts a prompt."""
+    return prompt_tokens_of((line.get("body") or {}).get("messages") or [])

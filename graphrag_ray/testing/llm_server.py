@@ -444,6 +444,11 @@ def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
     return "OK"
 
 
+def prompt_tokens_of(messages: list[dict]) -> int:
+    """A prompt's tokens as this server bills and limits them: 4 characters a token."""
+    return sum(len(m.get("content") or "") for m in messages) // 4
+
+
 def _content(kind: str, messages: list[dict], body: dict, switches: Switches, quirks: set,
              malformed: bool = False) -> tuple[str, int]:
     """The reply's text, cut to the request's token limit and dressed in the endpoint's
@@ -788,7 +793,7 @@ class TestLLMServer(ThreadingHTTPServer):
             self._prefixes.update(keys)
         if not seen:
             return 0
-        tokens = sum(len(m.get("content") or "") for m in messages[:max(seen)]) // 4
+        tokens = prompt_tokens_of(messages[:max(seen)])
         return tokens // 128 * 128 if tokens >= 1024 else 0
 
     def _record(self, kind: str, status: int, request_hash: str,
@@ -818,7 +823,7 @@ class TestLLMServer(ThreadingHTTPServer):
                                    "messages": messages})
             attempt = self._attempts[request_hash]
             self._attempts[request_hash] += 1
-        prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        prompt_tokens = prompt_tokens_of(messages)
         sent = tuple(k for k in _OPTIONAL_PARAMETERS if body.get(k) is not None)
         quirks = set(filter(None, s.personality.split(",")))
         rejection = _reasoning_rejection(body) if "reasoning" in quirks else None
@@ -916,7 +921,7 @@ class TestLLMServer(ThreadingHTTPServer):
                 self._kept.append({"kind": kind, "model": body.get("model"),
                                    "messages": messages, "batch": True})
         content, completion_tokens = _content(kind, messages, body, self.switches, quirks)
-        prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        prompt_tokens = prompt_tokens_of(messages)
         model = body.get("model", "test-model")
         self._bill(f"batch:{model}", prompt_tokens, completion_tokens)
         request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

@@ -6,7 +6,7 @@ points, as global search does with reports. Offline, the answer lists the claims
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from graphrag_ray.config import GraphRagConfig
@@ -40,8 +40,8 @@ class LazyAnswer:
     map_calls: int = 0
     answer_calls: int = 0
     context_tokens: int = 0
-    usage: Usage | None = None
-    failures: list[str] | None = None
+    usage: Usage = field(default_factory=Usage)
+    failures: list[str] = field(default_factory=list)
 
     @property
     def cited(self) -> list[int]:
@@ -80,7 +80,7 @@ def write_answer(question: str, claims: list[Claim], config: GraphRagConfig,
     cfg = config.query.lazy
     encoding = config.tokenizer.encoding
     batches = claim_batches(claims, cfg.context_tokens, encoding)
-    outcome = LazyAnswer(NO_ANSWER, [], usage=Usage(), failures=[])
+    outcome = LazyAnswer(NO_ANSWER, [])
     if not batches:
         if on_token:
             on_token(outcome.answer)
