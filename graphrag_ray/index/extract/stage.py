@@ -259,7 +259,8 @@ def extract_by_batch(ctx: BuildContext, inputs: pa.Table, reading: dict, batchin
     run uses."""
     from graphrag_ray.index.batch_rounds import by_batch
 
-    scratch = {**reading, "work_url": f"{ctx.work_url}/batch_pass"}
+    scratch_area = "_work/batch_pass"  # inside the staged version, removed after the rounds
+    scratch = {**reading, "work_url": ctx.staged.url_of(scratch_area)}
 
     def run_pass(services: LLMServices) -> None:
         map_table(inputs, _BatchPass, {"config": ctx.config, "prompts": ctx.prompts,
@@ -268,7 +269,7 @@ def extract_by_batch(ctx: BuildContext, inputs: pa.Table, reading: dict, batchin
                   first=(read_and_chunk, scratch, FILES_PER_READ))
 
     services = by_batch(ctx, "extract", frozenset({"extract"}), run_pass)
-    ctx.staged.remove("_work/batch_pass")
+    ctx.staged.remove(scratch_area)
     return services
 
 

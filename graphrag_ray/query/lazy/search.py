@@ -99,9 +99,8 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
     result.failures += written.failures
     result.llm_calls += written.map_calls + written.answer_calls
     result.context_tokens += written.context_tokens
-    cited = set(written.cited)
     unit_of = dict(zip(numbers, unit_ids))
-    cited_ids = [unit_of[n] for n in sorted(cited)]
+    cited_ids = [unit_of[n] for n in written.cited]
     result.sources = Sources(text_units=cited_ids, documents=documents_of(index.table, cited_ids))
     result.details.update({
         "budget": budget, "subquestions": subquestions, "relevance_tests": len(searched.probes),
