@@ -356,6 +356,8 @@ class EmbeddingsConfig(LLMConfig):
     dimensions: int | None = Field(None, gt=0)
     hashing_dimensions: int = Field(1024, gt=0)
     batch_size: int = Field(64, gt=0, description="texts per embeddings request")
+    # `batch` (as in llm): true sends the embeddings by the provider's Batch API, at its
+    # price, once every other stage is done (`index/embed/by_batch.py`).
     # Longest text embedded (tokens); longer ones are truncated, as endpoints reject them.
     max_input_tokens: int = Field(8000, gt=0)
 
@@ -635,12 +637,16 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
             f"chunks.overlap ({config.chunks.overlap}) must be smaller than chunks.size "
             f"({config.chunks.size}) in {source}"
         )
-    if config.embeddings.batch:
-        raise ConfigError(f"embeddings.batch is not built yet (in {source}): embeddings go "
-                          "online; llm.batch sends the chat stages by batch")
-    if config.llm.batch and not config.cache.enabled:
-        raise ConfigError(f"llm.batch needs the response cache (cache.enabled: true, in "
-                          f"{source}): batch replies reach the build through it")
+    if config.embeddings.batch not in (False, True):
+        raise ConfigError(f"embeddings.batch is true or false (in {source}): "
+                          f"{config.embeddings.batch!r} is for llm.batch")
+    if config.embeddings.batch and config.embeddings.resolved_method() != "api":
+        raise ConfigError(f"embeddings.batch needs an embeddings endpoint (embeddings.api_base, "
+                          f"in {source}): the offline embeddings make no calls")
+    for name, section in (("llm", config.llm), ("embeddings", config.embeddings)):
+        if section.batch and not config.cache.enabled:
+            raise ConfigError(f"{name}.batch needs the response cache (cache.enabled: true, "
+                              f"in {source}): batch replies reach the build through it")
     for section in (config.llm, config.embeddings):
         if not section.api_key.get_secret_value():
             section.api_key = SecretStr(api_key_from_environment())

@@ -121,3 +121,14 @@ def test_the_old_logit_bias_switch_moves_to_the_llm_section(tmp_path):
     path.write_text("extraction:\n  use_logit_bias: true\n")
     with pytest.warns(FutureWarning):
         assert load_config(path).llm.logit_bias is None
+
+
+def test_batch_settings_that_cannot_work_are_refused_with_the_reason():
+    with pytest.raises(ConfigError, match="llm.batch needs the response cache"):
+        load_config(None, ["llm.batch=true", "cache.enabled=false"])
+    with pytest.raises(ConfigError, match="embeddings.batch needs an embeddings endpoint"):
+        load_config(None, ["embeddings.batch=true"])
+    with pytest.raises(ConfigError, match="embeddings.batch is true or false"):
+        load_config(None, ["embeddings.batch=extraction", "embeddings.api_base=http://x/v1"])
+    assert load_config(None, ["embeddings.batch=true",
+                              "embeddings.api_base=http://x/v1"]).embeddings.batch is True

@@ -14,20 +14,21 @@ from graphrag_ray.llm.client import LLMServices
 
 
 def by_batch(ctx: BuildContext, phase: str, stages: frozenset[str],
-             run_pass: Callable[[LLMServices], None]) -> LLMServices:
+             run_pass: Callable[[LLMServices], None], embeddings: bool = False) -> LLMServices:
     """Rounds of `run_pass(services that defer)` until one defers nothing; returns the
     services for the stage's real run. `phase` names the rounds in progress lines and in
-    the manifest; `stages` are the client stages whose requests go by batch."""
-    config = ctx.config
-    queue = BatchQueue(ctx.services.cache.url)
+    the manifest; `stages` are the client stages whose requests go by batch; `embeddings`:
+    they are embeddings requests, sent to the embeddings endpoint with its settings."""
+    config = ctx.config.embeddings if embeddings else ctx.config.llm
+    queue = BatchQueue(ctx.services.cache.url, "embeddings" if embeddings else "")
     # Attempts count within one run of the build: a later run (the provider mended, or the
     # user's rerun after failures) gives every unanswered request its attempts again.
     queue.write_failures({})
-    runner = BatchRunner(config.llm, ctx.services.cache, queue, ctx.progress)
+    runner = BatchRunner(config, ctx.services.cache, queue, ctx.progress, embeddings)
     rounds = []
     while True:
         run_pass(ctx.services.batched(BatchMode(
-            queue, stages, queue.given_up(config.llm.batch_max_attempts))))
+            queue, stages, queue.given_up(config.batch_max_attempts))))
         report = runner.round()
         if not report.requests:
             break
@@ -49,5 +50,5 @@ def by_batch(ctx: BuildContext, phase: str, stages: frozenset[str],
         "completion_tokens": sum(r.completion_tokens for r in rounds),
         "wall_s": round(sum(r.wall_s for r in rounds), 3)}
     return ctx.services.batched(BatchMode(queue, stages,
-                                          queue.given_up(config.llm.batch_max_attempts),
+                                          queue.given_up(config.batch_max_attempts),
                                           deferring=False))

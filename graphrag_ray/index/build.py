@@ -26,6 +26,7 @@ from graphrag_ray.errors import InputError
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.read_and_chunk import input_reports
 from graphrag_ray.index.context import BuildContext, Progress
+from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
@@ -88,7 +89,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         ctx.timings["list_inputs"] = listing_s
         pools, feed, text_units = [], None, None
         try:
-            if uses_embedding_endpoint(config):
+            # Embeddings by batch wait for the final texts (`embed/by_batch.py`).
+            if uses_embedding_endpoint(config) and not config.embeddings.batch:
                 pools.append(embeddings_pool(config))
                 feed = EmbeddingFeed(config, ctx.staged, ctx.services, pools[-1])
                 text_units = TextUnitEmbeddings(feed, ctx.work_url)
@@ -122,8 +124,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             if text_units:
                 text_units.join()
             with ctx.stage("embed"):
+                services = embed_by_batch(ctx, tables) if config.embeddings.batch \
+                    else ctx.services
                 embedded, dimensions, embed_usage = embed_index(
-                    tables, ctx.staged, feed or EmbeddingFeed(config, ctx.staged, ctx.services,
+                    tables, ctx.staged, feed or EmbeddingFeed(config, ctx.staged, services,
                                                               pools[-1]), feed is not None)
             ctx.staged.remove("_work")
             write_tables(ctx, tables)

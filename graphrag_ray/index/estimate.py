@@ -184,16 +184,16 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages.pop("extract_claims", None)
     if measured:
         _calibrated(stages, len(chunk_tokens), measured)
-    batched = ("extract", "extract_claims") + (("summarize", "reports")
-                                               if config.llm.batch is True else ())
-    by_batch = [n for n in batched if n in stages and stages[n]["calls"]] \
-        if config.llm.batch and ex.method == "llm" else []
+    batched = (("extract", "extract_claims") if config.llm.batch else ()) + (
+        ("summarize", "reports") if config.llm.batch is True else ()) + (
+        ("embed",) if config.embeddings.batch else ())
+    by_batch = [n for n in batched if n in stages and stages[n]["calls"]]
     online_cost = {}
     for name, figures in stages.items():
-        figures["cost_usd"] = cost_usd(figures, config.embeddings if name == "embed"
-                                       else config.llm, batch=name in by_batch)
+        endpoint = config.embeddings if name == "embed" else config.llm
+        figures["cost_usd"] = cost_usd(figures, endpoint, batch=name in by_batch)
         if name in by_batch:
-            online_cost[name] = cost_usd(figures, config.llm)
+            online_cost[name] = cost_usd(figures, endpoint)
     total = {key: sum(f[key] for f in stages.values()) for key in
              ("calls", "prompt_tokens", "completion_tokens")}
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
@@ -208,7 +208,9 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         # The Batch API's own pool: its stages are not paced by the online limits.
         "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
                                             if n not in by_batch}, config),
-        "batch": {"stages": by_batch, "rounds": _batch_rounds(config),
+        "batch": {"stages": by_batch,
+                  "rounds": _batch_rounds(config) if config.llm.batch and ex.method == "llm"
+                  else 0,
                   "online_cost_usd": None if None in online_cost.values()
                   else round(sum(online_cost.values()), 6)} if by_batch else None,
     }
@@ -303,11 +305,18 @@ def format_estimate(estimate: dict) -> str:
     batch = estimate.get("batch")
     if batch:
         online = "-" if batch["online_cost_usd"] is None else f"${batch['online_cost_usd']:.4f}"
-        later = (", then summaries and reports in a round and one more per level whose "
-                 "reports wait on their sub-communities'") if "reports" in batch["stages"] else ""
-        lines.append(f"by batch (llm.batch): {', '.join(batch['stages'])} at batch prices; "
-                     f"extraction in {batch['rounds']} rounds{later}, each waiting for its "
-                     f"batches (online: {online}); the minutes below leave them out")
+        steps = [f"extraction in {batch['rounds']} rounds"] if batch["rounds"] else []
+        if "reports" in batch["stages"]:
+            steps.append("then summaries and reports in a round and one more per level whose "
+                         "reports wait on their sub-communities'")
+        if "embed" in batch["stages"]:
+            steps.append("the embeddings in one round once the other stages are done")
+        settings = " and ".join(name for name, on in (("llm.batch", batch["rounds"]),
+                                                      ("embeddings.batch",
+                                                       "embed" in batch["stages"])) if on)
+        lines.append(f"by batch ({settings}): {', '.join(batch['stages'])} at batch prices; "
+                     f"{', '.join(steps)}, each waiting for its batches (online: {online}); "
+                     "the minutes below leave them out")
     if estimate["minutes_at_rate_limits"] is not None:
         lines.append(f"at the configured rate limits this takes at least "
                      f"{estimate['minutes_at_rate_limits']} minutes")

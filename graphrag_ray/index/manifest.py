@@ -28,7 +28,8 @@ def community_figures(communities: list[Community]) -> dict:
 def usage_summary(stages: dict[str, Usage], timings: dict[str, float],
                    config: GraphRagConfig, ledger: dict[str, dict[str, int]] | None,
                    batch: dict[str, Usage] | None = None) -> dict:
-    """`embed` is priced as the embeddings model, every other stage as the chat model.
+    """`embed` (and `embed_batch`) is priced as the embeddings model, every other stage as
+    the chat model.
     `ledger`: the rate budgets' count of the requests that reached the provider, per stage;
     it replaces what the workers' rows say of them (a retried Ray task's rows lose the calls
     its first attempt made). Cache hits come from the rows. `batch`: per stage, what the
@@ -42,8 +43,8 @@ def usage_summary(stages: dict[str, Usage], timings: dict[str, float],
         if ledger is not None and not by_batch:
             usage = Usage(cache_hits=usage.cache_hits, **ledger.get(name, {}))
         total.add(usage)
-        costs.append(cost_usd(usage, config.embeddings if name == "embed" else config.llm,
-                              batch=by_batch) if usage.calls else 0.0)
+        costs.append(cost_usd(usage, config.embeddings if name.removesuffix("_batch") == "embed"
+                              else config.llm, batch=by_batch) if usage.calls else 0.0)
         summary["stages"][name] = {**usage.as_dict(), "wall_s": timings.get(name),
                                    "cost_usd": costs[-1]}
     summary["total"] = {**total.as_dict(),

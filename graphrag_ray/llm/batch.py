@@ -15,6 +15,9 @@ the requests that failed. A build that is killed, or a job stopped and resubmitt
 its batches there and re-attaches to them: no request is submitted twice. Lines that fail or
 expire go again in the next round, `llm.batch_max_attempts` times in all; then the request
 fails like an online one (a failed chunk).
+
+Embeddings (`embeddings.batch`) go the same way, under `<cache>/batches/embeddings/`, one
+line per text (the text's own cache key as the line's id), to the `/v1/embeddings` endpoint.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from graphrag_ray.config import LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMCallError, _openai_client
+from graphrag_ray.llm.embeddings import vector_entry
 from graphrag_ray.llm.replies import visible_reply
 from graphrag_ray.storage.atomic import write_atomically
 
@@ -51,18 +55,20 @@ class Deferred(LLMError):
 
 
 class BatchQueue:
-    """Deferred requests, batch records and failures, under `<cache>/batches/`."""
+    """Deferred requests, batch records and failures, under `<cache>/batches/` (`folder`:
+    a queue of its own below it, for another endpoint's requests)."""
 
-    def __init__(self, cache_url: str):
-        self.url = f"{cache_url.rstrip('/')}/batches"
+    def __init__(self, cache_url: str, folder: str = ""):
+        self.cache_url, self.folder = cache_url, folder
+        self.url = f"{cache_url.rstrip('/')}/batches" + (f"/{folder}" if folder else "")
         self.fs, root = fsspec.core.url_to_fs(self.url)
         self.root = root.rstrip("/")
 
     def __getstate__(self) -> dict:
-        return {"url": self.url.removesuffix("/batches")}
+        return {"cache_url": self.cache_url, "folder": self.folder}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["url"])
+        self.__init__(state["cache_url"], state["folder"])
 
     def defer(self, key: str, body: dict) -> None:
         path = f"{self.root}/pending/{key}.json"
@@ -134,11 +140,20 @@ class BatchMode:
 
     def miss(self, key: str, body: Callable[[], dict]) -> None:
         """Called on a cache miss in a batch stage: raises unless the request goes online."""
-        if key in self.failed:
-            raise LLMCallError(f"the Batch API did not answer this request: {self.failed[key]}")
-        if self.deferring:
-            self.queue.defer(key, body())
+        self.misses({key: body})
+
+    def misses(self, bodies: dict[str, Callable[[], dict]]) -> None:
+        """`miss` for several requests one call needs (an embeddings request's texts): all
+        but those failed for good are deferred before the call stops."""
+        failed = [key for key in bodies if key in self.failed]
+        deferred = [key for key in bodies if key not in self.failed] if self.deferring else []
+        for key in deferred:
+            self.queue.defer(key, bodies[key]())
+        if deferred:
             raise Deferred(DEFERRED)
+        if failed:
+            raise LLMCallError(
+                f"the Batch API did not answer this request: {self.failed[failed[0]]}")
 
 
 @dataclass
@@ -158,8 +173,10 @@ class BatchRunner:
     """The driver's side: submit what a pass deferred, wait, put the replies in the cache."""
 
     def __init__(self, config: LLMConfig, cache: ResponseCache, queue: BatchQueue,
-                 progress: Callable[[str], None]):
+                 progress: Callable[[str], None], embeddings: bool = False):
+        """`embeddings`: the requests are embeddings requests, one text each."""
         self.config = config
+        self.embeddings = embeddings
         self.cache = cache
         self.queue = queue
         self.progress = progress
@@ -168,7 +185,8 @@ class BatchRunner:
         # configured): half the refused batch's tokens, each time.
         self.learned_queue_tokens: int | None = None
         # Azure OpenAI names the endpoint without the version prefix.
-        self.endpoint = "/chat/completions" if config.api_version else "/v1/chat/completions"
+        self.endpoint = ("" if config.api_version else "/v1") + (
+            "/embeddings" if embeddings else "/chat/completions")
 
     def round(self) -> RoundReport:
         started = time.monotonic()
@@ -219,7 +237,7 @@ class BatchRunner:
         for key in sorted(requests):
             line = json.dumps({"custom_id": key, "method": "POST", "url": self.endpoint,
                                "body": requests[key]}).encode() + b"\n"
-            estimate = sum(len(m.get("content") or "") for m in requests[key]["messages"]) // 4
+            estimate = _characters(requests[key]) // 4
             most = min(MAX_REQUESTS, self.config.batch_max_requests)
             full = current and (len(current) >= most
                                 or size + len(line) > MAX_BYTES
@@ -311,14 +329,13 @@ class BatchRunner:
                 key = entry.get("custom_id")
                 response = entry.get("response") or {}
                 body = response.get("body") or {}
-                choices = body.get("choices") or []
-                if key in keys and response.get("status_code") == 200 and choices:
+                cached = self._cache_entry(body) if response.get("status_code") == 200 else None
+                if key in keys and cached is not None:
                     usage = body.get("usage") or {}
-                    self.cache.put(key, {
-                        "content": visible_reply(choices[0]["message"].get("content") or ""),
-                        "model": self.config.model, "batch": True,
-                        "usage": {"prompt_tokens": usage.get("prompt_tokens", 0),
-                                  "completion_tokens": usage.get("completion_tokens", 0)}})
+                    self.cache.put(key, {**cached, "model": self.config.model, "batch": True,
+                                         "usage": {"prompt_tokens": usage.get("prompt_tokens", 0),
+                                                   "completion_tokens": usage.get(
+                                                       "completion_tokens", 0)}})
                     answered.add(key)
                     report.prompt_tokens += usage.get("prompt_tokens", 0) or 0
                     report.completion_tokens += usage.get("completion_tokens", 0) or 0
@@ -352,3 +369,23 @@ class BatchRunner:
         given_up = [key for key in missing
                     if failures[key]["attempts"] >= self.config.batch_max_attempts]
         self.queue.done_with(sorted(answered) + given_up)
+
+    def _cache_entry(self, body: dict) -> dict | None:
+        """What the cache keeps of a line's reply, as the online client would keep it; None
+        for a reply without one."""
+        if self.embeddings:
+            data = body.get("data") or []
+            return vector_entry(data[0]["embedding"]) if len(data) == 1 else None
+        choices = body.get("choices") or []
+        if not choices:
+            return None
+        return {"content": visible_reply(choices[0]["message"].get("content") or "")}
+
+
+def _characters(body: dict) -> int:
+    """A request's prompt length in characters (a chat request's messages, an embeddings
+    request's input), for the enqueued-token estimate."""
+    if "messages" in body:
+        return sum(len(m.get("content") or "") for m in body["messages"])
+    inputs = body.get("input") or ""
+    return sum(len(text) for text in ([inputs] if isinstance(inputs, str) else inputs))

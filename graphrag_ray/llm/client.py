@@ -146,7 +146,9 @@ class LLMServices:
     def embedder(self, config, stage: str = "embed"):
         from graphrag_ray.llm.embeddings import Embedder
 
-        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache, stage=stage)
+        batch = self.batch if self.batch is not None and stage in self.batch.stages else None
+        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache, stage=stage,
+                        batch=batch)
 
     def ledger(self) -> dict[str, dict[str, int]]:
         """Per stage, every request that reached the chat and embeddings endpoints, as the

@@ -36,15 +36,18 @@ def diagnose(config: GraphRagConfig) -> list[Check]:
     Stops at the first failure of an endpoint: what follows would fail the same way."""
     checks = _chat_checks(config.llm, config)
     if config.llm.batch and not any(c.status == "fail" for c in checks):
-        checks.append(_batch_check(config.llm))
+        checks.append(_batch_check(config.llm, "llm"))
     if config.embeddings.resolved_method() == "api":
-        checks += _embeddings_checks(config.embeddings)
+        embeddings = _embeddings_checks(config.embeddings)
+        if config.embeddings.batch and not any(c.status == "fail" for c in embeddings):
+            embeddings.append(_batch_check(config.embeddings, "embeddings"))
+        checks += embeddings
     return checks
 
 
-def _batch_check(config: LLMConfig) -> Check:
-    """`llm.batch`: the endpoint lists batches (read only: nothing is created or billed),
-    so a build does not find out hours in that it has no Batch API."""
+def _batch_check(config: LLMConfig, section: str) -> Check:
+    """`llm.batch` / `embeddings.batch`: the endpoint lists batches (read only: nothing is
+    created or billed), so a build does not find out hours in that it has no Batch API."""
     from graphrag_ray.llm.client import _openai_client, classify_error
 
     client = _openai_client(config, config.request_timeout, max_retries=0)
@@ -52,11 +55,13 @@ def _batch_check(config: LLMConfig) -> Check:
         listed, seconds = _timed(lambda: client.batches.list(limit=1))
     except Exception as exc:  # noqa: BLE001 - any failure is the finding
         reason = str(classify_error(exc, config)) if hasattr(exc, "status_code") else str(exc)
-        return Check("fail", f"llm.batch is set but the endpoint has no Batch API here "
-                             f"({reason[:200]}): set llm.batch: false, or use a provider "
+        return Check("fail", f"{section}.batch is set but the endpoint has no Batch API here "
+                             f"({reason[:200]}): set {section}.batch: false, or use a provider "
                              "that offers batches (OpenAI, Azure OpenAI)")
+    what = {"extraction": "extraction and gleaning", True: "every request of the build"
+            if section == "llm" else "the embeddings"}[config.batch]
     return Check("ok", f"the Batch API answers ({len(listed.data)} batch(es) listed): "
-                       f"llm.batch: {config.batch} sends extraction by batch", seconds)
+                       f"{section}.batch: {config.batch} sends {what} by batch", seconds)
 
 
 def _timed(call):

@@ -51,8 +51,19 @@ def hashing_embed(texts: list[str], dimensions: int) -> np.ndarray:
     return vectors / np.where(norms == 0, 1.0, norms)
 
 
+def vector_entry(embedding: list[float] | str) -> dict:
+    """What the response cache keeps of a text's vector: float32 bytes in base64 (an
+    endpoint's vector comes as floats, or already as base64 with `encoding_format`)."""
+    if isinstance(embedding, str):
+        embedding = np.frombuffer(base64.b64decode(embedding), dtype=np.float32)
+    raw = np.asarray(embedding, dtype=np.float32).tobytes()
+    return {"vector": base64.b64encode(raw).decode("ascii")}
+
+
 class EmbeddingClient(_EndpointClient):
     def embed(self, texts: list[str]) -> np.ndarray:
+        """`batch` (`embeddings.batch`): the texts the cache lacks are deferred to a batch,
+        one request each, before the call stops (`batch.BatchMode.misses`)."""
         config: EmbeddingsConfig = self.config
         # Endpoints reject empty and over-long inputs.
         texts = [truncate_to_tokens(t, config.max_input_tokens, self.encoding) or " "
@@ -67,6 +78,9 @@ class EmbeddingClient(_EndpointClient):
                 vectors[i] = np.frombuffer(base64.b64decode(hit["vector"]), dtype=np.float32)
                 self._count(cache_hits=1)
         missing = [i for i, v in enumerate(vectors) if v is None]
+        if self.batch is not None and self.cache is not None:
+            self.batch.misses({keys[i]: (lambda text=texts[i]: {
+                "model": config.model, "input": text, **params}) for i in missing})
         for start in range(0, len(missing), config.batch_size):
             batch = missing[start:start + config.batch_size]
             inputs = [texts[i] for i in batch]
@@ -84,8 +98,7 @@ class EmbeddingClient(_EndpointClient):
                     vectors[i] = np.asarray(item.embedding, dtype=np.float32)
                     if keys[i]:
                         self.cache.put(keys[i], {"model": config.model,
-                                                 "vector": base64.b64encode(
-                                                     vectors[i].tobytes()).decode("ascii")})
+                                                 **vector_entry(vectors[i])})
             finally:  # settled once cached (see `_settle`)
                 self._settle(lease, usage, response.usage is not None)
         if not vectors:
@@ -98,10 +111,12 @@ class EmbeddingClient(_EndpointClient):
 class Embedder:
     """Texts -> unit vectors, by the configured method; one per worker."""
 
-    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None, stage: str = "embed"):
+    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None, stage: str = "embed",
+                 batch=None):
         self.config = config
         self.method = config.resolved_method()
-        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache, stage=stage)
+        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache, stage=stage,
+                                       batch=batch)
                        if self.method == "api" else None)
 
     @property

@@ -5,8 +5,9 @@
     POST /v1/batches/{id}/cancel
 
 A batch validates, runs and finalizes by the clock (`batch_delay_s` from its creation to its
-completion), answering each line as the chat endpoint would (no latency, no 429s: the batch
-pool is separate). Switches make it fail as providers do: a share of lines answered with an
+completion), answering each line as the chat or embeddings endpoint would (no latency, no
+429s: the batch pool is separate); a line whose `url` is not the batch's endpoint fails
+validation, as OpenAI's does. Switches make it fail as providers do: a share of lines answered with an
 error (`batch_failed_lines`), batches that expire with a share of lines unanswered
 (`batch_expired_lines`), the first batches failing validation (`batch_fail_validation`), and
 an enqueued-token limit per model (`batch_queue_tokens`) with the provider's error body.
@@ -23,16 +24,18 @@ import time
 from collections import Counter
 from typing import Callable
 
-from graphrag_ray.testing.llm_server import prompt_tokens_of
+from graphrag_ray.testing.llm_server import embedding_tokens, prompt_tokens_of
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 _VALIDATION_S = 0.05
 
 
 class BatchAPI:
-    def __init__(self, switches, answer: Callable[[dict], dict], fraction: Callable[..., float]):
-        """`answer(body)`: the chat completion a request body gets; `fraction(*parts)`: the
-        server's seeded hash, which decides which lines fail."""
+    def __init__(self, switches, answer: Callable[[str, dict], dict],
+                 fraction: Callable[..., float]):
+        """`answer(endpoint, body)`: the reply a request body gets (a chat completion, or
+        vectors for `/v1/embeddings`); `fraction(*parts)`: the server's seeded hash, which
+        decides which lines fail."""
         self.switches = switches
         self._answer = answer
         self._fraction = fraction
@@ -155,6 +158,11 @@ class BatchAPI:
                 self.stats["failed_validation"] += 1
                 return self._fail(batch, "invalid_request", "The batch input file is invalid "
                                   "(test server: batch_fail_validation)")
+            wrong = [line for line in batch["_lines"] if line.get("url") != batch["endpoint"]]
+            if wrong:
+                return self._fail(batch, "invalid_url", (
+                    f"The URL provided for this request does not match the batch endpoint "
+                    f"{batch['endpoint']}: {wrong[0].get('url')}"))
             if s.batch_queue_tokens and self._enqueued(batch) + batch["_tokens"] > \
                     s.batch_queue_tokens:
                 self.stats["queue_limited"] += 1
@@ -201,7 +209,7 @@ class BatchAPI:
                                                                "error processing the line"}}},
                                "error": None})
                 continue
-            body = self._answer(line.get("body") or {})
+            body = self._answer(batch["endpoint"], line.get("body") or {})
             self.lines_answered[custom_id] += 1
             output.append({"id": f"batch_req_{custom_id}", "custom_id": custom_id,
                            "response": {"status_code": 200, "request_id": custom_id,
@@ -236,5 +244,9 @@ class BatchAPI:
 
 
 def _tokens(line: dict) -> int:
-    """A line's enqueued tokens, counted as the server counts a prompt."""
-    return prompt_tokens_of((line.get("body") or {}).get("messages") or [])
+    """A line's enqueued tokens, counted as the server counts a prompt (an embeddings line:
+    its input)."""
+    body = line.get("body") or {}
+    if "input" in body:
+        return embedding_tokens(body["input"])
+    return prompt_tokens_of(body.get("messages") or [])

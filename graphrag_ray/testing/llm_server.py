@@ -706,7 +706,7 @@ class TestLLMServer(ThreadingHTTPServer):
         self._kept: list[dict] = []
         from graphrag_ray.testing.batch_api import BatchAPI
 
-        self.batches = BatchAPI(self.switches, self.batch_completion, _fraction)
+        self.batches = BatchAPI(self.switches, self.batch_answer, _fraction)
         self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
         self._gate.set()
 
@@ -909,9 +909,19 @@ class TestLLMServer(ThreadingHTTPServer):
             self._delivered(request_hash)
 
 
+    def batch_answer(self, endpoint: str, body: dict) -> dict:
+        """A Batch API line's answer: what the chat or embeddings endpoint would answer,
+        billed to the batch pool (no latency, faults or rate limits of the online one)."""
+        if endpoint.endswith("/embeddings"):
+            tokens = embedding_tokens(body.get("input"))
+            model = body.get("model", "test-embedding")
+            with self._lock:
+                self._stats.by_kind["batch:embeddings"] += 1
+            self._bill(f"batch:{model}", tokens, 0)
+            return _embeddings_reply(body, tokens)
+        return self.batch_completion(body)
+
     def batch_completion(self, body: dict) -> dict:
-        """A Batch API line's answer: what the chat endpoint would answer, billed to the
-        batch pool (no latency, faults or rate limits of the online endpoint)."""
         messages = body.get("messages") or []
         kind = classify(messages)
         quirks = set(filter(None, self.switches.personality.split(",")))
@@ -939,11 +949,9 @@ class TestLLMServer(ThreadingHTTPServer):
         return headers
 
     def handle_embeddings(self, handler: _Handler, body: dict) -> None:
-        """Vectors from the offline hashing method, so similar texts get similar vectors."""
-        from graphrag_ray.llm.embeddings import hashing_embed
-
+        """Vectors from the offline hashing method (`_embeddings_reply`), after the faults
+        and limits the switches ask for."""
         inputs = body.get("input")
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         with self._lock:
             self._stats.requests += 1
@@ -955,7 +963,7 @@ class TestLLMServer(ThreadingHTTPServer):
             handler._send(self.switches.fail_status, {"error": {"message": "injected failure"}},
                           {"Retry-After": f"{self.switches.retry_after_s:g}"})
             return
-        tokens = sum(len(str(text)) for text in inputs) // 4
+        tokens = embedding_tokens(inputs)
         model = body.get("model", "test-embedding")
         wait = self._admit(model, tokens)
         if wait is not None:
@@ -966,14 +974,27 @@ class TestLLMServer(ThreadingHTTPServer):
         self._record("embeddings", 200, request_hash)
         self._bill(model, tokens, 0)
         time.sleep(self.switches.latency_ms / 1000)
-        vectors = hashing_embed([str(text) for text in inputs], int(body.get("dimensions") or 256))
-        if handler._send(200, {
-            "object": "list", "model": body.get("model", "test-embedding"),
+        if handler._send(200, _embeddings_reply(body, tokens)):
+            self._delivered(request_hash)
+
+
+def embedding_tokens(inputs) -> int:
+    """An embeddings request's tokens, as the server counts them (a character in four)."""
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+    return sum(len(str(text)) for text in inputs) // 4
+
+
+def _embeddings_reply(body: dict, tokens: int) -> dict:
+    """Vectors from the offline hashing method, so similar texts get similar vectors."""
+    from graphrag_ray.llm.embeddings import hashing_embed
+
+    inputs = body.get("input")
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+    vectors = hashing_embed([str(text) for text in inputs], int(body.get("dimensions") or 256))
+    return {"object": "list", "model": body.get("model", "test-embedding"),
             "data": [{"object": "embedding", "index": i, "embedding": vector.tolist()}
                      for i, vector in enumerate(vectors)],
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }):
-            self._delivered(request_hash)
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 @contextmanager

@@ -143,16 +143,20 @@ def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
     assert tables(tmp_path / "learned") == tables(tmp_path / "known")
 
 
-def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, tmp_path):
+@pytest.mark.parametrize("mode, killed_at", [("extraction", 2), ("true", 3)])
+def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(mode, killed_at, corpus,
+                                                                      tmp_path):
+    """Killed waiting on its second extraction round's batch, or (`llm.batch: true`) on the
+    first round of summaries and reports."""
     out = tmp_path / "index"
     with run_test_server(batch_delay_s=4) as server:
         command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
                    "--output", str(out), *sum((["--set", s] for s in settings(
-                       server, "llm.batch=extraction", "llm.batch_poll_s=0.2")), [])]
+                       server, f"llm.batch={mode}", "llm.batch_poll_s=0.2")), [])]
         victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
         deadline = time.monotonic() + 300
-        while server.stats()["batch"].get("batches", 0) < 2:  # in the second round's wait
+        while server.stats()["batch"].get("batches", 0) < killed_at:  # waiting on it
             assert victim.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         tree = list(descendants(victim.pid))
@@ -168,9 +172,13 @@ def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(corpus, t
         assert "re-attached to 1 batches" in finished.stderr
         stats = server.stats()["batch"]
     assert stats["resubmitted_lines"] == 0 and stats["repeated_answers"] == 0
-    assert stats["batches"] == 2  # the resumed build waited on the batch it had made
     manifest = json.loads(json.dumps(IndexStore(str(out)).open().read_manifest()))
+    phases = manifest["batch"]["phases"]
+    # The resumed build waited on the batch it had made, then went on.
+    assert stats["batches"] == sum(phase["batches"] for phase in phases.values()) + killed_at
     assert manifest["extraction"]["failed_chunks"] == 0
+    if mode == "true":
+        assert set(manifest["reports_by_generation"]) <= {"llm", "extractive"}
 
 
 def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
@@ -200,3 +208,76 @@ def test_azure_batches_use_its_paths_and_deployment(corpus, tmp_path):
     phase = manifest["batch"]["phases"]["extract"]
     assert phase["answered"] == phase["requests"] > 0
     assert models == {"my-deployment"} and manifest["extraction"]["failed_chunks"] == 0
+
+
+def _embedding_settings(server):
+    return [f"embeddings.api_base={server.url}", "embeddings.model=text-embedding-3-small",
+            "embeddings.batch_size=8", "embeddings.batch_poll_s=0.05"]
+
+
+def _vectors(out):
+    version = IndexStore(str(out)).open()
+    return {name: version.read_table(name).sort_by("id").to_pylist()
+            for name in (schema.ENTITY_DESCRIPTION_EMBEDDINGS, schema.REPORT_EMBEDDINGS,
+                         schema.TEXT_UNIT_EMBEDDINGS)}
+
+
+def test_embeddings_by_batch_write_the_online_vectors_at_batch_prices(corpus, tmp_path):
+    """`embeddings.batch: true`: once the texts are final, one round of batches to the
+    embeddings endpoint (one line per text), none online; the same vectors."""
+    with run_test_server() as online:
+        online_manifest = build(online, corpus, tmp_path / "online", *_embedding_settings(online))
+        assert online.stats()["by_kind"]["embeddings"] > 0
+    with run_test_server(batch_delay_s=0.1, keep_requests=True) as server:
+        manifest = build(server, corpus, tmp_path / "batch", *_embedding_settings(server),
+                         "embeddings.batch=true")
+        kinds = server.stats()["by_kind"]
+        stats = server.stats()["batch"]
+    texts = sum(len(rows) for rows in _vectors(tmp_path / "online").values())
+    assert "embeddings" not in kinds  # no embeddings request went online
+    assert kinds["batch:embeddings"] == stats["lines"] <= texts  # a text shared is sent once
+    assert kinds["extract_graph"] > 0 and "batch:extract_graph" not in kinds  # chat online
+    phase = manifest["batch"]["phases"]["embed"]
+    assert phase["rounds"] == 1 and phase["answered"] == phase["requests"] == stats["lines"]
+    stages, online_stages = manifest["llm_usage"]["stages"], online_manifest["llm_usage"]["stages"]
+    assert stages["embed"]["calls"] == 0
+    assert stages["embed_batch"]["prompt_tokens"] == pytest.approx(
+        online_stages["embed"]["prompt_tokens"], rel=0.05)
+    assert stages["embed_batch"]["cost_usd"] == pytest.approx(
+        online_stages["embed"]["cost_usd"] / 2, rel=0.05)
+    assert _vectors(tmp_path / "batch") == _vectors(tmp_path / "online")
+    assert tables(tmp_path / "batch") == tables(tmp_path / "online")
+
+
+def test_embeddings_the_batch_api_failed_stop_the_build_and_a_rerun_asks_only_those(
+        corpus, tmp_path):
+    from graphrag_ray.errors import LLMError
+
+    out = tmp_path / "index"
+    with run_test_server(batch_delay_s=0.1, batch_failed_lines=0.3) as server:
+        with pytest.raises(LLMError, match=r"did not answer \d+ embeddings requests"):
+            build(server, corpus, out, *_embedding_settings(server), "embeddings.batch=true",
+                  "embeddings.batch_max_attempts=1")
+        failed = server.stats()["batch"]["lines_failed"]
+        assert "embeddings" not in server.stats()["by_kind"]  # not sent online instead
+    assert failed > 0
+    with run_test_server(batch_delay_s=0.1) as mended:
+        manifest = build(mended, corpus, out, *_embedding_settings(mended),
+                         "embeddings.batch=true")
+        assert mended.stats()["batch"]["lines"] == failed  # only the unanswered texts
+    assert manifest["batch"]["phases"]["embed"]["answered"] == failed
+
+
+def test_a_dry_run_prices_embeddings_by_batch(corpus):
+    from graphrag_ray.index.estimate import estimate_index, format_estimate
+
+    common = ["runtime.engine=local", "extraction.method=llm", "llm.api_base=http://unused/v1",
+              "embeddings.api_base=http://unused/v1"]
+    online = estimate_index(str(corpus), load_config(None, common))
+    batch = estimate_index(str(corpus), load_config(None, common + ["embeddings.batch=true"]))
+    assert batch["stages"]["embed"]["cost_usd"] == pytest.approx(
+        online["stages"]["embed"]["cost_usd"] / 2, rel=0.01)
+    assert batch["stages"]["extract"]["cost_usd"] == online["stages"]["extract"]["cost_usd"]
+    assert batch["batch"]["stages"] == ["embed"] and batch["batch"]["rounds"] == 0
+    assert "by batch (embeddings.batch): embed at batch prices; the embeddings in one round" \
+        in format_estimate(batch)

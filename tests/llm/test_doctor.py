@@ -75,3 +75,17 @@ def test_batch_mode_checks_the_endpoint_has_a_batch_api(capsys):
     assert code == 1
     assert any(line.startswith("fail llm.batch is set but the endpoint has no Batch API")
                for line in lines)
+
+
+def test_embeddings_by_batch_are_checked_at_the_embeddings_endpoint(capsys):
+    with run_test_server() as server, run_test_server(batch_api=False) as embeddings:
+        code, lines = _doctor(capsys, server, f"embeddings.api_base={embeddings.url}",
+                              "embeddings.batch=true")
+    assert code == 1
+    assert any(line.startswith("fail embeddings.batch is set but the endpoint has no Batch API")
+               for line in lines), lines
+    with run_test_server() as server:
+        code, lines = _doctor(capsys, server, f"embeddings.api_base={server.url}",
+                              "embeddings.batch=true")
+    assert code == 0 and any("embeddings.batch: True sends the embeddings by batch" in line
+                             for line in lines), lines
