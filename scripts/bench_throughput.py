@@ -16,6 +16,7 @@ manifest says against what the server billed, calls in flight, and the driver's 
     python scripts/bench_throughput.py --runs big-podcast      # several windows of work
     python scripts/bench_throughput.py --runs instant5,instant-podcast   # latency 0, no limits
     python scripts/bench_throughput.py --runs carol --set extraction.glean_check=false
+    python scripts/bench_throughput.py --runs carol --per-token-ms 20 --limit-counts max_tokens
 
 Profiles: realistic = 800 ms + 10 ms per output token, 500 RPM, 200k TPM; big = 2 s + 10 ms
 per output token, 10k RPM, 2M TPM; instant = no latency, no limits. Each cold run is followed
@@ -100,7 +101,7 @@ class Provider:
                 "--latency-per-output-token-ms", str(profile["per_token_ms"])]
         if profile["rpm"]:
             args += ["--rpm-limit", str(profile["rpm"]), "--tpm-limit", str(profile["tpm"]),
-                     "--limit-window-s", "60"]
+                     "--limit-window-s", "60", "--limit-counts", profile["limit_counts"]]
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         self.process.stdout.readline()  # "test LLM server on ..."
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -137,14 +138,17 @@ def write_config(path: Path, url: str, profile: dict) -> None:
         encoding="utf-8")
 
 
-def bound_s(billed: dict, profile: dict) -> float | None:
+def bound_s(billed: dict, profile: dict, counted: dict | None = None) -> float | None:
     """The fastest the provider's limits allow for what it billed: per model, the larger of
-    calls / RPM and tokens / TPM; the models' budgets are separate and run side by side."""
+    calls / RPM and tokens / TPM; the models' budgets are separate and run side by side.
+    `counted`: the tokens the provider counted against its limit per model, where they are
+    not the billed ones (`--limit-counts max_tokens`)."""
     if not profile["rpm"]:
         return None
     bounds = []
-    for counts in billed.values():
+    for model, counts in billed.items():
         tokens = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
+        tokens = max(tokens, (counted or {}).get(model, 0))
         bounds.append(60 * max(counts.get("calls", 0) / profile["rpm"], tokens / profile["tpm"]))
     return max(bounds) if bounds else 0.0
 
@@ -169,6 +173,12 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     for t, model, tokens in logs["billed"]:
         if model == CHAT_MODEL:
             per_10s[int((t - first) // 10)] = per_10s.get(int((t - first) // 10), 0) + tokens
+    # Answered chat calls per 10 s by kind: which stage held the budget, and when.
+    kinds: dict[str, dict[int, int]] = {}
+    for t, kind, status, _ in log:
+        if status == 200 and kind != "embeddings":
+            slot = int((t - first) // 10)
+            kinds.setdefault(kind, {})[slot] = kinds.setdefault(kind, {}).get(slot, 0) + 1
     current = json.loads((output / "index.json").read_text())["version"]
     manifest = json.loads((output / "versions" / current / "manifest.json").read_text())
     billed = stats["usage_by_model"]
@@ -176,7 +186,7 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     chat_stages = [name for name in usage if name != "embed"]
     manifest_chat = {key: sum(usage[s][key] for s in chat_stages)
                      for key in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens")}
-    bound = bound_s(billed, profile)
+    bound = bound_s(billed, profile, stats.get("counted_tokens_by_model"))
     requests = stats["requests"]
     rate_limited = int(stats["by_status"].get("429", 0))
     limiter = manifest["llm_usage"].get("rate_limiter", {})
@@ -198,6 +208,8 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
         "stages_s": {k: v for k, v in manifest["timings_s"].items() if k != "total"},
         "llm_stages": by_stage,
         "chat_tokens_per_10s": [per_10s.get(k, 0) for k in range(max(per_10s, default=-1) + 1)],
+        "chat_calls_per_10s_by_kind": {kind: [slots.get(k, 0) for k in range(
+            max(per_10s, default=-1) + 1)] for kind, slots in sorted(kinds.items())},
         "engine": manifest["config"]["runtime"]["engine"],
         "chunks": manifest["extraction"]["chunks"],
         "failed_chunks": manifest["extraction"]["failed_chunks"],
@@ -210,6 +222,8 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
         "http_429_at": [(round(t - first, 1), kind) for t, kind, status, _ in log
                         if status == 429][:20],
         "server_billed": billed,
+        "provider_counted_tokens": stats.get("counted_tokens_by_model"),
+        "limit_counts": profile["limit_counts"], "per_token_ms": profile["per_token_ms"],
         "manifest_chat": manifest_chat,
         "manifest_embed_calls": usage.get("embed", {}).get("calls", 0),
         "usage_agrees": manifest_chat["calls"] == billed.get(CHAT_MODEL, {}).get("calls", 0)
@@ -245,6 +259,11 @@ def main() -> int:
                         help="a setting beyond the defaults (KEY=VALUE), e.g. "
                              "extraction.glean_check=false; the figures are then not the "
                              "defaults'")
+    parser.add_argument("--per-token-ms", type=float,
+                        help="the provider's latency per output token (default: the profile's)")
+    parser.add_argument("--limit-counts", choices=["usage", "max_tokens"], default="usage",
+                        help="what the provider counts against its token limit at admission: "
+                             "the reply's usage, or the prompt and the max_tokens asked for")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -260,7 +279,9 @@ def main() -> int:
             if corpus is None:
                 print(json.dumps({"run": run, "skipped": "corpus not in ../shared"}))
                 continue
-            profile = PROFILES[profile_name]
+            profile = {**PROFILES[profile_name], "limit_counts": args.limit_counts}
+            if args.per_token_ms is not None:
+                profile["per_token_ms"] = args.per_token_ms
             provider = Provider(profile)
             try:
                 config = work / f"{run}.yaml"

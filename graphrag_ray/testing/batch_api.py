@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from typing import Callable
 
-from graphrag_ray.testing.llm_server import embedding_tokens, prompt_tokens_of
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 _VALIDATION_S = 0.05
@@ -32,13 +31,15 @@ _VALIDATION_S = 0.05
 
 class BatchAPI:
     def __init__(self, switches, answer: Callable[[str, dict], dict],
-                 fraction: Callable[..., float]):
+                 fraction: Callable[..., float], tokens: Callable[[dict], int]):
         """`answer(endpoint, body)`: the reply a request body gets (a chat completion, or
         vectors for `/v1/embeddings`); `fraction(*parts)`: the server's seeded hash, which
-        decides which lines fail."""
+        decides which lines fail; `tokens(body)`: a request's prompt tokens as the server
+        counts them (for the enqueued-token limit)."""
         self.switches = switches
         self._answer = answer
         self._fraction = fraction
+        self._tokens = tokens
         self._lock = threading.Lock()
         self._files: dict[str, dict] = {}
         self._batches: dict[str, dict] = {}
@@ -106,7 +107,8 @@ class BatchAPI:
                 "failed_at": None, "expired_at": None, "cancelled_at": None,
                 "expires_at": int(now) + 86400, "metadata": body.get("metadata"),
                 "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
-                "_lines": lines, "_created": now, "_tokens": sum(_tokens(line) for line in lines),
+                "_lines": lines, "_created": now,
+                "_tokens": sum(self._tokens(line.get("body") or {}) for line in lines),
                 "_model": (lines[0].get("body") or {}).get("model") if lines else None}
             self._batches[batch_id] = batch
         return 200, self._public(batch)
@@ -242,11 +244,3 @@ class BatchAPI:
                 n - 1 for n in self.lines_answered.values() if n > 1),
                 "resubmitted_lines": sum(n - 1 for n in self.lines_seen.values() if n > 1)}
 
-
-def _tokens(line: dict) -> int:
-    """A line's enqueued tokens, counted as the server counts a prompt (an embeddings line:
-    its input)."""
-    body = line.get("body") or {}
-    if "input" in body:
-        return embedding_tokens(body["input"])
-    return prompt_tokens_of(body.get("messages") or [])

@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 from urllib.parse import urlsplit
 
+from graphrag_ray.testing.batch_api import BatchAPI
+
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
 _STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "You", "In", "On",
          "At", "Of", "To", "As", "If", "So", "Then", "There", "This", "That", "What", "When",
@@ -59,6 +61,10 @@ class Switches:
     rpm_limit: float = 0.0
     tpm_limit: float = 0.0
     limit_window_s: float = 60.0
+    # What a chat request counts against the token limit at admission: "usage", the prompt
+    # and the completion it gets; "max_tokens", the prompt and the completion limit it asks
+    # for (as OpenAI documents its estimate), so a client counting replies undercounts.
+    limit_counts: str = "usage"
     # Report the prompt tokens a provider's prompt cache would serve: the longest earlier
     # conversation this one extends, from 1,024 tokens up, in steps of 128 (OpenAI's rule).
     prompt_cache: bool = True
@@ -116,6 +122,8 @@ class Stats:
     billed: list = field(default_factory=list)  # (time, model, tokens) per admitted call
     # (HTTP status, optional parameters sent) per chat request, in arrival order
     chat_parameters: list = field(default_factory=list)
+    # model -> tokens counted against its limit at admission (`limit_counts`)
+    counted: Counter = field(default_factory=Counter)
     in_flight: Counter = field(default_factory=Counter)  # by kind: answers being written
     peak_in_flight: Counter = field(default_factory=Counter)  # by kind, and "all"
 
@@ -125,6 +133,7 @@ class Stats:
                 "successful_requests": sum(self.successful.values()),
                 "repeated_successes": sum(v - 1 for v in self.successful.values() if v > 1),
                 "usage_by_model": {model: dict(counts) for model, counts in self.usage.items()},
+                "counted_tokens_by_model": dict(self.counted),
                 "peak_in_flight": self.peak_in_flight["all"],
                 "chat_parameters": list(self.chat_parameters),
                 "peak_in_flight_by_kind": {k: v for k, v in self.peak_in_flight.items()
@@ -704,9 +713,7 @@ class TestLLMServer(ThreadingHTTPServer):
         self._admitted: dict[str, list[tuple[float, int]]] = {}
         self._prefixes: set[str] = set()  # conversations seen, for the prompt cache
         self._kept: list[dict] = []
-        from graphrag_ray.testing.batch_api import BatchAPI
-
-        self.batches = BatchAPI(self.switches, self.batch_answer, _fraction)
+        self.batches = BatchAPI(self.switches, self.batch_answer, _fraction, request_tokens)
         self._gate = threading.Event()  # cleared: answers wait (a crash test's quiet moment)
         self._gate.set()
 
@@ -770,6 +777,7 @@ class TestLLMServer(ThreadingHTTPServer):
             if waits:
                 return max(0.001, max(waits))
             admitted.append((now, tokens))
+            self._stats.counted[model] += tokens
             return None
 
     def _bill(self, model: str, prompt_tokens: int, completion_tokens: int,
@@ -878,7 +886,10 @@ class TestLLMServer(ThreadingHTTPServer):
         content, completion_tokens = _content(kind, messages, body, s, quirks,
                                               malformed=roll < s.rate_malformed)
         model = body.get("model", "test-model")
-        wait = self._admit(model, prompt_tokens + completion_tokens)
+        counted = completion_tokens
+        if s.limit_counts == "max_tokens":
+            counted = int(body.get("max_completion_tokens") or body.get("max_tokens") or 4096)
+        wait = self._admit(model, prompt_tokens + counted)
         if wait is not None:
             self._record(kind, 429, request_hash, sent)
             handler._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
@@ -978,6 +989,13 @@ class TestLLMServer(ThreadingHTTPServer):
             self._delivered(request_hash)
 
 
+def request_tokens(body: dict) -> int:
+    """A chat or embeddings request's prompt tokens, as the server counts them."""
+    if "input" in body:
+        return embedding_tokens(body["input"])
+    return prompt_tokens_of(body.get("messages") or [])
+
+
 def embedding_tokens(inputs) -> int:
     """An embeddings request's tokens, as the server counts them (a character in four)."""
     inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
@@ -1033,6 +1051,8 @@ SWITCH_HELP = {
     "rpm_limit": "requests per minute enforced over a sliding window (0: none)",
     "tpm_limit": "tokens per minute enforced likewise, prompt + completion (0: none)",
     "limit_window_s": "the window those limits are counted over, s",
+    "limit_counts": "what a chat request counts against the token limit: usage (prompt + "
+                    "completion) or max_tokens (prompt + the completion limit asked for)",
     "prompt_cache": "report cached prompt tokens as OpenAI's prompt cache would",
     "glean_yes_rounds": "gleaning checks of a chunk answered Y before the first N",
     "reject_logit_bias": "answer 400 (without naming the parameter) to requests with logit_bias",
