@@ -13,7 +13,6 @@ Tables are read when a method first needs them, only the columns it uses, and ke
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import threading
 import warnings
@@ -22,18 +21,18 @@ from typing import Callable
 import pyarrow as pa
 
 from graphrag_ray import schema
-from graphrag_ray.config import GraphRagConfig, config_from_data, known_settings
+from graphrag_ray.config import GraphRagConfig, config_from_manifest
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.llm.embeddings import HASHING_MODEL, Embedder
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.distributed.fanout import FanOut
-from graphrag_ray.query.local_search import LocalData, local_data
+from graphrag_ray.query.local_data import LocalData, local_data
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.query.vectors import VectorTable
+from graphrag_ray.query.vectors import VectorIndex, open_vectors
 from graphrag_ray.storage import IndexStore, IndexVersion
 
 OnToken = Callable[[str], None]
@@ -52,7 +51,7 @@ class GraphIndex:
         self._services: LLMServices | None = None
         self._embedder = None
         self._local: LocalData | None = None
-        self._vectors: dict[str, VectorTable] = {}
+        self._vectors: dict[str, VectorIndex] = {}
         self.fan_out = FanOut(config.runtime)
 
     @classmethod
@@ -124,17 +123,19 @@ class GraphIndex:
 
     def embed(self, texts: list[str]):
         if self._embedder is None:
-            self._embedder = self.services.embedder(self.config.embeddings)
+            self._embedder = Embedder(self.config.embeddings, self.services)
         return self._embedder.embed(texts)
 
-    def vectors(self, name: str) -> VectorTable:
+    def vectors(self, name: str) -> VectorIndex:
         if name not in self._vectors:
-            self._vectors[name] = VectorTable.from_table(self.table(name, ["id", "vector"]))
+            self._vectors[name] = open_vectors(self.table(name, ["id", "vector"]))
         return self._vectors[name]
 
     def local_data(self) -> LocalData:
         if self._local is None:
-            self._local = local_data(self.table, self.store.has_table(schema.COVARIATES),
+            self._local = local_data(self.table,
+                                     self.vectors(schema.ENTITY_DESCRIPTION_EMBEDDINGS),
+                                     self.store.has_table(schema.COVARIATES),
                                      self.store.has_table(schema.ENTITY_ALIASES))
         return self._local
 
@@ -208,12 +209,3 @@ def _missing_table_message(name: str) -> str:
     if name == schema.COVARIATES:
         return "the index has no claims (covariates): build it with claims.enabled=true"
     return f"the index has no {name} table"
-
-
-def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
-    """The build's config (it holds no API key: `config_from_data` takes it from the
-    environment)."""
-    data = known_settings(copy.deepcopy(manifest.get("config", {})))
-    # The build's engine is not a query preference: queries use Ray only when attached to it.
-    data.setdefault("runtime", {})["engine"] = "auto"
-    return config_from_data(data, overrides, source="the index manifest")

@@ -82,7 +82,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.config import config_from_manifest
     from graphrag_ray.index.update import format_update_estimate, update_index
     from graphrag_ray.storage import IndexStore
 
@@ -163,7 +163,8 @@ def _print_build(manifest: dict, output: str, seconds: float) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from graphrag_ray.api import GraphIndex, config_from_manifest
+    from graphrag_ray.api import GraphIndex
+    from graphrag_ray.config import config_from_manifest
     from graphrag_ray.storage import IndexStore
 
     store = IndexStore(args.index).open(args.version)
@@ -172,13 +173,13 @@ def cmd_query(args: argparse.Namespace) -> int:
               else config_from_manifest(manifest, args.set))
     index = GraphIndex(store, manifest, config)
     options: dict = {"history": _read_history(args.history)}
-    own = {"level": args.level, "dynamic": args.dynamic or None, "budget": args.budget}
-    accepted = QUERY_METHODS[args.method].options
-    for name, value in own.items():
-        if name in accepted:
+    method = QUERY_METHODS[args.method]
+    for name in _method_options():
+        value = getattr(args, name)
+        if method.takes(name):
             options[name] = value
         elif value is not None:
-            takers = [m.name for m in QUERY_METHODS.values() if name in m.options]
+            takers = [m.name for m in QUERY_METHODS.values() if m.takes(name)]
             raise GraphRagError(f"--{name} applies to --method {' or '.join(takers)} only")
     streaming = args.stream and not args.json
     if streaming:
@@ -204,6 +205,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     for failure in result.failures:
         _eprint(f"warning: {failure[:1000]}")
     return 0
+
+
+def _method_options() -> dict[str, tuple]:
+    """Each query method's own option (`QueryMethod.options`) once, with the methods that
+    take it."""
+    found: dict[str, tuple] = {}
+    for method in QUERY_METHODS.values():
+        for option in method.options:
+            found.setdefault(option.name, (option, []))[1].append(method.name)
+    return found
 
 
 def _read_history(path: str | None) -> list[dict] | None:
@@ -259,7 +270,7 @@ def _some(values: list, limit: int = 10) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.config import config_from_manifest
     from graphrag_ray.eval import commands
     from graphrag_ray.storage import IndexStore
 
@@ -429,13 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")
     query.add_argument("--method", default="global", choices=list(QUERY_METHODS),
                        help="; ".join(f"{m.name}: {m.help}" for m in QUERY_METHODS.values()))
-    query.add_argument("--level", type=int, default=None,
-                       help="global: community level (0 = root); defaults to "
-                            "global_search.default_level")
-    query.add_argument("--dynamic", action="store_true",
-                       help="global: rate reports from the root down and map only relevant ones")
-    query.add_argument("--budget", type=int, default=None,
-                       help="lazy: relevance tests at most (default query.lazy.relevance_budget)")
+    for name, (option, takers) in _method_options().items():
+        described = f"{' and '.join(takers)}: {option.help}"
+        if option.kind is bool:  # None unless given, so that another method can refuse it
+            query.add_argument(f"--{name}", action="store_const", const=True, default=None,
+                               help=described)
+        else:
+            query.add_argument(f"--{name}", type=option.kind, default=None, help=described)
     query.add_argument("--stream", action="store_true", help="print the answer as it is written")
     query.add_argument("--history", metavar="FILE",
                        help='conversation so far: JSON list of {"role", "content"} turns')

@@ -7,12 +7,14 @@ so a typo in either place is reported with its key path.
 
 from __future__ import annotations
 
+import copy
+
 import os
 import re
 import warnings
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -22,6 +24,10 @@ from graphrag_ray.errors import ConfigError
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Whether the section's settings change what an index holds: an update compares the
+    # fingerprint of those that do (`index/previous_version.settings_fingerprint`), so a
+    # section that only says how to run, where to cache or how to query says False.
+    changes_content: ClassVar[bool] = True
 
 
 class InputConfig(_Section):
@@ -175,6 +181,7 @@ class DynamicSelectionConfig(_Section):
 
 
 class GlobalSearchConfig(_Section):
+    changes_content: ClassVar[bool] = False
     method: StageMethod = "auto"
     default_level: int = Field(2, ge=0)
     map_context_tokens: int = Field(8000, gt=0)
@@ -193,6 +200,7 @@ class GlobalSearchConfig(_Section):
 
 
 class LocalSearchConfig(_Section):
+    changes_content: ClassVar[bool] = False
     method: StageMethod = "auto"
     top_k_entities: int = Field(10, gt=0)
     top_k_relationships: int = Field(10, gt=0, description="per matched entity, by weight")
@@ -205,6 +213,7 @@ class LocalSearchConfig(_Section):
 
 
 class DriftSearchConfig(_Section):
+    changes_content: ClassVar[bool] = False
     method: StageMethod = "auto"
     top_k_reports: int = Field(5, gt=0, description="reports the primer starts from")
     depth: int = Field(2, ge=1, description="rounds of follow-up questions")
@@ -218,6 +227,7 @@ class DriftSearchConfig(_Section):
 
 
 class BasicSearchConfig(_Section):
+    changes_content: ClassVar[bool] = False
     method: StageMethod = "auto"
     top_k: int = Field(40, gt=0, description="text units retrieved before the budget cuts")
     context_tokens: int = Field(8000, gt=0)
@@ -226,6 +236,7 @@ class BasicSearchConfig(_Section):
 
 
 class EvalConfig(_Section):
+    changes_content: ClassVar[bool] = False
     # Activity-centred question generation: users x tasks per user x questions per task.
     users: int = Field(5, gt=0)
     tasks_per_user: int = Field(5, gt=0)
@@ -394,6 +405,7 @@ class LazySearchConfig(_Section):
 
 
 class QueryConfig(_Section):
+    changes_content: ClassVar[bool] = False
     """What every query method shares, and LazyGraphRAG's settings."""
     # A longer question is refused with a message (exit 2): a pasted document is not a
     # question, and would crowd the context out of every prompt.
@@ -402,12 +414,14 @@ class QueryConfig(_Section):
 
 
 class CacheConfig(_Section):
+    changes_content: ClassVar[bool] = False
     enabled: bool = True
     # fsspec URL; None: `cache/` beside the index output.
     url: str | None = None
 
 
 class OutputConfig(_Section):
+    changes_content: ClassVar[bool] = False
     # Published versions to keep after a build (older ones and abandoned builds are deleted);
     # None keeps them all.
     keep_versions: int | None = Field(None, ge=1)
@@ -416,6 +430,7 @@ class OutputConfig(_Section):
 
 
 class RuntimeConfig(_Section):
+    changes_content: ClassVar[bool] = False
     # auto: Ray when connected to a cluster, or when the corpus has more chunks than one
     # process serves well: `local_max_chunks` for CPU-bound (offline) extraction, which Ray
     # spreads over the cores, `local_max_llm_chunks` for LLM extraction, where threads wait on
@@ -431,6 +446,8 @@ class RuntimeConfig(_Section):
 
 
 class PromptsConfig(_Section):
+    # The prompts' texts are fingerprinted by their versions, not by where they are.
+    changes_content: ClassVar[bool] = False
     # Folder holding overrides of the prompt files; missing files fall back to the built-ins.
     dir: str | None = None
 
@@ -460,6 +477,11 @@ class GraphRagConfig(_Section):
     output: OutputConfig = OutputConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     prompts: PromptsConfig = PromptsConfig()
+
+    def content_sections(self) -> list[str]:
+        """The sections whose settings change what an index holds (`changes_content`)."""
+        return [name for name, field in type(self).model_fields.items()
+                if field.annotation.changes_content]
 
     def uses_llm(self, method: str) -> bool:
         """Resolve a stage's `auto` method: the LLM is used iff extraction uses it."""
@@ -671,3 +693,12 @@ def _describe_validation_error(exc: ValidationError, source: str) -> str:
         else:
             lines.append(f"  {key}: {err['msg']} (got {err.get('input')!r})")
     return "\n".join(lines)
+
+
+def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
+    """The build's config (it holds no API key: `config_from_data` takes it from the
+    environment)."""
+    data = known_settings(copy.deepcopy(manifest.get("config", {})))
+    # The build's engine is not a query preference: queries use Ray only when attached to it.
+    data.setdefault("runtime", {})["engine"] = "auto"
+    return config_from_data(data, overrides, source="the index manifest")

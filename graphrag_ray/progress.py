@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 
 class ProgressBar:
@@ -103,12 +103,15 @@ def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
 class ChunkProgress(ProgressBar):
     """Chunks extracted out of a total estimated per file from its size, corrected to the
     file's real chunk count as soon as one of its chunks is done (rows carry `seq` and
-    `file_chunks`), with the LLM calls and tokens they took."""
+    `file_chunks`; `file_of(seq)` is the chunk's file), with the LLM calls and tokens they
+    took."""
 
     columns = ("seq", "file_chunks", "calls", "prompt_tokens", "completion_tokens")
 
-    def __init__(self, label: str, estimates: list[int], unit: str = "chunks", **kwargs):
+    def __init__(self, label: str, estimates: list[int], file_of: Callable[[int], int],
+                 unit: str = "chunks", **kwargs):
         self.estimates = estimates
+        self.file_of = file_of
         self.counted: set[int] = set()
         self.calls = self.tokens = 0
         super().__init__(label, sum(estimates), unit, **kwargs)
@@ -119,11 +122,9 @@ class ChunkProgress(ProgressBar):
     def add_rows(self, block) -> None:
         with self._lock:
             if "file_chunks" in block.column_names:
-                from graphrag_ray.index.chunks.read_and_chunk import seq_file_index
-
                 for seq, chunks in zip(block.column("seq").to_pylist(),
                                        block.column("file_chunks").to_pylist()):
-                    file_index = seq_file_index(seq)
+                    file_index = self.file_of(seq)
                     if file_index not in self.counted:
                         self.counted.add(file_index)
                         self.total += chunks - self.estimates[file_index]

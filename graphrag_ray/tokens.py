@@ -93,3 +93,9 @@ def take_within_budget(texts: list[str], budget: int, used: int = 0, *,
         taken.append(index)
         used += tokens
     return taken, used
+
+
+def yes_no_logit_bias(encoding_name: str) -> dict[int, int]:
+    """A logit bias that leaves a one-token reply only Y or N (the gleaning check)."""
+    encoding = get_encoding(encoding_name)
+    return {encoding.encode_ordinary(letter)[0]: 100 for letter in ("Y", "N")}

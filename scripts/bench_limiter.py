@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ray  # noqa: E402
 
 from graphrag_ray.config import LLMConfig  # noqa: E402
-from graphrag_ray.llm.rate_limiter import cluster_rate_limiter  # noqa: E402
+from graphrag_ray.distributed.shared_budget import cluster_rate_limiter  # noqa: E402
 
 
 @ray.remote(num_cpus=0.1)

@@ -70,7 +70,7 @@ def test_auto_methods_follow_extraction():
 
 
 def test_an_older_index_manifest_with_a_renamed_key_still_opens():
-    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.config import config_from_manifest
 
     manifest = {"config": {"merge": {"instances_per_shard": 250000, "shards": 3},
                            "retired_section": {"x": 1}, "chunks": {"size": 300}}}
@@ -89,7 +89,7 @@ def test_the_old_tokenizer_key_still_works_with_a_deprecation_warning(tmp_path):
 
 
 def test_an_old_manifest_keeps_its_tokenizer_without_a_warning(recwarn):
-    from graphrag_ray.api import config_from_manifest
+    from graphrag_ray.config import config_from_manifest
 
     config = config_from_manifest({"config": {"chunks": {"encoding_model": "p50k_base"}}})
     assert config.tokenizer.encoding == "p50k_base"

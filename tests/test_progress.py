@@ -29,14 +29,14 @@ def test_terminal_mode_rewrites_one_line():
 def test_chunk_totals_are_estimated_per_file_and_corrected_as_files_are_read():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq
+    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq, seq_file_index
     from graphrag_ray.progress import ChunkProgress, estimated_chunks
 
     # Many small files: one window each, not the corpus's bytes over the window size.
     assert estimated_chunks(2_400, 600, 100) == 1
     assert estimated_chunks(4 * 1_100, 600, 100) == 2
     stream = io.StringIO()
-    bar = ChunkProgress("extract", [1, 1, 1], stream=stream, log_every_s=0)
+    bar = ChunkProgress("extract", [1, 1, 1], seq_file_index, stream=stream, log_every_s=0)
     # File 1 turned out to make 4 chunks: the total moves to 6 when its first chunk is done.
     bar.add_rows(pa.table({"seq": [chunk_seq(1, 0, 0), chunk_seq(1, 0, 1)],
                            "file_chunks": [4, 4]}))
@@ -74,10 +74,10 @@ def test_a_line_comes_every_interval_while_nothing_finishes():
 def test_chunk_progress_shows_calls_and_tokens():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq
+    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq, seq_file_index
     from graphrag_ray.progress import ChunkProgress
 
-    bar = ChunkProgress("extract", [2], stream=io.StringIO(), log_every_s=60)
+    bar = ChunkProgress("extract", [2], seq_file_index, stream=io.StringIO(), log_every_s=60)
     bar.add_rows(pa.table({"seq": [chunk_seq(0, 0, 0)], "file_chunks": [2], "calls": [3],
                            "prompt_tokens": [1000], "completion_tokens": [200]}))
     assert "1/2 chunks, 3 calls, 1,200 tokens" in bar.line()

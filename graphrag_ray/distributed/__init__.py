@@ -1,5 +1,6 @@
 """The Ray layer, and the only place Ray is touched: the engine choice (`engine`), worker pools
-and object-store blocks for the build (`workers`), and the query-time fan-out (`fanout`).
+and object-store blocks for the build (`workers`), the query-time fan-out (`fanout`), and
+the rate budget every worker of a job shares (`shared_budget`).
 With `runtime.engine: local` the same classes run in-process and give the same rows."""
 
 from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine

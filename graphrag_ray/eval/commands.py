@@ -18,6 +18,7 @@ from graphrag_ray.eval.records import RecordFile
 from graphrag_ray.eval.report import write_report
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import ChatClient
+from graphrag_ray.llm.embeddings import Embedder
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
@@ -104,7 +105,7 @@ def judge_step(out: Path, config: GraphRagConfig, progress: Progress) -> int:
 def claims_step(out: Path, config: GraphRagConfig, progress: Progress) -> int:
     services = open_services(config, ResponseCache(str(out / "cache")), on_ray=False,
                              job="eval")
-    embedder = services.embedder(config.embeddings)
+    embedder = Embedder(config.embeddings, services)
     return measure_claims(list(_answer_table(out).values()), _chat(judge_llm(config), out),
                           load_prompts(config)["eval_claims"], embedder.embed,
                           config.eval.claim_distance_thresholds, _claims(out),

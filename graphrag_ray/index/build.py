@@ -36,7 +36,7 @@ from graphrag_ray.index.manifest import community_figures, count_generations, us
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_any_llm, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.reports.schedule import summarize_and_report
-from graphrag_ray.index.update import (
+from graphrag_ray.index.previous_version import (
     INPUT_FILES, INPUT_FILES_SCHEMA, UpdateBase, settings_fingerprint)
 from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.input.loader import list_input_files

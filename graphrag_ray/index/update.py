@@ -21,95 +21,21 @@ and resumes like one when killed. Nothing changed (same files, same settings): n
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import fsspec
-import pyarrow as pa
 
-from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.errors import InputError
+from graphrag_ray.config import GraphRagConfig, config_from_manifest
+from graphrag_ray.index.build import build_index
 from graphrag_ray.index.context import Progress
 from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS, extraction_fingerprint
-from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.index.previous_version import (
+    INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
 from graphrag_ray.input.loader import list_input_files
-from graphrag_ray.prompts_loader import load_prompts, prompt_version
-from graphrag_ray.storage import IndexStore, IndexVersion
-
-INPUT_FILES = "_input_files"
-INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
-                                ("sha256", pa.string())])
-# Settings that do not change what an index holds.
-_NOT_CONTENT = ("runtime", "cache", "output", "query", "global_search", "local_search",
-                "drift_search", "basic_search", "eval", "prompts")
-_READ_BATCH = 256
-
-
-def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str]) -> pa.Table:
-    """Each input file's path under `root`, size and content hash (files read in batches:
-    object stores serve a batch concurrently)."""
-    rows = []
-    for start in range(0, len(files), _READ_BATCH):
-        batch = files[start:start + _READ_BATCH]
-        try:
-            contents = fs.cat(batch)  # a list: a dict by path, even of one
-        except OSError as exc:
-            raise InputError(f"cannot read input files under {root}: {exc}") from None
-        for path in batch:
-            data = contents[path]
-            rows.append({"path": path[len(root):].lstrip("/") if root else path,
-                         "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-    return pa.Table.from_pylist(rows, schema=INPUT_FILES_SCHEMA)
-
-
-def diff_inputs(previous: pa.Table | None, current: pa.Table) -> dict[str, list[str]]:
-    """Paths added, changed, deleted and unchanged since `previous` (None: an index from
-    before fingerprints were kept; every file counts as changed)."""
-    now = dict(zip(current.column("path").to_pylist(), current.column("sha256").to_pylist()))
-    if previous is None:
-        return {"added": [], "changed": sorted(now), "deleted": [], "unchanged": []}
-    then = dict(zip(previous.column("path").to_pylist(), previous.column("sha256").to_pylist()))
-    return {"added": sorted(p for p in now if p not in then),
-            "changed": sorted(p for p in now if p in then and then[p] != now[p]),
-            "deleted": sorted(p for p in then if p not in now),
-            "unchanged": sorted(p for p in now if then.get(p) == now[p])}
-
-
-def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str:
-    """What the index's content depends on besides its input: the settings (not the runtime,
-    the cache or the query settings) and the prompts' versions."""
-    settings = {k: v for k, v in config.public_dict().items() if k not in _NOT_CONTENT}
-    # Of the endpoints, what the replies depend on (not where they are, nor their limits).
-    settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
-    settings["embeddings"] = {k: settings["embeddings"][k] for k in (
-        "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens")}
-    if config.embeddings.resolved_method() == "hashing":
-        settings["embeddings"]["offline_model"] = HASHING_MODEL
-    settings["prompts"] = {name: prompt_version(text) for name, text in sorted(prompts.items())}
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
-                          .encode("utf-8")).hexdigest()[:32]
-
-
-@dataclass
-class UpdateBase:
-    """What a build that is an update starts from."""
-    version: IndexVersion  # the previous version
-    diff: dict[str, list[str]]
-    kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
-
-    def communities(self) -> pa.Table:
-        return self.version.read_table("communities", ["community", "level", "entity_ids"])
-
-    def summary(self) -> dict:
-        return {"previous_version": self.version.version,
-                "documents": {k: len(v) for k, v in self.diff.items()},
-                "changed_files": {k: v[:50] for k, v in self.diff.items()
-                                  if k != "unchanged" and v}}
-
+from graphrag_ray.prompts_loader import load_prompts
+from graphrag_ray.storage import IndexStore
 
 def update_index(index_url: str, input_url: str, config: GraphRagConfig | None = None,
                  progress: Progress = print, progress_bars: bool = False,
@@ -117,9 +43,6 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     """Update the index at `index_url` to the corpus at `input_url`; returns the new manifest,
     or {"no_change": True, ...} when there is nothing to do, or the dry run's estimate.
     `config`: defaults to the settings the index was built with."""
-    from graphrag_ray.api import config_from_manifest
-    from graphrag_ray.index.build import build_index
-
     store = IndexStore(index_url)
     previous = store.open()
     manifest = previous.read_manifest()

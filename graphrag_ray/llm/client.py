@@ -143,13 +143,6 @@ class LLMServices:
         clone.batch = batch
         return clone
 
-    def embedder(self, config, stage: str = "embed"):
-        from graphrag_ray.llm.embeddings import Embedder
-
-        batch = self.batch if self.batch is not None and stage in self.batch.stages else None
-        return Embedder(config, limiter=self.embedding_limiter, cache=self.cache, stage=stage,
-                        batch=batch)
-
     def ledger(self) -> dict[str, dict[str, int]]:
         """Per stage, every request that reached the chat and embeddings endpoints, as the
         budgets counted them (true under worker retries; see rate_limiter)."""

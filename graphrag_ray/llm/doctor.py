@@ -101,9 +101,9 @@ def _reachable(config: LLMConfig, kind: str) -> list[Check]:
 
 
 def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
-    from graphrag_ray.index.extract.llm_extractor import yes_no_logit_bias
     from graphrag_ray.llm.client import ChatClient, parse_json_object
     from graphrag_ray.llm.request_shape import describe, model_encoding, shape_for
+    from graphrag_ray.tokens import yes_no_logit_bias
 
     checks = _reachable(llm, "chat")
     if any(check.status == "fail" for check in checks):
@@ -230,13 +230,13 @@ def _limits(config: LLMConfig, raw) -> Check:
 
 
 def _embeddings_checks(config: LLMConfig) -> list[Check]:
-    from graphrag_ray.llm.client import LLMServices
+    from graphrag_ray.llm.embeddings import Embedder
 
     checks = _reachable(config, "embeddings")
     if any(check.status == "fail" for check in checks):
         return checks
     try:
-        vectors, seconds = _timed(lambda: LLMServices().embedder(config).embed(["hello"]))
+        vectors, seconds = _timed(lambda: Embedder(config).embed(["hello"]))
     except LLMError as exc:
         return checks + [Check("fail", f"an embeddings request failed: {exc}")]
     size = len(vectors[0]) if len(vectors) else 0

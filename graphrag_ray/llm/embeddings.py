@@ -22,7 +22,7 @@ import numpy as np
 
 from graphrag_ray.config import EmbeddingsConfig
 from graphrag_ray.llm.cache import cache_key
-from graphrag_ray.llm.client import LLMCallError, _EndpointClient
+from graphrag_ray.llm.client import LLMCallError, LLMServices, _EndpointClient
 from graphrag_ray.terms import content_terms
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
@@ -109,14 +109,19 @@ class EmbeddingClient(_EndpointClient):
 
 
 class Embedder:
-    """Texts -> unit vectors, by the configured method; one per worker."""
+    """Texts -> unit vectors, by the configured method; one per worker. `services`: the
+    job's embeddings budget, cache and batch mode (`LLMServices`; none: no budget, no
+    cache); `stage` names the budget's ledger entry."""
 
-    def __init__(self, config: EmbeddingsConfig, limiter=None, cache=None, stage: str = "embed",
-                 batch=None):
+    def __init__(self, config: EmbeddingsConfig, services: LLMServices | None = None,
+                 stage: str = "embed"):
         self.config = config
         self.method = config.resolved_method()
-        self.client = (EmbeddingClient(config, limiter=limiter, cache=cache, stage=stage,
-                                       batch=batch)
+        services = services or LLMServices()
+        batch = services.batch if services.batch is not None \
+            and stage in services.batch.stages else None
+        self.client = (EmbeddingClient(config, limiter=services.embedding_limiter,
+                                       cache=services.cache, stage=stage, batch=batch)
                        if self.method == "api" else None)
 
     @property

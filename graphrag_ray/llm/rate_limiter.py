@@ -30,14 +30,12 @@
   this ledger lives with the budget (on the head node on Ray), so a worker that dies and is
   retried cannot lose or double the count of the calls it made.
 
-`LocalRateLimiter` guards it with a lock for threads; `RateLimiterActor` is the same budget in a
-named async Ray actor that every worker on every node shares (one round trip per acquire and
-one fire-and-forget release per call, so it serves thousands of calls a minute).
+`LocalRateLimiter` guards it with a lock for threads; `distributed/shared_budget.py` holds the
+same budget in a named async Ray actor that every worker on every node shares.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import threading
@@ -47,7 +45,7 @@ from dataclasses import dataclass
 
 from graphrag_ray.config import LLMConfig
 
-_POLL_S = 0.02
+POLL_S = 0.02
 _WINDOW_S = 60.0  # the providers' limits are per minute
 _OUTPUT_SAMPLES = 4
 _OUTPUT_MARGIN = 1.25
@@ -245,7 +243,7 @@ class RateBudget:
         if now < self.paused_until:
             return None, self.paused_until - now
         if len(self.in_flight) >= max(1, int(self.concurrency_limit)):
-            return None, _POLL_S
+            return None, POLL_S
         # A token bucket may go into debt for one call larger than the bucket itself: each
         # bucket needs only one unit (a call, a token) to admit.
         waits = [wait for wait in (pace.wait_s(1.0) for pace in (self.request_pace,
@@ -256,7 +254,7 @@ class RateBudget:
                 (self.window_limit and self.window_tokens + tokens > self.window_limit)
                 or (self.window_request_limit
                     and len(self.window) + 1 > self.window_request_limit)):
-            waits.append(max(_POLL_S, self.window[0][0] + _WINDOW_S - now))
+            waits.append(max(POLL_S, self.window[0][0] + _WINDOW_S - now))
         if waits:
             return None, max(waits)
         if self.request_pace:
@@ -423,97 +421,3 @@ class LocalRateLimiter:
 
     def close(self) -> None:
         pass
-
-
-# How long `ledger` waits for releases still on their way (fire-and-forget from the workers).
-_LEDGER_SETTLE_S = 5.0
-
-
-class RateLimiterActor:
-    """Async Ray actor holding one budget; created with `ray.remote(...).options(name=...)`."""
-
-    def __init__(self, config: LLMConfig):
-        self._budget = budget_from_config(config)
-        self._changed: asyncio.Event | None = None  # created on the actor's event loop
-
-    async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                      stage: str = "") -> Lease:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        while True:
-            tokens = self._budget.estimate(prompt_tokens, max_output, tag)
-            lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag, stage,
-                                                   prompt_tokens)
-            if lease is not None:
-                return lease
-            # A release (refund, free slot) wakes every waiter before the refill time is up.
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), timeout=min(wait, 0.5))
-            except asyncio.TimeoutError:
-                pass
-
-    async def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                      retry_after: float | None = None, completion_tokens: int | None = None,
-                      usage: dict[str, int] | None = None, learned_shape=None) -> None:
-        self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
-                             completion_tokens, lease.tag, lease.stage, usage, learned_shape)
-        if self._changed is not None:
-            self._changed.set()
-
-    async def stats(self) -> dict:
-        return self._budget.report()
-
-    async def ledger(self) -> dict[str, dict[str, int]]:
-        """Once the releases still on their way have arrived (a lease whose worker died
-        stays in flight: its call is not counted, as no reply reached us)."""
-        deadline = time.monotonic() + _LEDGER_SETTLE_S
-        while self._budget.in_flight and time.monotonic() < deadline:
-            await asyncio.sleep(_POLL_S)
-        return {stage: dict(counts) for stage, counts in self._budget.ledger.items()}
-
-
-class RayRateLimiter:
-    """Worker-side handle to the cluster-wide budget; pickles into Ray tasks and actors."""
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                stage: str = "") -> Lease:
-        import ray
-
-        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage))
-
-    def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None,
-                usage: dict[str, int] | None = None, learned_shape=None) -> None:
-        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after,
-                                  completion_tokens, usage, learned_shape)
-
-    def stats(self) -> dict:
-        import ray
-
-        return ray.get(self.actor.stats.remote())
-
-    def ledger(self) -> dict[str, dict[str, int]]:
-        import ray
-
-        return ray.get(self.actor.ledger.remote())
-
-    def close(self) -> None:
-        import ray
-
-        ray.kill(self.actor)
-
-
-def cluster_rate_limiter(config: LLMConfig, name: str) -> RayRateLimiter:
-    """The named limiter actor for `name`, created on first use. Its creator must keep the
-    handle (a non-detached actor dies with its last owner handle) and `close` it when done."""
-    import ray
-
-    # On the head node: losing a worker node must not lose the budget's state.
-    actor_cls = ray.remote(num_cpus=0, max_concurrency=10_000,
-                           resources={"node:__internal_head__": 0.001})(RateLimiterActor)
-    actor = actor_cls.options(name=f"graphrag-ray-limiter:{name}", get_if_exists=True).remote(config)
-    return RayRateLimiter(actor)

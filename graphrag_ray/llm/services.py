@@ -9,7 +9,8 @@ import uuid
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.rate_limiter import LocalRateLimiter, cluster_rate_limiter
+from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
+from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 
 
 def open_services(config: GraphRagConfig, cache: ResponseCache | None, *, on_ray: bool,

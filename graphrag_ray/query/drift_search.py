@@ -18,8 +18,8 @@ from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
-from graphrag_ray.query.local_search import (
-    LocalData, build_local_context, extractive_answer, query_text)
+from graphrag_ray.query.local_data import LocalData
+from graphrag_ray.query.local_search import build_local_context, extractive_answer, query_text
 from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult

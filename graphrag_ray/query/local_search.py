@@ -10,63 +10,21 @@ left out, so the context never exceeds `context_tokens`.
 
 from __future__ import annotations
 
-import re
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from graphrag_ray.query.answer import answer_from_context
-from graphrag_ray.query.citations import ReadTable, sources_of_records
+from graphrag_ray.query.citations import sources_of_records
 from graphrag_ray.query.context import cell, pack_table
+from graphrag_ray.query.local_data import LocalData, words_of
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
-from graphrag_ray.query.vectors import VectorTable
 from graphrag_ray.sentences import split_sentences
 from graphrag_ray.terms import content_terms, distinct_texts
 from graphrag_ray.tokens import truncate_to_tokens
-
-
-def _words(text: str) -> str:
-    return f" {' '.join(re.findall(r'[A-Za-z0-9]+', text.upper()))} "
-
-
-@dataclass
-class LocalData:
-    """The tables local search reads, as row lists and lookups (built once per index)."""
-    entities: list[dict]
-    relationships: list[dict]
-    claims: list[dict]
-    units: dict[str, dict]  # id -> row
-    reports: list[dict]  # id, community, level, title, summary, full_content, rank, entity_ids
-    entity_vectors: VectorTable
-    by_id: dict[str, int] = field(init=False)
-    edges_of: dict[str, list[int]] = field(init=False)  # entity title -> relationship rows
-    claims_of: dict[str, list[int]] = field(init=False)  # entity title -> claim rows
-    reports_of: dict[str, list[int]] = field(init=False)  # entity id -> report rows
-    # Entity resolution's aliases (alias title, canonical entity id): a question that names
-    # "Holmes" finds SHERLOCK HOLMES.
-    aliases: list[tuple[str, str]] = field(default_factory=list)
-    names: list[tuple[str, int]] = field(init=False)  # " WORDS OF A NAME " -> entity row
-
-    def __post_init__(self) -> None:
-        self.by_id = {e["id"]: i for i, e in enumerate(self.entities)}
-        self.names = [(_words(e["title"]), i) for i, e in enumerate(self.entities)
-                      if len(e["title"]) > 2]
-        self.names += [(_words(alias), self.by_id[entity_id]) for alias, entity_id in self.aliases
-                       if len(alias) > 2 and entity_id in self.by_id]
-        self.edges_of = defaultdict(list)
-        for i, edge in enumerate(self.relationships):
-            self.edges_of[edge["source"]].append(i)
-            self.edges_of[edge["target"]].append(i)
-        self.claims_of = defaultdict(list)
-        for i, claim in enumerate(self.claims):
-            self.claims_of[claim["subject_id"]].append(i)
-        self.reports_of = defaultdict(list)
-        for i, report in enumerate(self.reports):
-            for entity_id in report["entity_ids"]:
-                self.reports_of[entity_id].append(i)
 
 
 @dataclass
@@ -80,7 +38,7 @@ class LocalContext:
 
 def named_entities(query: str, data: LocalData) -> list[int]:
     """Entities the query names (by title or alias), longest names first."""
-    words = _words(query)
+    words = words_of(query)
     return list(dict.fromkeys(i for _, i in sorted(
         ((name, i) for name, i in data.names if name in words), key=lambda m: -len(m[0]))))
 
@@ -243,31 +201,3 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
             + [extractive_answer(question, context.entity_rows, context.unit_texts)]))
     result.sources = sources_of_records(index.table, context.records)
     return result
-
-
-def local_data(read: ReadTable, has_claims: bool, has_aliases: bool = False) -> LocalData:
-    from graphrag_ray import schema
-
-    entities = read(schema.ENTITIES, ["id", "human_readable_id", "title", "type",
-                                      "description", "text_unit_ids", "degree"]).to_pylist()
-    relationships = read(schema.RELATIONSHIPS, ["id", "human_readable_id", "source", "target",
-                                                "description", "weight", "combined_degree"]
-                         ).to_pylist()
-    claims = read(schema.COVARIATES, ["id", "human_readable_id", "subject_id", "type", "status",
-                                      "description"]).to_pylist() if has_claims else []
-    units = read(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])
-    reports = read(schema.COMMUNITY_REPORTS, ["id", "community", "level", "title", "summary",
-                                              "full_content", "rank"])
-    members = read(schema.COMMUNITIES, ["community", "entity_ids"])
-    entity_ids = dict(zip(members.column("community").to_pylist(),
-                          members.column("entity_ids").to_pylist()))
-    report_rows = [{**r, "entity_ids": entity_ids.get(r["community"], [])}
-                   for r in reports.to_pylist()]
-    aliases = read(schema.ENTITY_ALIASES, ["alias", "entity_id"]) if has_aliases else None
-    return LocalData(entities, relationships, claims,
-                     {u["id"]: u for u in units.to_pylist()}, report_rows,
-                     VectorTable.from_table(read(schema.ENTITY_DESCRIPTION_EMBEDDINGS,
-                                                 ["id", "vector"])),
-                     list(zip(aliases.column("alias").to_pylist(),
-                              aliases.column("entity_id").to_pylist())) if aliases else [])
-

@@ -4,7 +4,7 @@ members."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -12,10 +12,8 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.distributed.fanout import FanOut
-from graphrag_ray.query.vectors import VectorTable
-
-if TYPE_CHECKING:
-    from graphrag_ray.query.local_search import LocalData
+from graphrag_ray.query.local_data import LocalData
+from graphrag_ray.query.vectors import VectorIndex
 
 
 class OpenedIndex(Protocol):
@@ -39,9 +37,9 @@ class OpenedIndex(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         """Query texts embedded as the index's texts were."""
 
-    def vectors(self, name: str) -> VectorTable: ...
+    def vectors(self, name: str) -> VectorIndex: ...
 
-    def local_data(self) -> "LocalData":
+    def local_data(self) -> LocalData:
         """The rows local and DRIFT search rank (read once)."""
 
     def resolve_level(self, level: int | None) -> int:

@@ -1,7 +1,14 @@
-"""Brute-force similarity search over a stored embeddings table: one matrix product per query,
-milliseconds up to ~10^6 vectors; past that an approximate index would pay off."""
+"""Similarity search over an index's embeddings tables, behind one seam (`VectorIndex`):
+every query method asks `OpenedIndex.vectors(name)` and gets one, made by `open_vectors`.
+
+Today's implementation is brute force over the stored table (`VectorTable`): one matrix
+product per query, milliseconds up to ~10^6 vectors; past that an approximate index would
+pay off. Another store is a class with `nearest` and a branch in `open_vectors`.
+"""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +17,19 @@ import pyarrow.compute as pc
 from graphrag_ray.errors import GraphRagError
 
 
+class VectorIndex(Protocol):
+    def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The `k` ids most similar to `query` (a unit vector), best first, with scores."""
+
+
+def open_vectors(table: pa.Table) -> VectorIndex:
+    """The search over an embeddings table (`id`, `vector`) of an open index."""
+    return VectorTable.from_table(table)
+
+
 class VectorTable:
+    """Brute-force cosine search over vectors held in memory."""
+
     def __init__(self, ids: list[str], matrix: np.ndarray):
         self.ids = ids
         self.matrix = matrix

@@ -9,7 +9,8 @@ import pytest
 
 from graphrag_ray.config import LLMConfig
 from graphrag_ray.llm.client import ChatClient
-from graphrag_ray.llm.rate_limiter import RateBudget, cluster_rate_limiter
+from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
+from graphrag_ray.llm.rate_limiter import RateBudget
 from graphrag_ray.testing.llm_server import run_test_server
 
 

@@ -98,7 +98,7 @@ def test_what_one_ray_worker_learns_every_other_sends_from_its_first_request(ray
     get it with their first lease and are never rejected."""
     import time
 
-    from graphrag_ray.llm.rate_limiter import cluster_rate_limiter
+    from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
 
     ray = ray_session
 

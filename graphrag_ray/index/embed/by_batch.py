@@ -14,6 +14,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.feed import texts_to_embed
 from graphrag_ray.llm.batch import Deferred
 from graphrag_ray.llm.client import LLMCallError, LLMServices
+from graphrag_ray.llm.embeddings import Embedder
 
 
 def embed_by_batch(ctx: BuildContext, tables: dict[str, pa.Table]) -> LLMServices:
@@ -23,7 +24,7 @@ def embed_by_batch(ctx: BuildContext, tables: dict[str, pa.Table]) -> LLMService
     config = ctx.config.embeddings
 
     def defer_missing(services: LLMServices) -> None:
-        embedder = services.embedder(config)
+        embedder = Embedder(config, services)
         for _, _, texts in texts_to_embed(tables, ctx.staged):
             for start in range(0, len(texts), config.batch_size):
                 try:

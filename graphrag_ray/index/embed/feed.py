@@ -25,6 +25,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, table_usage, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.llm.embeddings import Embedder
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
@@ -62,7 +63,7 @@ class EmbeddingWorker:
 
     def __init__(self, config: GraphRagConfig, version_url: str,
                  services: LLMServices | None = None):
-        self.embedder = (services or LLMServices()).embedder(config.embeddings)
+        self.embedder = Embedder(config.embeddings, services)
         self.fs, self.root = fsspec.core.url_to_fs(version_url)
 
     def __call__(self, batch: pa.Table, blocks: list[pa.Table] | None = None) -> pa.Table:

@@ -18,7 +18,7 @@ from graphrag_ray.index.extract.tuples import (
     Delimiters, ParsedRecords, parse_claim_records, parse_graph_records)
 from graphrag_ray.llm.request_shape import model_encoding
 from graphrag_ray.prompts_loader import prompt_version, render
-from graphrag_ray.tokens import get_encoding
+from graphrag_ray.tokens import yes_no_logit_bias
 
 
 class Chat(Protocol):
@@ -26,11 +26,6 @@ class Chat(Protocol):
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str: ...
 
     def takes_logit_bias(self) -> bool: ...
-
-
-def yes_no_logit_bias(encoding_name: str) -> dict[int, int]:
-    encoding = get_encoding(encoding_name)
-    return {encoding.encode_ordinary(letter)[0]: 100 for letter in ("Y", "N")}
 
 
 def parse_yes_no(reply: str) -> bool:

@@ -15,7 +15,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items, map_table
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk, scan_passages
+from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk, scan_passages, seq_file_index
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
@@ -317,7 +317,7 @@ def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: li
                                "work_url": ctx.work_url, "shards": shards,
                                "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if llm else None},
                                  INSTANCE_BATCH_CHUNKS[config.extraction.method]),
-                           progress=ChunkProgress("extract", chunk_estimates)
+                           progress=ChunkProgress("extract", chunk_estimates, seq_file_index)
                            if ctx.progress_bars else None)
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.

@@ -16,7 +16,7 @@ in the order the corpus mentions them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import igraph as ig
 import leidenalg
@@ -25,8 +25,13 @@ import numpy as np
 from graphrag_ray.config import CommunitiesConfig
 from graphrag_ray.index.graph.provenance import Provenance, place_small_components
 
-if TYPE_CHECKING:
-    from graphrag_ray.index.graph.continuity import PreviousPartition
+
+class WarmStart(Protocol):
+    """Where Leiden starts at each level instead of singletons: an update's previous
+    partition (`continuity.PreviousPartition`)."""
+
+    def initial_membership(self, level: int, nodes: np.ndarray) -> list[int] | None:
+        """Each of `nodes`' starting community at `level`; None: start from singletons."""
 
 
 @dataclass
@@ -82,7 +87,7 @@ def _bins_of_components(components: list[np.ndarray], capacity: int) -> list[np.
 
 
 def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
-                        previous: "PreviousPartition | None" = None,
+                        previous: WarmStart | None = None,
                         provenance: Provenance | None = None) -> list[Community]:
     """All communities of all levels; ids are assigned level by level, from 0. `previous`
     (an update): each Leiden run starts from the previous version's communities of its
@@ -135,7 +140,7 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
 def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
                component_labels: np.ndarray, provenance: Provenance | None,
                config: CommunitiesConfig, level: int,
-               previous: "PreviousPartition | None") -> list[tuple[np.ndarray, bool]]:
+               previous: WarmStart | None) -> list[tuple[np.ndarray, bool]]:
     """A community's members split one level down, each part with whether it is loose:
     Leiden over its clustered members, its small components placed by their provenance, and
     the unplaced in loose parts; a loose community in bins of components."""

@@ -1,0 +1,88 @@
+"""What one index version keeps for the next update, and what an update starts from: the
+input files' fingerprints (`_input_files`), the settings' fingerprint, the difference between
+two corpora, and `UpdateBase` (the previous version a build updates). Read by the build,
+which writes them, and by `update`, which compares them; neither imports the other's
+module for it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import fsspec
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import InputError
+from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.prompts_loader import prompt_version
+from graphrag_ray.storage import IndexVersion
+
+INPUT_FILES = "_input_files"
+INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
+                                ("sha256", pa.string())])
+_READ_BATCH = 256
+
+
+def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str]) -> pa.Table:
+    """Each input file's path under `root`, size and content hash (files read in batches:
+    object stores serve a batch concurrently)."""
+    rows = []
+    for start in range(0, len(files), _READ_BATCH):
+        batch = files[start:start + _READ_BATCH]
+        try:
+            contents = fs.cat(batch)  # a list: a dict by path, even of one
+        except OSError as exc:
+            raise InputError(f"cannot read input files under {root}: {exc}") from None
+        for path in batch:
+            data = contents[path]
+            rows.append({"path": path[len(root):].lstrip("/") if root else path,
+                         "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    return pa.Table.from_pylist(rows, schema=INPUT_FILES_SCHEMA)
+
+
+def diff_inputs(previous: pa.Table | None, current: pa.Table) -> dict[str, list[str]]:
+    """Paths added, changed, deleted and unchanged since `previous` (None: an index from
+    before fingerprints were kept; every file counts as changed)."""
+    now = dict(zip(current.column("path").to_pylist(), current.column("sha256").to_pylist()))
+    if previous is None:
+        return {"added": [], "changed": sorted(now), "deleted": [], "unchanged": []}
+    then = dict(zip(previous.column("path").to_pylist(), previous.column("sha256").to_pylist()))
+    return {"added": sorted(p for p in now if p not in then),
+            "changed": sorted(p for p in now if p in then and then[p] != now[p]),
+            "deleted": sorted(p for p in then if p not in now),
+            "unchanged": sorted(p for p in now if then.get(p) == now[p])}
+
+
+def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str:
+    """What the index's content depends on besides its input: the settings (not the runtime,
+    the cache or the query settings) and the prompts' versions."""
+    content = set(config.content_sections())
+    settings = {k: v for k, v in config.public_dict().items() if k in content}
+    # Of the endpoints, what the replies depend on (not where they are, nor their limits).
+    settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
+    settings["embeddings"] = {k: settings["embeddings"][k] for k in (
+        "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens")}
+    if config.embeddings.resolved_method() == "hashing":
+        settings["embeddings"]["offline_model"] = HASHING_MODEL
+    settings["prompts"] = {name: prompt_version(text) for name, text in sorted(prompts.items())}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
+                          .encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass
+class UpdateBase:
+    """What a build that is an update starts from."""
+    version: IndexVersion  # the previous version
+    diff: dict[str, list[str]]
+    kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
+
+    def communities(self) -> pa.Table:
+        return self.version.read_table("communities", ["community", "level", "entity_ids"])
+
+    def summary(self) -> dict:
+        return {"previous_version": self.version.version,
+                "documents": {k: len(v) for k, v in self.diff.items()},
+                "changed_files": {k: v[:50] for k, v in self.diff.items()
+                                  if k != "unchanged" and v}}
