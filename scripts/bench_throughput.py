@@ -101,7 +101,8 @@ class Provider:
                 "--latency-per-output-token-ms", str(profile["per_token_ms"])]
         if profile["rpm"]:
             args += ["--rpm-limit", str(profile["rpm"]), "--tpm-limit", str(profile["tpm"]),
-                     "--limit-window-s", "60", "--limit-counts", profile["limit_counts"]]
+                     "--limit-window-s", "60",
+                     "--limit-counts", profile.get("limit_counts", "usage")]
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         self.process.stdout.readline()  # "test LLM server on ..."
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -223,7 +224,8 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
                         if status == 429][:20],
         "server_billed": billed,
         "provider_counted_tokens": stats.get("counted_tokens_by_model"),
-        "limit_counts": profile["limit_counts"], "per_token_ms": profile["per_token_ms"],
+        "limit_counts": profile.get("limit_counts", "usage"),
+        "per_token_ms": profile["per_token_ms"],
         "manifest_chat": manifest_chat,
         "manifest_embed_calls": usage.get("embed", {}).get("calls", 0),
         "usage_agrees": manifest_chat["calls"] == billed.get(CHAT_MODEL, {}).get("calls", 0)
