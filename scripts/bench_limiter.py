@@ -19,6 +19,7 @@ import ray  # noqa: E402
 
 from graphrag_ray.config import LLMConfig  # noqa: E402
 from graphrag_ray.distributed.shared_budget import cluster_rate_limiter  # noqa: E402
+from graphrag_ray.llm.rate_limiter import Settlement  # noqa: E402
 
 
 @ray.remote(num_cpus=0.1)
@@ -33,7 +34,7 @@ class Hammer:
             count = 0
             while time.monotonic() < deadline:
                 lease = self.limiter.acquire(500, 200, "bench")
-                self.limiter.release(lease, 600, completion_tokens=100)
+                self.limiter.release(lease, Settlement(600, completion_tokens=100))
                 count += 1
             return count
 

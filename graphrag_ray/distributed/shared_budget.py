@@ -10,7 +10,7 @@ import asyncio
 import time
 
 from graphrag_ray.config import LLMConfig
-from graphrag_ray.llm.rate_limiter import POLL_S, Lease, budget_from_config
+from graphrag_ray.llm.rate_limiter import POLL_S, Lease, Settlement, budget_from_config
 
 # How long `ledger` waits for releases still on their way (fire-and-forget from the workers).
 _LEDGER_SETTLE_S = 5.0
@@ -40,11 +40,8 @@ class RateLimiterActor:
             except asyncio.TimeoutError:
                 pass
 
-    async def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                      retry_after: float | None = None, completion_tokens: int | None = None,
-                      usage: dict[str, int] | None = None, learned_shape=None) -> None:
-        self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited, retry_after,
-                             completion_tokens, lease.tag, lease.stage, usage, learned_shape)
+    async def release(self, lease: Lease, settlement: Settlement) -> None:
+        self._budget.settle(lease, settlement, time.monotonic())
         if self._changed is not None:
             self._changed.set()
 
@@ -72,11 +69,8 @@ class RayRateLimiter:
 
         return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage))
 
-    def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None,
-                usage: dict[str, int] | None = None, learned_shape=None) -> None:
-        self.actor.release.remote(lease, used_tokens, rate_limited, retry_after,
-                                  completion_tokens, usage, learned_shape)
+    def release(self, lease: Lease, settlement: Settlement) -> None:
+        self.actor.release.remote(lease, settlement)
 
     def stats(self) -> dict:
         import ray

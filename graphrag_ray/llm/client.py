@@ -29,6 +29,7 @@ from typing import Callable, TypeVar
 from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
+from graphrag_ray.llm.rate_limiter import Settlement
 from graphrag_ray.llm.replies import visible_reply, visible_stream
 from graphrag_ray.llm.request_shape import (
     RequestShape, adopt, learn, send_shaped, shape_for, wire_logit_bias)
@@ -227,7 +228,7 @@ class _EndpointClient:
                 if learned is not None:
                     reshapes += 1
                     if lease is not None:
-                        self.limiter.release(lease, 0, learned_shape=learned)
+                        self.limiter.release(lease, Settlement(0, learned_shape=learned))
                     continue
                 retry_after = retry_after_seconds(exc)
                 retryable = isinstance(exc, (openai.APIConnectionError, ErrorInBody)) or \
@@ -238,9 +239,9 @@ class _EndpointClient:
                 outcome = {"rate_limited": int(status == 429),
                            "failed_calls" if final else "retries": 1}
                 if lease is not None:
-                    self.limiter.release(lease, 0 if status == 429 else lease.tokens,
-                                         rate_limited=status == 429, retry_after=retry_after,
-                                         usage=outcome)
+                    self.limiter.release(lease, Settlement(
+                        0 if status == 429 else lease.tokens, rate_limited=status == 429,
+                        retry_after=retry_after, usage=outcome))
                 self._count(**outcome)
                 if final:
                     raise classify_error(exc, self.config) from None
@@ -264,9 +265,9 @@ class _EndpointClient:
         two would otherwise have a settled call that its rerun sends again."""
         counts = {key: value for key, value in usage.as_dict().items() if value}
         if lease is not None:
-            self.limiter.release(
-                lease, usage.prompt_tokens + usage.completion_tokens if reported else lease.tokens,
-                completion_tokens=usage.completion_tokens if reported else None, usage=counts)
+            self.limiter.release(lease, Settlement(
+                usage.prompt_tokens + usage.completion_tokens if reported else lease.tokens,
+                usage.completion_tokens if reported else None, usage=counts))
         self._count(**counts)
 
 

@@ -130,6 +130,21 @@ class _Pace:
         self.peak = min(self.peak_cap, self.peak + amount)
 
 
+@dataclass(frozen=True)
+class Settlement:
+    """How a leased call ended, for its budget: the tokens the provider counted of it
+    (`used_tokens`; None: unknown, the reservation stands), the reply's completion tokens
+    (None: no reply; they teach the output estimate), a 429 and its Retry-After, what the
+    ledger counts of the request (`usage`), and a request shape its rejection taught (every
+    later lease carries it)."""
+    used_tokens: int | None = None
+    completion_tokens: int | None = None
+    rate_limited: bool = False
+    retry_after: float | None = None
+    usage: dict[str, int] | None = None
+    learned_shape: object = None
+
+
 @dataclass
 class Lease:
     id: int
@@ -276,13 +291,14 @@ class RateBudget:
         self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], len(self.in_flight))
         return lease, 0.0
 
-    def release(self, lease_id: int, used_tokens: int | None, now: float,
-                rate_limited: bool = False, retry_after: float | None = None,
-                completion_tokens: int | None = None, tag: str = "", stage: str = "",
-                usage: dict[str, int] | None = None, learned_shape=None) -> None:
-        """Return the unused part of the estimate; on a 429 back off (AIMD) and pause.
-        `usage`: what this request cost, added to the ledger under `stage`. `learned_shape`:
-        the request shape its rejection taught, for every later lease."""
+    def settle(self, lease: Lease, settlement: Settlement, now: float) -> None:
+        """Return the unused part of the estimate; on a 429 back off (AIMD) and pause. The
+        request's usage goes into the ledger under the lease's stage; a learned request
+        shape goes to every later lease."""
+        used_tokens, completion_tokens = settlement.used_tokens, settlement.completion_tokens
+        rate_limited, retry_after = settlement.rate_limited, settlement.retry_after
+        learned_shape, usage = settlement.learned_shape, settlement.usage
+        tag, stage, lease_id = lease.tag, lease.stage, lease.id
         self._refill(now)
         if learned_shape is not None and (self.learned_shape is None or
                                           learned_shape.generation
@@ -402,13 +418,9 @@ class LocalRateLimiter:
                 # A release (refund, free slot) wakes us before the refill time is up.
                 self._changed.wait(min(wait, 0.5))
 
-    def release(self, lease: Lease, used_tokens: int | None, rate_limited: bool = False,
-                retry_after: float | None = None, completion_tokens: int | None = None,
-                usage: dict[str, int] | None = None, learned_shape=None) -> None:
+    def release(self, lease: Lease, settlement: Settlement) -> None:
         with self._changed:
-            self._budget.release(lease.id, used_tokens, time.monotonic(), rate_limited,
-                                 retry_after, completion_tokens, lease.tag, lease.stage, usage,
-                                 learned_shape)
+            self._budget.settle(lease, settlement, time.monotonic())
             self._changed.notify_all()
 
     def stats(self) -> dict:

@@ -177,9 +177,9 @@ def test_a_call_is_settled_only_once_its_reply_is_cached(tmp_path):
     cached_at_release = []
 
     class Watched(LocalRateLimiter):
-        def release(self, lease, used_tokens, **kwargs):
+        def release(self, lease, settlement):
             cached_at_release.append(len(list((tmp_path / "cache").rglob("*.json"))))
-            super().release(lease, used_tokens, **kwargs)
+            super().release(lease, settlement)
 
     with run_test_server() as server:
         chat = ChatClient(_config(server, requests_per_minute=600), cache=cache,

@@ -10,7 +10,7 @@ import pytest
 from graphrag_ray.config import LLMConfig
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
-from graphrag_ray.llm.rate_limiter import RateBudget
+from graphrag_ray.llm.rate_limiter import RateBudget, Settlement
 from graphrag_ray.testing.llm_server import run_test_server
 
 
@@ -20,7 +20,7 @@ def _admitted_per_window(budget: RateBudget, tokens: int, seconds: float, step: 
         lease, _ = budget.try_acquire(tokens, now)
         if lease is not None:
             times.append(now)
-            budget.release(lease.id, tokens, now)
+            budget.settle(lease, Settlement(tokens), now)
         else:
             now += step
     return times
@@ -42,22 +42,23 @@ def test_token_budget_reconciles_with_reported_usage():
     lease, _ = budget.try_acquire(100, 0.0)
     assert lease is not None and budget.token_pace.sustained == pytest.approx(0.0)
     assert budget.try_acquire(100, 0.0)[0] is None  # bucket empty until refund or refill
-    budget.release(lease.id, used_tokens=40, now=0.0)  # estimate 100, used 40: 60 back
+    budget.settle(lease, Settlement(40), 0.0)  # estimate 100, used 40: 60 back
     assert budget.token_pace.sustained == pytest.approx(60.0)
 
 
 def test_rate_limited_release_halves_concurrency_pauses_and_recovers():
     budget = RateBudget(None, None, max_concurrency=16, backoff_cooldown_s=2.0, now=0.0)
     lease, _ = budget.try_acquire(1, 0.0)
-    budget.release(lease.id, 0, 0.0, rate_limited=True, retry_after=1.5)
+    budget.settle(lease, Settlement(0, rate_limited=True, retry_after=1.5), 0.0)
     assert budget.concurrency_limit == 8
     assert budget.try_acquire(1, 1.0) == (None, pytest.approx(0.5))  # paused by Retry-After
     lease, _ = budget.try_acquire(1, 1.6)
-    budget.release(lease.id, 0, 1.6, rate_limited=True)  # inside the cooldown: no second halving
+    # Inside the cooldown: no second halving.
+    budget.settle(lease, Settlement(0, rate_limited=True), 1.6)
     assert budget.concurrency_limit == 8
     for step in range(40):  # additive increase: about +1 per `limit` successes
         lease, _ = budget.try_acquire(1, 10.0 + step)
-        budget.release(lease.id, 1, 10.0 + step)
+        budget.settle(lease, Settlement(1), 10.0 + step)
     assert 11 < budget.concurrency_limit <= 16
 
 
@@ -112,7 +113,7 @@ def _admit_until(budget: RateBudget, start: float, end: float, step: float = 0.0
         if lease is None:
             now += step
             continue
-        budget.release(lease.id, 1, now, completion_tokens=0)
+        budget.settle(lease, Settlement(1, completion_tokens=0), now)
         admitted.append(now)
     return admitted
 
@@ -140,7 +141,7 @@ def test_a_429_turns_catch_up_off():
     budget = RateBudget(60, None, max_concurrency=100, headroom=1.0, now=0.0,
                         catch_up_factor=2.0)
     lease, _ = budget.try_acquire(1, 0.0)
-    budget.release(lease.id, None, 0.5, rate_limited=True)
+    budget.settle(lease, Settlement(None, rate_limited=True), 0.5)
     admitted = _admit_until(budget, 1.0, 21.0)
     assert len(admitted) <= 21  # the per-minute rate, no more
     assert budget.report()["catch_up_off_after_s"] == 0.5
@@ -151,7 +152,7 @@ def test_output_estimate_learns_from_replies_of_the_same_template():
     assert budget.estimate(100, 2000, "extract") == 2100  # nothing seen yet: max output
     for _ in range(4):
         lease, _ = budget.try_acquire(budget.estimate(100, 2000, "extract"), 0.0, "extract")
-        budget.release(lease.id, 300, 0.0, completion_tokens=200, tag="extract")
+        budget.settle(lease, Settlement(300, completion_tokens=200), 0.0)
     assert budget.estimate(100, 2000, "extract") == 100 + 251  # 1.25 x largest reply
     assert budget.estimate(100, 2000, "report") == 2100  # other templates learn separately
 
@@ -160,8 +161,8 @@ def test_providers_that_count_requested_tokens_get_no_refund():
     budget = RateBudget(None, tokens_per_minute=6000, max_concurrency=10, headroom=1.0,
                         now=0.0, count_requested=True)
     assert budget.estimate(100, 2000, "t") == 2100
-    lease, _ = budget.try_acquire(50, 0.0)
-    budget.release(lease.id, used_tokens=10, now=0.0, completion_tokens=5, tag="t")
+    lease, _ = budget.try_acquire(50, 0.0, "t")
+    budget.settle(lease, Settlement(10, completion_tokens=5), 0.0)
     assert budget.token_pace.sustained == pytest.approx(50.0)  # 100 cap - 50 reserved, nothing returned
     assert budget.estimate(100, 2000, "t") == 2100  # never learns a smaller output
 
@@ -174,14 +175,14 @@ def test_in_flight_target_follows_littles_law_from_what_was_seen():
     assert budget.in_flight_target() is None
     for i in range(8):
         lease, _ = budget.try_acquire(100, float(i))
-        budget.release(lease.id, 100, float(i) + 2.0, completion_tokens=10)
+        budget.settle(lease, Settlement(100, completion_tokens=10), float(i) + 2.0)
     assert budget.in_flight_target() == 41
     # Tokens bind when calls are large: 60k tokens/min = 1,000/s over 500-token calls = 2/s.
     budget = RateBudget(None, tokens_per_minute=60_000, max_concurrency=200, headroom=1.0,
                         now=0.0)
     for i in range(8):
         lease, _ = budget.try_acquire(500, 100.0 * i)
-        budget.release(lease.id, 500, 100.0 * i + 4.0, completion_tokens=50)
+        budget.settle(lease, Settlement(500, completion_tokens=50), 100.0 * i + 4.0)
     assert budget.in_flight_target() == 17  # 2/s x 4 s x 2 + 1
     # Never above max_concurrency.
     budget.max_concurrency = 10
@@ -209,13 +210,13 @@ def test_ledger_counts_every_request_per_stage_and_the_mean_in_flight():
     budget = RateBudget(None, None, max_concurrency=10, now=0.0)
     first, _ = budget.try_acquire(10, 0.0, stage="extract")
     second, _ = budget.try_acquire(10, 1.0, stage="extract")
-    budget.release(first.id, 0, 2.0, rate_limited=True, stage="extract",
-                   usage={"rate_limited": 1, "retries": 1})
-    budget.release(second.id, 30, 3.0, completion_tokens=10, stage="extract",
-                   usage={"calls": 1, "prompt_tokens": 20, "completion_tokens": 10})
+    budget.settle(first, Settlement(0, rate_limited=True,
+                                    usage={"rate_limited": 1, "retries": 1}), 2.0)
+    budget.settle(second, Settlement(30, completion_tokens=10, usage={
+        "calls": 1, "prompt_tokens": 20, "completion_tokens": 10}), 3.0)
     third, _ = budget.try_acquire(10, 3.0, stage="reports")
-    budget.release(third.id, 5, 4.0, completion_tokens=1, stage="reports",
-                   usage={"calls": 1, "prompt_tokens": 4, "completion_tokens": 1})
+    budget.settle(third, Settlement(5, completion_tokens=1, usage={
+        "calls": 1, "prompt_tokens": 4, "completion_tokens": 1}), 4.0)
     assert budget.ledger["extract"] == {"calls": 1, "retries": 1, "rate_limited": 1,
                                         "failed_calls": 0, "prompt_tokens": 20,
                                         "completion_tokens": 10, "cached_tokens": 0}
@@ -233,7 +234,7 @@ def test_prompt_estimates_learn_the_providers_token_count():
     for i in range(3):
         tokens = budget.estimate(1000, 0, "t")
         lease, _ = budget.try_acquire(tokens, float(i), "t", prompt_tokens=1000)
-        budget.release(lease.id, 1100 + 50 * i + 10, float(i) + 1, completion_tokens=10, tag="t")
+        budget.settle(lease, Settlement(1100 + 50 * i + 10, completion_tokens=10), float(i) + 1)
     assert budget.estimate(1000, 0, "t") == 1200  # the largest ratio seen: 1.2
 
 
@@ -248,7 +249,7 @@ def test_calls_larger_than_the_bucket_never_overrun_a_60s_window():
             now += max(wait, 0.01)
             continue
         admitted.append(now)
-        budget.release(lease.id, 77_000, now + 1.0)
+        budget.settle(lease, Settlement(77_000), now + 1.0)
     for start in admitted:
         in_window = sum(77_000 for t in admitted if start <= t < start + 60)
         assert in_window <= 0.98 * 200_000
@@ -259,6 +260,6 @@ def test_the_window_counts_what_the_provider_counted():
     budget = RateBudget(None, tokens_per_minute=60_000, max_concurrency=10, headroom=1.0,
                         burst_seconds=60.0, now=0.0)
     first, _ = budget.try_acquire(50_000, 0.0)
-    budget.release(first.id, 5_000, 1.0, completion_tokens=10)  # reserved 50k, used 5k
+    budget.settle(first, Settlement(5_000, completion_tokens=10), 1.0)  # reserved 50k, used 5k
     assert budget.window_tokens == 5_000
     assert budget.try_acquire(50_000, 1.0)[0] is not None
