@@ -2,6 +2,13 @@
 
 Every file ends up either as documents or in the `skipped` list with its reason; text that is not
 valid in the configured encoding is decoded with the fallback encoding and reported, never lost.
+
+File types are read by their `FORMATS` entry, one per suffix: a document format (bytes -> one
+document with its title and metadata: pdf, docx, html, `documents.py`), a records format
+(decoded text -> records whose `input.text_column` is the text: csv, json, jsonl), a table
+format (bytes -> an Arrow table of records: parquet), or plain text (txt, md: one document
+per file). A new format is a function of one of those shapes and one entry (and its suffix
+in `input.file_types`).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Callable
 
 import fsspec
 import pyarrow as pa
@@ -21,7 +29,7 @@ import pyarrow.parquet as pq
 
 from graphrag_ray.config import InputConfig
 from graphrag_ray.errors import InputError
-from graphrag_ray.input.documents import READERS as DOCUMENT_READERS
+from graphrag_ray.input.documents import READERS as DOCUMENT_READERS, Read
 
 _BINARY_PROBE_BYTES = 8192
 
@@ -145,10 +153,13 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
     if not data.strip():
         raise InputError("empty file")
     suffix = relative.lower().rsplit(".", 1)[-1]
-    if suffix == "parquet":
-        return _tabular_rows(relative, pq.read_table(io.BytesIO(data)), config)
-    if suffix in DOCUMENT_READERS:
-        text, title, metadata = DOCUMENT_READERS[suffix](data)
+    form = FORMATS.get(suffix)
+    if form is None:
+        raise InputError(f"unsupported file type .{suffix}")
+    if form.table:
+        return _records_to_rows(relative, form.table(data).to_pylist(), config)
+    if form.document:
+        text, title, metadata = form.document(data)
         return [{"id": document_id(relative, None, text),
                  "title": title or relative.rsplit("/", 1)[-1], "text": text,
                  "_source": relative, "_row": 0, "metadata": metadata}]
@@ -156,17 +167,10 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
     if bom_encoding is None and b"\x00" in data[:_BINARY_PROBE_BYTES]:
         raise InputError("binary file (contains NUL bytes), not text")
     text = data.decode(bom_encoding) if bom_encoding else _decode(relative, data, config, result)
-    if suffix in ("txt", "md"):
-        title = relative.rsplit("/", 1)[-1]
-        return [{"id": document_id(relative, None, text), "title": title, "text": text,
-                 "_source": relative, "_row": 0}]
-    if suffix == "csv":
-        return _records_to_rows(relative, _csv_records(relative, text, config, result), config)
-    if suffix == "jsonl":
-        return _records_to_rows(relative, _jsonl_records(relative, text, result), config)
-    if suffix == "json":
-        return _records_to_rows(relative, _json_records(relative, text, result), config)
-    raise InputError(f"unsupported file type .{suffix}")
+    if form.records:
+        return _records_to_rows(relative, form.records(relative, text, config, result), config)
+    return [{"id": document_id(relative, None, text), "title": relative.rsplit("/", 1)[-1],
+             "text": text, "_source": relative, "_row": 0}]
 
 
 _SNIFF_CHARS = 8192
@@ -224,7 +228,8 @@ def _csv_records(relative: str, text: str, config: InputConfig,
     return records
 
 
-def _json_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
+def _json_records(relative: str, text: str, config: InputConfig,
+                  result: LoadedInput) -> list[dict]:
     """A JSON array of records (entries that are not objects are skipped and said), or one
     object."""
     try:
@@ -244,7 +249,8 @@ def _json_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
     return records
 
 
-def _jsonl_records(relative: str, text: str, result: LoadedInput) -> list[dict]:
+def _jsonl_records(relative: str, text: str, config: InputConfig,
+                   result: LoadedInput) -> list[dict]:
     """One JSON object per line. A line that is not one (a truncated last line, a stray
     log line) loses that record only: the rest of the file is read, and one warning names
     the lines skipped."""
@@ -342,10 +348,6 @@ def _replaced(text: str) -> str:
     return f", {missing:,} byte(s) it does not define replaced by U+FFFD" if missing else ""
 
 
-def _tabular_rows(relative: str, table: pa.Table, config: InputConfig) -> list[dict]:
-    return _records_to_rows(relative, table.to_pylist(), config)
-
-
 def _records_to_rows(relative: str, records: list[dict], config: InputConfig) -> list[dict]:
     for column, key in ((config.text_column, "text_column"), (config.id_column, "id_column")):
         if records and column is not None and column not in records[0]:
@@ -372,3 +374,20 @@ def _records_to_rows(relative: str, records: list[dict], config: InputConfig) ->
     if not rows:
         raise InputError(f"no non-empty {config.text_column!r} values")
     return rows
+
+
+@dataclass(frozen=True)
+class Format:
+    """How one file type is read (see the module's docstring); no reader: plain text."""
+    document: Callable[[bytes], Read] | None = None
+    records: Callable[[str, str, InputConfig, LoadedInput], list[dict]] | None = None
+    table: Callable[[bytes], pa.Table] | None = None
+
+
+FORMATS: dict[str, Format] = {
+    "txt": Format(), "md": Format(),
+    "csv": Format(records=_csv_records), "json": Format(records=_json_records),
+    "jsonl": Format(records=_jsonl_records),
+    "parquet": Format(table=lambda data: pq.read_table(io.BytesIO(data))),
+    **{suffix: Format(document=read) for suffix, read in DOCUMENT_READERS.items()},
+}
