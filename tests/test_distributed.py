@@ -68,7 +68,7 @@ class BlockReader:
 def test_blocks_stay_in_the_object_store_on_ray(ray_session):
     import ray
 
-    from graphrag_ray.distributed import WorkerPool, map_items
+    from graphrag_ray.distributed import map_items, open_worker_pool
 
     runtime = RuntimeConfig(engine="ray", num_workers=2)
     results = map_items(split_off_block, [1, 2, 3], runtime, keep_blocks=True)
@@ -76,7 +76,7 @@ def test_blocks_stay_in_the_object_store_on_ray(ray_session):
     handles = [block for _, block in results]
     assert all(isinstance(h, ray.ObjectRef) for h in handles)  # the driver got no text
 
-    pool = WorkerPool(runtime, num_cpus=0.5, concurrency=2)
+    pool = open_worker_pool(runtime, num_cpus=0.5, concurrency=2)
     try:
         handles.append(pool.put_block(pa.table({"description": ["put by the driver"]})))
         assert isinstance(handles[-1], ray.ObjectRef)
@@ -105,7 +105,8 @@ def test_an_idle_worker_pool_gives_its_actors_back_and_starts_them_again(ray_ses
     from graphrag_ray.distributed import workers
 
     monkeypatch.setattr(workers, "IDLE_RELEASE_S", 1.0)
-    pool = workers.WorkerPool(RuntimeConfig(engine="ray"), num_cpus=0.25, concurrency=2, size=2)
+    pool = workers.open_worker_pool(RuntimeConfig(engine="ray"), num_cpus=0.25, concurrency=2,
+                                    size=2)
     try:
         key = pool.bind(Twice, {})
         pool.submit(key, pa.table({"x": [1, 2]}))

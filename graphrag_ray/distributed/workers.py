@@ -364,28 +364,125 @@ class WorkerPool:
     """Long-lived workers that take batches as they come and hand back results as they finish:
     for stages whose work appears step by step (a parent community's report can start when its
     children's are done), where a dataset per step would pay Ray Data's start-up and a barrier
-    each time. One pool serves several stages (`bind` a worker class per stage), so actors start
-    once. Ray: `size` threaded actors spread over the cluster, `concurrency` batches at once
-    each; local: in-process threads, as many as the actors' batches together. Either way the
-    workers must be thread-safe."""
+    each time. One pool serves several stages (`bind` a worker class per stage), so workers
+    start once. `open_worker_pool` makes the engine's: `RayWorkerPool` (`size` threaded actors
+    spread over the cluster, `concurrency` batches at once each) or `LocalWorkerPool`
+    (in-process threads, as many as the actors' batches together). Either way the workers
+    must be thread-safe."""
 
-    def __init__(self, runtime: RuntimeConfig, *, num_cpus: float, concurrency: int,
-                 size: int | None = None):
-        self.engine = runtime.engine
+    def __init__(self):
         self._host = _WorkerHost()
         self._bound: dict[str, tuple[type, object]] = {}
-        size = size or runtime.num_workers
-        self._pending: dict = {}  # future or object ref -> actor index
-        self._concurrency = concurrency
-        if self.engine == "local":
-            self._capacity = size * concurrency
-            self._threads = ThreadPoolExecutor(self._capacity)
-            self._actors = [None]
-            self._load = [0]
-            return
+        self._pending: dict = {}  # future or object ref -> (worker index, bound key)
+
+    def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
+        key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
+        self._bound[key] = (worker_cls, self._held(constructor_kwargs))
+        return key
+
+    def _held(self, constructor_kwargs: dict) -> object:
+        """The constructor's arguments as the workers receive them."""
+        return constructor_kwargs
+
+    def _arguments(self, key: str, batch: pa.Table | list, blocks: list | None) -> tuple:
+        worker_cls, kwargs = self._bound[key]
+        return (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
+
+    def submit(self, key: str, batch: pa.Table | list, blocks: list | None = None) -> None:
+        """`batch`: a table or a list of work items (plain Python values); `blocks`: handles
+        (`map_items(keep_blocks=True)`, `put_block`) of tables the worker reads; it is then
+        called as `worker(batch, tables)`. `completed` hands the result back with `key`."""
+        raise NotImplementedError
+
+    def put_block(self, table: pa.Table):
+        """A table for later workers, held where they read it (the object store on Ray):
+        its handle is what `submit(blocks=...)` takes."""
+        return table
+
+    @property
+    def size(self) -> int:
+        """Workers running (actors; 1 in-process)."""
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> int:
+        """Batches the pool runs at once."""
+        raise NotImplementedError
+
+    def pending(self) -> int:
+        """Batches submitted and not handed back by `completed` yet."""
+        return len(self._pending)
+
+    def busy(self) -> bool:
+        return self.pending() > 0
+
+    def completed(self, timeout: float | None = None) -> list[tuple[str, object]]:
+        """(bound key, result) of the batches finished so far; waits for at least one if none
+        is ready (at most `timeout` seconds when given; none when nothing is pending)."""
+        raise NotImplementedError
+
+    def drain(self) -> list[tuple[str, object]]:
+        """Waits for every batch submitted; their (key, result), in completion order."""
+        results = []
+        while self._pending:
+            results += self.completed()
+        return results
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def open_worker_pool(runtime: RuntimeConfig, *, num_cpus: float, concurrency: int,
+                     size: int | None = None) -> WorkerPool:
+    """The engine's pool: `size` workers (default `runtime.num_workers`) of `num_cpus`
+    CPUs, `concurrency` batches at once each."""
+    size = size or runtime.num_workers
+    if runtime.engine == "local":
+        return LocalWorkerPool(size * concurrency)
+    return RayWorkerPool(runtime, num_cpus=num_cpus, concurrency=concurrency, size=size)
+
+
+class LocalWorkerPool(WorkerPool):
+    """In-process threads, `capacity` batches at once, through one worker host."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self._capacity = capacity
+        self._threads = ThreadPoolExecutor(capacity)
+
+    def submit(self, key: str, batch: pa.Table | list, blocks: list | None = None) -> None:
+        future = self._threads.submit(self._host.run, *self._arguments(key, batch, blocks))
+        self._pending[future] = (0, key)
+
+    @property
+    def size(self) -> int:
+        return 1
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def completed(self, timeout: float | None = None) -> list[tuple[str, object]]:
+        if not self._pending:
+            return []
+        ready, _ = wait(list(self._pending), timeout, return_when=FIRST_COMPLETED)
+        return [(self._pending.pop(future)[1], future.result()) for future in ready]
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+
+
+class RayWorkerPool(WorkerPool):
+    """Threaded actors spread over the cluster. Batches wait on the driver and go to the
+    least-loaded actor, so actors started later (the cluster grew) get work; a pool idle for
+    `IDLE_RELEASE_S` gives its actors back (an autoscaler can remove the idle nodes)."""
+
+    def __init__(self, runtime: RuntimeConfig, *, num_cpus: float, concurrency: int, size: int):
         import ray
 
+        super().__init__()
         ensure_ray(runtime)
+        self._concurrency = concurrency
         # A lost actor (its node died) restarts elsewhere and its pending batches run again:
         # workers are idempotent, and finished LLM calls come back from the cache.
         self._actor_cls = ray.remote(_WorkerHost).options(
@@ -405,28 +502,14 @@ class WorkerPool:
         self._grow()
         threading.Thread(target=self._release_when_idle, daemon=True).start()
 
-    def bind(self, worker_cls: type, constructor_kwargs: dict) -> str:
-        key = f"{worker_cls.__module__}.{worker_cls.__qualname__}:{len(self._bound)}"
-        if self.engine == "local":
-            self._bound[key] = (worker_cls, constructor_kwargs)
-        else:
-            import ray
+    def _held(self, constructor_kwargs: dict) -> object:
+        import ray
 
-            self._bound[key] = (worker_cls, ray.put(constructor_kwargs))
-        return key
+        return ray.put(constructor_kwargs)
 
     def submit(self, key: str, batch: pa.Table | list, blocks: list | None = None) -> None:
-        """`batch`: a table or a list of work items (plain Python values); `blocks`: handles
-        (`map_items(keep_blocks=True)`, `put_block`) of tables the worker reads; it is then
-        called as `worker(batch, tables)`. `completed` hands the result back with `key`."""
-        worker_cls, kwargs = self._bound[key]
-        arguments = (key, worker_cls, kwargs, batch, blocks is not None, *(blocks or []))
-        if self.engine == "local":
-            self._pending[self._threads.submit(self._host.run, *arguments)] = (0, key)
-            self._load[0] += 1
-            return
         with self._lock:
-            self._queue.append(arguments)
+            self._queue.append(self._arguments(key, batch, blocks))
             self._idle_since = None
             self._dispatch()
 
@@ -447,8 +530,7 @@ class WorkerPool:
 
     def _release_when_idle(self) -> None:
         """A pool with nothing to do for `IDLE_RELEASE_S` gives its actors and its claim on
-        the cluster back (an autoscaler can then remove the idle nodes); the next `submit`
-        starts them again."""
+        the cluster back; the next `submit` starts them again."""
         while not self._closed.wait(1.0):
             with self._lock:
                 if self._actors and self._idle_since is not None \
@@ -473,10 +555,6 @@ class WorkerPool:
             self._load.append(0)
 
     def put_block(self, table: pa.Table):
-        """A table for later workers, held by the object store (on Ray) rather than by this
-        process: its handle is what `submit(blocks=...)` takes."""
-        if self.engine == "local":
-            return table
         import ray
 
         return ray.put(table)
@@ -487,34 +565,17 @@ class WorkerPool:
 
     @property
     def capacity(self) -> int:
-        """Batches the pool runs at once."""
-        if self.engine == "local":
-            return self._capacity
         # A pool released while idle counts one actor: the next submit starts it.
         return max(1, len(self._actors)) * self._concurrency
 
     def pending(self) -> int:
-        """Batches submitted and not handed back by `completed` yet."""
-        return len(self._pending) + (len(self._queue) if self.engine != "local" else 0)
-
-    def busy(self) -> bool:
-        return self.pending() > 0
+        return len(self._pending) + len(self._queue)
 
     def completed(self, timeout: float | None = None) -> list[tuple[str, object]]:
-        """(bound key, result) of the batches finished so far; waits for at least one if none
-        is ready (at most `timeout` seconds when given; none when nothing is pending)."""
-        if not self._pending:
-            return []
-        if self.engine == "local":
-            ready, _ = wait(list(self._pending), timeout, return_when=FIRST_COMPLETED)
-            results = []
-            for future in ready:
-                index, key = self._pending.pop(future)
-                self._load[index] -= 1
-                results.append((key, future.result()))
-            return results
         import ray
 
+        if not self._pending:
+            return []
         with self._lock:
             self._dispatch()
             waiting = list(self._pending)
@@ -533,17 +594,7 @@ class WorkerPool:
                 self._idle_since = time.monotonic()
         return [(key, ray.get(ref)) for key, ref in finished]
 
-    def drain(self) -> list[tuple[str, object]]:
-        """Waits for every batch submitted; their (key, result), in completion order."""
-        results = []
-        while self._pending:
-            results += self.completed()
-        return results
-
     def close(self) -> None:
-        if self.engine == "local":
-            self._threads.shutdown(wait=True, cancel_futures=True)
-            return
         self._closed.set()
         with self._lock:
             self._release()

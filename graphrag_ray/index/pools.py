@@ -8,7 +8,7 @@ on Ray that is actors of `llm.concurrent_requests` threads each, locally threads
 from __future__ import annotations
 
 from graphrag_ray.config import GraphRagConfig, LLMConfig
-from graphrag_ray.distributed import PoolShape, WorkerPool, io_pool_shape
+from graphrag_ray.distributed import PoolShape, WorkerPool, io_pool_shape, open_worker_pool
 from graphrag_ray.llm.rate_limiter import planned_in_flight
 from graphrag_ray.tokens import count_tokens
 
@@ -40,8 +40,8 @@ def llm_pool_shape(limits: LLMConfig, tokens_per_call: float) -> PoolShape:
 def llm_worker_pool(config: GraphRagConfig, limits: LLMConfig,
                     tokens_per_call: float) -> WorkerPool:
     shape = llm_pool_shape(limits, tokens_per_call)
-    return WorkerPool(config.runtime, num_cpus=LLM_ACTOR_CPUS, concurrency=shape.per_actor,
-                      size=shape.actors)
+    return open_worker_pool(config.runtime, num_cpus=LLM_ACTOR_CPUS,
+                            concurrency=shape.per_actor, size=shape.actors)
 
 
 def summaries_pool(config: GraphRagConfig, prompts: dict[str, str]) -> WorkerPool:
@@ -52,7 +52,7 @@ def summaries_pool(config: GraphRagConfig, prompts: dict[str, str]) -> WorkerPoo
         return llm_worker_pool(config, config.llm, count_tokens(
             prompts["summarize_descriptions"], config.tokenizer.encoding)
             + 2 * config.summarize.max_length)
-    return WorkerPool(config.runtime, num_cpus=1.0, concurrency=1)
+    return open_worker_pool(config.runtime, num_cpus=1.0, concurrency=1)
 
 
 def embeddings_pool(config: GraphRagConfig) -> WorkerPool:
