@@ -235,7 +235,8 @@ def _block_per_yield(enabled: bool):
     Data otherwise merges a task's small yields into blocks of up to `target_max_block_size`
     (128 MiB), and holds a generator a few blocks ahead of its consumer: a read task's
     one-chunk blocks reached the extraction pool as one block, which one actor task ran chunk
-    after chunk (1 call in flight under any budget)."""
+    after chunk (1 call in flight under any budget). The generator buffer has no public
+    setting (Ray 2.x): its private attribute is set for the pipeline and restored after."""
     if not enabled:
         yield
         return

@@ -119,6 +119,9 @@ def initial_shape(config: LLMConfig) -> RequestShape:
 
 _DEFAULT_REASONING_ALLOWANCE = 4096
 
+# What this process has learned per endpoint and model, module-level on purpose: every client
+# of the same endpoint in the process (a worker's threads, the stages' clients) must use one
+# shape, and what one learns reaches other processes through the rate budget's leases.
 _shapes: dict[tuple, RequestShape] = {}
 # Parameters a request has been answered with, per endpoint and model (`send_shaped`).
 _confirmed: dict[tuple, set[str]] = {}
