@@ -11,6 +11,7 @@ import copy
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -147,6 +148,19 @@ REPORT_RESULT_SCHEMA = pa.schema([("community", pa.int64()), ("report", REPORT_S
 SMALL_COMMUNITY = "extractive (small community)"
 
 
+@dataclass(frozen=True)
+class ReportWork:
+    """One community to report: its context as chosen by the schedule (`spec`, without the
+    descriptions), where each description it names is (`blocks`, `rows`: positions among
+    the call's blocks and rows in them), the claims' block (-1: none) and its size."""
+    community: int
+    spec: dict
+    entities: int
+    blocks: list[int]
+    rows: list[int]
+    claims_block: int = -1
+
+
 class ReportWorker:
     """Work items: {community, spec: its context without descriptions (`context_spec`),
     blocks and rows: where each description is, claims_block: the block holding the claims
@@ -162,22 +176,21 @@ class ReportWorker:
         self.chat = ((services or LLMServices()).chat(config.llm, stage="reports")
                      if self.use_llm else None)
 
-    def __call__(self, work: list[dict], blocks: list[pa.Table]) -> pa.Table:
+    def __call__(self, work: list[ReportWork], blocks: list[pa.Table]) -> pa.Table:
         rows = []
         for item in work:
             # Filled in place: the submitter's spec stays as it was (in-process it is the same
             # object).
-            context = fill_descriptions(copy.deepcopy(item["spec"]), read_descriptions(
-                blocks, zip(item["blocks"], item["rows"])))
-            fill_claims(context, blocks[item["claims_block"]] if item["claims_block"] >= 0
-                        else None)
-            rows.append((item["community"], render_context(context), context_record(context),
-                         context_ids(context), item.get("entities")))
+            context = fill_descriptions(copy.deepcopy(item.spec), read_descriptions(
+                blocks, zip(item.blocks, item.rows)))
+            fill_claims(context, blocks[item.claims_block] if item.claims_block >= 0 else None)
+            rows.append((item.community, render_context(context), context_record(context),
+                         context_ids(context), item.entities))
         smallest = self.config.reports.min_llm_entities
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(
-                    lambda r: self._llm(*r[:4]) if r[4] is None or r[4] >= smallest
+                    lambda r: self._llm(*r[:4]) if r[4] >= smallest
                     else self._extractive(r[0], r[2], SMALL_COMMUNITY), rows))
         else:
             out = [self._extractive(c, j, "extractive") for c, _, j, _, _ in rows]

@@ -35,8 +35,8 @@ from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
     GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys)
-from graphrag_ray.index.reports.report_worker import ReportWorker, full_content
-from graphrag_ray.index.reports.summary_worker import SummarizeWorker
+from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content
+from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.batch import DEFERRED
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -134,8 +134,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
         handles, where = addresses.gather(keys, lists=True)
         pool.submit(summary_key, [
-            {"key": key, "name": _name(elements, key, n_entities), "block": block, "row": row,
-             "record": record(key)} for key, (block, row) in zip(keys, where)], blocks=handles)
+            SummaryWork(key, _name(elements, key, n_entities), block, row, record(key))
+            for key, (block, row) in zip(keys, where)], blocks=handles)
     rows_per_report_call = REPORT_ROWS_PER_CALL[
         "llm" if config.uses_llm(config.reports.method) else "offline"]
 
@@ -165,10 +165,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             for community, (spec, keys) in zip(ready[start:], specs):
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
-                rows.append({"community": community.id, "spec": spec,
-                             "entities": len(community.members),
-                             "blocks": [b for b, _ in mine], "rows": [r for _, r in mine],
-                             "claims_block": claims_at})
+                rows.append(ReportWork(community.id, spec, len(community.members),
+                                       [b for b, _ in mine], [r for _, r in mine], claims_at))
             pool.submit(report_key, rows, blocks=handles)
 
     try:

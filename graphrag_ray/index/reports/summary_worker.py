@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -47,6 +48,18 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
 SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
                             ("row_tokens", pa.int64()), ("error", pa.string()),
                             *USAGE_SCHEMA_FIELDS])
+@dataclass(frozen=True)
+class SummaryWork:
+    """One element to summarize: its key (entity, or relationship after the entities), name,
+    where its description list is (`block` among the call's blocks, `row`), and its context
+    record (to count its row's tokens in a report's context once summarized)."""
+    key: int
+    name: str
+    block: int
+    row: int
+    record: dict
+
+
 class SummarizeWorker:
     """Work items: {key, name, block and row of its description list, record: its context
     row without the description} -> rows of key, description (the summary), the row's tokens
@@ -61,10 +74,10 @@ class SummarizeWorker:
         self.chat = ((services or LLMServices()).chat(config.llm, stage="summarize")
                      if self.use_llm else None)
 
-    def __call__(self, work: list[dict], blocks: list[pa.Table]) -> pa.Table:
-        lists = read_descriptions(blocks, ((item["block"], item["row"]) for item in work),
+    def __call__(self, work: list[SummaryWork], blocks: list[pa.Table]) -> pa.Table:
+        lists = read_descriptions(blocks, ((item.block, item.row) for item in work),
                                   "descriptions")
-        rows = [(item["key"], item["name"], descriptions)
+        rows = [(item.key, item.name, descriptions)
                 for item, descriptions in zip(work, lists)]
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
@@ -72,7 +85,7 @@ class SummarizeWorker:
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
         for row, item in zip(out, work):
-            row["row_tokens"] = context_row_tokens(item["record"], row["description"],
+            row["row_tokens"] = context_row_tokens(item.record, row["description"],
                                                    self.config.tokenizer.encoding)
         return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
 

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from graphrag_ray.index.reports.summary_worker import SummarizeWorker
+from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.prompts_loader import load_prompts
@@ -11,12 +11,12 @@ from graphrag_ray.testing.llm_server import run_test_server
 from conftest import llm_config
 
 
-def _work(n: int) -> tuple[list[dict], list[pa.Table]]:
+def _work(n: int) -> tuple[list[SummaryWork], list[pa.Table]]:
     lists = [[f"PERSON {i} keeps a shop.", f"PERSON {i} sells coal in winter."] for i in range(n)]
     block = pa.table({"description": [""] * n, "descriptions": lists})
-    work = [{"key": i, "name": f"PERSON {i}", "block": 0, "row": i,
-             "record": {"human_readable_id": i, "title": f"PERSON {i}", "type": "PERSON",
-                        "description": None, "degree": 1}} for i in range(n)]
+    work = [SummaryWork(i, f"PERSON {i}", 0, i, {"human_readable_id": i, "title": f"PERSON {i}",
+                                                 "type": "PERSON", "description": None,
+                                                 "degree": 1}) for i in range(n)]
     return work, [block]
 
 
