@@ -37,8 +37,7 @@ def by_batch(ctx: BuildContext, phase: str, stages: frozenset[str],
                      f"{report.batches} batches ({report.reattached} re-attached), "
                      f"{report.answered} answered, {report.failed_lines} lines failed, "
                      f"{report.wall_s:g} s")
-    figures = ctx.figures.setdefault("batch", {"phases": {}})
-    figures["phases"][phase] = {
+    ctx.figures.batch_phases[phase] = {
         "rounds": len(rounds), "batches": sum(r.batches for r in rounds),
         "requests": sum(r.requests for r in rounds),
         "answered": sum(r.answered for r in rounds),

@@ -138,7 +138,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 reused = int(sum(extraction.column("reused").to_pylist()))
                 manifest["update"] = {**update.summary(), "chunks": {
                     "reused": reused, "extracted": extraction.num_rows - reused},
-                    "communities": ctx.figures.get("community_changes")}
+                    "communities": ctx.figures.community_changes}
             store.publish(ctx.staged, manifest)  # Last: readers now open this version.
             manifest["version"] = ctx.staged.version
             if config.output.keep_versions:
@@ -179,7 +179,7 @@ def _report_inputs(ctx: BuildContext, input_url: str, extraction,
     if reports.kept_out_warning():
         warnings = warnings + [reports.kept_out_warning()]
     read = len(reports.files) - len(reports.skipped)
-    ctx.figures["input_files"] = {"read": read, "skipped": len(skipped)}
+    ctx.figures.input_files = {"read": read, "skipped": len(skipped)}
     for warning in warnings:
         ctx.progress(f"warning: {warning}")
     for item in skipped:
@@ -215,7 +215,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         services.ledger() if services.limiter is not None else None,
         {phase: Usage(**{k: figures[k] for k in ("calls", "prompt_tokens",
                                                   "completion_tokens")})
-         for phase, figures in ctx.figures.get("batch", {}).get("phases", {}).items()})
+         for phase, figures in ctx.figures.batch_phases.items()})
     if services.limiter is not None:
         llm_usage["rate_limiter"] = services.limiter.stats()
     if services.embedding_limiter is not None:
@@ -237,11 +237,14 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
                        if uses_embedding_endpoint(config) else HASHING_MODEL,
                        "dimensions": dimensions},
         **community_figures(communities),
-        "merge": ctx.figures["merge"],
+        "merge": ctx.figures.merge,
         # Sections of stages that only run when enabled.
-        **{name: ctx.figures[name] for name in ("repeated_passages", "resolution", "batch")
-           if name in ctx.figures},
-        "leiden": ctx.figures["leiden"],
+        **{name: section for name, section in (
+            ("repeated_passages", ctx.figures.repeated_passages),
+            ("resolution", ctx.figures.resolution),
+            ("batch", {"phases": ctx.figures.batch_phases} if ctx.figures.batch_phases
+             else None)) if section is not None},
+        "leiden": ctx.figures.leiden,
         "extraction": {
             "chunks": extraction.num_rows,
             "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
@@ -253,7 +256,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
                 n for s, n in zip(statuses, extraction.column("n_tokens").to_pylist())
                 if s == schema.REPEATED_PASSAGE)),
             **_kept_out(statuses, extraction.column("n_tokens").to_pylist(),
-                        ctx.figures.get("repeated_passages", {})),
+                        ctx.figures.repeated_passages or {}),
             "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
             # What could not be used of the replies, by reason (tuples.malformed_reason).
             "malformed_by_reason": dict(Counter(
@@ -264,7 +267,7 @@ def _manifest(ctx: BuildContext, input_url: str, extraction, described, tables, 
         "summaries": described.summaries,
         "reports_by_generation": count_generations(
             described.reports.column("generation").to_pylist()),
-        "input_files": ctx.figures["input_files"],
+        "input_files": ctx.figures.input_files,
         "skipped_inputs": skipped,
         "input_warnings": warnings,
         "timings_s": {**ctx.timings, "total": round(time.perf_counter() - started, 3)},

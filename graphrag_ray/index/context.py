@@ -4,7 +4,7 @@ A stage is a plain function `stage(ctx, inputs...) -> outputs` in its folder (`c
 `extract/`, `graph/`, `reports/`, `write/`, `embed/`); `build.build_index` is the list of them.
 The context carries what they all need: the config, the prompts, the LLM services (rate
 budgets and cache), the version being staged with its work area, and the progress sinks;
-stages report figures for the manifest into `ctx.figures`.
+stages report figures for the manifest into `ctx.figures` (`BuildFigures`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ Progress = Callable[[str], None]
 
 
 @dataclass
+class BuildFigures:
+    """What the stages measure for the manifest, each in its own field (None: the stage did
+    not run, and the manifest has no such section)."""
+    input_files: dict | None = None  # read, skipped (`build._report_inputs`)
+    repeated_passages: dict | None = None  # extraction's pass over the corpus
+    merge: dict | None = None  # the merge's stats
+    resolution: dict | None = None  # entity resolution, when enabled
+    leiden: dict = field(default_factory=dict)  # per level (`graph/communities`)
+    community_changes: dict | None = None  # an update: ids carried, similarity
+    batch_phases: dict[str, dict] = field(default_factory=dict)  # llm.batch: per phase
+
+
+@dataclass
 class BuildContext:
     config: GraphRagConfig
     prompts: dict[str, str]
@@ -38,8 +51,8 @@ class BuildContext:
     # RSS, its peak so far, and how much of the RSS is object store pages).
     timings: dict[str, float] = field(default_factory=dict)
     driver_rss_mb: dict[str, dict[str, int]] = field(default_factory=dict)
-    # Sections of the manifest the stages fill in (merge stats, Leiden figures, ...).
-    figures: dict = field(default_factory=dict)
+    # Sections of the manifest the stages fill in.
+    figures: "BuildFigures" = field(default_factory=lambda: BuildFigures())
     # Stage -> when it started, seconds from the context's creation (the build's timeline).
     stage_starts: dict[str, float] = field(default_factory=dict)
     created: float = field(default_factory=time.perf_counter)

@@ -218,7 +218,7 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     tokens = {key: n for _, passages in documents for key, _, n in passages if key}
     content = set(repeated.content.values())
     boilerplate = {k: n for k, n in repeated.documents_with.items() if k not in content}
-    ctx.figures["repeated_passages"] = {
+    ctx.figures.repeated_passages = {
         "passages": len(repeated.documents_with),
         "occurrences": sum(repeated.documents_with.values()),
         # Boilerplate: kept out of extraction everywhere (also its own text unit).

@@ -75,7 +75,7 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
         config.output.rows_per_part, ctx.tokenizer, canonical_names(aliases))],
         config.runtime, keep_blocks=True)
     entities, relationships = add_degrees(entities, relationships)
-    ctx.figures["merge"] = asdict(stats)
+    ctx.figures.merge = asdict(stats)
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
@@ -87,17 +87,16 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
     """`extraction`: the extraction's status rows (text_unit_id, document_id, seq), which say
     where each entity is mentioned (`provenance`). `previous_communities` (an update): the previous version's
     communities table; Leiden starts from it and its ids are carried over (`continuity`),
-    with what was kept in `ctx.figures["community_changes"]`."""
+    with what was kept in `ctx.figures.community_changes`."""
     with ctx.stage("communities"):
-        ctx.figures["leiden"] = {}
         previous = None if previous_communities is None else PreviousPartition.from_tables(
             previous_communities, graph.entities.column("id").to_pylist())
         communities = detect_communities(
             graph.entities, graph.relationships, graph.endpoints, ctx.config,
-            ctx.figures["leiden"], previous,
+            ctx.figures.leiden, previous,
             Provenance.from_tables(graph.entities, extraction))
         if previous is not None:
-            ctx.figures["community_changes"] = {
+            ctx.figures.community_changes = {
                 "per_level": carry_ids(communities, previous),
                 "level0_adjusted_rand_index": level0_similarity(
                     communities, previous, graph.entities.num_rows)}

@@ -119,7 +119,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
             figures.update(asdict(fold))
         else:
             entities = _without_aliases(entities)
-        ctx.figures["resolution"] = figures
+        ctx.figures.resolution = figures
         return entities, relationships, handles, aliases
 
 
