@@ -28,9 +28,8 @@ class RateLimiterActor:
         if self._changed is None:
             self._changed = asyncio.Event()
         while True:
-            tokens = self._budget.estimate(prompt_tokens, max_output, tag)
-            lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag, stage,
-                                                   prompt_tokens)
+            lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage,
+                                               time.monotonic())
             if lease is not None:
                 return lease
             # A release (refund, free slot) wakes every waiter before the refill time is up.

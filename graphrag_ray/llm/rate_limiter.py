@@ -250,6 +250,12 @@ class RateBudget:
             self._busy_s += elapsed
         self._area_updated = now
 
+    def request(self, prompt_tokens: int, max_output: int, tag: str, stage: str,
+                now: float) -> tuple[Lease | None, float]:
+        """`try_acquire` for a call of this prompt and output limit, its tokens estimated."""
+        return self.try_acquire(self.estimate(prompt_tokens, max_output, tag), now, tag, stage,
+                                prompt_tokens)
+
     def try_acquire(self, tokens: int, now: float, tag: str = "", stage: str = "",
                     prompt_tokens: int = 0) -> tuple[Lease | None, float]:
         """A lease for `tokens` (`prompt_tokens` of them the prompt, as we counted it), or
@@ -410,9 +416,8 @@ class LocalRateLimiter:
                 stage: str = "") -> Lease:
         with self._changed:
             while True:
-                tokens = self._budget.estimate(prompt_tokens, max_output, tag)
-                lease, wait = self._budget.try_acquire(tokens, time.monotonic(), tag, stage,
-                                                       prompt_tokens)
+                lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage,
+                                                   time.monotonic())
                 if lease is not None:
                     return lease
                 # A release (refund, free slot) wakes us before the refill time is up.
