@@ -198,7 +198,9 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
         kill_with_no_answer_in_transit(server, kill_driver, f"{index}-cache", cached_before,
                                        roots=(victim.pid,))
         assert IndexStore(index).open().version == earlier
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+        # Its own session, as the killed run's (see test_llm_runs: autogroup scheduling).
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env,
+                                  start_new_session=True)
         assert finished.returncode == 0, finished.stderr[-2000:]
         stats = server.stats()
     assert stats["repeated_successes"] == 0
