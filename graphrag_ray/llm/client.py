@@ -132,9 +132,12 @@ class LLMServices:
 
     def chat(self, config: LLMConfig, stage: str = "") -> "ChatClient":
         """`stage` names the build stage the budget's ledger counts these calls under."""
-        batch = self.batch if self.batch is not None and stage in self.batch.stages else None
         return ChatClient(config, limiter=self.limiter, cache=self.cache, stage=stage,
-                          batch=batch)
+                          batch=self.batch_for(stage))
+
+    def batch_for(self, stage: str):
+        """The batch mode a client of `stage` runs in (None: its requests go online)."""
+        return self.batch if self.batch is not None and stage in self.batch.stages else None
 
     def batched(self, batch) -> "LLMServices":
         """These services with `batch` for its stages (a batch round's pass, or the run

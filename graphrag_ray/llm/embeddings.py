@@ -118,10 +118,9 @@ class Embedder:
         self.config = config
         self.method = config.resolved_method()
         services = services or LLMServices()
-        batch = services.batch if services.batch is not None \
-            and stage in services.batch.stages else None
         self.client = (EmbeddingClient(config, limiter=services.embedding_limiter,
-                                       cache=services.cache, stage=stage, batch=batch)
+                                       cache=services.cache, stage=stage,
+                                       batch=services.batch_for(stage))
                        if self.method == "api" else None)
 
     @property
