@@ -94,14 +94,14 @@ def small_index(tmp_path_factory) -> Path:
 def carol_instances(carol_excerpt: Path):
     """The offline extraction's entity and relationship instances of the Carol excerpt."""
     from graphrag_ray.index.chunks.chunking import chunk_documents
-    from graphrag_ray.index.extract.stage import ExtractionWorker, flatten_instances
+    from graphrag_ray.index.extract.stage import NLPExtractionWorker, flatten_instances
     from graphrag_ray.input.loader import load_documents
     from graphrag_ray.prompts_loader import load_prompts
 
     config = load_config(None, ["runtime.engine=local"])
     units = chunk_documents(load_documents(str(carol_excerpt), config.input).documents,
                             config.chunks, config.tokenizer.encoding)
-    extraction = ExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
+    extraction = NLPExtractionWorker(config, load_prompts(config))(units.select(["id", "text"]))
     return (flatten_instances(extraction, "entities"),
             flatten_instances(extraction, "relationships"))
 

@@ -16,14 +16,13 @@ import tempfile
 import numpy as np
 
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.errors import IndexNotFoundError, InputError
+from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
-from graphrag_ray.index.extract.stage import extract_chunks
 from graphrag_ray.index.graph.communities import carried_down
 from graphrag_ray.index.graph.description_blocks import read_descriptions
-from graphrag_ray.index.graph.stage import find_communities, merge_graph
+from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.accounting import cost_usd
@@ -198,7 +197,12 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
              ("calls", "prompt_tokens", "completion_tokens")}
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
     total["cost_usd"] = None if None in costs else round(sum(costs), 6)
+    name = pipeline_name(config)
     return {
+        # The stages the build would run, in order (`index/pipelines.py`).
+        "pipeline": {"name": name, "stages": [
+            {"stage": stage.name, "calls": stage.calls, "about": stage.about}
+            for stage in pipeline(name, config)]},
         "documents": proxy.pop("documents"), "chunks": len(chunk_tokens),
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
         "stages": stages, "total": total,
@@ -253,13 +257,10 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
         ctx = BuildContext(proxy_config, prompts, LLMServices(), IndexStore(scratch).stage(),
                            progress=lambda _: None)
         _, root, files, _, _ = list_input_files(input_url, config.input)
-        extraction = extract_chunks(ctx, input_url, root, files, [0] * len(files), shards=1)
-        if not extraction.num_rows:
-            raise InputError(f"no readable documents under {input_url}")
+        state = run_stages(ctx, BuildState(input_url, root, files, [0] * len(files), 1, []),
+                           pipeline("dry_run", proxy_config))
         documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
-        graph = merge_graph(ctx, shards=1)
-        communities = find_communities(ctx, graph, extraction) \
-            if graph.entities.num_rows else []
+        extraction, graph, communities = state.extraction, state.graph, state.communities
     counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
                              graph.relationships.column("description_count").to_numpy()])
     multi = np.flatnonzero(counts > 1).tolist()
@@ -284,6 +285,9 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
 def format_estimate(estimate: dict) -> str:
     lines = [f"dry run: {estimate['documents']} documents, {estimate['chunks']} chunks, "
              f"{estimate['corpus_tokens']} tokens; model {estimate['model']}",
+             f"pipeline {estimate['pipeline']['name']}: " + " -> ".join(
+                 stage["stage"] + (f" ({stage['calls']})" if stage["calls"] else "")
+                 for stage in estimate["pipeline"]["stages"]),
              f"{'stage':<16}{'calls':>10}{'prompt_tokens':>16}{'completion_tokens':>19}"
              f"{'cost_usd':>12}"]
     for name, figures in {**estimate["stages"], "total": estimate["total"]}.items():

@@ -99,20 +99,39 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
     return documents
 
 
-def read_and_chunk(files: pa.Table, input_url: str, input_root: str, input_config: InputConfig,
-                   chunks_config: ChunksConfig, tokenizer: str, work_url: str,
-                   block_rows: int, boilerplate: bool = False,
-                   repeated: RepeatedPassages | None = None,
-                   min_passage_chars: int = 0,
-                   names_of: Callable[[str], set[str]] | None = None) -> Iterator[pa.Table]:
+@dataclass(frozen=True)
+class Reading:
+    """How every file of a build is read and chunked (the real extraction's pass and a batch
+    round's pass read alike). `block_rows`: chunks per yielded block, each a separate unit for
+    the extraction pool, so one long file still keeps every extraction actor busy.
+    `boilerplate`: a Project Gutenberg file's header and licence, and the `repeated`
+    passages, are cut from the text that is chunked, each kept once as a chunk of its own (in
+    its first document). `names_of`: what the offline extractor reads from a whole document
+    (the words it capitalises mid-sentence), given to each of its chunks as
+    `document_capitals` (the yielded blocks only), so that it does not depend on how chunks
+    are batched."""
+    input_url: str
+    input_root: str
+    input_config: InputConfig
+    chunks_config: ChunksConfig
+    tokenizer: str
+    work_url: str
+    block_rows: int
+    boilerplate: bool = False
+    repeated: RepeatedPassages | None = None
+    min_passage_chars: int = 0
+    names_of: Callable[[str], set[str]] | None = None
+
+
+def read_and_chunk(files: pa.Table, reading: Reading) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
-    `block_rows`: each block is a separate unit for the extraction pool, so one long file
-    still keeps every extraction actor busy. `boilerplate`: a Project Gutenberg file's
-    header and licence, and the `repeated` passages, are cut from the text that is chunked,
-    each kept once as a chunk of its own (in its first document). `names_of`: what the
-    offline extractor reads from a whole document (the words it capitalises mid-sentence),
-    given to each of its chunks as `document_capitals` (the yielded blocks only), so that it
-    does not depend on how chunks are batched."""
+    `reading.block_rows`, the documents and chunks written to `reading.work_url`."""
+    input_url, input_root, input_config = reading.input_url, reading.input_root, \
+        reading.input_config
+    chunks_config, tokenizer, work_url = reading.chunks_config, reading.tokenizer, \
+        reading.work_url
+    block_rows, boilerplate, repeated = reading.block_rows, reading.boilerplate, reading.repeated
+    min_passage_chars, names_of = reading.min_passage_chars, reading.names_of
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     indexes = files.column("file_index").to_pylist()

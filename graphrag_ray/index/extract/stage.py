@@ -8,6 +8,9 @@ reason, so no chunk disappears. Instance tables are flattened from these rows af
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Callable
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -15,7 +18,8 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items, map_table
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk, scan_passages, seq_file_index
+from graphrag_ray.index.chunks.read_and_chunk import (
+    Reading, read_and_chunk, scan_passages, seq_file_index)
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
@@ -67,56 +71,68 @@ EXTRACTION_SCHEMA = pa.schema([
 
 
 class ExtractionWorker:
-    """Heavy setup once per actor (client, prompts); `__call__` handles one batch. Input
-    columns besides id and text (the chunk's `seq`, size, document) are passed through.
-    Thread-safe: LLM batches are one chunk each, many at once per actor (`map_table`'s
-    shape), so the calls in flight follow the rate budget, not the batches' structure."""
+    """What every extraction method's worker does with a batch of chunks: one row per chunk
+    (a repeated passage's own text unit is never extracted), its text hash, and the input
+    columns besides id and text (the chunk's `seq`, size, document) passed through. Heavy
+    setup once per actor in `__init__`; `extract_row` is the method's own part."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None, kept_url: str | None = None):
         self.config = config
-        self.llm_mode = config.extraction.method == "llm"
-        # An update: the previous version's extractions, reused for chunks of the same text.
-        self.kept = KeptExtractions(kept_url) if kept_url and self.llm_mode else None
-        self.prompts = prompts
-        self.chat = ((services or LLMServices()).chat(config.llm, stage="extract")
-                     if self.llm_mode else None)
-        # One extractor for the actor: what it learns of the endpoint (no logit_bias) holds
-        # for every chunk.
-        self.extractor = GraphExtractor(config, prompts) if self.llm_mode else None
-        self.fatal: str | None = None
+
+    def extract_row(self, text_unit_id: str, text: str,
+                    document_capitals: set[str] | None) -> dict:
+        raise NotImplementedError
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        n = batch.num_rows
         repeated = batch.column("repeated_passage").to_pylist() \
-            if "repeated_passage" in batch.column_names else [False] * batch.num_rows
+            if "repeated_passage" in batch.column_names else [False] * n
+        capitals = batch.column("document_capitals").to_pylist() \
+            if "document_capitals" in batch.column_names else [None] * n
         texts = batch.column("text").to_pylist()
-        if self.llm_mode or "document_capitals" not in batch.column_names:
-            extract = self._llm_row if self.llm_mode else self._nlp_row
-        else:
-            # What the chunk's whole document capitalises mid-sentence (the reader's
-            # `names_of`) tells the names that open its sentences.
-            capitals = dict(zip(batch.column("id").to_pylist(),
-                                batch.column("document_capitals").to_pylist()))
-
-            def extract(text_unit_id: str, text: str) -> dict:
-                return self._nlp_row(text_unit_id, text, set(capitals[text_unit_id]))
         rows = [{**(_empty_row(text_unit_id, schema.REPEATED_PASSAGE) if skip
-                    else extract(text_unit_id, text)), "text_hash": text_hash(text)}
-                for text_unit_id, text, skip in zip(batch.column("id").to_pylist(), texts,
-                                                    repeated)]
+                    else self.extract_row(text_unit_id, text,
+                                          None if names is None else set(names))),
+                 "text_hash": text_hash(text)}
+                for text_unit_id, text, skip, names in zip(
+                    batch.column("id").to_pylist(), texts, repeated, capitals)]
         result = pa.Table.from_pylist(rows, schema=EXTRACTION_SCHEMA)
         for name in batch.column_names:
             if name not in ("id", "text", "document_capitals"):
                 result = result.append_column(name, batch.column(name))
         return result
 
-    def _nlp_row(self, text_unit_id: str, text: str,
-                 document_capitals: set[str] | None = None) -> dict:
-        records = extract_nlp(text, self.config.extraction.nlp_max_description_chars,
-                              document_capitals)
-        return _row(text_unit_id, records)
 
-    def _llm_row(self, text_unit_id: str, text: str) -> dict:
+class NLPExtractionWorker(ExtractionWorker):
+    """Offline: names and co-occurrences from the text (`nlp_extractor`), helped by what the
+    chunk's whole document capitalises mid-sentence (the reader's `names_of`), which tells
+    the names that open its sentences."""
+
+    def extract_row(self, text_unit_id: str, text: str,
+                    document_capitals: set[str] | None) -> dict:
+        return _row(text_unit_id, extract_nlp(
+            text, self.config.extraction.nlp_max_description_chars, document_capitals))
+
+
+class LLMExtractionWorker(ExtractionWorker):
+    """The paper's extraction (and gleanings) by the chat model. Thread-safe: batches are one
+    chunk each, many at once per actor (`map_table`'s shape), so the calls in flight follow
+    the rate budget, not the batches' structure."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None, kept_url: str | None = None):
+        super().__init__(config, prompts, services, kept_url)
+        # An update: the previous version's extractions, reused for chunks of the same text.
+        self.kept = KeptExtractions(kept_url) if kept_url else None
+        self.chat = (services or LLMServices()).chat(config.llm, stage="extract")
+        # One extractor for the actor: what it learns of the endpoint (no logit_bias) holds
+        # for every chunk.
+        self.extractor = GraphExtractor(config, prompts)
+        self.fatal: str | None = None
+
+    def extract_row(self, text_unit_id: str, text: str,
+                    document_capitals: set[str] | None) -> dict:
         kept = self.kept.get(text) if self.kept else None
         if kept is not None:
             return {"malformed_reasons": [], **kept, "text_unit_id": text_unit_id,
@@ -197,11 +213,6 @@ def spill_instances(extraction: pa.Table, work_url: str, shards: int,
 # Input files per read task (documents and chunks are written by the readers).
 FILES_PER_READ = 32
 CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
-# Chunks whose instances are written together, one piece per shard: fewer, larger objects on
-# storage. The progress bar moves a batch at a time, hence smaller batches for slow LLM work.
-INSTANCE_BATCH_CHUNKS = {"llm": 64, "nlp": 512}
-
-
 def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
                            files: list[str]) -> RepeatedPassages:
     """A pass over the files (in tasks, `FILES_PER_READ` at a time) before extraction:
@@ -241,7 +252,72 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     return repeated
 
 
-class _BatchPass(ExtractionWorker):
+@dataclass(frozen=True)
+class ExtractionMethod:
+    """What differs between `extraction.method`s, said once: the worker, how its pool is
+    shaped, how many chunks' instances are written together (one piece per shard: fewer,
+    larger objects on storage; the progress bar moves a batch at a time, hence smaller
+    batches for slow LLM work), whether the rows are kept for an update to reuse, and what
+    the reader gives it of each whole document."""
+    worker: type[ExtractionWorker]
+    instance_batch_chunks: int
+    calls_llm: bool
+    names_of: Callable[[str], set[str]] | None = None
+
+    def pool(self, ctx: BuildContext) -> dict:
+        """`map_table`'s pool arguments. An LLM method: one chunk per batch (one call's worth
+        at a time), as many at once as the budget can keep busy (a chunk's calls,
+        extraction then gleaning, are sequential). Offline: a CPU per worker."""
+        if not self.calls_llm:
+            return {"num_cpus": 1.0}
+        tokens_per_call = count_tokens(ctx.prompts["extract_graph"], ctx.tokenizer) \
+            + ctx.config.chunks.size
+        return {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
+                "shape": llm_pool_shape(ctx.config.llm, tokens_per_call)}
+
+
+EXTRACTION_METHODS = {
+    "llm": ExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True),
+    "nlp": ExtractionMethod(NLPExtractionWorker, instance_batch_chunks=512, calls_llm=False,
+                            names_of=midsentence_capitals),
+}
+
+
+@dataclass
+class ExtractionPlan:
+    """The files and how they are read and extracted: the same for a batch round's pass and
+    the real run. `previous_kept_url`: an update's previous extractions, reused for chunks
+    of the same text."""
+    method: ExtractionMethod
+    inputs: pa.Table  # file_index, path
+    reading: Reading
+    pool: dict  # `map_table`'s pool arguments
+    previous_kept_url: str | None = None
+
+    def worker_args(self, ctx: BuildContext, services: LLMServices) -> dict:
+        return {"config": ctx.config, "prompts": ctx.prompts, "services": services,
+                "kept_url": self.previous_kept_url}
+
+
+def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
+                    repeated: RepeatedPassages | None = None,
+                    previous_kept_url: str | None = None) -> ExtractionPlan:
+    config = ctx.config
+    method = EXTRACTION_METHODS[config.extraction.method]
+    pool = method.pool(ctx)
+    reading = Reading(input_url, input_root, config.input, config.chunks, ctx.tokenizer,
+                      ctx.work_url, pool.get("batch_size", config.runtime.batch_size),
+                      boilerplate=config.repeated_passages.enabled, repeated=repeated,
+                      min_passage_chars=config.repeated_passages.min_chars
+                      if repeated is not None else 0,
+                      names_of=method.names_of)
+    inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
+                       "path": pa.array(files, pa.string())})
+    return ExtractionPlan(method, inputs, reading, pool,
+                          previous_kept_url if method.calls_llm else None)
+
+
+class _BatchPass(LLMExtractionWorker):
     """A batch round's pass over the chunks: what the extraction asks and the cache cannot
     answer is deferred (the chunk stops there); only each chunk's status comes back."""
 
@@ -252,73 +328,43 @@ class _BatchPass(ExtractionWorker):
 _PASS_SCHEMA = pa.schema([("text_unit_id", pa.string()), ("status", pa.string())])
 
 
-def extract_by_batch(ctx: BuildContext, inputs: pa.Table, reading: dict, batching: dict,
-                     previous_kept_url: str | None) -> LLMServices:
+def extract_by_batch(ctx: BuildContext, plan: ExtractionPlan) -> LLMServices:
     """`llm.batch`: rounds of passes over the chunks (read and chunked as the real run reads
     them, into a scratch area) until a pass defers nothing. Returns the services the real
     run uses."""
     from graphrag_ray.index.batch_rounds import by_batch
 
     scratch_area = "_work/batch_pass"  # inside the staged version, removed after the rounds
-    scratch = {**reading, "work_url": ctx.staged.url_of(scratch_area)}
+    scratch = replace(plan.reading, work_url=ctx.staged.url_of(scratch_area))
 
     def run_pass(services: LLMServices) -> None:
-        map_table(inputs, _BatchPass, {"config": ctx.config, "prompts": ctx.prompts,
-                                       "services": services, "kept_url": previous_kept_url},
-                  ctx.config.runtime, output_schema=_PASS_SCHEMA, **batching,
-                  first=(read_and_chunk, scratch, FILES_PER_READ))
+        map_table(plan.inputs, _BatchPass, plan.worker_args(ctx, services),
+                  ctx.config.runtime, output_schema=_PASS_SCHEMA, **plan.pool,
+                  first=(read_and_chunk, {"reading": scratch}, FILES_PER_READ))
 
     services = by_batch(ctx, "extract", frozenset({"extract"}), run_pass)
     ctx.staged.remove(scratch_area)
     return services
 
 
-def extract_chunks(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
-                   chunk_estimates: list[int], shards: int,
-                   previous_kept_url: str | None = None) -> pa.Table:
+def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
+                   services: LLMServices | None = None,
+                   chunk_estimates: list[int] | None = None) -> pa.Table:
     """Input files -> (workers) documents and chunks into the work area -> extraction ->
     instances into `shards` pieces per batch. Returns one status row per chunk, in chunk
-    order; stops if every chunk failed. `chunk_estimates`: per file, for the progress bar.
-    `previous_kept_url`: an update's previous extractions, reused for chunks of the same
-    text."""
-    config = ctx.config
-    llm = config.extraction.method == "llm"
-    if llm:
-        # One chunk per batch (one call's worth at a time), as many at once as the budget
-        # can keep busy: a chunk's calls (extraction, gleaning) are sequential.
-        tokens_per_call = count_tokens(ctx.prompts["extract_graph"], ctx.tokenizer) \
-            + config.chunks.size
-        batching = {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
-                    "shape": llm_pool_shape(config.llm, tokens_per_call)}
-    else:
-        batching = {"num_cpus": 1.0}
-    inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
-                       "path": pa.array(files, pa.string())})
-    reading = {"input_url": input_url, "input_root": input_root, "input_config": config.input,
-               "chunks_config": config.chunks, "tokenizer": ctx.tokenizer,
-               "work_url": ctx.work_url,
-               "block_rows": batching.get("batch_size", config.runtime.batch_size)}
-    if not llm:
-        reading["names_of"] = midsentence_capitals
-    if config.repeated_passages.enabled:
-        reading["boilerplate"] = True
-        if len(files) >= config.repeated_passages.min_documents:
-            reading["repeated"] = find_repeated_passages(ctx, input_url, input_root, files)
-            reading["min_passage_chars"] = config.repeated_passages.min_chars
-    services = ctx.services
-    if llm and config.llm.batch:
-        services = extract_by_batch(ctx, inputs, reading, batching, previous_kept_url)
-    extraction = map_table(inputs, ExtractionWorker,
-                           {"config": config, "prompts": ctx.prompts, "services": services,
-                            "kept_url": previous_kept_url},
-                           config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **batching,
-                           first=(read_and_chunk, reading, FILES_PER_READ),
-                           then=(spill_instances, {
-                               "work_url": ctx.work_url, "shards": shards,
-                               "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if llm else None},
-                                 INSTANCE_BATCH_CHUNKS[config.extraction.method]),
-                           progress=ChunkProgress("extract", chunk_estimates, seq_file_index)
-                           if ctx.progress_bars else None)
+    order; stops if every chunk failed. `services`: the context's, or those a batch pass
+    returned; `chunk_estimates`: per file, for the progress bar."""
+    with ctx.stage("extract"):
+        extraction = map_table(
+            plan.inputs, plan.method.worker, plan.worker_args(ctx, services or ctx.services),
+            ctx.config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **plan.pool,
+            first=(read_and_chunk, {"reading": plan.reading}, FILES_PER_READ),
+            then=(spill_instances, {
+                "work_url": ctx.work_url, "shards": shards,
+                "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if plan.method.calls_llm
+                else None}, plan.method.instance_batch_chunks),
+            progress=ChunkProgress("extract", chunk_estimates, seq_file_index)
+            if ctx.progress_bars and chunk_estimates else None)
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.
     extraction = extraction.sort_by("seq")

@@ -1,0 +1,325 @@
+"""The build as declared lists of stages.
+
+A `Stage` is registered once, here: its name, what it reads from and writes to the
+`BuildState` (the products the stages hand each other, one field each), whether it calls an
+endpoint, and when config turns it on. A pipeline is a list of stage names over the same
+registry: `standard` (extraction by the LLM), `nlp` (offline extraction), their update
+variants (the same stages, then the update's figures), and `dry_run` (the offline stages an
+estimate builds its proxy graph with). `check_pipeline` proves each list well formed: every
+field a stage reads is written by a stage before it (or given by the listing).
+
+The stage functions live in their folders (`extract/`, `graph/`, `reports/`, `write/`,
+`embed/`) and know nothing of this module; each `_run_*` here is the one line that feeds a
+stage from the state and stores what it returns. A new stage: its module, one `_run_` adapter
+and one entry in `STAGES`, and its name in the pipelines that run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+
+from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed import WorkerPool
+from graphrag_ray.index.batch_rounds import by_batch
+from graphrag_ray.index.chunks.inputs_report import report_inputs
+from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.embed.by_batch import embed_by_batch
+from graphrag_ray.index.embed.feed import (
+    EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
+from graphrag_ray.index.extract.stage import (
+    ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
+from graphrag_ray.index.graph.communities import Community
+from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, merge_graph
+from graphrag_ray.index.pools import (
+    embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
+from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
+from graphrag_ray.index.write.tables import write_graph_tables, write_tables
+from graphrag_ray.llm.client import LLMServices, Usage
+
+
+@dataclass
+class BuildState:
+    """What the stages hand each other. The first fields are given before any stage runs
+    (the listing of the inputs); every other field is written by one stage."""
+    input_url: str
+    input_root: str
+    files: list[str]
+    chunk_estimates: list[int]  # per file, from its bytes (the progress bar's total)
+    shards: int  # of the instances, for the merge
+    ignored: list[dict]  # files the listing left out (other types)
+    update: UpdateBase | None = None  # the previous version an update builds on
+    # The pools and the embeddings feed: opened by stages, closed by `close`.
+    pools: list[WorkerPool] = field(default_factory=list)
+    summaries_pool: WorkerPool | None = None
+    feed: EmbeddingFeed | None = None
+    text_units: TextUnitEmbeddings | None = None
+    repeated: RepeatedPassages | None = None
+    plan: ExtractionPlan | None = None
+    extract_services: LLMServices | None = None
+    extraction: pa.Table | None = None  # one status row per chunk
+    skipped: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    graph: Graph | None = None
+    communities: list[Community] | None = None
+    report_services: LLMServices | None = None
+    described: SummariesAndReports | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # rows per table written
+    tables: dict[str, pa.Table] = field(default_factory=dict)  # written last (communities...)
+    embed_services: LLMServices | None = None
+    embedded: dict[str, int] = field(default_factory=dict)  # rows per embeddings table
+    dimensions: int | None = None
+    embed_usage: Usage | None = None
+
+    def close(self) -> None:
+        """The feed's thread and the pools, whatever stage stopped the build."""
+        if self.text_units:
+            self.text_units.reading_done.set()
+        if self.feed:
+            self.feed.stop()
+        for pool in self.pools:
+            pool.close()
+
+
+GIVEN = ("input_url", "input_root", "files", "chunk_estimates", "shards", "ignored", "update")
+
+
+def _always(config: GraphRagConfig) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """`run(ctx, state)` reads the `reads` fields of the state and sets the `writes` ones.
+    `calls`: the endpoint it may spend ("chat", "embeddings"), for the dry run and `doctor`;
+    `when`: the config that turns it on; `timed`: the runner times it under its name (a
+    stage whose function times its own steps says False)."""
+    name: str
+    run: Callable[[BuildContext, BuildState], None]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    calls: str | None = None
+    when: Callable[[GraphRagConfig], bool] = _always
+    timed: bool = True
+    about: str = ""
+
+
+def _run_embedding_feed(ctx: BuildContext, state: BuildState) -> None:
+    pool = embeddings_pool(ctx.config)
+    state.pools.append(pool)
+    state.feed = EmbeddingFeed(ctx.config, ctx.staged, ctx.services, pool)
+    state.text_units = TextUnitEmbeddings(state.feed, ctx.work_url)
+
+
+def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
+    if len(state.files) >= ctx.config.repeated_passages.min_documents:
+        state.repeated = find_repeated_passages(ctx, state.input_url, state.input_root,
+                                                state.files)
+
+
+def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
+    state.plan = plan_extraction(ctx, state.input_url, state.input_root, state.files,
+                                 state.repeated,
+                                 state.update.kept_extractions_url if state.update else None)
+
+
+def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
+    state.extract_services = extract_by_batch(ctx, state.plan)
+
+
+def _run_extract(ctx: BuildContext, state: BuildState) -> None:
+    state.extraction = extract_chunks(ctx, state.plan, state.shards, state.extract_services,
+                                      state.chunk_estimates)
+    if state.text_units:
+        state.text_units.reading_done.set()  # it submits the last pieces in the background
+
+
+def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
+    state.skipped, state.warnings = report_inputs(ctx, state.input_url, state.extraction,
+                                                  state.ignored)
+
+
+def _run_merge(ctx: BuildContext, state: BuildState) -> None:
+    state.graph = merge_graph(ctx, state.shards)
+
+
+def _run_summaries_pool(ctx: BuildContext, state: BuildState) -> None:
+    state.summaries_pool = summaries_pool(ctx.config, ctx.prompts)
+    state.pools.append(state.summaries_pool)
+
+
+def _run_communities(ctx: BuildContext, state: BuildState) -> None:
+    state.communities = find_communities(ctx, state.graph, state.extraction,
+                                         state.update.communities() if state.update else None)
+
+
+def _run_layout(ctx: BuildContext, state: BuildState) -> None:
+    lay_out(ctx, state.graph)
+
+
+def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:
+    state.report_services = by_batch(
+        ctx, "summaries_and_reports", frozenset({"summarize", "reports"}),
+        lambda deferring: summarize_and_report(ctx, state.graph, state.communities,
+                                               state.summaries_pool, services=deferring,
+                                               batch_pass=True))
+
+
+def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
+    state.described = summarize_and_report(
+        ctx, state.graph, state.communities, state.summaries_pool,
+        FinalTextsToEmbed(state.feed, state.graph.entities, state.graph.addresses)
+        if state.feed else None, services=state.report_services)
+
+
+def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
+    state.counts, state.tables = write_graph_tables(
+        ctx, state.graph, state.communities, state.described.reports, state.extraction,
+        state.summaries_pool)
+    state.graph = None  # the blocks' text leaves the object store
+    if state.text_units:
+        state.text_units.join()
+
+
+def _run_embed_batch(ctx: BuildContext, state: BuildState) -> None:
+    state.embed_services = embed_by_batch(ctx, state.tables)
+
+
+def _run_embed(ctx: BuildContext, state: BuildState) -> None:
+    feed = state.feed or EmbeddingFeed(ctx.config, ctx.staged,
+                                       state.embed_services or ctx.services,
+                                       state.summaries_pool)
+    state.embedded, state.dimensions, state.embed_usage = embed_index(
+        state.tables, ctx.staged, feed, state.feed is not None)
+
+
+def _run_write_tables(ctx: BuildContext, state: BuildState) -> None:
+    ctx.staged.remove("_work")
+    write_tables(ctx, state.tables)
+
+
+def _online_embeddings(config: GraphRagConfig) -> bool:
+    return uses_embedding_endpoint(config) and not config.embeddings.batch
+
+
+STAGES: dict[str, Stage] = {stage.name: stage for stage in [
+    Stage("embedding_feed", _run_embedding_feed, writes=("feed", "text_units"),
+          calls="embeddings", when=_online_embeddings, timed=False,
+          about="the embeddings endpoint's pool, embedding text units while extraction runs"),
+    Stage("repeated_passages", _run_repeated_passages, reads=("files",),
+          writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
+          about="a pass over the corpus for passages repeated across documents"),
+    Stage("plan_extraction", _run_plan_extraction, reads=("files", "repeated"),
+          writes=("plan",), timed=False, about="how the files are read, chunked, extracted"),
+    Stage("extract_batch", _run_extract_batch, reads=("plan",),
+          writes=("extract_services",), calls="chat",
+          when=lambda config: bool(config.llm.batch),
+          about="llm.batch: extraction and gleanings by the Batch API, in rounds"),
+    Stage("extract", _run_extract, reads=("plan", "shards", "extract_services", "text_units"),
+          writes=("extraction",),
+          calls="chat", timed=False,
+          about="read, chunk, extract by the LLM (and glean); instances spilled in shards"),
+    Stage("extract_nlp", _run_extract, reads=("plan", "shards", "text_units"),
+          writes=("extraction",),
+          timed=False, about="read, chunk, extract offline; instances spilled in shards"),
+    Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored"),
+          writes=("skipped", "warnings"), timed=False,
+          about="what was read, skipped, warned of; stops when nothing was read"),
+    Stage("merge", _run_merge, reads=("extraction", "shards"), writes=("graph",),
+          calls="chat", timed=False,
+          about="instances merged per shard (and entities resolved, when enabled)"),
+    # After the merge, whose Ray tasks need the CPUs its actors would hold; before Leiden,
+    # so the actors start while it runs.
+    Stage("summaries_pool", _run_summaries_pool, writes=("summaries_pool",), timed=False,
+          about="the pool for summaries, reports, the tables' writers"),
+    Stage("communities", _run_communities, reads=("graph", "extraction"),
+          writes=("communities",), timed=False, about="hierarchical Leiden"),
+    Stage("layout", _run_layout, reads=("graph",), timed=False,
+          about="entity positions for the explorer"),
+    Stage("summaries_and_reports_batch", _run_reports_batch,
+          reads=("graph", "communities", "summaries_pool"), writes=("report_services",),
+          calls="chat", when=lambda config: config.llm.batch is True and uses_chat_llm(config),
+          about="llm.batch: true: summaries and reports by the Batch API, level by level"),
+    Stage("summaries_and_reports", _run_summaries_and_reports,
+          reads=("graph", "communities", "summaries_pool", "feed", "report_services"),
+          writes=("described",),
+          calls="chat", about="element summaries and community reports, one schedule"),
+    Stage("write_graph_tables", _run_write_graph_tables,
+          reads=("graph", "communities", "described", "extraction", "summaries_pool",
+                 "text_units"),
+          writes=("counts", "tables"), timed=False,
+          about="entities, relationships, documents, text units, covariates written"),
+    Stage("embed_batch", _run_embed_batch, reads=("tables",), writes=("embed_services",),
+          calls="embeddings", when=lambda config: config.embeddings.batch,
+          about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
+    Stage("embed", _run_embed, reads=("tables", "feed", "summaries_pool", "embed_services"),
+          writes=("embedded", "dimensions", "embed_usage"), calls="embeddings",
+          about="embeddings of entities, reports, text units"),
+    Stage("write_tables", _run_write_tables, reads=("tables",), timed=False,
+          about="communities and reports written; the work area removed"),
+]}
+
+_BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
+          "report_inputs", "merge", "summaries_pool", "communities", "layout",
+          "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
+          "embed_batch", "embed", "write_tables"]
+_NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
+        if name != "extract_batch"]
+
+PIPELINES: dict[str, list[str]] = {
+    "standard": _BUILD,
+    "nlp": _NLP,
+    # An update runs the same stages: what it reuses (kept extractions, the previous
+    # communities) the stages read from the state's `update`; `build` adds its figures.
+    "standard_update": _BUILD,
+    "nlp_update": _NLP,
+    # The dry run's proxy graph: the offline build's own first stages.
+    "dry_run": ["repeated_passages", "plan_extraction", "extract_nlp", "report_inputs", "merge",
+                "communities"],
+}
+
+
+def pipeline_name(config: GraphRagConfig, update: bool = False) -> str:
+    name = "standard" if config.extraction.method == "llm" else "nlp"
+    return f"{name}_update" if update else name
+
+
+def pipeline(name: str, config: GraphRagConfig) -> list[Stage]:
+    """The stages of pipeline `name` that `config` turns on, in order."""
+    return [STAGES[stage] for stage in PIPELINES[name] if STAGES[stage].when(config)]
+
+
+def check_pipeline(names: list[str]) -> list[str]:
+    """What is wrong with a list of stage names: an unknown stage, or a field read before
+    any stage wrote it (an empty list: nothing)."""
+    problems, written = [], set(GIVEN)
+    for name in names:
+        stage = STAGES.get(name)
+        if stage is None:
+            problems.append(f"unknown stage {name!r}")
+            continue
+        missing = [f for f in stage.reads if f not in written and f not in _OPTIONAL]
+        problems += [f"{name} reads {f!r} before any stage writes it" for f in missing]
+        written.update(stage.writes)
+    return problems
+
+
+# Products a stage may read when a stage turned off by config never wrote them: the stage
+# then does without (no repeated passages, services of the context, no feed).
+_OPTIONAL = {"repeated", "extract_services", "report_services", "embed_services", "feed",
+             "text_units"}
+
+
+def run_stages(ctx: BuildContext, state: BuildState, stages: list[Stage]) -> BuildState:
+    """Each stage in turn; a stage that times itself is not timed again."""
+    for stage in stages:
+        if stage.timed:
+            with ctx.stage(stage.name):
+                stage.run(ctx, state)
+        else:
+            stage.run(ctx, state)
+    return state

@@ -1,0 +1,62 @@
+"""The build's pipelines are declared lists over one registry of stages: each list is well
+formed (nothing read before it is written), config turns stages on and off, the build and
+the dry run run the lists they say they run."""
+
+from graphrag_ray.config import load_config
+from graphrag_ray.index.estimate import estimate_index, format_estimate
+from graphrag_ray.index.pipelines import (
+    PIPELINES, STAGES, check_pipeline, pipeline, pipeline_name)
+from graphrag_ray.storage import IndexStore
+
+
+def test_every_pipeline_is_well_formed():
+    for name, stages in PIPELINES.items():
+        assert check_pipeline(stages) == [], name
+
+
+def test_a_stage_that_reads_what_nothing_wrote_yet_is_named():
+    assert check_pipeline(["merge", "plan_extraction", "extract"]) == [
+        "merge reads 'extraction' before any stage writes it"]
+    assert check_pipeline(["no_such_stage"]) == ["unknown stage 'no_such_stage'"]
+
+
+def test_every_stage_is_in_a_pipeline_and_says_what_it_does():
+    used = {stage for stages in PIPELINES.values() for stage in stages}
+    assert used == set(STAGES)
+    assert all(stage.about for stage in STAGES.values())
+
+
+def test_config_picks_the_pipeline_and_turns_stages_on():
+    offline = load_config(None, [])
+    assert pipeline_name(offline) == "nlp" and pipeline_name(offline, update=True) == "nlp_update"
+    names = [s.name for s in pipeline("nlp", offline)]
+    assert "extract_nlp" in names and "extract" not in names
+    assert not {"embedding_feed", "extract_batch", "summaries_and_reports_batch",
+                "embed_batch"} & set(names)
+    llm = load_config(None, ["extraction.method=llm", "llm.batch=extraction",
+                             "embeddings.method=api", "embeddings.api_base=http://e/v1"])
+    names = [s.name for s in pipeline(pipeline_name(llm), llm)]
+    assert names.index("extract_batch") < names.index("extract")
+    assert "summaries_and_reports_batch" not in names  # extraction only by batch
+    assert "embedding_feed" in names and "embed_batch" not in names
+    whole = load_config(None, ["extraction.method=llm", "llm.batch=true",
+                               "embeddings.method=api", "embeddings.api_base=http://e/v1",
+                               "embeddings.batch=true"])
+    names = [s.name for s in pipeline("standard", whole)]
+    assert {"extract_batch", "summaries_and_reports_batch", "embed_batch"} <= set(names)
+    assert "embedding_feed" not in names  # the embeddings wait for the final texts
+
+
+def test_the_build_records_the_stages_it_ran(small_index):
+    manifest = IndexStore(str(small_index)).read_manifest()
+    assert manifest["pipeline"]["name"] == "nlp"
+    assert manifest["pipeline"]["stages"] == [
+        s.name for s in pipeline("nlp", load_config(None, ["runtime.engine=local"]))]
+
+
+def test_the_dry_run_lists_the_pipeline(carol_excerpt):
+    config = load_config(None, ["runtime.engine=local", "extraction.method=llm"])
+    estimate = estimate_index(str(carol_excerpt), config)
+    assert [s["stage"] for s in estimate["pipeline"]["stages"]] == [
+        s.name for s in pipeline("standard", config)]
+    assert "extract (chat) -> report_inputs" in format_estimate(estimate)
