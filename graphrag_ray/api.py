@@ -33,13 +33,13 @@ from graphrag_ray.query.local_data import LocalData, local_data
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorIndex, open_vectors
-from graphrag_ray.storage import IndexStore, IndexVersion
+from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
 
 OnToken = Callable[[str], None]
 
 
 class GraphIndex:
-    def __init__(self, store: IndexVersion, manifest: dict, config: GraphRagConfig,
+    def __init__(self, store: IndexVersion, manifest: Manifest, config: GraphRagConfig,
                  cache: ResponseCache | None = None):
         self.store = store
         self.cache = cache
@@ -65,7 +65,7 @@ class GraphIndex:
         manifest = store.read_manifest()
         if config is None:
             config = config_from_manifest(manifest)
-        made_with = manifest.get("embeddings", {}).get("model", "")
+        made_with = manifest.embeddings.model or ""
         if made_with.startswith("hashing") and made_with != HASHING_MODEL:
             warnings.warn(f"{url}: its offline embeddings were made with older word rules "
                           f"({made_with}, now {HASHING_MODEL}); local, DRIFT and basic search "
@@ -75,7 +75,7 @@ class GraphIndex:
 
     @property
     def levels(self) -> list[int]:
-        return list(self.manifest["levels"])
+        return list(self.manifest.levels)
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         key = f"{name}:{','.join(columns or [])}"

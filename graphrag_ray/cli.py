@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -18,6 +19,9 @@ from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.distributed.engine import ray_initialized
 from graphrag_ray.errors import GraphRagError, environment_error
 from graphrag_ray.query.methods import QUERY_METHODS
+
+if TYPE_CHECKING:
+    from graphrag_ray.storage import Manifest
 
 
 def _eprint(message: str) -> None:
@@ -84,7 +88,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     from graphrag_ray.config import config_from_manifest
     from graphrag_ray.index.update import format_update_estimate, update_index
-    from graphrag_ray.storage import IndexStore
+    from graphrag_ray.storage import IndexStore, Manifest
 
     overrides = _build_overrides(args)
     # Without --config, the settings the index was built with.
@@ -93,13 +97,13 @@ def cmd_update(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = update_index(args.index, args.input, config, progress=_eprint,
                           progress_bars=not args.dry_run, dry_run=args.dry_run)
-    if result.get("no_change"):
-        print(f"no change: version {result['version']} is up to date with {args.input}")
-    elif args.dry_run:
+    if args.dry_run and not result.get("no_change"):
         print(json.dumps(result, indent=2) if args.json else format_update_estimate(result))
+    elif not isinstance(result, Manifest):
+        print(f"no change: version {result['version']} is up to date with {args.input}")
     else:
         _print_build(result, args.index, time.perf_counter() - started)
-        update = result["update"]
+        update = result.update
         print("update: documents " + ", ".join(f"{n} {k}" for k, n in
                                                 update["documents"].items())
               + f"; chunks {update['chunks']['reused']} reused, "
@@ -112,14 +116,14 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
-def kept_out_line(manifest: dict) -> str:
+def kept_out_line(manifest: Manifest) -> str:
     """What no extraction read, said in the build's summary (it was only in the manifest)."""
-    extraction, repeated = manifest["extraction"], manifest.get("repeated_passages", {})
+    extraction, repeated = manifest.extraction, manifest.repeated_passages or {}
     line = ""
-    if extraction.get("kept_out_tokens"):
-        line = (f"kept out of extraction: {extraction['kept_out_tokens']:,} tokens "
-                f"({extraction['kept_out_share']:.1%}): boilerplate "
-                f"{extraction['boilerplate_chunks']} text units"
+    if extraction.kept_out_tokens:
+        line = (f"kept out of extraction: {extraction.kept_out_tokens:,} tokens "
+                f"({extraction.kept_out_share:.1%}): boilerplate "
+                f"{extraction.boilerplate_chunks} text units"
                 + (f", of them {repeated['boilerplate_passages']} passages repeated in "
                    f"{repeated['occurrences'] - repeated.get('content_occurrences', 0)} places"
                    if repeated.get("boilerplate_passages") else ""))
@@ -130,35 +134,36 @@ def kept_out_line(manifest: dict) -> str:
     return line
 
 
-def _print_build(manifest: dict, output: str, seconds: float) -> None:
+def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
     from graphrag_ray.llm.accounting import format_usage_table
 
-    extraction = manifest["extraction"]
-    print(f"index version {manifest['version']} published at {output} in {seconds:.1f}s")
-    files = manifest["input_files"]
+    extraction = manifest.extraction
+    print(f"index version {manifest.version} published at {output} in {seconds:.1f}s")
+    files = manifest.input_files
     print(f"input: {files['read']} file{'s' if files['read'] != 1 else ''} read" + (
         f", {files['skipped']} skipped (see skipped_inputs in the manifest)"
         if files["skipped"] else ""))
-    print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
+    print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest.tables.items()))
     print("communities per level: " + ", ".join(
-        f"{k}: {v}" for k, v in manifest["communities_per_level"].items()))
-    reasons = extraction.get("malformed_by_reason") or {}
-    print(f"extraction: {extraction['chunks']} chunks, {extraction['failed_chunks']} failed, "
-          f"{extraction['malformed_records']} malformed records" + (
+        f"{k}: {v}" for k, v in manifest.communities_per_level.items()))
+    reasons = extraction.malformed_by_reason
+    print(f"extraction: {extraction.chunks} chunks, {extraction.failed_chunks} failed, "
+          f"{extraction.malformed_records} malformed records" + (
               " (" + "; ".join(f"{n} {reason}" for reason, n in sorted(
                   reasons.items(), key=lambda item: -item[1])) + ")" if reasons else ""))
     kept_out = kept_out_line(manifest)
     if kept_out:
         print(kept_out)
-    usage = manifest["llm_usage"]
-    if any(usage["total"].get(k) for k in ("calls", "cache_hits", "failed_calls")):
-        print(f"LLM usage ({usage['model']}):")
-        print(format_usage_table({**usage["stages"], "total": usage["total"]}))
-    if manifest["tables"]["entities"] == 0:
+    usage = manifest.llm_usage
+    if usage.total.calls or usage.total.cache_hits or usage.total.failed_calls:
+        print(f"LLM usage ({usage.model}):")
+        print(format_usage_table({name: figures.model_dump() for name, figures in
+                                  {**usage.stages, "total": usage.total}.items()}))
+    if manifest.tables.get("entities") == 0:
         _eprint("warning: no entities were extracted, so there is nothing to query; with "
                 "extraction.method=nlp only capitalised names are found")
-    if extraction["failed_chunks"]:
-        print(f"warning: {extraction['failed_chunks']} chunks failed; their reasons are in "
+    if extraction.failed_chunks:
+        print(f"warning: {extraction.failed_chunks} chunks failed; their reasons are in "
               "text_units.extraction_error", file=sys.stderr)
 
 
@@ -335,8 +340,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
     for version in store.versions():
         manifest = store.read_manifest(version)
         marker = "*" if version == current else " "
-        print(f"{marker} {version}  {manifest['created_at']}  "
-              + ", ".join(f"{k}={v}" for k, v in manifest["tables"].items()))
+        print(f"{marker} {version}  {manifest.created_at}  "
+              + ", ".join(f"{k}={v}" for k, v in manifest.tables.items()))
     return 0
 
 

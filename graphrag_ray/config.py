@@ -14,12 +14,15 @@ import re
 import warnings
 from datetime import date
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from graphrag_ray.errors import ConfigError
+
+if TYPE_CHECKING:  # the storage layer's imports are not every worker's to pay
+    from graphrag_ray.storage.manifest import Manifest
 
 
 class _Section(BaseModel):
@@ -695,10 +698,11 @@ def _describe_validation_error(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def config_from_manifest(manifest: dict, overrides: list[str] | None = None) -> GraphRagConfig:
+def config_from_manifest(manifest: Manifest, overrides: list[str] | None = None
+                         ) -> GraphRagConfig:
     """The build's config (it holds no API key: `config_from_data` takes it from the
     environment)."""
-    data = known_settings(copy.deepcopy(manifest.get("config", {})))
+    data = known_settings(copy.deepcopy(manifest.config))
     # The build's engine is not a query preference: queries use Ray only when attached to it.
     data.setdefault("runtime", {})["engine"] = "auto"
     return config_from_data(data, overrides, source="the index manifest")

@@ -21,6 +21,10 @@ class IndexNotFoundError(GraphRagError):
     """No published index at the given URL."""
 
 
+class IndexFormatError(GraphRagError):
+    """An index this version of graphrag-ray cannot read (written by a later one)."""
+
+
 def environment_error(exc: BaseException) -> str | None:
     """What the user should read for a failure of the environment rather than of our code:
     missing cloud credentials, an unreachable object store, a denied permission, a path that

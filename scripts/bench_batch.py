@@ -81,16 +81,16 @@ def main() -> int:
         print(f"{'':8} {'wall s':>8} {'online calls':>13} {'batch lines':>12} "
               f"{'chat tokens':>15} {'embed tokens':>13} {'cost':>9}")
         for mode, (manifest, wall, stats) in results.items():
-            stages = manifest["llm_usage"]["stages"]
-            tokens = sum(f["prompt_tokens"] + f["completion_tokens"]
+            stages = manifest.llm_usage.stages
+            tokens = sum(f.prompt_tokens + f.completion_tokens
                          for name, f in stages.items() if not name.startswith("embed"))
-            embedded = sum(f["prompt_tokens"] for name, f in stages.items()
+            embedded = sum(f.prompt_tokens for name, f in stages.items()
                            if name.startswith("embed"))
             online = sum(v for k, v in stats["by_kind"].items() if not k.startswith("batch:"))
             print(f"{mode:8} {wall:8.1f} {online:13,} {stats['batch'].get('lines', 0):12,} "
                   f"{tokens:15,} {embedded:13,} "
-                  f"${manifest['llm_usage']['total']['cost_usd']:.4f}")
-        for phase, f in results["batch"][0]["batch"]["phases"].items():
+                  f"${manifest.llm_usage.total.cost_usd:.4f}")
+        for phase, f in results["batch"][0].batch["phases"].items():
             print(f"batch {phase}: {f['rounds']} rounds, {f['batches']} batches, "
                   f"{f['requests']} requests, {f['failed_lines']} failed lines, "
                   f"{f['wall_s']:.1f} s waiting and collecting")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_query import PODCAST, ensure_index, first_questions, server_config  # noqa: E402
 from graphrag_ray import GraphIndex, load_config  # noqa: E402
 from graphrag_ray.index.build import build_index  # noqa: E402
-from graphrag_ray.storage import IndexStore  # noqa: E402
+from graphrag_ray.storage import IndexStore, Manifest  # noqa: E402
 from graphrag_ray.testing.llm_server import run_test_server  # noqa: E402
 
 
@@ -47,12 +47,12 @@ def timed_build(corpus: Path, out: str, config) -> tuple[float | None, dict]:
     return time.perf_counter() - started, manifest
 
 
-def usage_line(name: str, manifest: dict, wall: float | None) -> str:
-    stages = manifest.get("llm_usage", {}).get("stages", {})
+def usage_line(name: str, manifest: Manifest, wall: float | None) -> str:
+    stages = manifest.llm_usage.stages
     chat = {k: v for k, v in stages.items() if k != "embed"}
-    calls = sum(v.get("calls", 0) for v in chat.values())
-    tokens = sum(v.get("prompt_tokens", 0) + v.get("completion_tokens", 0) for v in chat.values())
-    embed = stages.get("embed", {}).get("calls", 0)
+    calls = sum(v.calls for v in chat.values())
+    tokens = sum(v.prompt_tokens + v.completion_tokens for v in chat.values())
+    embed = stages["embed"].calls if "embed" in stages else 0
     return (f"{name:28} {'-' if wall is None else f'{wall:7.1f}':>8} {calls:>11,} {embed:>11,} "
             f"{tokens:>13,}")
 

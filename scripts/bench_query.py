@@ -37,7 +37,7 @@ def server_config(url: str, overrides: list[str]):
 
 def ensure_index(path: str, corpus: Path, overrides: list[str]) -> None:
     try:
-        IndexStore(path).open().read_manifest()["tables"]["embeddings_text_unit_text"]
+        IndexStore(path).open().read_manifest().tables["embeddings_text_unit_text"]
         return
     except Exception:  # missing, or built before embeddings: (re)build, cached calls reused
         pass
@@ -45,7 +45,7 @@ def ensure_index(path: str, corpus: Path, overrides: list[str]) -> None:
         started = time.perf_counter()
         manifest = build_index(str(corpus), path, server_config(server.url, overrides),
                                progress=lambda _: None)
-        print(f"built {path} in {time.perf_counter() - started:.1f}s: {manifest['tables']}")
+        print(f"built {path} in {time.perf_counter() - started:.1f}s: {manifest.tables}")
 
 
 def first_questions(path: str, count: int) -> list[str] | None:

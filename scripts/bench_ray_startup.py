@@ -73,7 +73,7 @@ def main() -> int:
         manifest = build_index(str(ROOT / "tests" / "data" / "christmas_carol"), output, config,
                                progress=lambda _: None)
         builds.append({"wall_s": round(time.perf_counter() - started, 2),
-                       **{k: manifest["timings_s"][k] for k in ("extract", "merge",
+                       **{k: manifest.timings_s[k] for k in ("extract", "merge",
                                                                 "summaries_and_reports")}})
     figures["offline_carol_builds"] = builds
     ray.shutdown()

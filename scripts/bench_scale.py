@@ -79,7 +79,7 @@ def index_corpus(name: str, corpus: Path, out: Path, extra: list[str]) -> dict:
         raise SystemExit(f"{name}: index failed\n{run.stderr[-2000:]}")
     manifest = IndexStore(str(out)).read_manifest()
     worker_mb, worker = workers.largest()
-    version = out / "versions" / manifest["version"]
+    version = out / "versions" / manifest.version
     return {"name": name, "wall_s": round(wall, 1), "manifest": manifest,
             "largest_worker_mb": worker_mb, "largest_worker": worker,
             "index_mb": round(directory_mb(version), 1)}
@@ -144,20 +144,20 @@ def main() -> int:
     print("|" + "---|" * (11 + len(stages)))
     for run in runs:
         m = run["manifest"]
-        t = m["timings_s"]
-        print(f"| {run['name']} | {m['tables']['text_units']:,} | {m['tables']['entities']:,} | "
-              f"{m['tables']['relationships']:,} | {m['tables']['communities']:,} | "
+        t = m.timings_s
+        print(f"| {run['name']} | {m.tables['text_units']:,} | {m.tables['entities']:,} | "
+              f"{m.tables['relationships']:,} | {m.tables['communities']:,} | "
               f"{run['wall_s']} | " + " | ".join(f"{t.get(s, 0):.1f}" for s in stages)
-              + f" | {m['driver_peak_rss_mb']} | {run['largest_worker_mb']} | {run['index_mb']} |")
+              + f" | {m.driver_peak_rss_mb} | {run['largest_worker_mb']} | {run['index_mb']} |")
     print("\ndriver RSS after each stage, MB (of which object store pages):")
     for run in runs:
-        by_stage = run["manifest"]["driver_rss_mb_by_stage"]
+        by_stage = run["manifest"].driver_rss_mb_by_stage
         print(f"  {run['name']}: " + ", ".join(
             f"{s} {by_stage[s]['after']} ({by_stage[s].get('object_store_pages')})"
             for s in stages if s in by_stage))
     print("\nLeiden inside the builds:")
     for run in runs:
-        print(f"  {run['name']}: {json.dumps(run['manifest']['leiden'])}")
+        print(f"  {run['name']}: {json.dumps(run['manifest'].leiden)}")
     if len(runs) >= 2 and runs[0]["name"].startswith("synthetic"):
         base = runs[0]
         for run in runs[1:]:

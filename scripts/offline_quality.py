@@ -139,7 +139,7 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: li
     entities = version.read_table(schema.ENTITIES, ["title", "type"]).to_pylist()
     top = top_titles(index)
     answers = global_answers(code, index, questions)
-    repeated = manifest.get("repeated_passages", {})
+    repeated = manifest.repeated_passages or {}
     verdicts = [on_topic.get(question, {}).get(point) for question, answer in
                 zip(questions, answers) for point in map(point_key, answer_points(answer))]
     judged = [v for v in verdicts if v is not None]
@@ -154,10 +154,10 @@ def measure(code: Path, corpus: Path, index: Path, junk: set[str], questions: li
                                   for e in entities),
         # Copies of passages repeated across documents, against the corpus's tokens.
         "repeated_passage_token_share": round(repeated.get("tokens_not_extracted", 0) /
-                                              max(1, manifest["extraction"]["chunk_tokens"]), 4),
+                                              max(1, manifest.extraction.chunk_tokens), 4),
         # Text units kept out of extraction (framed licences, one copy of each repeat).
-        "boilerplate_token_share": round(manifest["extraction"].get("boilerplate_tokens", 0) /
-                                         max(1, manifest["extraction"]["chunk_tokens"]), 4),
+        "boilerplate_token_share": round(manifest.extraction.boilerplate_tokens /
+                                         max(1, manifest.extraction.chunk_tokens), 4),
         "repeated_points_in_10_global_answers": sum(map(repeated_points, answers)),
         "global_answers": "ok" if len(answers) == len(questions) else answers[0],
         "answer_points": len(verdicts),

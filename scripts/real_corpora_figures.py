@@ -52,21 +52,21 @@ def main() -> None:
     manifest, version = build({"two.txt": pair})
     titles = set(version.read_table("entities", ["title"]).column("title").to_pylist())
     figures["two_books"] = {"corpus_tokens": count_tokens(pair),
-                            "boilerplate_tokens": manifest["extraction"]["boilerplate_tokens"],
+                            "boilerplate_tokens": manifest.extraction.boilerplate_tokens,
                             "entities": len(titles), "second_hero_found": "NEMO" in titles}
     staves = re.split(r"(?=\nSTAVE )", BODY)
     shelf = "\n".join(HEADER + staves[i % len(staves)] + LICENCE for i in range(22)) * 3
     manifest, _ = build({"shelf.txt": shelf})
     figures["22_books_x3"] = {"corpus_tokens": count_tokens(shelf),
-                              "boilerplate_tokens": manifest["extraction"]["boilerplate_tokens"],
-                              "chunks": manifest["extraction"]["chunks"]}
+                              "boilerplate_tokens": manifest.extraction.boilerplate_tokens,
+                              "chunks": manifest.extraction.chunks}
     one, _ = build({"carol.txt": BODY})
     five, _ = build({f"carol-{i}.txt": f"Copy {i} of the book, for reading group {i}.\n\n{BODY}"
                      for i in range(5)})
     figures["five_copies"] = {
-        "entities_one": one["tables"]["entities"], "entities_five": five["tables"]["entities"],
-        "documents": five["tables"]["documents"], "chunks_one": one["extraction"]["chunks"],
-        "chunks_five": five["extraction"]["chunks"],
+        "entities_one": one.tables["entities"], "entities_five": five.tables["entities"],
+        "documents": five.tables["documents"], "chunks_one": one.extraction.chunks,
+        "chunks_five": five.extraction.chunks,
         "repeated_tokens_not_extracted": five.get("repeated_passages", {}).get(
             "tokens_not_extracted")}
     data = bytearray(CAROL.replace("'", "’").encode())
@@ -74,7 +74,7 @@ def main() -> None:
     manifest, version = build({"book.txt": bytes(data)})
     texts = " ".join(version.read_table("text_units", ["text"]).column("text").to_pylist())
     figures["one_bad_byte"] = {"mojibake": texts.count("â€"),
-                               "warning": manifest["input_warnings"][0][:160]}
+                               "warning": manifest.input_warnings[0][:160]}
     figures["sentence_openers"] = [e["title"] for e in extract_nlp(
         "Alice met Bob in Paris. François dit bonjour.").entities]
     print(json.dumps(figures, indent=1, ensure_ascii=False))

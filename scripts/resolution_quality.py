@@ -58,7 +58,7 @@ def main() -> int:
         manifest, wall = build(Path(args.input), work / "on", args.engine, True)
         aliases = tables(work / "on", schema.ENTITY_ALIASES, schema.ENTITY_ALIAS_COLUMNS)
         rows = sorted(aliases.to_pylist(), key=lambda r: -r["score"])
-        figures = {"wall_s": round(wall, 1), "resolution": manifest.get("resolution"),
+        figures = {"wall_s": round(wall, 1), "resolution": manifest.resolution,
                    "top_merges": [(r["alias"], r["entity_title"], r["score"], r["method"])
                                   for r in rows[:args.top]]}
     else:
@@ -85,19 +85,19 @@ def main() -> int:
         off, on = runs[False][0], runs[True][0]
         figures = {
             "tokens": corpus.tokens, "engine": args.engine, "quality": quality,
-            "entities": {"off": off["tables"][schema.ENTITIES],
-                         "on": on["tables"][schema.ENTITIES]},
-            "communities": {"off": off["tables"][schema.COMMUNITIES],
-                            "on": on["tables"][schema.COMMUNITIES]},
-            "communities_per_level": {"off": off["communities_per_level"],
-                                      "on": on["communities_per_level"]},
+            "entities": {"off": off.tables[schema.ENTITIES],
+                         "on": on.tables[schema.ENTITIES]},
+            "communities": {"off": off.tables[schema.COMMUNITIES],
+                            "on": on.tables[schema.COMMUNITIES]},
+            "communities_per_level": {"off": off.communities_per_level,
+                                      "on": on.communities_per_level},
             # A community whose members changed gets a new report.
             "communities_same_members": len(members[False] & members[True]),
             "communities_new_members": len(members[True] - members[False]),
             "wall_s": {"off": round(runs[False][1], 1), "on": round(runs[True][1], 1)},
-            "build_s": {"off": off["timings_s"]["total"], "on": on["timings_s"]["total"]},
-            "resolve_s": on["timings_s"].get("resolve"),
-            "resolution": on.get("resolution")}
+            "build_s": {"off": off.timings_s["total"], "on": on.timings_s["total"]},
+            "resolve_s": on.timings_s.get("resolve"),
+            "resolution": on.resolution}
     print(json.dumps(figures, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))

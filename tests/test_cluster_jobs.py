@@ -94,9 +94,9 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
             assert "[extract] done in" in logs.stdout and "index version" in logs.stdout
 
             index = GraphIndex.open(output, config=llm_config(server))
-            assert index.manifest["extraction"]["failed_chunks"] == 0
-            assert index.manifest["config"]["runtime"]["engine"] == "ray"
-            assert calls == index.manifest["llm_usage"]["total"]["calls"] > 0
+            assert index.manifest.extraction.failed_chunks == 0
+            assert index.manifest.config["runtime"]["engine"] == "ray"
+            assert calls == index.manifest.llm_usage.total.calls > 0
             assert index.global_search("Who is Scrooge?", level=0).sources.reports
 
             # A client without the cluster's token is turned away.
@@ -115,7 +115,7 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
             assert f"error: input not found: s3://{s3_bucket}/nothing/" in failed.stdout
     finally:
         cluster.close()
-    assert IndexStore(output).versions() == [index.manifest["version"]]  # the failure published nothing
+    assert IndexStore(output).versions() == [index.manifest.version]  # the failure published nothing
 
 
 def _extraction_actor_pids(cluster: "LocalCluster") -> list[int]:
@@ -180,14 +180,14 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
     assert len(set(units.column("id").to_pylist())) == units.num_rows
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
     manifest = store.read_manifest()
-    assert manifest["extraction"]["chunks"] == units.num_rows
+    assert manifest.extraction.chunks == units.num_rows
     # Every call the provider billed is in the manifest, once, whatever Ray retried: answered
     # calls in the usage, and those whose worker died before the answer as unsettled (of
     # those, the ones killed before their request went out were never billed).
-    usage = manifest["llm_usage"]
+    usage = manifest.llm_usage
     billed = stats["usage_by_model"]["test-model"]["calls"]
-    assert usage["total"]["calls"] <= billed \
-        <= usage["total"]["calls"] + usage["rate_limiter"]["unsettled_calls"]
+    assert usage.total.calls <= billed \
+        <= usage.total.calls + usage.rate_limiter["unsettled_calls"]
     reports = store.read_table(schema.COMMUNITY_REPORTS)
     assert reports.num_rows == store.read_table(schema.COMMUNITIES).num_rows
     # No fallback: every report by the LLM, but those of communities too small to ask for.

@@ -2,6 +2,7 @@ import pytest
 
 from graphrag_ray.config import GraphRagConfig, interpolate_env, load_config
 from graphrag_ray.errors import ConfigError
+from graphrag_ray.storage import Manifest
 
 
 def test_env_interpolation_with_default_and_unset():
@@ -72,8 +73,9 @@ def test_auto_methods_follow_extraction():
 def test_an_older_index_manifest_with_a_renamed_key_still_opens():
     from graphrag_ray.config import config_from_manifest
 
-    manifest = {"config": {"merge": {"instances_per_shard": 250000, "shards": 3},
-                           "retired_section": {"x": 1}, "chunks": {"size": 300}}}
+    manifest = Manifest.read({"config": {"merge": {"instances_per_shard": 250000, "shards": 3},
+                                         "retired_section": {"x": 1}, "chunks": {"size": 300}}},
+                             "an old index")
     config = config_from_manifest(manifest)
     assert config.merge.shards == 3 and config.chunks.size == 300
     with pytest.raises(ConfigError, match="unknown key"):
@@ -91,7 +93,8 @@ def test_the_old_tokenizer_key_still_works_with_a_deprecation_warning(tmp_path):
 def test_an_old_manifest_keeps_its_tokenizer_without_a_warning(recwarn):
     from graphrag_ray.config import config_from_manifest
 
-    config = config_from_manifest({"config": {"chunks": {"encoding_model": "p50k_base"}}})
+    config = config_from_manifest(Manifest.read(
+        {"config": {"chunks": {"encoding_model": "p50k_base"}}}, "an old index"))
     assert config.tokenizer.encoding == "p50k_base"
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
 

@@ -33,11 +33,11 @@ def _check_index(path_or_url, config=None):
     assert tables[schema.TEXT_UNITS].column_names == schema.TEXT_UNIT_COLUMNS
     communities = tables[schema.COMMUNITIES].to_pylist()
     entity_ids = set(tables[schema.ENTITIES].column("id").to_pylist())
-    for level in manifest["levels"]:
+    for level in manifest.levels:
         members = [e for c in communities if c["level"] == level for e in c["entity_ids"]]
         assert sorted(members) == sorted(entity_ids), f"level {level} is not a partition"
     assert tables[schema.COMMUNITY_REPORTS].num_rows == len(communities)
-    assert manifest["extraction"]["chunks"] == tables[schema.TEXT_UNITS].num_rows
+    assert manifest.extraction.chunks == tables[schema.TEXT_UNITS].num_rows
     return manifest, tables
 
 
@@ -56,9 +56,9 @@ def test_offline_cli_index_and_query_on_ray(tmp_path):
     assert "core_worker" not in run.stderr and " E " not in run.stderr, run.stderr[-3000:]
     assert "LLM usage" not in run.stdout
     manifest, tables = _check_index(out)
-    assert tables[schema.ENTITIES].num_rows > 100 and len(manifest["levels"]) >= 2
-    assert manifest["llm_usage"]["total"]["calls"] == 0
-    assert 50 < manifest["driver_peak_rss_mb"] < 2048
+    assert tables[schema.ENTITIES].num_rows > 100 and len(manifest.levels) >= 2
+    assert manifest.llm_usage.total.calls == 0
+    assert 50 < manifest.driver_peak_rss_mb < 2048
     query = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index", str(out),
                             "--method", "global", "--level", "1", "--json",
                             "Who is Bob Cratchit?"], capture_output=True, text=True, timeout=300)
@@ -79,16 +79,16 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         manifest = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)
         stats = server.stats()
         manifest, tables = _check_index(out)
-        assert manifest["extraction"]["failed_chunks"] == 0
+        assert manifest.extraction.failed_chunks == 0
         # Every chunk is extracted once but the book's Gutenberg header and licence (kept as
         # text units of their own, never extracted).
-        assert manifest["extraction"]["boilerplate_chunks"] == 2
-        chunks = manifest["extraction"]["chunks"] - manifest["extraction"]["boilerplate_chunks"]
+        assert manifest.extraction.boilerplate_chunks == 2
+        chunks = manifest.extraction.chunks - manifest.extraction.boilerplate_chunks
         assert stats["by_kind"]["extract_graph"] == chunks
         assert stats["by_kind"]["claims"] == chunks
         generations = tables[schema.COMMUNITY_REPORTS].column("generation").to_pylist()
         assert set(generations) - {SMALL_COMMUNITY} == {"llm"}  # no fallback
-        assert manifest["reports_by_generation"] == {
+        assert manifest.reports_by_generation == {
             ("llm" if g == "llm" else "extractive"): generations.count(g)
             for g in set(generations)}
         covariates = IndexStore(str(out)).open().read_table(schema.COVARIATES)
@@ -109,7 +109,7 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         requests = server.stats()["requests"]
         rerun = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)
         assert server.stats()["requests"] == requests
-        assert rerun["llm_usage"]["total"]["calls"] == 0
+        assert rerun.llm_usage.total.calls == 0
 
 
 def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
@@ -124,15 +124,15 @@ def test_flaky_llm_loses_no_chunk(carol_excerpt, tmp_path):
     failed = [u for u in units if u["extraction_status"] == "failed"]
     assert 0 < len(failed) < len(units)
     assert all("HTTP 503" in u["extraction_error"] for u in failed)
-    assert manifest["extraction"]["failed_chunks"] == len(failed)
-    assert manifest["extraction"]["malformed_records"] > 0
+    assert manifest.extraction.failed_chunks == len(failed)
+    assert manifest.extraction.malformed_records > 0
     # The test server's malformed reply: a name without type or description, and a record of
     # no known kind.
-    assert manifest["extraction"]["malformed_by_reason"] == {
+    assert manifest.extraction.malformed_by_reason == {
         "entity record needs name, type, description":
-            manifest["extraction"]["malformed_records"] // 2,
-        "unknown record kind": manifest["extraction"]["malformed_records"] // 2}
-    generations = manifest["reports_by_generation"]
+            manifest.extraction.malformed_records // 2,
+        "unknown record kind": manifest.extraction.malformed_records // 2}
+    generations = manifest.reports_by_generation
     assert generations.get("extractive fallback", 0) > 0 and generations.get("llm", 0) > 0
 
 
@@ -222,8 +222,8 @@ def test_the_build_summary_counts_files_read_and_skipped(carol_excerpt, capsys):
     printed = capsys.readouterr().out
     assert "input: 1 file read, 2 skipped (see skipped_inputs in the manifest)" in printed
     manifest = IndexStore(str(out)).open().read_manifest()
-    assert manifest["input_files"] == {"read": 1, "skipped": 2}
-    assert sorted(s["path"] for s in manifest["skipped_inputs"]) == ["empty.txt", "slides.pptx"]
+    assert manifest.input_files == {"read": 1, "skipped": 2}
+    assert sorted(s["path"] for s in manifest.skipped_inputs) == ["empty.txt", "slides.pptx"]
 
 
 def test_index_takes_an_exported_api_key(carol_excerpt, monkeypatch, capsys):
@@ -261,7 +261,7 @@ def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol
     store = IndexStore(str(out)).open()
     units = store.read_table(schema.TEXT_UNITS)
     assert set(units.column("extraction_status").to_pylist()) == {"ok"}
-    assert manifest["extraction"]["malformed_records"] == 0
+    assert manifest.extraction.malformed_records == 0
     reports = store.read_table(schema.COMMUNITY_REPORTS)
     # No fallback: every report by the LLM, but those of communities too small to ask for.
     assert reports.num_rows and \
@@ -273,7 +273,7 @@ def test_each_endpoint_personality_indexes_every_chunk(personality, model, carol
         assert statuses.count(400) == (2 if model == "my-azure-deployment" else 0)
         answered = [params for status, params in sent if status == 200]
         assert answered and all(params == ("max_completion_tokens",) for params in answered)
-        assert manifest["llm_usage"]["rate_limiter"]["learned_request_shape"] == (
+        assert manifest.llm_usage.rate_limiter["learned_request_shape"] == (
             None if model == "o3-mini" else
             "max_completion_tokens, no temperature, no logit_bias, +4096 reasoning tokens")
 
@@ -293,5 +293,5 @@ def test_azure_openai_by_config(carol_excerpt):
         manifest = build_index(str(carol_excerpt), str(out), config, progress=lambda _: None)
         billed = server.stats()["usage_by_model"]
     assert set(billed) == {"graph-extraction", "embedding-deployment"}
-    assert manifest["extraction"]["failed_chunks"] == 0
-    assert manifest["embeddings"]["model"] == "embedding-deployment"
+    assert manifest.extraction.failed_chunks == 0
+    assert manifest.embeddings.model == "embedding-deployment"

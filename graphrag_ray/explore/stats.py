@@ -26,26 +26,24 @@ def index_facts(version: IndexVersion) -> dict:
     """What the explorer's facts page and `stats` print: corpus, tables, levels, LLM usage
     and cost, stage timings, from the manifest alone."""
     manifest = version.read_manifest()
-    usage = manifest.get("llm_usage", {})
-    config = manifest.get("config", {})
+    usage, config = manifest.llm_usage, manifest.config
     return {
-        "version": manifest.get("version"), "created_at": manifest.get("created_at"),
-        "input": manifest.get("input"),
-        "corpus": {"documents": manifest["tables"].get(schema.DOCUMENTS),
-                   "chunks": manifest.get("extraction", {}).get("chunks"),
-                   "tokens": manifest.get("extraction", {}).get("chunk_tokens")},
-        "tables": manifest["tables"],
-        "communities_per_level": manifest.get("communities_per_level", {}),
+        "version": manifest.version, "created_at": manifest.created_at,
+        "input": manifest.input,
+        "corpus": {"documents": manifest.tables.get(schema.DOCUMENTS),
+                   "chunks": manifest.extraction.chunks,
+                   "tokens": manifest.extraction.chunk_tokens},
+        "tables": manifest.tables,
+        "communities_per_level": manifest.communities_per_level,
         "extraction_method": config.get("extraction", {}).get("method"),
-        "model": usage.get("model"), "llm_total": usage.get("total", {}),
-        "llm_by_stage": {stage: {k: v for k, v in figures.items()
-                                 if k in ("calls", "prompt_tokens", "completion_tokens",
-                                          "rate_limited", "cost_usd")}
-                         for stage, figures in usage.get("stages", {}).items()},
+        "model": usage.model, "llm_total": usage.total.model_dump(),
+        "llm_by_stage": {stage: figures.model_dump(include={
+            "calls", "prompt_tokens", "completion_tokens", "rate_limited", "cost_usd"})
+                         for stage, figures in usage.stages.items()},
         "limits": {"requests_per_minute": config.get("llm", {}).get("requests_per_minute"),
                    "tokens_per_minute": config.get("llm", {}).get("tokens_per_minute")},
-        "timings_s": manifest.get("timings_s", {}),
-        "resolution": manifest.get("resolution"),
+        "timings_s": manifest.timings_s,
+        "resolution": manifest.resolution,
         "query_methods": query_methods(config),
     }
 
@@ -131,9 +129,9 @@ def write_plots(version: IndexVersion, out_dir: str | Path) -> list[Path]:
     axis.set(title="Degree distribution", xlabel="degree", ylabel="entities")
     save(figure, "degree_distribution")
 
-    timeline = manifest.get("llm_usage", {}).get("rate_limiter", {}).get("timeline")
+    timeline = (manifest.llm_usage.rate_limiter or {}).get("timeline")
     if timeline and sum(timeline["requests"]):
-        limits = manifest.get("config", {}).get("llm", {})
+        limits = manifest.config.get("llm", {})
         width = max(1, int(round(60.0 / timeline["bucket_s"])))
         t = (np.arange(len(timeline["requests"])) + 1) * timeline["bucket_s"]
 
@@ -154,7 +152,7 @@ def write_plots(version: IndexVersion, out_dir: str | Path) -> list[Path]:
         bottom.set(xlabel="seconds since the budget opened")
         save(figure, "llm_usage")
 
-    starts, timings = manifest.get("stage_starts_s", {}), manifest.get("timings_s", {})
+    starts, timings = manifest.stage_starts_s, manifest.timings_s
     stages = sorted((s for s in starts if s in timings), key=lambda s: starts[s])
     figure, axis = plt.subplots(figsize=(8, 0.4 * len(stages) + 1.5))
     for i, stage in enumerate(stages):

@@ -25,7 +25,7 @@ from graphrag_ray.llm.client import LLMServices, check_endpoint
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.progress import estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, Manifest
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def default_cache_url(output_url: str) -> str:
 
 def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 progress: Progress = log.info, progress_bars: bool = False,
-                update: UpdateBase | None = None) -> dict:
+                update: UpdateBase | None = None) -> Manifest:
     """Build the index and publish it at `output_url`; returns the manifest. `update`: the
     previous version this build updates (`index/update.py`)."""
     started = time.perf_counter()
@@ -70,8 +70,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         try:
             run_stages(ctx, state, stages)
             manifest = build_manifest(ctx, state, name, [s.name for s in stages], started)
-            store.publish(ctx.staged, manifest)  # Last: readers now open this version.
-            manifest["version"] = ctx.staged.version
+            manifest = store.publish(ctx.staged, manifest)  # Last: readers now open it.
             if config.output.keep_versions:
                 for pruned in store.prune(config.output.keep_versions):
                     progress(f"pruned index version {pruned}")

@@ -27,7 +27,8 @@ from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.prompts_loader import load_prompts, render
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, Manifest
+from graphrag_ray.storage.manifest import StageUsage
 from graphrag_ray.tokens import count_tokens
 
 # Assumed completion sizes (fractions of the configured maxima, or of the input).
@@ -39,34 +40,33 @@ SUMMARY_OUTPUT_FRACTION = 0.5
 REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, before the cap
 
 
-def measured_rates(manifest: dict, config: GraphRagConfig, prompts: dict[str, str]) -> dict | None:
+def measured_rates(manifest: Manifest, config: GraphRagConfig, prompts: dict[str, str]
+                   ) -> dict | None:
     """What a previous build of the same index with the same model and extraction settings
     measured, per LLM stage: calls per chunk (cache hits included: they were calls once)
     and prompt and completion tokens per call. None when it is not comparable."""
-    stages = manifest.get("llm_usage", {}).get("stages", {})
-    extraction = manifest.get("extraction", {})
+    stages, extraction = manifest.llm_usage.stages, manifest.extraction
     # What reached the model: boilerplate chunks (a licence, repeated passages and openings,
     # kept as text units of their own) are never extracted.
-    chunks = extraction.get("chunks", 0) - extraction.get("boilerplate_chunks", 0)
-    chunk_tokens = extraction.get("chunk_tokens", 0) - extraction.get("boilerplate_tokens", 0)
-    if not chunks or manifest.get("llm_usage", {}).get("model") != config.llm.model or \
-            manifest.get("extraction_fingerprint") != extraction_fingerprint(config, prompts):
+    chunks = extraction.chunks - extraction.boilerplate_chunks
+    chunk_tokens = extraction.chunk_tokens - extraction.boilerplate_tokens
+    if not chunks or manifest.llm_usage.model != config.llm.model or \
+            manifest.extraction_fingerprint != extraction_fingerprint(config, prompts):
         return None
     rates = {}
-    extract = stages.get("extract", {})
-    if extract.get("calls") and not extract.get("cache_hits") and chunk_tokens:
+    extract = stages.get("extract", StageUsage())
+    if extract.calls and not extract.cache_hits and chunk_tokens:
         # What the model writes per token it reads; the conversation's structure (gleaning
         # resends it) stays the exact model's.
-        rates["extract"] = {"output_per_input_token": extract["completion_tokens"]
-                            / chunk_tokens}
+        rates["extract"] = {"output_per_input_token": extract.completion_tokens / chunk_tokens}
     for name in ("summarize", "reports"):
-        usage = stages.get(name, {})
-        if usage.get("calls"):  # tokens are known only for calls that were made
+        usage = stages.get(name, StageUsage())
+        if usage.calls:  # tokens are known only for calls that were made
             rates[name] = {
-                "calls_per_chunk": (usage["calls"] + usage.get("cache_hits", 0)) / chunks,
-                "prompt_per_call": usage["prompt_tokens"] / usage["calls"],
-                "completion_per_call": usage["completion_tokens"] / usage["calls"]}
-    return {"version": manifest.get("version"), "chunks": chunks, "stages": rates} \
+                "calls_per_chunk": (usage.calls + usage.cache_hits) / chunks,
+                "prompt_per_call": usage.prompt_tokens / usage.calls,
+                "completion_per_call": usage.completion_tokens / usage.calls}
+    return {"version": manifest.version, "chunks": chunks, "stages": rates} \
         if rates else None
 
 

@@ -21,6 +21,7 @@ from graphrag_ray.llm.client import Usage
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.resources import driver_rss_mb
+from graphrag_ray.storage.manifest import MANIFEST_VERSION, Manifest
 
 
 def community_figures(communities: list[Community]) -> dict:
@@ -84,7 +85,7 @@ def _kept_out(statuses: list[str], tokens: list[int], repeated: dict) -> dict:
 
 
 def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
-                   stages: list[str], started: float) -> dict:
+                   stages: list[str], started: float) -> Manifest:
     """The version's manifest: what the stages measured (`ctx.figures`, the state), the
     settings and fingerprints an update compares, the LLM usage and cost."""
     config, services = ctx.config, ctx.services
@@ -104,6 +105,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         llm_usage["embeddings_rate_limiter"] = services.embedding_limiter.stats()
     statuses = extraction.column("status").to_pylist()
     manifest = {
+        "manifest_version": MANIFEST_VERSION,
         "format_version": schema.INDEX_FORMAT_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(),
         "input": state.input_url,
@@ -165,4 +167,4 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         manifest["update"] = {**state.update.summary(), "chunks": {
             "reused": reused, "extracted": extraction.num_rows - reused},
             "communities": ctx.figures.community_changes}
-    return manifest
+    return Manifest.model_validate(manifest)

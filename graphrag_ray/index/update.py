@@ -35,13 +35,14 @@ from graphrag_ray.index.previous_version import (
     INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, Manifest
 
 def update_index(index_url: str, input_url: str, config: GraphRagConfig | None = None,
                  progress: Progress = print, progress_bars: bool = False,
-                 dry_run: bool = False) -> dict:
-    """Update the index at `index_url` to the corpus at `input_url`; returns the new manifest,
-    or {"no_change": True, ...} when there is nothing to do, or the dry run's estimate.
+                 dry_run: bool = False) -> Manifest | dict:
+    """Update the index at `index_url` to the corpus at `input_url`; returns the new version's
+    manifest, or {"no_change": True, ...} when there is nothing to do, or the dry run's
+    estimate.
     `config`: defaults to the settings the index was built with."""
     store = IndexStore(index_url)
     previous = store.open()
@@ -52,7 +53,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     inputs = input_fingerprints(fs, root, files)
     diff = diff_inputs(previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES)
                        else None, inputs)
-    same_settings = manifest.get("settings_fingerprint") == settings_fingerprint(config, prompts)
+    same_settings = manifest.settings_fingerprint == settings_fingerprint(config, prompts)
     counts = {k: len(v) for k, v in diff.items()}
     progress(f"documents since version {previous.version}: " + ", ".join(
         f"{n} {k}" for k, n in counts.items()) + ("" if same_settings else "; settings changed"))
@@ -61,7 +62,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if dry_run:
         return _estimate(fs, root, diff, config, previous.version,
                          measured_rates(manifest, config, prompts))
-    same_extraction = manifest.get("extraction_fingerprint") == \
+    same_extraction = manifest.extraction_fingerprint == \
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, diff,
                       previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None)

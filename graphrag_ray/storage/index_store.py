@@ -24,7 +24,7 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Iterator
 
 import fsspec
 import pyarrow as pa
@@ -33,6 +33,7 @@ from fsspec.implementations.local import LocalFileSystem
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.manifest import Manifest
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 log = logging.getLogger(__name__)
@@ -146,15 +147,15 @@ class IndexVersion:
                 f"table {name!r} is missing from version {self.version} of {self.url}")
         return pa.concat_tables(tables)
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: Manifest) -> None:
         self.fs.makedirs(self.root, exist_ok=True)
         with self.fs.open(self._path(schema.MANIFEST), "w") as handle:
-            json.dump(manifest, handle, indent=2, sort_keys=True, default=str)
+            json.dump(manifest.as_json(), handle, indent=2, sort_keys=True, default=str)
 
-    def read_manifest(self) -> dict[str, Any]:
+    def read_manifest(self) -> Manifest:
         try:
             with self.fs.open(self._path(schema.MANIFEST), "r") as handle:
-                return json.load(handle)
+                return Manifest.read(json.load(handle), f"version {self.version} of {self.url}")
         except FileNotFoundError:
             raise IndexNotFoundError(
                 f"version {self.version} of {self.url} was never published "
@@ -241,13 +242,17 @@ class IndexStore:
             stop.set()
             thread.join()
 
-    def publish(self, staged: IndexVersion, manifest: dict[str, Any]) -> None:
+    def publish(self, staged: IndexVersion, manifest: Manifest) -> Manifest:
+        """Writes `manifest` (with the version's id) into `staged`, then points readers at
+        it; returns the manifest as published."""
         staged.remove(HEARTBEAT)
-        staged.write_manifest({**manifest, "version": staged.version})
+        manifest = manifest.model_copy(update={"version": staged.version})
+        staged.write_manifest(manifest)
         self.fs.makedirs(self.root, exist_ok=True)
         pointer = {"version": staged.version,
                    "published_at": datetime.now(timezone.utc).isoformat()}
         write_atomically(self.fs, f"{self.root}/{POINTER}", json.dumps(pointer).encode("utf-8"))
+        return manifest
 
     def published_version(self) -> str:
         try:
@@ -266,7 +271,7 @@ class IndexStore:
                                      f"published versions: {', '.join(self.versions()) or 'none'}")
         return opened
 
-    def read_manifest(self, version: str | None = None) -> dict[str, Any]:
+    def read_manifest(self, version: str | None = None) -> Manifest:
         return self.open(version).read_manifest()
 
     def _version_ids(self) -> list[str]:

@@ -111,4 +111,4 @@ def test_llm_build_equals_its_golden_tables_and_a_rerun_calls_nothing(engine, ex
         manifest = build_index(str(excerpt), str(tmp_path / "index"), config,
                                progress=lambda _: None)
         assert server.stats()["requests"] == served
-        assert manifest["llm_usage"]["total"]["calls"] == 0
+        assert manifest.llm_usage.total.calls == 0

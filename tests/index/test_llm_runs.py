@@ -32,12 +32,12 @@ def test_warm_cache_rerun_makes_no_llm_call(carol_excerpt, tmp_path):
     with run_test_server() as server:
         first = _build(server, carol_excerpt, tmp_path / "i")
         calls = server.stats()["requests"]
-        assert first["llm_usage"]["total"]["calls"] == calls > 0
+        assert first.llm_usage.total.calls == calls > 0
         second = _build(server, carol_excerpt, tmp_path / "i", "llm.api_key=another-key")
         assert server.stats()["requests"] == calls
-        assert second["llm_usage"]["total"]["calls"] == 0
-        assert second["llm_usage"]["total"]["cache_hits"] == calls
-        assert second["tables"] == first["tables"]
+        assert second.llm_usage.total.calls == 0
+        assert second.llm_usage.total.cache_hits == calls
+        assert second.tables == first.tables
         _build(server, carol_excerpt, tmp_path / "i", "cache.enabled=false")
         assert server.stats()["requests"] == 2 * calls
 
@@ -46,19 +46,19 @@ def test_rerun_after_failures_calls_only_for_the_failed_chunks(carol_excerpt, tm
     overrides = ("extraction.max_gleanings=0", "llm.max_retries=0")
     with run_test_server(rate_5xx=0.3, seed=11) as flaky:
         first = _build(flaky, carol_excerpt, tmp_path / "i", *overrides)
-    failed = first["extraction"]["failed_chunks"]
+    failed = first.extraction.failed_chunks
     assert failed > 0
     # Summaries that failed fell back to extractive ones, counted with their reason.
-    assert first["summaries"]["extractive_fallbacks"] > 0
-    assert "LLM summary failed" in first["summaries"]["first_fallback_reasons"][0]
+    assert first.summaries["extractive_fallbacks"] > 0
+    assert "LLM summary failed" in first.summaries["first_fallback_reasons"][0]
     with run_test_server() as healthy:
         second = _build(healthy, carol_excerpt, tmp_path / "i", *overrides)
         assert healthy.stats()["by_kind"]["extract_graph"] == failed
-    extract = second["llm_usage"]["stages"]["extract"]
-    assert extract["calls"] == failed
-    assert extract["cache_hits"] == first["extraction"]["chunks"] - failed
-    assert second["extraction"]["failed_chunks"] == 0
-    assert second["summaries"]["extractive_fallbacks"] == 0
+    extract = second.llm_usage.stages["extract"]
+    assert extract.calls == failed
+    assert extract.cache_hits == first.extraction.chunks - failed
+    assert second.extraction.failed_chunks == 0
+    assert second.summaries["extractive_fallbacks"] == 0
 
 
 @pytest.mark.parametrize("engine, kind, calls", [
@@ -122,7 +122,7 @@ def test_dry_run_predicts_extraction_calls(carol_excerpt, tmp_path):
         manifest = build_index(str(carol_excerpt), str(tmp_path / "i"), config,
                                progress=lambda _: None)
     predicted = estimate["stages"]["extract"]["calls"]
-    actual = manifest["llm_usage"]["stages"]["extract"]["calls"]
+    actual = manifest.llm_usage.stages["extract"].calls
     assert abs(predicted - actual) <= 0.1 * actual
     assert estimate["total"]["calls"] > predicted  # summaries and reports are estimated too
 

@@ -49,8 +49,8 @@ def test_config_picks_the_pipeline_and_turns_stages_on():
 
 def test_the_build_records_the_stages_it_ran(small_index):
     manifest = IndexStore(str(small_index)).read_manifest()
-    assert manifest["pipeline"]["name"] == "nlp"
-    assert manifest["pipeline"]["stages"] == [
+    assert manifest.pipeline.name == "nlp"
+    assert manifest.pipeline.stages == [
         s.name for s in pipeline("nlp", load_config(None, ["runtime.engine=local"]))]
 
 

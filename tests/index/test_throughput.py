@@ -25,14 +25,14 @@ def test_one_file_still_fills_the_budget_with_calls_in_flight(engine, carol_exce
         manifest = build_index(str(carol_excerpt), str(tmp_path / "index"), config,
                                progress=lambda _: None)
         stats = server.stats()
-    chunks = manifest["extraction"]["chunks"]
-    assert chunks >= 20 and manifest["extraction"]["failed_chunks"] == 0
+    chunks = manifest.extraction.chunks
+    assert chunks >= 20 and manifest.extraction.failed_chunks == 0
     # Every chunk's call at once is what this budget allows at 0.5 s a call. (On Ray, the read
     # task's chunks once reached the pool as one block: one extraction call at a time.)
     assert stats["peak_in_flight_by_kind"]["extract_graph"] >= 16
     billed = stats["usage_by_model"]["test-model"]
-    total = manifest["llm_usage"]["total"]
-    assert (total["calls"], total["prompt_tokens"], total["completion_tokens"]) == (
+    total = manifest.llm_usage.total
+    assert (total.calls, total.prompt_tokens, total.completion_tokens) == (
         billed["calls"], billed["prompt_tokens"], billed["completion_tokens"])
 
 
@@ -47,7 +47,7 @@ def test_text_unit_embeddings_run_while_extraction_does(carol_excerpt, tmp_path)
     first_embedding = min(t for t, kind, status, _ in log if kind == "embeddings")
     last_extraction = max(t for t, kind, status, _ in log if kind == "extract_graph")
     assert first_embedding < last_extraction
-    assert manifest["tables"]["embeddings_text_unit_text"] == manifest["extraction"]["chunks"]
+    assert manifest.tables["embeddings_text_unit_text"] == manifest.extraction.chunks
 
 
 def test_usage_is_what_the_provider_billed_through_429s_and_5xx(carol_excerpt, tmp_path):
@@ -57,9 +57,9 @@ def test_usage_is_what_the_provider_billed_through_429s_and_5xx(carol_excerpt, t
         manifest = build_index(str(carol_excerpt), str(tmp_path / "index"), config,
                                progress=lambda _: None)
         stats = server.stats()
-    total = manifest["llm_usage"]["total"]
+    total = manifest.llm_usage.total
     billed = stats["usage_by_model"]["test-model"]
-    assert total["calls"] == billed["calls"] == stats["by_status"]["200"]
-    assert total["rate_limited"] == stats["by_status"]["429"]
-    assert total["prompt_tokens"] == billed["prompt_tokens"]
-    assert total["cached_tokens"] == billed["cached_tokens"] > 0  # gleaning turns
+    assert total.calls == billed["calls"] == stats["by_status"]["200"]
+    assert total.rate_limited == stats["by_status"]["429"]
+    assert total.prompt_tokens == billed["prompt_tokens"]
+    assert total.cached_tokens == billed["cached_tokens"] > 0  # gleaning turns

@@ -76,11 +76,11 @@ def test_adding_a_document_pays_for_it_alone_and_equals_a_full_build(tmp_path):
         updated = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
         calls = server.stats()["by_kind"]
         build_index(str(corpus), full, _config(server, tmp_path / "full"), **QUIET)
-    update = updated["update"]
+    update = updated.update
     assert update["documents"] == {"added": 1, "changed": 0, "deleted": 0, "unchanged": 3}
-    assert update["chunks"]["reused"] == first["extraction"]["chunks"]
+    assert update["chunks"]["reused"] == first.extraction.chunks
     new_chunks = update["chunks"]["extracted"]
-    assert 0 < new_chunks < first["extraction"]["chunks"]
+    assert 0 < new_chunks < first.extraction.chunks
     # Extraction was asked of the new document's chunks only.
     assert calls["extract_graph"] == new_chunks
     # Same graph as a full build of the four documents.
@@ -99,7 +99,7 @@ def test_adding_a_document_pays_for_it_alone_and_equals_a_full_build(tmp_path):
                     == before[cid]["full_content"]]
     assert same_reports
     assert calls.get("community_report", 0) < len(reports_after)
-    assert updated["llm_usage"]["stages"]["reports"]["cache_hits"] > 0
+    assert updated.llm_usage.stages["reports"].cache_hits > 0
 
 
 def test_an_update_on_ray_reads_the_kept_extractions_in_its_workers(ray_session, tmp_path):
@@ -111,9 +111,9 @@ def test_an_update_on_ray_reads_the_kept_extractions_in_its_workers(ray_session,
         server.reset()
         updated = update_index(index, str(corpus), _config(server, out, "ray"), **QUIET)
         calls = server.stats()["by_kind"]
-    assert updated["config"]["runtime"]["engine"] == "ray"
-    assert updated["update"]["chunks"]["reused"] == first["extraction"]["chunks"]
-    assert calls["extract_graph"] == updated["update"]["chunks"]["extracted"] > 0
+    assert updated.config["runtime"]["engine"] == "ray"
+    assert updated.update["chunks"]["reused"] == first.extraction.chunks
+    assert calls["extract_graph"] == updated.update["chunks"]["extracted"] > 0
     _assert_partitions(index)
 
 
@@ -128,7 +128,7 @@ def test_deleting_a_document_removes_what_only_it_mentioned(tmp_path):
         updated = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
         assert server.stats()["by_kind"].get("extract_graph", 0) == 0
         build_index(str(corpus), full, _config(server, tmp_path / "full"), **QUIET)
-    assert updated["update"]["documents"]["deleted"] == 1
+    assert updated.update["documents"]["deleted"] == 1
     assert _graph(index) == _graph(full)
     units = _tables(index, schema.TEXT_UNITS)
     documents = _tables(index, schema.DOCUMENTS)
@@ -153,8 +153,8 @@ def test_an_update_with_no_change_calls_nothing_and_publishes_nothing(tmp_path):
         server.reset()
         result = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
         assert server.stats()["requests"] == 0
-    assert result["no_change"] and result["version"] == built["version"]
-    assert IndexStore(index).versions() == [built["version"]]
+    assert result["no_change"] and result["version"] == built.version
+    assert IndexStore(index).versions() == [built.version]
 
 
 def test_update_cli_dry_run_names_the_changes_and_calls_nothing(tmp_path):

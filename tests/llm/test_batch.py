@@ -68,12 +68,12 @@ def test_extraction_by_batch_builds_the_online_index(engine, corpus, tmp_path, r
     assert not set(asked_online) & set(stats["by_kind"])
     assert stats["by_kind"]["summarize"] > 0  # the rest went online
     # One round per step of the chunks' conversations: extraction, then gleaning.
-    phase = manifest["batch"]["phases"]["extract"]
+    phase = manifest.batch["phases"]["extract"]
     assert phase["rounds"] == 2 == stats["batch"]["batches"]
     assert phase["requests"] == sum(asked_online.values())
     assert stats["batch"]["resubmitted_lines"] == stats["batch"]["repeated_answers"] == 0
     assert tables(tmp_path / "batch") == tables(tmp_path / "online")
-    assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest.extraction.failed_chunks == 0
 
 
 def test_every_stage_by_batch_builds_the_online_index(corpus, tmp_path):
@@ -87,13 +87,13 @@ def test_every_stage_by_batch_builds_the_online_index(corpus, tmp_path):
         asked_online = {k for k in server.stats()["by_kind"]
                         if not k.startswith("batch:") and k != "embeddings"}
     assert asked_online == set()  # no chat call went online
-    phases = manifest["batch"]["phases"]
+    phases = manifest.batch["phases"]
     assert phases["extract"]["rounds"] == 2 and phases["summaries_and_reports"]["rounds"] >= 2
-    online_stages = online_manifest["llm_usage"]["stages"]
-    assert manifest["llm_usage"]["stages"]["summaries_and_reports_batch"]["calls"] == \
-        online_stages["summarize"]["calls"] + online_stages["reports"]["calls"]
-    assert manifest["llm_usage"]["total"]["cost_usd"] < \
-        0.7 * online_manifest["llm_usage"]["total"]["cost_usd"]
+    online_stages = online_manifest.llm_usage.stages
+    assert manifest.llm_usage.stages["summaries_and_reports_batch"].calls == \
+        online_stages["summarize"].calls + online_stages["reports"].calls
+    assert manifest.llm_usage.total.cost_usd < \
+        0.7 * online_manifest.llm_usage.total.cost_usd
     reports = ["community", "title", "summary", "rank", "full_content"]
     for out in ("online", "batch"):
         assert IndexStore(str(tmp_path / out)).open().read_table(
@@ -107,16 +107,16 @@ def test_failed_and_expired_lines_go_again_then_fail_their_chunks(corpus, tmp_pa
     with run_test_server(batch_delay_s=0.1, batch_expired_lines=0.2) as server:
         manifest = build(server, corpus, tmp_path / "expired", "llm.batch=extraction")
         assert server.stats()["batch"]["lines_failed"] > 0
-    phase = manifest["batch"]["phases"]["extract"]
+    phase = manifest.batch["phases"]["extract"]
     assert phase["failed_lines"] > 0 and phase["failed_for_good"] == 0
-    assert manifest["extraction"]["failed_chunks"] == 0  # answered in a later round
+    assert manifest.extraction.failed_chunks == 0  # answered in a later round
 
     with run_test_server(batch_delay_s=0.1, batch_failed_lines=0.2) as server:
         manifest = build(server, corpus, tmp_path / "failing", "llm.batch=extraction",
                          "llm.batch_max_attempts=1")
         online = {k for k in server.stats()["by_kind"] if not k.startswith("batch:")}
-    assert manifest["batch"]["phases"]["extract"]["failed_for_good"] > 0
-    assert 0 < manifest["extraction"]["failed_chunks"] < manifest["extraction"]["chunks"]
+    assert manifest.batch["phases"]["extract"]["failed_for_good"] > 0
+    assert 0 < manifest.extraction.failed_chunks < manifest.extraction.chunks
     assert "extract_graph" not in online  # a failed line is not sent online instead
     units = IndexStore(str(tmp_path / "failing")).open().read_table(
         schema.TEXT_UNITS, ["extraction_status", "extraction_error"]).to_pylist()
@@ -127,7 +127,7 @@ def test_failed_and_expired_lines_go_again_then_fail_their_chunks(corpus, tmp_pa
         manifest = build(mended, corpus, tmp_path / "failing", "llm.batch=extraction",
                          "llm.batch_max_attempts=1")
         assert mended.stats()["batch"]["lines"] > 0
-    assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest.extraction.failed_chunks == 0
 
 
 def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
@@ -139,7 +139,7 @@ def test_the_enqueued_token_limit_is_kept_or_learned(corpus, tmp_path):
     with run_test_server(batch_delay_s=0.1, batch_queue_tokens=6_000) as server:
         manifest = build(server, corpus, tmp_path / "learned", "llm.batch=extraction")
         assert server.stats()["batch"]["queue_limited"] > 0  # refused, then halved
-    assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest.extraction.failed_chunks == 0
     assert tables(tmp_path / "learned") == tables(tmp_path / "known")
 
 
@@ -176,13 +176,13 @@ def test_a_build_killed_mid_round_reattaches_and_submits_nothing_twice(mode, kil
         assert "re-attached to 1 batches" in finished.stderr
         stats = server.stats()["batch"]
     assert stats["resubmitted_lines"] == 0 and stats["repeated_answers"] == 0
-    manifest = json.loads(json.dumps(IndexStore(str(out)).open().read_manifest()))
-    phases = manifest["batch"]["phases"]
+    manifest = IndexStore(str(out)).open().read_manifest()
+    phases = manifest.batch["phases"]
     # The resumed build waited on the batch it had made, then went on.
     assert stats["batches"] == sum(phase["batches"] for phase in phases.values()) + killed_at
-    assert manifest["extraction"]["failed_chunks"] == 0
+    assert manifest.extraction.failed_chunks == 0
     if mode == "true":
-        assert set(manifest["reports_by_generation"]) <= {"llm", "extractive"}
+        assert set(manifest.reports_by_generation) <= {"llm", "extractive"}
 
 
 def test_a_dry_run_prices_extraction_at_batch_prices(corpus):
@@ -209,9 +209,9 @@ def test_azure_batches_use_its_paths_and_deployment(corpus, tmp_path):
                          f"llm.api_base={server.url.removesuffix('/v1')}",
                          "llm.api_version=2024-10-21", "llm.model=my-deployment")
         models = {r["model"] for r in server.chat_requests() if r.get("batch")}
-    phase = manifest["batch"]["phases"]["extract"]
+    phase = manifest.batch["phases"]["extract"]
     assert phase["answered"] == phase["requests"] > 0
-    assert models == {"my-deployment"} and manifest["extraction"]["failed_chunks"] == 0
+    assert models == {"my-deployment"} and manifest.extraction.failed_chunks == 0
 
 
 def _embedding_settings(server):
@@ -241,14 +241,14 @@ def test_embeddings_by_batch_write_the_online_vectors_at_batch_prices(corpus, tm
     assert "embeddings" not in kinds  # no embeddings request went online
     assert kinds["batch:embeddings"] == stats["lines"] <= texts  # a text shared is sent once
     assert kinds["extract_graph"] > 0 and "batch:extract_graph" not in kinds  # chat online
-    phase = manifest["batch"]["phases"]["embed"]
+    phase = manifest.batch["phases"]["embed"]
     assert phase["rounds"] == 1 and phase["answered"] == phase["requests"] == stats["lines"]
-    stages, online_stages = manifest["llm_usage"]["stages"], online_manifest["llm_usage"]["stages"]
-    assert stages["embed"]["calls"] == 0
-    assert stages["embed_batch"]["prompt_tokens"] == pytest.approx(
-        online_stages["embed"]["prompt_tokens"], rel=0.05)
-    assert stages["embed_batch"]["cost_usd"] == pytest.approx(
-        online_stages["embed"]["cost_usd"] / 2, rel=0.05)
+    stages, online_stages = manifest.llm_usage.stages, online_manifest.llm_usage.stages
+    assert stages["embed"].calls == 0
+    assert stages["embed_batch"].prompt_tokens == pytest.approx(
+        online_stages["embed"].prompt_tokens, rel=0.05)
+    assert stages["embed_batch"].cost_usd == pytest.approx(
+        online_stages["embed"].cost_usd / 2, rel=0.05)
     assert _vectors(tmp_path / "batch") == _vectors(tmp_path / "online")
     assert tables(tmp_path / "batch") == tables(tmp_path / "online")
 
@@ -269,7 +269,7 @@ def test_embeddings_the_batch_api_failed_stop_the_build_and_a_rerun_asks_only_th
         manifest = build(mended, corpus, out, *_embedding_settings(mended),
                          "embeddings.batch=true")
         assert mended.stats()["batch"]["lines"] == failed  # only the unanswered texts
-    assert manifest["batch"]["phases"]["embed"]["answered"] == failed
+    assert manifest.batch["phases"]["embed"]["answered"] == failed
 
 
 def test_a_dry_run_prices_embeddings_by_batch(corpus):

@@ -40,9 +40,9 @@ def llm_index(server, tmp_path_factory):
                         "embeddings.model=test-embedding", "embeddings.dimensions=128",
                         "runtime.engine=local")
     manifest = build_index(str(folder), str(out), config, progress=lambda _: None)
-    assert manifest["embeddings"] == {"method": "api", "model": "test-embedding",
-                                      "dimensions": 128}
-    assert manifest["llm_usage"]["stages"]["embed"]["calls"] > 0
+    assert manifest.embeddings.model_dump() == {"method": "api", "model": "test-embedding",
+                                                "dimensions": 128}
+    assert manifest.llm_usage.stages["embed"].calls > 0
     return out, config
 
 

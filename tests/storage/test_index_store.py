@@ -5,14 +5,14 @@ import pyarrow as pa
 import pytest
 
 from graphrag_ray.errors import IndexNotFoundError
-from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage import IndexStore, Manifest
 from graphrag_ray.storage.index_store import ABANDONED_AFTER_S, HEARTBEAT
 
 
 def _publish(store: IndexStore, rows: int) -> str:
     staged = store.stage()
     staged.write_table("entities", pa.table({"id": [str(i) for i in range(rows)]}))
-    store.publish(staged, {"tables": {"entities": rows}})
+    store.publish(staged, Manifest(tables={"entities": rows}))
     return staged.version
 
 
@@ -32,7 +32,7 @@ def test_readers_open_only_the_published_version(tmp_path):
     abandoned.write_table("entities", pa.table({"id": ["x"]}))
     assert store.open().version == first
     assert store.open().read_table("entities").num_rows == 2
-    assert store.read_manifest()["version"] == first
+    assert store.read_manifest().version == first
     with pytest.raises(IndexNotFoundError, match="never published"):
         store.open(abandoned.version)
     second = _publish(store, 3)
@@ -77,7 +77,7 @@ def test_a_failed_or_stopped_build_removes_its_unpublished_version_only(tmp_path
     # Failing after publishing (pruning, say) never removes what readers now open.
     with pytest.raises(RuntimeError):
         with store.building(store.stage()) as staged:
-            store.publish(staged, {"tables": {}})
+            store.publish(staged, Manifest())
             raise RuntimeError("after publishing")
     assert store.open().version == staged.version
     assert store.versions() == [current, staged.version]
@@ -103,7 +103,7 @@ def test_long_tables_are_written_in_parts_and_read_as_one(tmp_path):
     staged = store.stage()
     table = pa.table({"id": [f"e{i}" for i in range(25)], "n": list(range(25))})
     staged.write_table("entities", table, rows_per_part=10)
-    store.publish(staged, {"tables": {"entities": 25}})
+    store.publish(staged, Manifest(tables={"entities": 25}))
     parts = sorted(p.name for p in (tmp_path / "index" / "versions" / staged.version / "entities").iterdir())
     assert parts == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     opened = store.open()
@@ -129,4 +129,4 @@ def test_a_build_survives_its_working_directory_being_unpacked_again(tmp_path, m
     working_dir.mkdir()
     manifest = build_index(str(carol_excerpt), str(tmp_path / "index"),
                            load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
-    assert IndexStore(str(tmp_path / "index")).versions() == [manifest["version"]]
+    assert IndexStore(str(tmp_path / "index")).versions() == [manifest.version]

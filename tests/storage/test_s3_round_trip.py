@@ -29,18 +29,18 @@ def test_index_on_s3_round_trip(s3_bucket, carol_excerpt, caplog):
                             f"llm.api_key={LLM_KEY}")
         manifest = build_index(source, index_url, config, progress=messages.append)
         calls = server.stats()["successful_requests"]
-        assert calls > 0 and manifest["extraction"]["failed_chunks"] == 0
+        assert calls > 0 and manifest.extraction.failed_chunks == 0
 
         # The cache lives beside the index, on S3: a rebuild makes no call at all.
         cached = fs.find(f"{s3_bucket}/indexes/carol/cache")
         assert len(cached) == calls
         rebuilt = build_index(source, index_url, config, progress=messages.append)
         assert server.stats()["successful_requests"] == calls
-        assert rebuilt["version"] != manifest["version"]
+        assert rebuilt.version != manifest.version
 
         index = GraphIndex.open(index_url, config=config)
-        assert index.manifest["version"] == rebuilt["version"]
-        assert index.manifest["input"] == source
+        assert index.manifest.version == rebuilt.version
+        assert index.manifest.input == source
         result = index.global_search("What happens to Scrooge?", level=0)
         assert result.answer and result.sources.reports
 

@@ -80,9 +80,9 @@ def test_two_concatenated_books_are_both_extracted(tmp_path):
     assert {"NEMO", "ARONNAX", "SCROOGE", "MARLEY"} <= titles(version)
     corpus = count_tokens(pair)
     books = corpus - licence_tokens(pair)
-    kept_out = manifest["extraction"]["kept_out_tokens"]
+    kept_out = manifest.extraction.kept_out_tokens
     assert kept_out <= licence_tokens(pair) + 0.05 * books
-    assert 0.05 < manifest["extraction"]["kept_out_share"] < 0.15
+    assert 0.05 < manifest.extraction.kept_out_share < 0.15
 
 
 @pytest.mark.slow  # a 745k-token build
@@ -99,7 +99,7 @@ def test_a_file_of_many_books_extracts_their_text(tmp_path):
     non_licence = count_tokens(text) - licence_tokens(text)
     extracted_once = count_tokens(framed_boilerplate(text)[0])
     assert extracted_once >= 0.95 * non_licence
-    assert manifest["extraction"]["kept_out_tokens"] <= licence_tokens(text) * 1.05 + 100
+    assert manifest.extraction.kept_out_tokens <= licence_tokens(text) * 1.05 + 100
 
 
 def test_five_copies_of_a_book_give_the_graph_of_one_with_five_documents(tmp_path):
@@ -115,9 +115,9 @@ def test_five_copies_of_a_book_give_the_graph_of_one_with_five_documents(tmp_pat
     _, one = build(tmp_path / "one", tmp_path / "index-one")
     manifest, five = build(tmp_path / "five", tmp_path / "index-five")
     assert len(titles(five) ^ titles(one)) <= 0.05 * len(titles(one))
-    assert manifest["repeated_passages"]["content_passages"] > 100
-    assert manifest["repeated_passages"]["boilerplate_passages"] == 0
-    assert manifest["extraction"]["kept_out_share"] < 0.01
+    assert manifest.repeated_passages["content_passages"] > 100
+    assert manifest.repeated_passages["boilerplate_passages"] == 0
+    assert manifest.extraction.kept_out_share < 0.01
     documents = five.read_table(schema.DOCUMENTS).to_pylist()
     units = {u["id"]: u for u in five.read_table(schema.TEXT_UNITS).to_pylist()}
     assert len(documents) == 5
@@ -140,7 +140,7 @@ def test_a_file_mostly_kept_out_is_named(tmp_path):
         gutenberg_book("\nMarley was dead, said Scrooge to Bob Cratchit in London.\n", "Short"),
         encoding="utf-8")
     manifest, _ = build(tmp_path / "in", tmp_path / "index")
-    warnings = manifest["input_warnings"]
+    warnings = manifest.input_warnings
     assert any("kept out of extraction" in w and "short.txt (" in w for w in warnings)
     assert kept_out_line(manifest).startswith("kept out of extraction: ")
 

@@ -53,10 +53,10 @@ def corpus(folder: Path, stories=STORIES) -> Path:
 def test_a_licence_in_every_file_is_indexed_once_and_never_reported(tmp_path):
     manifest = build_index(str(corpus(tmp_path / "in")), str(tmp_path / "index"),
                            load_config(None, ["runtime.engine=local"]), **QUIET)
-    assert manifest["repeated_passages"]["passages"] == 1
-    assert manifest["repeated_passages"]["occurrences"] == 5
-    assert manifest["extraction"]["failed_chunks"] == 0
-    assert manifest["extraction"]["boilerplate_chunks"] == 1
+    assert manifest.repeated_passages["passages"] == 1
+    assert manifest.repeated_passages["occurrences"] == 5
+    assert manifest.extraction.failed_chunks == 0
+    assert manifest.extraction.boilerplate_chunks == 1
     version = IndexStore(str(tmp_path / "index")).open()
     units = version.read_table(schema.TEXT_UNITS).to_pylist()
     holding = [u for u in units if "Project Gutenberg" in u["text"]]
@@ -85,7 +85,7 @@ def test_llm_extraction_no_longer_pays_for_the_repeated_passage(tmp_path, llm_se
         manifest = build_index(str(source), str(tmp_path / f"index-{enabled}"), llm_config(
             llm_server, "runtime.engine=local", f"repeated_passages.enabled={enabled}",
             f"cache.url={tmp_path}/cache-{enabled}"), **QUIET)
-        prompt_tokens[enabled] = manifest["llm_usage"]["stages"]["extract"]["prompt_tokens"]
+        prompt_tokens[enabled] = manifest.llm_usage.stages["extract"].prompt_tokens
     # 15 calls' worth of licence (~60 tokens each, and their gleanings) not sent.
     assert prompt_tokens[True] < prompt_tokens[False] - 15 * 60
 
@@ -114,7 +114,7 @@ def test_a_single_gutenberg_book_keeps_its_header_and_licence_out(tmp_path):
         encoding="utf-8")
     manifest = build_index(str(tmp_path / "in"), str(tmp_path / "index"),
                            load_config(None, ["runtime.engine=local"]), **QUIET)
-    assert manifest["extraction"]["boilerplate_chunks"] == 2
+    assert manifest.extraction.boilerplate_chunks == 2
     version = IndexStore(str(tmp_path / "index")).open()
     statuses = [(u["extraction_status"], "Gutenberg" in u["text"])
                 for u in version.read_table(schema.TEXT_UNITS).to_pylist()]

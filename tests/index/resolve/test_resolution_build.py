@@ -64,9 +64,9 @@ def test_planted_aliases_merge_and_homonyms_do_not(planted):
                    if len(meanings) == 2 and all(len(m.split()) == 2 for m in meanings)}
     assert first_names & set(titles)
     assert not first_names & {a["alias"] for a in aliases}
-    assert set(manifest["resolution"]["ambiguous_examples"]) & first_names
-    off_entities = IndexStore(str(folder / "off")).read_manifest()["tables"][schema.ENTITIES]
-    assert manifest["tables"][schema.ENTITIES] == off_entities - len(aliases)
+    assert set(manifest.resolution["ambiguous_examples"]) & first_names
+    off_entities = IndexStore(str(folder / "off")).read_manifest().tables[schema.ENTITIES]
+    assert manifest.tables[schema.ENTITIES] == off_entities - len(aliases)
 
 
 @pytest.mark.slow  # the same two builds (the module's fixture)
@@ -75,7 +75,7 @@ def test_the_aliases_table_and_the_folded_graph_agree(planted):
     aliases = _read(folder / "on", schema.ENTITY_ALIASES)
     entities = {e["title"]: e for e in _read(folder / "on", schema.ENTITIES)}
     assert aliases and list(aliases[0]) == schema.ENTITY_ALIAS_COLUMNS
-    assert manifest["tables"][schema.ENTITY_ALIASES] == len(aliases)
+    assert manifest.tables[schema.ENTITY_ALIASES] == len(aliases)
     for alias in aliases:
         canonical = entities[alias["entity_title"]]
         assert alias["alias"] not in entities
@@ -133,7 +133,7 @@ def test_uncertain_pairs_are_confirmed_by_the_llm(holmes, llm_server, tmp_path):
                         "resolution.confirm_with_llm=true", "resolution.threshold=0.99",
                         f"cache.url={tmp_path}/cache")
     manifest = build_index(str(holmes / "input"), str(tmp_path / "index"), config, **QUIET)
-    figures = manifest["resolution"]
+    figures = manifest.resolution
     assert figures["llm_usage"]["calls"] == llm_server.stats()["by_kind"]["resolve_pairs"]
     assert figures["confirmed_by_llm"] > 0
     methods = {a["method"] for a in _read(tmp_path / "index", schema.ENTITY_ALIASES)}

@@ -77,9 +77,9 @@ def lazy_index(server, tmp_path_factory):
         server, "repeated_passages.enabled=false")), progress=lambda _: None)
     asked = {k: v - before.get(k, 0) for k, v in server.stats()["by_kind"].items()}
     assert set(asked) == {"embeddings"}  # no chat call: the index costs what vector RAG does
-    stages = manifest["llm_usage"]["stages"]
-    assert stages["embed"]["calls"] > 0
-    assert all(figures["calls"] == 0 for stage, figures in stages.items() if stage != "embed")
+    stages = manifest.llm_usage.stages
+    assert stages["embed"].calls > 0
+    assert all(figures.calls == 0 for stage, figures in stages.items() if stage != "embed")
     return out
 
 
