@@ -15,6 +15,7 @@ import time
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.index.context import BuildContext, Progress
+from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.manifest import build_manifest
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
 from graphrag_ray.index.pools import uses_any_llm, uses_chat_llm, uses_embedding_endpoint
@@ -53,7 +54,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                        for size in file_bytes]
     config = config.model_copy(deep=True)
     config.runtime.engine = resolve_engine(config.runtime, sum(chunk_estimates),
-                                           llm_bound=config.extraction.method == "llm")
+                                           llm_bound=EXTRACTION_METHODS[
+                                               config.extraction.method].calls_llm)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(

@@ -20,6 +20,7 @@ from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
+from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.graph.communities import carried_down
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
@@ -178,7 +179,7 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages["summarize"] = dict.fromkeys(stages["summarize"], 0)
     if not config.uses_llm(config.reports.method):
         stages["reports"] = dict.fromkeys(stages["reports"], 0)
-    if ex.method != "llm":
+    if not EXTRACTION_METHODS[ex.method].calls_llm:
         stages["extract"] = dict.fromkeys(stages["extract"], 0)
         stages.pop("extract_claims", None)
     if measured:
@@ -213,7 +214,8 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
                                             if n not in by_batch}, config),
         "batch": {"stages": by_batch,
-                  "rounds": _batch_rounds(config) if config.llm.batch and ex.method == "llm"
+                  "rounds": _batch_rounds(config) if config.llm.batch
+                  and EXTRACTION_METHODS[ex.method].calls_llm
                   else 0,
                   "online_cost_usd": None if None in online_cost.values()
                   else round(sum(online_cost.values()), 6)} if by_batch else None,

@@ -31,7 +31,7 @@ from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.extract.stage import (
-    ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
+    EXTRACTION_METHODS, ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, merge_graph
 from graphrag_ray.index.pools import (
@@ -284,7 +284,7 @@ PIPELINES: dict[str, list[str]] = {
 
 
 def pipeline_name(config: GraphRagConfig, update: bool = False) -> str:
-    name = "standard" if config.extraction.method == "llm" else "nlp"
+    name = EXTRACTION_METHODS[config.extraction.method].pipeline
     return f"{name}_update" if update else name
 
 

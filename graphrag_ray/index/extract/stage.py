@@ -258,10 +258,12 @@ class ExtractionMethod:
     shaped, how many chunks' instances are written together (one piece per shard: fewer,
     larger objects on storage; the progress bar moves a batch at a time, hence smaller
     batches for slow LLM work), whether the rows are kept for an update to reuse, and what
-    the reader gives it of each whole document."""
+    the reader gives it of each whole document; the pipeline (`index/pipelines.py`) a build
+    with it runs."""
     worker: type[ExtractionWorker]
     instance_batch_chunks: int
     calls_llm: bool
+    pipeline: str
     names_of: Callable[[str], set[str]] | None = None
 
     def pool(self, ctx: BuildContext) -> dict:
@@ -277,9 +279,10 @@ class ExtractionMethod:
 
 
 EXTRACTION_METHODS = {
-    "llm": ExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True),
+    "llm": ExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True,
+                            pipeline="standard"),
     "nlp": ExtractionMethod(NLPExtractionWorker, instance_batch_chunks=512, calls_llm=False,
-                            names_of=midsentence_capitals),
+                            pipeline="nlp", names_of=midsentence_capitals),
 }
 
 
