@@ -167,6 +167,26 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
               "text_units.extraction_error", file=sys.stderr)
 
 
+def cmd_adopt(args: argparse.Namespace) -> int:
+    from graphrag_ray.index.adopt.stage import adopt_index
+
+    manifest = adopt_index(args.source, args.output, args.set, progress=_eprint)
+    adopted = manifest.adopted_from
+    print(f"index version {manifest.version} published at {args.output}: adopted "
+          f"{adopted['tool']} {adopted['format']} output from {adopted['output']}")
+    print("tables: " + ", ".join(f"{k}={v}" for k, v in manifest.tables.items()))
+    print("communities per level: " + ", ".join(
+        f"{k}: {v}" for k, v in manifest.communities_per_level.items()))
+    print(f"vectors: {manifest.embeddings.method} ({manifest.embeddings.model}, "
+          f"{manifest.embeddings.dimensions} dimensions)")
+    if adopted["mapped"]:
+        print("settings carried over: " + ", ".join(f"{theirs} -> {ours}"
+                                                    for theirs, ours in adopted["mapped"]))
+    for theirs, why in adopted["not_mapped"]:
+        print(f"not carried over: {theirs}: {why}")
+    return 0
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from graphrag_ray.api import GraphIndex
     from graphrag_ray.config import config_from_manifest
@@ -440,6 +460,15 @@ def build_parser() -> argparse.ArgumentParser:
     update.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                         help="override a config key (repeatable)")
     update.set_defaults(func=cmd_update)
+
+    adopt = sub.add_parser("adopt", help="publish a Microsoft GraphRAG project's output as "
+                                         "an index: query, stats, explore and export it")
+    adopt.add_argument("--from", dest="source", required=True, metavar="PROJECT",
+                       help="its project folder (settings.yaml, output/) or output folder")
+    adopt.add_argument("--output", required=True, help="folder or fsspec URL for the index")
+    adopt.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                       help="override a setting carried over (repeatable)")
+    adopt.set_defaults(func=cmd_adopt)
 
     query = sub.add_parser("query", help="answer a question from an index")
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")

@@ -8,6 +8,8 @@ import time
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
+import pyarrow as pa
+
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.context import BuildContext
@@ -36,6 +38,15 @@ def community_figures(communities: list[Community]) -> dict:
                                             if c.loose and c.level == 0)),
     }
 
+
+
+def community_figures_of_table(communities: pa.Table) -> dict:
+    """`community_figures` of a communities table someone else made (an adopted index)."""
+    levels = communities.column("level").to_pylist()
+    return {"levels": sorted(set(levels)),
+            "communities_per_level": {str(level): levels.count(level)
+                                      for level in sorted(set(levels))},
+            "loose_community_entities": 0}
 
 
 def usage_summary(stages: dict[str, Usage], timings: dict[str, float],

@@ -27,6 +27,7 @@ from pathlib import Path
 import fsspec
 
 from graphrag_ray.config import GraphRagConfig, config_from_manifest
+from graphrag_ray.errors import GraphRagError
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.context import Progress
 from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
@@ -62,6 +63,14 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if dry_run:
         return _estimate(fs, root, diff, config, previous.version,
                          measured_rates(manifest, config, prompts))
+    if manifest.adopted_from is not None:
+        # Its graph would be rebuilt from the extractions of the chunks that exist now, and an
+        # adopted version has none of ours: the whole corpus would be extracted again.
+        raise GraphRagError(
+            f"version {previous.version} was adopted from {manifest.adopted_from['tool']}, "
+            "whose extractions are not carried over: an update would extract the whole "
+            "corpus again (`update --dry-run` prices it); to pay that knowingly, build it "
+            "afresh with `graphrag-ray index`")
     same_extraction = manifest.extraction_fingerprint == \
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, diff,

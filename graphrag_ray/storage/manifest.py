@@ -100,6 +100,8 @@ class Manifest(_Section):
     resolution: dict[str, Any] | None = None
     batch: dict[str, Any] | None = None  # `phases`: per phase, the Batch API's rounds
     update: dict[str, Any] | None = None  # an update: what it reused and changed
+    # An adopted index (`index/adopt/`): whose output it was, what of its settings mapped.
+    adopted_from: dict[str, Any] | None = None
     extraction: ExtractionFigures = ExtractionFigures()
     llm_usage: LLMUsage = LLMUsage()
     summaries: dict[str, Any] = {}

@@ -72,7 +72,7 @@ def test_sigkill_then_resume_repeats_no_received_reply(carol_excerpt, tmp_path, 
     kill are held by the server, so every repeat would be ours."""
     out = tmp_path / "index"
     earlier = build_index(str(carol_excerpt), str(out), load_config(None, ["runtime.engine=local"]),
-                          progress=lambda _: None)["version"]
+                          progress=lambda _: None).version
     with run_test_server(latency_ms=40) as server:
         command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(carol_excerpt),
                    "--output", str(out), "--set", "extraction.method=llm",
@@ -147,11 +147,11 @@ def test_a_dry_run_into_a_built_index_is_within_10_percent_on_podcast_transcript
         estimate = estimate_index(str(tmp_path / "next"), config,
                                   previous_rates(str(tmp_path / "index"), config))
         actual = build_index(str(tmp_path / "next"), str(tmp_path / "fresh"), config,
-                             progress=lambda _: None)["llm_usage"]["stages"]
+                             progress=lambda _: None).llm_usage.stages
     assert estimate["calibrated_on"]["chunks"] == 20
     for key in ("calls", "prompt_tokens", "completion_tokens"):
         predicted = sum(estimate["stages"][s][key] for s in ("extract", "summarize", "reports"))
-        spent = sum(actual[s][key] for s in ("extract", "summarize", "reports"))
+        spent = sum(getattr(actual[s], key) for s in ("extract", "summarize", "reports"))
         assert abs(predicted - spent) <= 0.1 * spent, (key, predicted, spent)
 
 

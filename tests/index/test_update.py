@@ -180,7 +180,7 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
     index = str(tmp_path / "index")
     with run_test_server(latency_ms=40) as server:
         earlier = build_index(str(corpus), index, _config(server, tmp_path / "index"),
-                              **QUIET)["version"]
+                              **QUIET).version
         _staves(corpus, ["c", "d", "e"])
         server.reset()
         cached_before = cached_answers(f"{index}-cache")

@@ -1,0 +1,213 @@
+"""`graphrag-ray adopt`: a Microsoft GraphRAG project (or its output folder) published as a
+version of an index of ours, so every command (query, stats, explore, export) works on what
+its user already paid for.
+
+Nothing it computed is recomputed: its tables are taken as they are, in our layout
+(`tables.py`), and its vectors from its LanceDB store (`vectors.py`). What it never made is
+made here without an LLM: the entity layout for the explorer when its version has none, and
+the vectors when its store cannot be read (then embedded with the configured embeddings, the
+calls counted in the manifest). Its settings become ours where they map (`settings.py`);
+the manifest's `adopted_from` keeps what did not and why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from graphrag_ray import schema
+from graphrag_ray.config import GraphRagConfig, config_from_data
+from graphrag_ray.distributed import open_worker_pool
+from graphrag_ray.errors import InputError
+from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
+from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
+from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
+from graphrag_ray.index.context import Progress
+from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index
+from graphrag_ray.index.graph.communities import build_graph
+from graphrag_ray.index.graph.layout import layout_positions
+from graphrag_ray.index.manifest import community_figures_of_table, usage_summary
+from graphrag_ray.index.previous_version import settings_fingerprint
+from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.llm.services import open_services
+from graphrag_ray.prompts_loader import load_prompts, prompt_version
+from graphrag_ray.storage import IndexStore, Manifest
+
+SETTINGS_FILES = ("settings.yaml", "settings.yml")
+_UNSET = re.compile(r"\$\{(\w+)\}")
+
+
+@dataclass
+class MicrosoftProject:
+    output: Path  # the folder of its Parquet tables
+    settings: dict[str, Any]
+    settings_path: Path | None
+
+
+def find_project(source: str) -> MicrosoftProject:
+    """A project root (with `settings.yaml` and `output/`) or an output folder itself."""
+    path = Path(source).expanduser()
+    if "://" in source and not source.startswith("file://"):
+        raise InputError(f"{source}: adopt reads a Microsoft GraphRAG project on this machine "
+                         "(copy its output folder here first)")
+    path = Path(source.removeprefix("file://")).expanduser()
+    if not path.is_dir():
+        raise InputError(f"{source} is not a folder")
+    if (path / f"{schema.ENTITIES}.parquet").is_file():
+        output, roots = path, [path, path.parent]
+    elif (path / "output" / f"{schema.ENTITIES}.parquet").is_file():
+        output, roots = path / "output", [path]
+    else:
+        raise InputError(f"{source}: no Microsoft GraphRAG output here (no "
+                         f"{schema.ENTITIES}.parquet in it or in its output/ folder)")
+    for root in roots:
+        for name in SETTINGS_FILES:
+            if (root / name).is_file():
+                try:
+                    settings = yaml.safe_load((root / name).read_text(encoding="utf-8")) or {}
+                except yaml.YAMLError as exc:
+                    raise InputError(f"{root / name}: not YAML ({exc})") from None
+                return MicrosoftProject(output, settings, root / name)
+    return MicrosoftProject(output, {}, None)
+
+
+def read_tables(output: Path) -> dict[str, pa.Table]:
+    tables = {}
+    for name in REQUIRED + OPTIONAL:
+        path = output / f"{name}.parquet"
+        if path.is_file():
+            # Its tables come from pandas: the index metadata is not ours to keep.
+            tables[name] = pq.read_table(path).replace_schema_metadata(None)
+    return tables
+
+
+def adopted_config(project: MicrosoftProject, overrides: list[str] | None
+                   ) -> tuple[GraphRagConfig, MappedSettings]:
+    """Its settings as ours (an endpoint given as ${NAME} takes the variable when it is set;
+    unset, the setting is left out and said so), then the user's `--set`s."""
+    mapped = map_settings(project.settings)
+    for section in mapped.data.values():
+        for key, value in list(section.items()):
+            if isinstance(value, str) and "${" in value:
+                resolved = _UNSET.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+                if "${" in resolved:
+                    del section[key]
+                    mapped.skip(f"{key} = {value}", "the variable is not set here")
+                else:
+                    section[key] = resolved
+    source = str(project.settings_path) if project.settings_path else "defaults"
+    return config_from_data(mapped.data, overrides, source=source), mapped
+
+
+def adopt_index(source: str, output_url: str, overrides: list[str] | None = None,
+                progress: Progress = print) -> Manifest:
+    """Publish the Microsoft GraphRAG output at `source` as a new version at `output_url`."""
+    project = find_project(source)
+    config, mapped = adopted_config(project, overrides)
+    theirs = read_tables(project.output)
+    tables = adopted_tables(theirs)
+    progress(f"Microsoft GraphRAG {format_of(theirs)} output at {project.output}: "
+             + ", ".join(f"{name} {table.num_rows}" for name, table in tables.items()))
+    stages = ["read_tables"]
+    if _needs_layout(tables[schema.ENTITIES]):
+        tables[schema.ENTITIES] = _laid_out(tables[schema.ENTITIES],
+                                            tables[schema.RELATIONSHIPS], config)
+        stages.append("layout")
+    store = IndexStore(output_url)
+    with store.building(store.stage()) as staged:
+        for name, table in tables.items():
+            staged.write_table(name, table, config.output.rows_per_part)
+        stages.append("write_tables")
+        vectors, why = (read_lance_vectors(lance_store(project.output))
+                        if lance_store(project.output) else (None, "it has no LanceDB store"))
+        embed_usage, services = Usage(), LLMServices()
+        if vectors is not None:
+            for name, table in vectors.items():
+                staged.write_table(name, table, config.output.rows_per_part)
+            counts, dimensions = {n: t.num_rows for n, t in vectors.items()}, \
+                dimensions_of(vectors)
+            embeddings = {"method": "adopted", "model": config.embeddings.model,
+                          "dimensions": dimensions}
+            stages.append("lance_vectors")
+        else:
+            progress(f"embedding the texts again ({why})")
+            counts, dimensions, embed_usage, services = _embed(config, staged, tables)
+            embeddings = {"method": config.embeddings.resolved_method(),
+                          "model": config.embeddings.model
+                          if config.embeddings.resolved_method() == "api" else HASHING_MODEL,
+                          "dimensions": dimensions}
+            stages.append("embed")
+        prompts = load_prompts(config)
+        units = tables[schema.TEXT_UNITS]
+        manifest = Manifest(
+            created_at=datetime.now(timezone.utc).isoformat(), input=str(project.output),
+            pipeline={"name": "adopt", "stages": stages},
+            config=config.public_dict(),
+            prompt_versions={n: prompt_version(t) for n, t in prompts.items()},
+            settings_fingerprint=settings_fingerprint(config, prompts),
+            # No extraction of ours: an update cannot reuse one (it knows to say so).
+            extraction_fingerprint=None,
+            tables={**{n: t.num_rows for n, t in tables.items()}, **counts},
+            embeddings=embeddings,
+            **community_figures_of_table(tables[schema.COMMUNITIES]),
+            extraction={"chunks": units.num_rows,
+                        "chunk_tokens": int(np.sum(units.column("n_tokens").to_numpy()))},
+            llm_usage=usage_summary({"embed": embed_usage}, {}, config,
+                                    services.ledger() if services.limiter else None),
+            reports_by_generation={"llm": tables[schema.COMMUNITY_REPORTS].num_rows},
+            input_files={"read": tables[schema.DOCUMENTS].num_rows, "skipped": 0},
+            adopted_from={"tool": "Microsoft GraphRAG", "format": format_of(theirs),
+                          "output": str(project.output),
+                          "settings": str(project.settings_path)
+                          if project.settings_path else None,
+                          "mapped": [list(pair) for pair in mapped.mapped],
+                          "not_mapped": [list(pair) for pair in mapped.unmapped]})
+        services.close()
+        return store.publish(staged, manifest)
+
+
+def _needs_layout(entities: pa.Table) -> bool:
+    xs = entities.column("x").to_pylist()
+    return bool(xs) and all(x is None for x in xs)
+
+
+def _laid_out(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig) -> pa.Table:
+    """`x`/`y` by our layout (3.x writes none)."""
+    row = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
+    pairs = [(row[s], row[t], w) for s, t, w in zip(
+        relationships.column("source").to_pylist(), relationships.column("target").to_pylist(),
+        relationships.column("weight").to_pylist()) if s in row and t in row]
+    sources, targets, weights = (np.array(v) for v in zip(*pairs)) if pairs else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    xs, ys = layout_positions(build_graph(entities.num_rows, sources, targets, weights),
+                              config.layout)
+    for name, values in (("x", xs), ("y", ys)):
+        index = entities.schema.get_field_index(name)
+        entities = entities.set_column(index, name, pa.array(values, pa.float64()))
+    return entities
+
+
+def _embed(config: GraphRagConfig, staged, tables: dict[str, pa.Table]
+           ) -> tuple[dict[str, int], int | None, Usage, LLMServices]:
+    """The texts embedded as a build embeds them, with the configured embeddings."""
+    api = config.embeddings.resolved_method() == "api"
+    services = open_services(config, None, on_ray=False, job="adopt") if api else LLMServices()
+    pool = open_worker_pool(config.runtime.model_copy(update={"engine": "local"}),
+                            num_cpus=1.0, concurrency=1)
+    try:
+        counts, dimensions, usage = embed_index(
+            {schema.COMMUNITY_REPORTS: tables[schema.COMMUNITY_REPORTS]}, staged,
+            EmbeddingFeed(config, staged, services, pool), queued=False)
+    finally:
+        pool.close()
+    return counts, dimensions, usage, services

@@ -1,0 +1,186 @@
+"""Adopting a Microsoft GraphRAG output: the shared Carol project (3.3.0) keeps its rows and
+ids, its vectors, its settings where they map, and answers every query method; a 2.x-shaped
+output (written here) adopts too. Skips without `../shared`."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag_ray import schema
+from graphrag_ray.api import GraphIndex
+from graphrag_ray.config import config_from_manifest
+from graphrag_ray.index.adopt.settings import map_settings
+from graphrag_ray.index.adopt.stage import adopt_index
+from graphrag_ray.index.adopt.tables import GENERATION, adopted_tables
+from graphrag_ray.query.methods import QUERY_METHODS
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+CAROL = Path(__file__).resolve().parents[3].parent / "shared" / "msgraphrag" / "carol"
+QUIET = {"progress": lambda _: None}
+needs_carol = pytest.mark.skipif(not (CAROL / "output").is_dir(),
+                                 reason="the Microsoft GraphRAG project is not in ../shared")
+
+
+@pytest.fixture(scope="module")
+def adopted(tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("adopted") / "index")
+    adopt_index(str(CAROL), out, **QUIET)
+    return out
+
+
+@needs_carol
+def test_the_adopted_tables_keep_microsofts_rows_and_ids(adopted):
+    version = IndexStore(adopted).open()
+    for name in (schema.DOCUMENTS, schema.TEXT_UNITS, schema.ENTITIES, schema.RELATIONSHIPS,
+                 schema.COMMUNITIES, schema.COMMUNITY_REPORTS):
+        theirs = pq.read_table(CAROL / "output" / f"{name}.parquet")
+        ours = version.read_table(name)
+        assert ours.column("id").to_pylist() == theirs.column("id").to_pylist(), name
+        assert ours.column_names == getattr(schema, {
+            "documents": "DOCUMENT_COLUMNS", "text_units": "TEXT_UNIT_COLUMNS",
+            "entities": "ENTITY_COLUMNS", "relationships": "RELATIONSHIP_COLUMNS",
+            "communities": "COMMUNITY_COLUMNS",
+            "community_reports": "COMMUNITY_REPORT_COLUMNS"}[name])
+    entities = version.read_table(schema.ENTITIES)
+    theirs = pq.read_table(CAROL / "output" / "entities.parquet")
+    assert entities.column("description").to_pylist() == theirs.column("description").to_pylist()
+    assert any(entities.column("x").to_pylist())  # laid out: 3.x writes no positions
+    reports = version.read_table(schema.COMMUNITY_REPORTS)
+    assert set(reports.column("generation").to_pylist()) == {GENERATION}
+    assert reports.column("full_content").to_pylist() == pq.read_table(
+        CAROL / "output" / "community_reports.parquet").column("full_content").to_pylist()
+
+
+@needs_carol
+def test_its_vectors_and_settings_come_with_it(adopted):
+    pytest.importorskip("lance")
+    manifest = IndexStore(adopted).read_manifest()
+    assert manifest.embeddings.method == "adopted" and manifest.embeddings.dimensions == 3072
+    assert manifest.tables[schema.ENTITY_DESCRIPTION_EMBEDDINGS] == 233
+    assert manifest.pipeline.stages == ["read_tables", "layout", "write_tables", "lance_vectors"]
+    config = config_from_manifest(manifest)
+    assert (config.chunks.size, config.chunks.overlap, config.extraction.max_gleanings) == \
+        (1200, 100, 1)
+    assert config.llm.model == "gpt-4.1" and config.embeddings.model == "text-embedding-3-large"
+    assert config.reports.max_input_tokens == 8000
+    not_mapped = dict(manifest.adopted_from["not_mapped"])
+    assert "keys are never stored" in not_mapped[
+        "completion_models.default_completion_model.api_key"]
+    assert "api_key" not in str(manifest.config["llm"])
+
+
+@needs_carol
+def test_every_query_method_answers_from_the_adopted_index(adopted):
+    with run_test_server() as server:
+        config = config_from_manifest(IndexStore(adopted).read_manifest(), [
+            f"llm.api_base={server.url}", "llm.model=test-model",
+            f"embeddings.api_base={server.url}", "embeddings.dimensions=3072",
+            "runtime.engine=local"])
+        index = GraphIndex.open(adopted, config=config)
+        for method in QUERY_METHODS:
+            result = index.search(method, "Who is Scrooge and how does he change?")
+            assert result.answer.strip(), method
+        assert server.stats()["by_kind"].get("embeddings", 0) > 0  # the question, embedded
+        local = index.search("local", "Who is Scrooge?")
+    ids = set(pq.read_table(CAROL / "output" / "entities.parquet").column("id").to_pylist())
+    assert local.sources.entities and set(local.sources.entities) <= ids
+
+
+def test_a_2x_output_adopts_too(tmp_path):
+    """2.x wrote `document_ids` lists on text units, `metadata` on documents, UMAP positions
+    on entities, and reports without `full_content_json`."""
+    output = tmp_path / "output"
+    output.mkdir()
+    tables = {
+        "documents": pa.table({"id": ["d1"], "human_readable_id": [0], "title": ["a.txt"],
+                               "text": ["Alice met Bob."], "text_unit_ids": [["t1"]],
+                               "metadata": [None]}),
+        "text_units": pa.table({"id": ["t1"], "human_readable_id": [0],
+                                "text": ["Alice met Bob."], "n_tokens": [4],
+                                "document_ids": [["d1"]], "entity_ids": [["e1", "e2"]],
+                                "relationship_ids": [["r1"]], "covariate_ids": [[]]}),
+        "entities": pa.table({"id": ["e1", "e2"], "human_readable_id": [0, 1],
+                              "title": ["ALICE", "BOB"], "type": ["PERSON", "PERSON"],
+                              "description": ["Alice meets Bob.", "Bob is met."],
+                              "text_unit_ids": [["t1"], ["t1"]], "frequency": [1, 1],
+                              "degree": [1, 1], "x": [0.5, -0.5], "y": [0.1, 0.2]}),
+        "relationships": pa.table({"id": ["r1"], "human_readable_id": [0], "source": ["ALICE"],
+                                   "target": ["BOB"], "description": ["They meet."],
+                                   "weight": [1.0], "combined_degree": [2],
+                                   "text_unit_ids": [["t1"]]}),
+        "communities": pa.table({"id": ["c0"], "human_readable_id": [0], "community": [0],
+                                 "level": [0], "parent": [-1], "children": [[]],
+                                 "title": ["Community 0"], "entity_ids": [["e1", "e2"]],
+                                 "relationship_ids": [["r1"]], "text_unit_ids": [["t1"]],
+                                 "period": ["2025-01-01"]}),
+        "community_reports": pa.table({
+            "id": ["k0"], "human_readable_id": [0], "community": [0], "level": [0],
+            "parent": [-1], "children": [[]], "title": ["Alice and Bob"],
+            "summary": ["They meet."], "full_content": ["# Alice and Bob\n\nThey meet."],
+            "rank": [3.0], "rating_explanation": ["small"],
+            "findings": [[{"explanation": "Alice met Bob.", "summary": "A meeting"}]],
+            "period": ["2025-01-01"], "size": [2]})}
+    for name, table in tables.items():
+        pq.write_table(table, output / f"{name}.parquet")
+    (tmp_path / "settings.yaml").write_text(
+        "models:\n  default_chat_model:\n    type: azure_openai_chat\n    model: gpt-4o\n"
+        "    deployment_name: my-gpt4o\n    api_base: https://me.openai.azure.com\n"
+        "    api_version: 2024-10-21\n    tokens_per_minute: 50000\n"
+        "  default_embedding_model:\n    type: openai_embedding\n"
+        "    model: text-embedding-ada-002\n"
+        "chunks:\n  size: 300\n  overlap: 50\n")
+    manifest = adopt_index(str(output), str(tmp_path / "index"),
+                           ["runtime.engine=local"], **QUIET)
+    assert manifest.adopted_from["format"] == "2.x"
+    assert manifest.embeddings.method == "hashing"  # no store to read: embedded offline
+    assert manifest.tables[schema.TEXT_UNIT_EMBEDDINGS] == 1
+    version = IndexStore(str(tmp_path / "index")).open()
+    units = version.read_table(schema.TEXT_UNITS)
+    assert units.column("document_id").to_pylist() == ["d1"]
+    entities = version.read_table(schema.ENTITIES)
+    assert entities.column("x").to_pylist() == [0.5, -0.5]  # its positions kept
+    report = version.read_table(schema.COMMUNITY_REPORTS).to_pylist()[0]
+    assert report["findings"] == [{"summary": "A meeting", "explanation": "Alice met Bob."}]
+    assert '"title": "Alice and Bob"' in report["full_content_json"]
+    assert version.read_table(schema.COMMUNITIES).column("size").to_pylist() == [2]
+    config = config_from_manifest(manifest)
+    assert (config.llm.model, config.llm.api_version, config.llm.tokens_per_minute) == (
+        "my-gpt4o", "2024-10-21", 50000)
+    assert (config.chunks.size, config.embeddings.model) == (300, "text-embedding-ada-002")
+    assert GraphIndex.open(str(tmp_path / "index"), config=config).search(
+        "text", "Who met Bob?").answer
+
+
+def test_settings_that_do_not_map_say_why():
+    mapped = map_settings({"vector_store": {"type": "lancedb"},
+                           "completion_models": {"m": {"model": "x", "api_key": "sk-secret"}},
+                           "extract_graph": {"prompt": "prompts/extract_graph.txt"}})
+    reasons = dict(mapped.unmapped)
+    assert "read once" in reasons["vector_store"]
+    assert "never stored" in reasons["completion_models.m.api_key"]
+    assert "not ours" in reasons["extract_graph.prompt"]
+    assert "sk-secret" not in str(mapped.data)
+
+
+def test_an_output_without_its_tables_is_a_clear_error(tmp_path):
+    from graphrag_ray.errors import InputError
+
+    with pytest.raises(InputError, match="no Microsoft GraphRAG output here"):
+        adopt_index(str(tmp_path), str(tmp_path / "index"), **QUIET)
+    assert adopted_tables  # the mapping is importable without the fixture
+
+
+@needs_carol
+def test_an_update_of_an_adopted_index_says_what_it_would_cost_instead(adopted, tmp_path):
+    from graphrag_ray.errors import GraphRagError
+    from graphrag_ray.index.update import update_index
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "book.txt").write_bytes((CAROL / "input" / "book.txt").read_bytes())
+    with pytest.raises(GraphRagError, match="extract the whole corpus again"):
+        update_index(adopted, str(corpus), **QUIET)
+    assert len(IndexStore(adopted).versions()) == 1  # nothing published
