@@ -127,4 +127,7 @@ class Manifest(_Section):
         return cls.model_validate({"manifest_version": 0, **data})
 
     def as_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        """The file's content: a section a build did not run is absent (not null), as it was
+        before the model; inside sections, null stays null (`cost_usd`: no price known)."""
+        return {key: value for key, value in self.model_dump(mode="json").items()
+                if value is not None}

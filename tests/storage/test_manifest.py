@@ -56,8 +56,9 @@ def test_the_file_keeps_its_shape(tmp_path):
     keys as before the model: no nulls for sections a build did not run."""
     store = IndexStore(str(tmp_path / "index"))
     staged = store.stage()
-    store.publish(staged, Manifest(tables={"entities": 1}))
+    store.publish(staged, Manifest(tables={"entities": 1}, llm_usage={"total": {"calls": 2}}))
     data = json.loads((tmp_path / "index" / "versions" / staged.version / "manifest.json")
                       .read_text())
     assert data["tables"] == {"entities": 1} and "repeated_passages" not in data
+    assert data["llm_usage"]["total"]["cost_usd"] is None  # no price known: said, not dropped
     assert data["manifest_version"] == MANIFEST_VERSION
