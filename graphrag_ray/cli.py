@@ -168,8 +168,12 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    from graphrag_ray.index.adopt.stage import adopt_index
+    from graphrag_ray.index.adopt.stage import adopt_index, format_adoption_plan, plan_adoption
 
+    if args.dry_run:
+        plan = plan_adoption(args.source, args.set)
+        print(json.dumps(plan, indent=2) if args.json else format_adoption_plan(plan))
+        return 0
     manifest = adopt_index(args.source, args.output, args.set, progress=_eprint)
     adopted = manifest.adopted_from
     print(f"index version {manifest.version} published at {args.output}: adopted "
@@ -468,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     adopt.add_argument("--output", required=True, help="folder or fsspec URL for the index")
     adopt.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override a setting carried over (repeatable)")
+    adopt.add_argument("--dry-run", action="store_true",
+                       help="print what it would read, embed (and what that costs) and "
+                            "carry over; write and call nothing")
+    adopt.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     adopt.set_defaults(func=cmd_adopt)
 
     query = sub.add_parser("query", help="answer a question from an index")

@@ -32,16 +32,18 @@ from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
 from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
 from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
 from graphrag_ray.index.context import Progress
-from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index
+from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index, embedding_texts
 from graphrag_ray.index.graph.communities import build_graph
 from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.manifest import community_figures_of_table, usage_summary
 from graphrag_ray.index.previous_version import settings_fingerprint
+from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, Manifest
+from graphrag_ray.tokens import count_tokens
 
 SETTINGS_FILES = ("settings.yaml", "settings.yml")
 _UNSET = re.compile(r"\$\{(\w+)\}")
@@ -107,6 +109,64 @@ def adopted_config(project: MicrosoftProject, overrides: list[str] | None
                     section[key] = resolved
     source = str(project.settings_path) if project.settings_path else "defaults"
     return config_from_data(mapped.data, overrides, source=source), mapped
+
+
+def plan_adoption(source: str, overrides: list[str] | None = None) -> dict:
+    """What `adopt` would do, calling nothing: the tables found, where the vectors come from
+    and, when they must be embedded again, the texts, tokens and cost; the settings."""
+    project = find_project(source)
+    config, mapped = adopted_config(project, overrides)
+    theirs = read_tables(project.output)
+    tables = adopted_tables(theirs)
+    store = lance_store(project.output)
+    vectors, why = read_lance_vectors(store) if store else (None, "it has no LanceDB store")
+    plan = {"output": str(project.output), "format": format_of(theirs),
+            "tables": {name: table.num_rows for name, table in tables.items()},
+            "layout": _needs_layout(tables[schema.ENTITIES]),
+            "vectors": "lancedb" if vectors is not None else why,
+            "mapped": mapped.mapped, "not_mapped": mapped.unmapped}
+    if vectors is None:
+        by_table = _texts_to_embed(tables)
+        texts = [text for batch in by_table.values() for text in batch]
+        tokens = sum(count_tokens(text, config.tokenizer.encoding) for text in texts)
+        api = config.embeddings.resolved_method() == "api"
+        plan["embed"] = {
+            "method": config.embeddings.resolved_method(), "texts": len(texts),
+            # Requests hold texts of one table (an upper bound: identical texts go once).
+            "calls": sum(-(-len(batch) // config.embeddings.batch_size)
+                         for batch in by_table.values()) if api else 0,
+            "prompt_tokens": tokens if api else 0,
+            "cost_usd": cost_usd({"prompt_tokens": tokens, "completion_tokens": 0},
+                                 config.embeddings) if api else 0.0}
+    return plan
+
+
+def format_adoption_plan(plan: dict) -> str:
+    lines = [f"dry run: Microsoft GraphRAG {plan['format']} output at {plan['output']}: "
+             + ", ".join(f"{name} {rows}" for name, rows in plan["tables"].items())]
+    if plan["layout"]:
+        lines.append("entity positions: laid out here (its version writes none)")
+    embed = plan.get("embed")
+    if embed is None:
+        lines.append("vectors: read from its LanceDB store (no call)")
+    else:
+        cost = "-" if embed["cost_usd"] is None else f"${embed['cost_usd']:.4f}"
+        lines.append(f"vectors: embedded again ({plan['vectors']}): {embed['texts']} texts "
+                     f"by {embed['method']}, {embed['calls']} calls, {embed['prompt_tokens']} "
+                     f"tokens, {cost}")
+    lines += [f"setting carried over: {theirs} -> {ours}" for theirs, ours in plan["mapped"]]
+    lines += [f"not carried over: {theirs}: {why}" for theirs, why in plan["not_mapped"]]
+    return "\n".join(lines)
+
+
+def _texts_to_embed(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
+    """Per embeddings table, the texts an adoption embeds when it cannot read the vectors
+    (as a build does)."""
+    entities = tables[schema.ENTITIES].select(["id", "title", "description"])
+    texts = {name: batch for name, _, batch in embedding_texts(
+        tables[schema.COMMUNITY_REPORTS], [entities])}
+    return {**texts, schema.TEXT_UNIT_EMBEDDINGS: tables[schema.TEXT_UNITS].column(
+        "text").to_pylist()}
 
 
 def adopt_index(source: str, output_url: str, overrides: list[str] | None = None,

@@ -184,3 +184,31 @@ def test_an_update_of_an_adopted_index_says_what_it_would_cost_instead(adopted, 
     with pytest.raises(GraphRagError, match="extract the whole corpus again"):
         update_index(adopted, str(corpus), **QUIET)
     assert len(IndexStore(adopted).versions()) == 1  # nothing published
+
+
+@needs_carol
+def test_without_its_vectors_the_dry_run_prices_embedding_again_and_adopt_does_it(tmp_path):
+    import shutil
+
+    from graphrag_ray.index.adopt.stage import format_adoption_plan, plan_adoption
+
+    project = tmp_path / "project"
+    shutil.copytree(CAROL / "output", project / "output",
+                    ignore=shutil.ignore_patterns("lancedb"))
+    shutil.copy(CAROL / "settings.yaml", project / "settings.yaml")
+    with run_test_server() as server:
+        endpoint = [f"embeddings.api_base={server.url}", "runtime.engine=local"]
+        plan = plan_adoption(str(project), endpoint)
+        assert server.stats()["requests"] == 0  # a dry run calls nothing
+        assert plan["embed"]["texts"] == 233 + 30 + 42 and plan["embed"]["calls"] > 0
+        assert plan["embed"]["cost_usd"] > 0  # text-embedding-3-large has a price
+        assert "embedded again (it has no LanceDB store)" in format_adoption_plan(plan)
+        manifest = adopt_index(str(project), str(tmp_path / "index"), endpoint, **QUIET)
+        embedded = server.stats()["by_kind"]["embeddings"]
+    embed = manifest.llm_usage.stages["embed"]
+    assert embed.calls == embedded <= plan["embed"]["calls"]
+    # The provider counts its own way (here 1.3% more than the plan's cl100k count).
+    assert abs(embed.prompt_tokens - plan["embed"]["prompt_tokens"]) <= \
+        0.05 * plan["embed"]["prompt_tokens"]
+    assert manifest.embeddings.method == "api"
+    assert manifest.tables[schema.ENTITY_DESCRIPTION_EMBEDDINGS] == 233
