@@ -73,6 +73,7 @@ def test_its_vectors_and_settings_come_with_it(adopted):
 
 
 @needs_carol
+@pytest.mark.slow  # six query methods' calls through the test server
 def test_every_query_method_answers_from_the_adopted_index(adopted):
     with run_test_server() as server:
         config = config_from_manifest(IndexStore(adopted).read_manifest(), [
@@ -187,6 +188,7 @@ def test_an_update_of_an_adopted_index_says_what_it_would_cost_instead(adopted, 
 
 
 @needs_carol
+@pytest.mark.slow  # embeds the whole corpus through the test server
 def test_without_its_vectors_the_dry_run_prices_embedding_again_and_adopt_does_it(tmp_path):
     import shutil
 
