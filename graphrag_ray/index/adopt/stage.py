@@ -58,7 +58,6 @@ class MicrosoftProject:
 
 def find_project(source: str) -> MicrosoftProject:
     """A project root (with `settings.yaml` and `output/`) or an output folder itself."""
-    path = Path(source).expanduser()
     if "://" in source and not source.startswith("file://"):
         raise InputError(f"{source}: adopt reads a Microsoft GraphRAG project on this machine "
                          "(copy its output folder here first)")
