@@ -20,7 +20,7 @@ PROMPT_NAMES = (
     "eval_personas", "eval_questions", "eval_judge", "eval_claims",
 )
 
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -53,7 +53,7 @@ def render(template: str, **values: object) -> str:
         key = match.group(1)
         return str(values[key]) if key in values else match.group(0)
 
-    return _PLACEHOLDER.sub(replace, template)
+    return PLACEHOLDER.sub(replace, template)
 
 
 def prompt_version(template: str) -> str:

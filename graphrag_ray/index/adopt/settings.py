@@ -4,14 +4,16 @@ Both shapes its users have are read: 3.x (`completion_models`/`embedding_models`
 and 2.x (`models` with `type: openai_chat`..., `chunks`). The result is config data for
 `config_from_data` plus two lists the `adopt` command prints and the manifest keeps. API keys
 are never carried over (ours come from GRAPHRAG_API_KEY or OPENAI_API_KEY at run time), and
-neither are Microsoft's prompt files: their placeholders are not ours, and an adopted index
-extracts new text with our prompts (which is what `update` compares).
+neither are Microsoft's prompt files: an index must not depend on a project folder that may
+be gone, and ours are read by our names; the reason printed says how to use them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from graphrag_ray.prompts_loader import PLACEHOLDER, builtin_prompt
 
 # Settings that are Microsoft's machinery, with why they have no counterpart here.
 _NOT_OURS = {
@@ -98,16 +100,29 @@ def map_settings(settings: dict[str, Any]) -> MappedSettings:
                reports.get("max_length"))
     result.set("community_reports.max_input_length", "reports.max_input_tokens",
                reports.get("max_input_length"))
-    for section in ("extract_graph", "summarize_descriptions", "extract_claims",
-                    "community_reports"):
+    for section, ours in _PROMPTS.items():
         for key, value in (settings.get(section) or {}).items():
             if "prompt" in key and value:
-                result.skip(f"{section}.{key}", "Microsoft's prompt files are not ours; new "
-                            "text is extracted with this project's prompts")
+                result.skip(f"{section}.{key}", _prompt_reason(ours))
     for section, why in _NOT_OURS.items():
         if section in settings:
             result.skip(section, why)
     return result
+
+
+# Its workflow -> our prompt of the same job.
+_PROMPTS = {"extract_graph": "extract_graph", "summarize_descriptions": "summarize_descriptions",
+            "extract_claims": "extract_claims", "community_reports": "community_report"}
+
+
+def _prompt_reason(ours: str) -> str:
+    """Why a prompt file is not carried over, and how to use it: ours are read from
+    `prompts.dir` by our file names (an index must not depend on a project folder that may
+    be gone), with the placeholders ours fill."""
+    fills = ", ".join(sorted(set(PLACEHOLDER.findall(builtin_prompt(ours)))))
+    return (f"new text goes through our {ours}.txt; to use this file, copy it into a "
+            f"folder as {ours}.txt and --set prompts.dir=FOLDER (ours fill {fills}; braces "
+            "are read as written, so {{ }} escapes stay doubled)")
 
 
 def _model(settings: dict, section: str, default_id: str, kinds: tuple[str, ...]

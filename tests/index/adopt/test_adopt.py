@@ -162,7 +162,8 @@ def test_settings_that_do_not_map_say_why():
     reasons = dict(mapped.unmapped)
     assert "read once" in reasons["vector_store"]
     assert "never stored" in reasons["completion_models.m.api_key"]
-    assert "not ours" in reasons["extract_graph.prompt"]
+    assert "copy it into a folder as extract_graph.txt" in reasons["extract_graph.prompt"]
+    assert "entity_types, input_text" in reasons["extract_graph.prompt"]  # what ours fill
     assert "sk-secret" not in str(mapped.data)
 
 
