@@ -168,7 +168,8 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    from graphrag_ray.index.adopt.stage import adopt_index, format_adoption_plan, plan_adoption
+    from graphrag_ray.index.adopt.stage import (
+        adopt_index, format_adoption_plan, plan_adoption, settings_lines)
 
     if args.dry_run:
         plan = plan_adoption(args.source, args.set)
@@ -183,11 +184,8 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         f"{k}: {v}" for k, v in manifest.communities_per_level.items()))
     print(f"vectors: {manifest.embeddings.method} ({manifest.embeddings.model}, "
           f"{manifest.embeddings.dimensions} dimensions)")
-    if adopted["mapped"]:
-        print("settings carried over: " + ", ".join(f"{theirs} -> {ours}"
-                                                    for theirs, ours in adopted["mapped"]))
-    for theirs, why in adopted["not_mapped"]:
-        print(f"not carried over: {theirs}: {why}")
+    for line in settings_lines(adopted["mapped"], adopted["not_mapped"]):
+        print(line)
     return 0
 
 

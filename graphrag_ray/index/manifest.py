@@ -23,7 +23,7 @@ from graphrag_ray.llm.client import Usage
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.resources import driver_rss_mb
-from graphrag_ray.storage.manifest import MANIFEST_VERSION, Manifest
+from graphrag_ray.storage.manifest import Manifest
 
 
 def community_figures(communities: list[Community]) -> dict:
@@ -47,6 +47,14 @@ def community_figures_of_table(communities: pa.Table) -> dict:
             "communities_per_level": {str(level): levels.count(level)
                                       for level in sorted(set(levels))},
             "loose_community_entities": 0}
+
+
+def embeddings_facts(config: GraphRagConfig, dimensions: int | None) -> dict:
+    """The manifest's `embeddings`: how the index's vectors were made (what a question must
+    be embedded with)."""
+    return {"method": config.embeddings.resolved_method(),
+            "model": config.embeddings.model if uses_embedding_endpoint(config)
+            else HASHING_MODEL, "dimensions": dimensions}
 
 
 def usage_summary(stages: dict[str, Usage], timings: dict[str, float],
@@ -116,8 +124,6 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         llm_usage["embeddings_rate_limiter"] = services.embedding_limiter.stats()
     statuses = extraction.column("status").to_pylist()
     manifest = {
-        "manifest_version": MANIFEST_VERSION,
-        "format_version": schema.INDEX_FORMAT_VERSION,
         "created_at": datetime.now(timezone.utc).isoformat(),
         "input": state.input_url,
         "pipeline": {"name": pipeline_name, "stages": stages},
@@ -129,10 +135,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         "extraction_fingerprint": extraction_fingerprint(config, ctx.prompts),
         "tables": {**state.counts, **state.embedded,
                    **{name: table.num_rows for name, table in state.tables.items()}},
-        "embeddings": {"method": config.embeddings.resolved_method(),
-                       "model": config.embeddings.model
-                       if uses_embedding_endpoint(config) else HASHING_MODEL,
-                       "dimensions": state.dimensions},
+        "embeddings": embeddings_facts(config, state.dimensions),
         **community_figures(state.communities),
         "merge": ctx.figures.merge,
         # Sections of stages that only run when enabled.

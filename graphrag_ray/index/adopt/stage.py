@@ -12,8 +12,6 @@ the manifest's `adopted_from` keeps what did not and why.
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,9 +23,9 @@ import pyarrow.parquet as pq
 import yaml
 
 from graphrag_ray import schema
-from graphrag_ray.config import GraphRagConfig, config_from_data
+from graphrag_ray.config import GraphRagConfig, config_from_data, interpolate_env
 from graphrag_ray.distributed import open_worker_pool
-from graphrag_ray.errors import InputError
+from graphrag_ray.errors import ConfigError, InputError
 from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
 from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
 from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
@@ -35,18 +33,18 @@ from graphrag_ray.index.context import Progress
 from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index, embedding_texts
 from graphrag_ray.index.graph.communities import build_graph
 from graphrag_ray.index.graph.layout import layout_positions
-from graphrag_ray.index.manifest import community_figures_of_table, usage_summary
+from graphrag_ray.index.graph.merge import edge_endpoints
+from graphrag_ray.index.manifest import (
+    community_figures_of_table, embeddings_facts, usage_summary)
 from graphrag_ray.index.previous_version import settings_fingerprint
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
-from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, Manifest
 from graphrag_ray.tokens import count_tokens
 
 SETTINGS_FILES = ("settings.yaml", "settings.yml")
-_UNSET = re.compile(r"\$\{(\w+)\}")
 
 
 @dataclass
@@ -94,37 +92,54 @@ def read_tables(output: Path) -> dict[str, pa.Table]:
 
 def adopted_config(project: MicrosoftProject, overrides: list[str] | None
                    ) -> tuple[GraphRagConfig, MappedSettings]:
-    """Its settings as ours (an endpoint given as ${NAME} takes the variable when it is set;
-    unset, the setting is left out and said so), then the user's `--set`s."""
+    """Its settings as ours (a value given as ${NAME} is interpolated as our settings are;
+    a variable unset here leaves the setting out, said so), then the user's `--set`s."""
     mapped = map_settings(project.settings)
-    for section in mapped.data.values():
+    for section_name, section in mapped.data.items():
         for key, value in list(section.items()):
-            if isinstance(value, str) and "${" in value:
-                resolved = _UNSET.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
-                if "${" in resolved:
+            if isinstance(value, str):
+                try:
+                    section[key] = interpolate_env(value)
+                except ConfigError as exc:
                     del section[key]
-                    mapped.skip(f"{key} = {value}", "the variable is not set here")
-                else:
-                    section[key] = resolved
+                    mapped.skip(f"{section_name}.{key} = {value}", str(exc))
     source = str(project.settings_path) if project.settings_path else "defaults"
     return config_from_data(mapped.data, overrides, source=source), mapped
+
+
+@dataclass
+class _Read:
+    """A project as both the dry run and the adoption see it."""
+    project: MicrosoftProject
+    config: GraphRagConfig
+    mapped: MappedSettings
+    format: str
+    tables: dict[str, pa.Table]  # in our layout
+    vectors: dict[str, pa.Table] | None  # our embedding tables, when its store reads
+    why_no_vectors: str
+
+
+def _read(source: str, overrides: list[str] | None) -> _Read:
+    project = find_project(source)
+    config, mapped = adopted_config(project, overrides)
+    theirs = read_tables(project.output)
+    store = lance_store(project.output)
+    vectors, why = read_lance_vectors(store) if store else (None, "it has no LanceDB store")
+    return _Read(project, config, mapped, format_of(theirs), adopted_tables(theirs), vectors,
+                 why)
 
 
 def plan_adoption(source: str, overrides: list[str] | None = None) -> dict:
     """What `adopt` would do, calling nothing: the tables found, where the vectors come from
     and, when they must be embedded again, the texts, tokens and cost; the settings."""
-    project = find_project(source)
-    config, mapped = adopted_config(project, overrides)
-    theirs = read_tables(project.output)
-    tables = adopted_tables(theirs)
-    store = lance_store(project.output)
-    vectors, why = read_lance_vectors(store) if store else (None, "it has no LanceDB store")
-    plan = {"output": str(project.output), "format": format_of(theirs),
+    read = _read(source, overrides)
+    config, tables = read.config, read.tables
+    plan = {"output": str(read.project.output), "format": read.format,
             "tables": {name: table.num_rows for name, table in tables.items()},
             "layout": _needs_layout(tables[schema.ENTITIES]),
-            "vectors": "lancedb" if vectors is not None else why,
-            "mapped": mapped.mapped, "not_mapped": mapped.unmapped}
-    if vectors is None:
+            "vectors": "lancedb" if read.vectors is not None else read.why_no_vectors,
+            "mapped": read.mapped.mapped, "not_mapped": read.mapped.unmapped}
+    if read.vectors is None:
         by_table = _texts_to_embed(tables)
         texts = [text for batch in by_table.values() for text in batch]
         tokens = sum(count_tokens(text, config.tokenizer.encoding) for text in texts)
@@ -153,9 +168,14 @@ def format_adoption_plan(plan: dict) -> str:
         lines.append(f"vectors: embedded again ({plan['vectors']}): {embed['texts']} texts "
                      f"by {embed['method']}, {embed['calls']} calls, {embed['prompt_tokens']} "
                      f"tokens, {cost}")
-    lines += [f"setting carried over: {theirs} -> {ours}" for theirs, ours in plan["mapped"]]
-    lines += [f"not carried over: {theirs}: {why}" for theirs, why in plan["not_mapped"]]
-    return "\n".join(lines)
+    return "\n".join(lines + settings_lines(plan["mapped"], plan["not_mapped"]))
+
+
+def settings_lines(mapped: list, not_mapped: list) -> list[str]:
+    """What of its settings was carried over, and what was not and why (the dry run and the
+    adoption print the same)."""
+    return [f"setting carried over: {theirs} -> {ours}" for theirs, ours in mapped] + \
+        [f"not carried over: {theirs}: {why}" for theirs, why in not_mapped]
 
 
 def _texts_to_embed(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
@@ -171,11 +191,9 @@ def _texts_to_embed(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
 def adopt_index(source: str, output_url: str, overrides: list[str] | None = None,
                 progress: Progress = print) -> Manifest:
     """Publish the Microsoft GraphRAG output at `source` as a new version at `output_url`."""
-    project = find_project(source)
-    config, mapped = adopted_config(project, overrides)
-    theirs = read_tables(project.output)
-    tables = adopted_tables(theirs)
-    progress(f"Microsoft GraphRAG {format_of(theirs)} output at {project.output}: "
+    read = _read(source, overrides)
+    project, config, mapped, tables = read.project, read.config, read.mapped, read.tables
+    progress(f"Microsoft GraphRAG {read.format} output at {project.output}: "
              + ", ".join(f"{name} {table.num_rows}" for name, table in tables.items()))
     stages = ["read_tables"]
     if _needs_layout(tables[schema.ENTITIES]):
@@ -187,24 +205,18 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
         for name, table in tables.items():
             staged.write_table(name, table, config.output.rows_per_part)
         stages.append("write_tables")
-        vectors, why = (read_lance_vectors(lance_store(project.output))
-                        if lance_store(project.output) else (None, "it has no LanceDB store"))
         embed_usage, services = Usage(), LLMServices()
-        if vectors is not None:
-            for name, table in vectors.items():
+        if read.vectors is not None:
+            for name, table in read.vectors.items():
                 staged.write_table(name, table, config.output.rows_per_part)
-            counts, dimensions = {n: t.num_rows for n, t in vectors.items()}, \
-                dimensions_of(vectors)
+            counts = {n: t.num_rows for n, t in read.vectors.items()}
             embeddings = {"method": "adopted", "model": config.embeddings.model,
-                          "dimensions": dimensions}
+                          "dimensions": dimensions_of(read.vectors)}
             stages.append("lance_vectors")
         else:
-            progress(f"embedding the texts again ({why})")
+            progress(f"embedding the texts again ({read.why_no_vectors})")
             counts, dimensions, embed_usage, services = _embed(config, staged, tables)
-            embeddings = {"method": config.embeddings.resolved_method(),
-                          "model": config.embeddings.model
-                          if config.embeddings.resolved_method() == "api" else HASHING_MODEL,
-                          "dimensions": dimensions}
+            embeddings = embeddings_facts(config, dimensions)
             stages.append("embed")
         prompts = load_prompts(config)
         units = tables[schema.TEXT_UNITS]
@@ -225,7 +237,7 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                                     services.ledger() if services.limiter else None),
             reports_by_generation={"llm": tables[schema.COMMUNITY_REPORTS].num_rows},
             input_files={"read": tables[schema.DOCUMENTS].num_rows, "skipped": 0},
-            adopted_from={"tool": "Microsoft GraphRAG", "format": format_of(theirs),
+            adopted_from={"tool": "Microsoft GraphRAG", "format": read.format,
                           "output": str(project.output),
                           "settings": str(project.settings_path)
                           if project.settings_path else None,
@@ -242,13 +254,9 @@ def _needs_layout(entities: pa.Table) -> bool:
 
 def _laid_out(entities: pa.Table, relationships: pa.Table, config: GraphRagConfig) -> pa.Table:
     """`x`/`y` by our layout (3.x writes none)."""
-    row = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
-    pairs = [(row[s], row[t], w) for s, t, w in zip(
-        relationships.column("source").to_pylist(), relationships.column("target").to_pylist(),
-        relationships.column("weight").to_pylist()) if s in row and t in row]
-    sources, targets, weights = (np.array(v) for v in zip(*pairs)) if pairs else \
-        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    xs, ys = layout_positions(build_graph(entities.num_rows, sources, targets, weights),
+    sources, targets = edge_endpoints(entities, relationships)
+    xs, ys = layout_positions(build_graph(entities.num_rows, sources, targets,
+                                          relationships.column("weight").to_numpy()),
                               config.layout)
     for name, values in (("x", xs), ("y", ys)):
         index = entities.schema.get_field_index(name)

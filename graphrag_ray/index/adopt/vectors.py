@@ -14,12 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from graphrag_ray import schema
+from graphrag_ray.index.embed.feed import EMBEDDING_SCHEMA
 
 # Its LanceDB table -> our embeddings table.
 LANCE_TABLES = {"entity_description": schema.ENTITY_DESCRIPTION_EMBEDDINGS,
                 "text_unit_text": schema.TEXT_UNIT_EMBEDDINGS,
                 "community_full_content": schema.REPORT_EMBEDDINGS}
-_VECTORS = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float32()))])
 
 
 def lance_store(output_dir: Path) -> Path | None:
@@ -43,7 +43,7 @@ def read_lance_vectors(store: Path) -> tuple[dict[str, pa.Table] | None, str]:
         data = lance.dataset(str(path)).to_table(columns=["id", "vector"])
         tables[ours] = pa.table([data.column("id").cast(pa.string()),
                                  data.column("vector").cast(pa.list_(pa.float32()))],
-                                schema=_VECTORS)
+                                schema=EMBEDDING_SCHEMA)
     return tables, ""
 
 

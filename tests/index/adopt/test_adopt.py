@@ -215,3 +215,19 @@ def test_without_its_vectors_the_dry_run_prices_embedding_again_and_adopt_does_i
         0.05 * plan["embed"]["prompt_tokens"]
     assert manifest.embeddings.method == "api"
     assert manifest.tables[schema.ENTITY_DESCRIPTION_EMBEDDINGS] == 233
+
+
+def test_an_endpoint_given_as_a_variable_is_interpolated_or_left_out_with_the_reason(
+        monkeypatch):
+    from graphrag_ray.index.adopt.stage import MicrosoftProject, adopted_config
+
+    monkeypatch.setenv("ADOPT_TEST_BASE", "http://models.example/v1")
+    monkeypatch.delenv("ADOPT_TEST_UNSET", raising=False)
+    project = MicrosoftProject(Path("."), {
+        "completion_models": {"m": {"model": "x", "api_base": "${ADOPT_TEST_UNSET}"}},
+        "embedding_models": {"e": {"model": "y", "api_base": "${ADOPT_TEST_BASE}"}}}, None)
+    config, mapped = adopted_config(project, None)
+    assert config.embeddings.api_base == "http://models.example/v1"
+    assert config.llm.api_base is None
+    assert "ADOPT_TEST_UNSET is not set" in dict(mapped.unmapped)[
+        "llm.api_base = ${ADOPT_TEST_UNSET}"]
