@@ -35,7 +35,7 @@ from graphrag_ray.index.graph.communities import build_graph
 from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.graph.merge import edge_endpoints
 from graphrag_ray.index.manifest import (
-    community_figures_of_table, embeddings_facts, usage_summary)
+    community_figures_of_table, count_generations, embeddings_facts, usage_summary)
 from graphrag_ray.index.previous_version import settings_fingerprint
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -235,8 +235,8 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                         "chunk_tokens": int(np.sum(units.column("n_tokens").to_numpy()))},
             llm_usage=usage_summary({"embed": embed_usage}, {}, config,
                                     services.ledger() if services.limiter else None),
-            reports_by_generation={"llm": tables[schema.COMMUNITY_REPORTS].num_rows},
-            input_files={"read": tables[schema.DOCUMENTS].num_rows, "skipped": 0},
+            reports_by_generation=count_generations(
+                tables[schema.COMMUNITY_REPORTS].column("generation").to_pylist()),
             adopted_from={"tool": "Microsoft GraphRAG", "format": read.format,
                           "output": str(project.output),
                           "settings": str(project.settings_path)
