@@ -67,7 +67,7 @@ def main() -> None:
         "entities_one": one.tables["entities"], "entities_five": five.tables["entities"],
         "documents": five.tables["documents"], "chunks_one": one.extraction.chunks,
         "chunks_five": five.extraction.chunks,
-        "repeated_tokens_not_extracted": five.get("repeated_passages", {}).get(
+        "repeated_tokens_not_extracted": (five.repeated_passages or {}).get(
             "tokens_not_extracted")}
     data = bytearray(CAROL.replace("'", "’").encode())
     data[len(data) // 2] = 0xE9

@@ -44,6 +44,15 @@ def test_an_output_that_is_a_file_is_a_message(tmp_path, capsys):
     assert "[extract]" not in captured.out + captured.err  # told before any work
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's /proc")
+def test_an_output_the_system_will_not_create_is_a_message(capsys):
+    # /proc takes no new folders (ENOENT, a reason without a message of its own)
+    code = main(["index", "--input", str(CAROL_DIR), "--output", "/proc/graphrag-ray/index"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "cannot write the index at /proc/graphrag-ray/index: no such file" in err
+
+
 def test_a_build_with_nothing_readable_leaves_no_unpublished_version(tmp_path, capsys):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "empty.txt").write_text("")

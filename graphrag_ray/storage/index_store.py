@@ -194,10 +194,9 @@ class IndexStore:
                 raise GraphRagError(f"cannot write the index at {self.url}: "
                                     f"{self._file_in_the_way()} is a file, not a folder "
                                     "(choose another output, or remove the file)") from exc
-            if exc.errno not in reasons:
-                raise
-            raise GraphRagError(f"cannot write the index at {self.url}: it "
-                                f"{reasons[exc.errno]}") from exc
+            reason = (f"it {reasons[exc.errno]}" if exc.errno in reasons
+                      else (exc.strerror or str(exc)).lower())
+            raise GraphRagError(f"cannot write the index at {self.url}: {reason}") from exc
         return version
 
     def _file_in_the_way(self) -> str:
