@@ -175,7 +175,8 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         plan = plan_adoption(args.source, args.set)
         print(json.dumps(plan, indent=2) if args.json else format_adoption_plan(plan))
         return 0
-    manifest = adopt_index(args.source, args.output, args.set, progress=_eprint)
+    manifest = adopt_index(args.source, args.output, args.set, progress=_eprint,
+                           input_folder=args.input)
     adopted = manifest.adopted_from
     print(f"index version {manifest.version} published at {args.output}: adopted "
           f"{adopted['tool']} {adopted['format']} output from {adopted['output']}")
@@ -470,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     adopt.add_argument("--output", required=True, help="folder or fsspec URL for the index")
     adopt.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override a setting carried over (repeatable)")
+    adopt.add_argument("--input", metavar="FOLDER",
+                       help="the corpus it was built from (default: the project's input "
+                            "folder), read so that `update` extracts only new text")
     adopt.add_argument("--dry-run", action="store_true",
                        help="print what it would read, embed (and what that costs) and "
                             "carry over; write and call nothing")

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
+from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.storage import IndexVersion
@@ -79,7 +80,20 @@ class UpdateBase:
     kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
 
     def communities(self) -> pa.Table:
-        return self.version.read_table("communities", ["community", "level", "entity_ids"])
+        """The previous communities, their members named by the ids this build gives them
+        (an entity's id is its title's: a version adopted from another tool named them its
+        own way, and Leiden's warm start matches members by id)."""
+        communities = self.version.read_table("communities", ["community", "level",
+                                                              "entity_ids"])
+        entities = self.version.read_table("entities", ["id", "title"])
+        ids = {old: element_id("entity", title) for old, title in zip(
+            entities.column("id").to_pylist(), entities.column("title").to_pylist())}
+        if all(old == new for old, new in ids.items()):
+            return communities
+        members = [[ids.get(m, m) for m in row] for row in
+                   communities.column("entity_ids").to_pylist()]
+        return communities.set_column(communities.column_names.index("entity_ids"),
+                                      "entity_ids", pa.array(members, pa.list_(pa.string())))
 
     def summary(self) -> dict:
         return {"previous_version": self.version.version,

@@ -61,15 +61,24 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if not (diff["added"] or diff["changed"] or diff["deleted"]) and same_settings:
         return {"no_change": True, "version": previous.version, "documents": counts}
     if dry_run:
-        return _estimate(fs, root, diff, config, previous.version,
-                         measured_rates(manifest, config, prompts))
-    if manifest.adopted_from is not None:
-        # Its graph would be rebuilt from the extractions of the chunks that exist now, and an
-        # adopted version has none of ours: the whole corpus would be extracted again.
+        estimate = _estimate(fs, root, diff, config, previous.version,
+                             measured_rates(manifest, config, prompts))
+        if manifest.pipeline.name == "adopt":
+            # Its communities are found again by our Leiden (warm-started from its
+            # partition): most reports are written again, as by a build of the corpus.
+            estimate["reports_again"] = estimate_index(input_url, config)["stages"]["reports"]
+            estimate["not_carried_over"] = (manifest.adopted_from or {}).get(
+                "extractions") or {}
+        return estimate
+    if manifest.adopted_from is not None and manifest.extraction_fingerprint is None:
+        # Its graph would be rebuilt from the extractions of the chunks that exist now, and
+        # this adoption carried none over (its input was not read): the whole corpus would
+        # be extracted again.
         raise GraphRagError(
-            f"version {previous.version} was adopted from {manifest.adopted_from['tool']}, "
-            "whose extractions are not carried over: an update would extract the whole "
-            "corpus again (`update --dry-run` prices it); to pay that knowingly, build it "
+            f"version {previous.version} was adopted from {manifest.adopted_from['tool']} "
+            "without its input, so none of its extractions were carried over: an update "
+            "would extract the whole corpus again (`update --dry-run` prices it); adopt it "
+            "again with `adopt --input FOLDER` (the corpus it was built from), or build it "
             "afresh with `graphrag-ray index`")
     same_extraction = manifest.extraction_fingerprint == \
         extraction_fingerprint(config, prompts)
@@ -111,4 +120,14 @@ def format_update_estimate(estimate: dict) -> str:
     else:
         lines.append("no document to extract; deletions re-summarize and re-report only what "
                      "they touched")
+    if "reports_again" in estimate:
+        again, carried = estimate["reports_again"], estimate["not_carried_over"]
+        cost = "-" if again["cost_usd"] is None else f"${again['cost_usd']:.4f}"
+        lines += ["", "first update since the adoption: the communities are found again by "
+                  "our Leiden (starting from its partition), so about every report is written "
+                  f"again: ~{again['calls']} calls, {again['prompt_tokens']} prompt tokens, "
+                  f"{cost}; its extractions are reused (no chunk of unchanged text is "
+                  "extracted again)" + (
+                      f", but for {carried['chunks_to_extract']} chunks of text it had not "
+                      "extracted" if carried.get("chunks_to_extract") else "")]
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
@@ -26,17 +27,25 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig, config_from_data, interpolate_env
 from graphrag_ray.distributed import open_worker_pool
 from graphrag_ray.errors import ConfigError, InputError
+from graphrag_ray.index.adopt.extractions import kept_extractions, place_units, project_input
 from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
 from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
 from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
-from graphrag_ray.index.context import Progress
+from graphrag_ray.index.chunks.read_and_chunk import (
+    input_reports, read_and_chunk, stored_pieces)
+from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index, embedding_texts
+from graphrag_ray.index.extract.kept_extractions import (
+    KEPT_EXTRACTIONS, extraction_fingerprint, keep_extractions)
+from graphrag_ray.index.extract.stage import find_repeated_passages, plan_extraction
 from graphrag_ray.index.graph.communities import build_graph
 from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.graph.merge import edge_endpoints
 from graphrag_ray.index.manifest import (
     community_figures_of_table, count_generations, embeddings_facts, usage_summary)
-from graphrag_ray.index.previous_version import settings_fingerprint
+from graphrag_ray.index.previous_version import (
+    INPUT_FILES, INPUT_FILES_SCHEMA, settings_fingerprint)
+from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
 from graphrag_ray.llm.services import open_services
@@ -189,8 +198,10 @@ def _texts_to_embed(tables: dict[str, pa.Table]) -> dict[str, list[str]]:
 
 
 def adopt_index(source: str, output_url: str, overrides: list[str] | None = None,
-                progress: Progress = print) -> Manifest:
-    """Publish the Microsoft GraphRAG output at `source` as a new version at `output_url`."""
+                progress: Progress = print, input_folder: str | None = None) -> Manifest:
+    """Publish the Microsoft GraphRAG output at `source` as a new version at `output_url`.
+    `input_folder`: the corpus it was built from (by default the project's input folder),
+    read so that updates reuse its extractions."""
     read = _read(source, overrides)
     project, config, mapped, tables = read.project, read.config, read.mapped, read.tables
     progress(f"Microsoft GraphRAG {read.format} output at {project.output}: "
@@ -219,6 +230,16 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             embeddings = embeddings_facts(config, dimensions)
             stages.append("embed")
         prompts = load_prompts(config)
+        input_dir = project_input(project.settings_path, project.settings) \
+            if input_folder is None else Path(input_folder)
+        carried = None
+        if input_dir is not None and config.extraction.method == "llm":
+            carried = _carry_extractions(config, prompts, staged, tables, input_dir, progress)
+            stages.append("carry_extractions")
+        else:
+            progress("no extraction carried over for updates: " + (
+                "its input folder was not found (give it with --input)" if input_dir is None
+                else f"extraction.method is {config.extraction.method}"))
         units = tables[schema.TEXT_UNITS]
         manifest = Manifest(
             created_at=datetime.now(timezone.utc).isoformat(), input=str(project.output),
@@ -226,8 +247,10 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             config=config.public_dict(),
             prompt_versions={n: prompt_version(t) for n, t in prompts.items()},
             settings_fingerprint=settings_fingerprint(config, prompts),
-            # No extraction of ours: an update cannot reuse one (it knows to say so).
-            extraction_fingerprint=None,
+            # Its extractions as ours when its input was read (an update reuses them);
+            # otherwise none an update could reuse (it knows to say so).
+            extraction_fingerprint=extraction_fingerprint(config, prompts) if carried
+            else None,
             tables={**{n: t.num_rows for n, t in tables.items()}, **counts},
             embeddings=embeddings,
             **community_figures_of_table(tables[schema.COMMUNITIES]),
@@ -241,10 +264,68 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                           "output": str(project.output),
                           "settings": str(project.settings_path)
                           if project.settings_path else None,
+                          "extractions": carried,
                           "mapped": [list(pair) for pair in mapped.mapped],
                           "not_mapped": [list(pair) for pair in mapped.unmapped]})
         services.close()
         return store.publish(staged, manifest)
+
+
+def _carry_extractions(config: GraphRagConfig, prompts: dict[str, str], staged,
+                       tables: dict[str, pa.Table], input_dir: Path, progress: Progress
+                       ) -> dict:
+    """Its extractions as our kept extractions, and the input files' fingerprints, so that
+    `update` extracts only new text (`extractions.py`). The project's input is read and
+    chunked as a build of ours reads it (the same stages, on this machine)."""
+    config = config.model_copy(update={"runtime": config.runtime.model_copy(
+        update={"engine": "local"})})
+    ctx = BuildContext(config, prompts, LLMServices(), staged, progress)
+    input_url = str(input_dir)
+    _, root, files, _, _ = list_input_files(input_url, config.input)
+    repeated = find_repeated_passages(ctx, input_url, root, files) \
+        if config.repeated_passages.enabled \
+        and len(files) >= config.repeated_passages.min_documents else None
+    plan = plan_extraction(ctx, input_url, root, files, repeated)
+    blocks = list(read_and_chunk(plan.inputs, plan.reading))
+    chunks = pa.concat_tables(blocks).select(["id", "text", "document_id",
+                                              "repeated_passage"]) if blocks else None
+    staged.write_table(INPUT_FILES, pa.Table.from_pylist(input_reports(ctx.work_url).files,
+                                                         schema=INPUT_FILES_SCHEMA))
+    if chunks is None:
+        return {"input": input_url, "files": len(files), "chunks": 0}
+    extracted = chunks.filter(pc.invert(chunks.column("repeated_passage")))
+    documents = pa.concat_tables(list(stored_pieces(ctx.work_url, "documents",
+                                                    ["id", "title", "text"])))
+    placement = place_units(documents, extracted, tables[schema.TEXT_UNITS],
+                            tables[schema.DOCUMENTS])
+    kept = kept_extractions(placement, dict(zip(extracted.column("id").to_pylist(),
+                                                extracted.column("text").to_pylist())),
+                            tables)
+    keep_extractions(kept.append_column("status", pa.array(["ok"] * kept.num_rows)),
+                     staged.url_of(KEPT_EXTRACTIONS), "batch-adopted.parquet")
+    staged.remove("_work")
+    units = tables[schema.TEXT_UNITS].num_rows
+    figures = {"input": input_url, "files": len(files), "chunks": extracted.num_rows,
+               "chunks_kept": kept.num_rows,
+               "chunks_to_extract": extracted.num_rows - kept.num_rows,
+               "text_units_placed": units - len(placement.kept_out) - len(placement.unplaced),
+               "text_units_kept_out": len(placement.kept_out),
+               "text_units_not_found": len(placement.unplaced)}
+    notes = [f"{len(placement.kept_out)} of its text units lie in text we keep out of "
+             "extraction (boilerplate: a Project Gutenberg header or licence, a repeated "
+             "notice); what only they name leaves the graph at the first update"
+             ] if placement.kept_out else []
+    if placement.unplaced:
+        notes.append(f"{len(placement.unplaced)} of its text units were not found in the "
+                     "input (files changed or gone since it was built); what only they name "
+                     "leaves the graph at the first update")
+    if figures["chunks_to_extract"]:
+        notes.append(f"{figures['chunks_to_extract']} chunks of text it did not extract "
+                     "would be extracted by the first update")
+    progress(f"extractions carried over for updates: {kept.num_rows} of our "
+             f"{extracted.num_rows} chunks of {input_url} take its "
+             f"{figures['text_units_placed']} text units" + "".join(f"; {n}" for n in notes))
+    return figures
 
 
 def _needs_layout(entities: pa.Table) -> bool:

@@ -2,6 +2,7 @@
 ids, its vectors, its settings where they map, and answers every query method; a 2.x-shaped
 output (written here) adopts too. Skips without `../shared`."""
 
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -60,7 +61,8 @@ def test_its_vectors_and_settings_come_with_it(adopted):
     manifest = IndexStore(adopted).read_manifest()
     assert manifest.embeddings.method == "adopted" and manifest.embeddings.dimensions == 3072
     assert manifest.tables[schema.ENTITY_DESCRIPTION_EMBEDDINGS] == 233
-    assert manifest.pipeline.stages == ["read_tables", "layout", "write_tables", "lance_vectors"]
+    assert manifest.pipeline.stages == ["read_tables", "layout", "write_tables", "lance_vectors",
+                                        "carry_extractions"]
     config = config_from_manifest(manifest)
     assert (config.chunks.size, config.chunks.overlap, config.extraction.max_gleanings) == \
         (1200, 100, 1)
@@ -176,16 +178,73 @@ def test_an_output_without_its_tables_is_a_clear_error(tmp_path):
 
 
 @needs_carol
-def test_an_update_of_an_adopted_index_says_what_it_would_cost_instead(adopted, tmp_path):
+def test_adopted_without_its_input_an_update_says_what_it_would_cost_instead(tmp_path):
     from graphrag_ray.errors import GraphRagError
     from graphrag_ray.index.update import update_index
 
+    output = tmp_path / "their_output"  # its output alone: no settings, no input folder
+    shutil.copytree(CAROL / "output", output)
+    index = str(tmp_path / "index")
+    adopt_index(str(output), index, **QUIET)
+    assert IndexStore(index).read_manifest().extraction_fingerprint is None
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "book.txt").write_bytes((CAROL / "input" / "book.txt").read_bytes())
-    with pytest.raises(GraphRagError, match="extract the whole corpus again"):
-        update_index(adopted, str(corpus), **QUIET)
-    assert len(IndexStore(adopted).versions()) == 1  # nothing published
+    with pytest.raises(GraphRagError, match="adopt it again with `adopt --input FOLDER`"):
+        update_index(index, str(corpus), **QUIET)
+    assert len(IndexStore(index).versions()) == 1  # nothing published
+
+
+@needs_carol
+def test_its_extractions_are_carried_over_for_updates(adopted):
+    manifest = IndexStore(adopted).read_manifest()
+    carried = manifest.adopted_from["extractions"]
+    # Carol's 42 units: 39 in the text we chunk, 3 in its Gutenberg header and licence.
+    assert (carried["text_units_placed"], carried["text_units_kept_out"],
+            carried["text_units_not_found"]) == (39, 3, 0)
+    assert carried["chunks_kept"] == carried["chunks"] and carried["chunks_to_extract"] == 0
+    assert manifest.extraction_fingerprint and manifest.pipeline.stages[-1] == \
+        "carry_extractions"
+
+
+@needs_carol
+@pytest.mark.slow  # an update's calls through the test server
+def test_an_update_of_an_adopted_index_pays_only_for_the_new_text(adopted, tmp_path):
+    from graphrag_ray.index.update import update_index
+
+    index = str(tmp_path / "index")
+    shutil.copytree(adopted, index)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "book.txt").write_bytes((CAROL / "input" / "book.txt").read_bytes())
+    with run_test_server() as server:
+        # Its own model and embeddings, at the test server: the extraction settings are
+        # the adopted ones, so its extractions hold.
+        config = config_from_manifest(IndexStore(index).read_manifest(), [
+            f"llm.api_base={server.url}", f"embeddings.api_base={server.url}",
+            "runtime.engine=local"])
+        assert update_index(index, str(corpus), config, **QUIET)["no_change"]
+        (corpus / "story.txt").write_text(
+            "Tiny Tim met the Ghost of Christmas Present in London. Bob Cratchit carried "
+            "Tiny Tim home through the snow of Camden Town. " * 20)
+        manifest = update_index(index, str(corpus), config, **QUIET)
+        kinds = server.stats()["by_kind"]
+    assert manifest.update["chunks"]["reused"] == 39
+    assert manifest.llm_usage.stages["extract"].calls == 2  # the story's chunk and gleaning
+    assert kinds.get("glean_continue") == 1
+    version = IndexStore(index).open()
+    entities = dict(zip(version.read_table(schema.ENTITIES, ["title", "description"]).column(
+        "title").to_pylist(), version.read_table(schema.ENTITIES, ["description"]).column(
+        "description").to_pylist()))
+    theirs = pq.read_table(CAROL / "output" / "entities.parquet").to_pylist()
+    # An element only the old text names keeps Microsoft's description, uncalled for.
+    untouched = [e for e in theirs if e["title"] in entities
+                 and "TIM" not in e["title"] and "CRATCHIT" not in e["title"]]
+    assert len(untouched) > 150
+    assert sum(entities[e["title"]] == e["description"] for e in untouched) > \
+        0.9 * len(untouched)
+    assert "TINY TIM" in entities and "story.txt" in version.read_table(
+        schema.DOCUMENTS, ["title"]).column("title").to_pylist()
 
 
 @needs_carol
