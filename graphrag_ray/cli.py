@@ -172,7 +172,7 @@ def cmd_adopt(args: argparse.Namespace) -> int:
         adopt_index, format_adoption_plan, plan_adoption, settings_lines)
 
     if args.dry_run:
-        plan = plan_adoption(args.source, args.set)
+        plan = plan_adoption(args.source, args.set, args.input)
         print(json.dumps(plan, indent=2) if args.json else format_adoption_plan(plan))
         return 0
     manifest = adopt_index(args.source, args.output, args.set, progress=_eprint,

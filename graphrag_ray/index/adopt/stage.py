@@ -138,7 +138,8 @@ def _read(source: str, overrides: list[str] | None) -> _Read:
                  why)
 
 
-def plan_adoption(source: str, overrides: list[str] | None = None) -> dict:
+def plan_adoption(source: str, overrides: list[str] | None = None,
+                  input_folder: str | None = None) -> dict:
     """What `adopt` would do, calling nothing: the tables found, where the vectors come from
     and, when they must be embedded again, the texts, tokens and cost; the settings."""
     read = _read(source, overrides)
@@ -148,6 +149,8 @@ def plan_adoption(source: str, overrides: list[str] | None = None) -> dict:
             "layout": _needs_layout(tables[schema.ENTITIES]),
             "vectors": "lancedb" if read.vectors is not None else read.why_no_vectors,
             "mapped": read.mapped.mapped, "not_mapped": read.mapped.unmapped}
+    input_dir = _input_dir(read.project, input_folder)
+    plan["extractions_from"] = str(input_dir) if input_dir is not None else None
     if read.vectors is None:
         by_table = _texts_to_embed(tables)
         texts = [text for batch in by_table.values() for text in batch]
@@ -177,6 +180,11 @@ def format_adoption_plan(plan: dict) -> str:
         lines.append(f"vectors: embedded again ({plan['vectors']}): {embed['texts']} texts "
                      f"by {embed['method']}, {embed['calls']} calls, {embed['prompt_tokens']} "
                      f"tokens, {cost}")
+    lines.append(f"extractions: carried over for updates from the input at "
+                 f"{plan['extractions_from']} (read and chunked here, no call)"
+                 if plan["extractions_from"] else "extractions: not carried over (its input "
+                 "folder was not found: give it with --input); an update would extract the "
+                 "whole corpus again")
     return "\n".join(lines + settings_lines(plan["mapped"], plan["not_mapped"]))
 
 
@@ -230,8 +238,7 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             embeddings = embeddings_facts(config, dimensions)
             stages.append("embed")
         prompts = load_prompts(config)
-        input_dir = project_input(project.settings_path, project.settings) \
-            if input_folder is None else Path(input_folder)
+        input_dir = _input_dir(project, input_folder)
         carried = None
         if input_dir is not None and config.extraction.method == "llm":
             carried = _carry_extractions(config, prompts, staged, tables, input_dir, progress)
@@ -269,6 +276,15 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                           "not_mapped": [list(pair) for pair in mapped.unmapped]})
         services.close()
         return store.publish(staged, manifest)
+
+
+def _input_dir(project: MicrosoftProject, input_folder: str | None) -> Path | None:
+    if input_folder is None:
+        return project_input(project.settings_path, project.settings)
+    folder = Path(input_folder).expanduser()
+    if not folder.is_dir():
+        raise InputError(f"--input {input_folder} is not a folder")
+    return folder
 
 
 def _carry_extractions(config: GraphRagConfig, prompts: dict[str, str], staged,
