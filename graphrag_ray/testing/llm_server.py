@@ -1018,7 +1018,10 @@ def _embeddings_reply(body: dict, tokens: int) -> dict:
 @contextmanager
 def run_test_server(port: int = 0, **switches) -> Iterator[TestLLMServer]:
     server = TestLLMServer(port=port, switches=Switches(**switches))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: `shutdown` waits for the loop's next look (0.5 s by default, paid by
+    # every test that starts a server).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
     thread.start()
     try:
         yield server
