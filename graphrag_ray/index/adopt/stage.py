@@ -241,8 +241,15 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
         input_dir = _input_dir(project, input_folder)
         carried = None
         if input_dir is not None and config.extraction.method == "llm":
-            carried = _carry_extractions(config, prompts, staged, tables, input_dir, progress)
-            stages.append("carry_extractions")
+            try:
+                carried = _carry_extractions(config, prompts, staged, tables, input_dir,
+                                             progress)
+                stages.append("carry_extractions")
+            except InputError as exc:
+                if input_folder is not None:  # the folder the user named: their mistake
+                    raise
+                staged.remove("_work")
+                progress(f"no extraction carried over for updates: {exc}")
         else:
             progress("no extraction carried over for updates: " + (
                 "its input folder was not found (give it with --input)" if input_dir is None
@@ -256,8 +263,8 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             settings_fingerprint=settings_fingerprint(config, prompts),
             # Its extractions as ours when its input was read (an update reuses them);
             # otherwise none an update could reuse (it knows to say so).
-            extraction_fingerprint=extraction_fingerprint(config, prompts) if carried
-            else None,
+            extraction_fingerprint=extraction_fingerprint(config, prompts)
+            if carried and carried["chunks_kept"] else None,
             tables={**{n: t.num_rows for n, t in tables.items()}, **counts},
             embeddings=embeddings,
             **community_figures_of_table(tables[schema.COMMUNITIES]),
@@ -308,7 +315,8 @@ def _carry_extractions(config: GraphRagConfig, prompts: dict[str, str], staged,
     staged.write_table(INPUT_FILES, pa.Table.from_pylist(input_reports(ctx.work_url).files,
                                                          schema=INPUT_FILES_SCHEMA))
     if chunks is None:
-        return {"input": input_url, "files": len(files), "chunks": 0}
+        progress(f"no extraction carried over for updates: nothing readable in {input_url}")
+        return {"input": input_url, "files": len(files), "chunks": 0, "chunks_kept": 0}
     extracted = chunks.filter(pc.invert(chunks.column("repeated_passage")))
     documents = pa.concat_tables(list(stored_pieces(ctx.work_url, "documents",
                                                     ["id", "title", "text"])))
