@@ -28,17 +28,12 @@ import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.index.extract.kept_extractions import KEPT_COLUMNS, text_hash
-from graphrag_ray.index.extract.stage import CLAIM_STRUCT, ENTITY_STRUCT, RELATIONSHIP_STRUCT
+from graphrag_ray.index.extract.stage import EXTRACTION_SCHEMA
 from graphrag_ray.index.extract.tuples import CLAIM_FIELDS
 
 BOM = "\ufeff"
-KEPT_SCHEMA = pa.schema([("text_hash", pa.string()),
-                         ("entities", pa.list_(ENTITY_STRUCT)),
-                         ("relationships", pa.list_(RELATIONSHIP_STRUCT)),
-                         ("claims", pa.list_(CLAIM_STRUCT)),
-                         ("malformed_records", pa.int64()),
-                         ("malformed_reasons", pa.list_(pa.string()))])
-assert KEPT_SCHEMA.names == KEPT_COLUMNS
+# A kept row, as our builds keep them.
+KEPT_SCHEMA = pa.schema([EXTRACTION_SCHEMA.field(name) for name in KEPT_COLUMNS])
 
 
 def project_input(settings_path: Path | None, settings: dict[str, Any]) -> Path | None:
