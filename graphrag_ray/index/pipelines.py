@@ -116,9 +116,8 @@ def _run_embedding_feed(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
-    if len(state.files) >= ctx.config.repeated_passages.min_documents:
-        state.repeated = find_repeated_passages(ctx, state.input_url, state.input_root,
-                                                state.files)
+    state.repeated = find_repeated_passages(ctx, state.input_url, state.input_root,
+                                            state.files)
 
 
 def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:

@@ -85,11 +85,11 @@ class UpdateBase:
         own way, and Leiden's warm start matches members by id)."""
         communities = self.version.read_table("communities", ["community", "level",
                                                               "entity_ids"])
+        if self.version.read_manifest().adopted_from is None:  # our ids already
+            return communities
         entities = self.version.read_table("entities", ["id", "title"])
         ids = {old: element_id("entity", title) for old, title in zip(
             entities.column("id").to_pylist(), entities.column("title").to_pylist())}
-        if all(old == new for old, new in ids.items()):
-            return communities
         members = [[ids.get(m, m) for m in row] for row in
                    communities.column("entity_ids").to_pylist()]
         return communities.set_column(communities.column_names.index("entity_ids"),

@@ -63,7 +63,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if dry_run:
         estimate = _estimate(fs, root, diff, config, previous.version,
                              measured_rates(manifest, config, prompts))
-        if manifest.pipeline.name == "adopt":
+        if manifest.adopted_from is not None:
             # Its communities are found again by our Leiden (warm-started from its
             # partition): most reports are written again, as by a build of the corpus.
             estimate["reports_again"] = estimate_index(input_url, config)["stages"]["reports"]

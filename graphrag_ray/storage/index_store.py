@@ -195,7 +195,7 @@ class IndexStore:
                                     f"{self._file_in_the_way()} is a file, not a folder "
                                     "(choose another output, or remove the file)") from exc
             reason = (f"it {reasons[exc.errno]}" if exc.errno in reasons
-                      else (exc.strerror or str(exc)).lower())
+                      else exc.strerror.lower() if exc.strerror else str(exc))
             raise GraphRagError(f"cannot write the index at {self.url}: {reason}") from exc
         return version
 

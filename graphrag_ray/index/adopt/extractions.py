@@ -73,6 +73,10 @@ def _spans(text: str, windows: list[tuple[str, str]]) -> dict[str, tuple[int, in
     return spans
 
 
+def _file_name(title: object) -> str:
+    return str(title or "").rsplit("/", 1)[-1]
+
+
 def place_units(documents: pa.Table, chunks: pa.Table, units: pa.Table,
                 their_documents: pa.Table) -> Placement:
     """Our `documents` (id, title, text) and extracted `chunks` (id, text, document_id, in
@@ -85,8 +89,8 @@ def place_units(documents: pa.Table, chunks: pa.Table, units: pa.Table,
                                         units.column("text").to_pylist(),
                                         units.column("document_ids").to_pylist()):
         for document in document_ids or []:
-            name = str(titles.get(document, "")).rsplit("/", 1)[-1]
-            their_units.setdefault(name, []).append((unit, text or ""))
+            their_units.setdefault(_file_name(titles.get(document)), []).append(
+                (unit, text or ""))
     ours: dict[str, list[tuple[str, str]]] = {}
     for chunk, text, document in zip(chunks.column("id").to_pylist(),
                                      chunks.column("text").to_pylist(),
@@ -101,8 +105,7 @@ def place_units(documents: pa.Table, chunks: pa.Table, units: pa.Table,
                                      documents.column("text").to_pylist()):
         text = text.removeprefix(BOM)
         chunk_spans = _spans(text, ours.get(document, []))
-        for unit, (a, b) in _spans(text, their_units.get(str(title).rsplit("/", 1)[-1],
-                                                         [])).items():
+        for unit, (a, b) in _spans(text, their_units.get(_file_name(title), [])).items():
             found.add(unit)
             overlaps = {chunk: min(b, d) - max(a, c) for chunk, (c, d) in chunk_spans.items()
                         if c < b and a < d}

@@ -36,7 +36,7 @@ from graphrag_ray.index.chunks.read_and_chunk import (
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.embed.feed import EmbeddingFeed, embed_index, embedding_texts
 from graphrag_ray.index.extract.kept_extractions import (
-    KEPT_EXTRACTIONS, extraction_fingerprint, keep_extractions)
+    KEPT_EXTRACTIONS, extraction_fingerprint, write_kept)
 from graphrag_ray.index.extract.stage import find_repeated_passages, plan_extraction
 from graphrag_ray.index.graph.communities import build_graph
 from graphrag_ray.index.graph.layout import layout_positions
@@ -248,7 +248,6 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             except InputError as exc:
                 if input_folder is not None:  # the folder the user named: their mistake
                     raise
-                staged.remove("_work")
                 progress(f"no extraction carried over for updates: {exc}")
         else:
             progress("no extraction carried over for updates: " + (
@@ -305,29 +304,30 @@ def _carry_extractions(config: GraphRagConfig, prompts: dict[str, str], staged,
     ctx = BuildContext(config, prompts, LLMServices(), staged, progress)
     input_url = str(input_dir)
     _, root, files, _, _ = list_input_files(input_url, config.input)
-    repeated = find_repeated_passages(ctx, input_url, root, files) \
-        if config.repeated_passages.enabled \
-        and len(files) >= config.repeated_passages.min_documents else None
-    plan = plan_extraction(ctx, input_url, root, files, repeated)
-    blocks = list(read_and_chunk(plan.inputs, plan.reading))
-    chunks = pa.concat_tables(blocks).select(["id", "text", "document_id",
-                                              "repeated_passage"]) if blocks else None
-    staged.write_table(INPUT_FILES, pa.Table.from_pylist(input_reports(ctx.work_url).files,
-                                                         schema=INPUT_FILES_SCHEMA))
-    if chunks is None:
-        progress(f"no extraction carried over for updates: nothing readable in {input_url}")
-        return {"input": input_url, "files": len(files), "chunks": 0, "chunks_kept": 0}
-    extracted = chunks.filter(pc.invert(chunks.column("repeated_passage")))
-    documents = pa.concat_tables(list(stored_pieces(ctx.work_url, "documents",
-                                                    ["id", "title", "text"])))
+    try:
+        repeated = find_repeated_passages(ctx, input_url, root, files) \
+            if config.repeated_passages.enabled else None
+        plan = plan_extraction(ctx, input_url, root, files, repeated)
+        blocks = list(read_and_chunk(plan.inputs, plan.reading))
+        staged.write_table(INPUT_FILES, pa.Table.from_pylist(
+            input_reports(ctx.work_url).files, schema=INPUT_FILES_SCHEMA))
+        if not blocks:
+            progress(f"no extraction carried over for updates: nothing readable in "
+                     f"{input_url}")
+            return {"input": input_url, "files": len(files), "chunks": 0, "chunks_kept": 0}
+        chunks = pa.concat_tables(blocks)
+        extracted = chunks.filter(pc.invert(chunks.column("repeated_passage"))).select(
+            ["id", "text", "document_id"])
+        documents = pa.concat_tables(list(stored_pieces(ctx.work_url, "documents",
+                                                        ["id", "title", "text"])))
+    finally:
+        staged.remove("_work")  # the reading's scratch area, never published
     placement = place_units(documents, extracted, tables[schema.TEXT_UNITS],
                             tables[schema.DOCUMENTS])
     kept = kept_extractions(placement, dict(zip(extracted.column("id").to_pylist(),
                                                 extracted.column("text").to_pylist())),
                             tables)
-    keep_extractions(kept.append_column("status", pa.array(["ok"] * kept.num_rows)),
-                     staged.url_of(KEPT_EXTRACTIONS), "batch-adopted.parquet")
-    staged.remove("_work")
+    write_kept(kept, staged.url_of(KEPT_EXTRACTIONS), "batch-adopted.parquet")
     units = tables[schema.TEXT_UNITS].num_rows
     figures = {"input": input_url, "files": len(files), "chunks": extracted.num_rows,
                "chunks_kept": kept.num_rows,

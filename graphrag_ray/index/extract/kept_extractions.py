@@ -51,10 +51,16 @@ def extraction_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> s
 
 def keep_extractions(extraction: pa.Table, kept_url: str, name: str) -> None:
     """The batch's successful rows (with their records) written under `kept_url`."""
-    ok = extraction.filter(pc.equal(extraction.column("status"), "ok")).select(KEPT_COLUMNS)
-    if ok.num_rows:
+    write_kept(extraction.filter(pc.equal(extraction.column("status"), "ok")).select(
+        KEPT_COLUMNS), kept_url, name)
+
+
+def write_kept(rows: pa.Table, kept_url: str, name: str) -> None:
+    """Kept rows (KEPT_COLUMNS) written under `kept_url` as `name`: a build's, or those an
+    adoption makes of another tool's extractions."""
+    if rows.num_rows:
         fs, root = fsspec.core.url_to_fs(kept_url)
-        write_parquet(fs, f"{root}/{name}", ok)
+        write_parquet(fs, f"{root}/{name}", rows)
 
 
 class KeptExtractions:

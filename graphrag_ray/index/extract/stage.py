@@ -214,10 +214,13 @@ def spill_instances(extraction: pa.Table, work_url: str, shards: int,
 FILES_PER_READ = 32
 CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
-                           files: list[str]) -> RepeatedPassages:
+                           files: list[str]) -> RepeatedPassages | None:
     """A pass over the files (in tasks, `FILES_PER_READ` at a time) before extraction:
-    the passages repeated across documents, with the manifest's figures for them."""
+    the passages repeated across documents, with the manifest's figures for them. None
+    when the corpus has fewer files than a passage must recur in (nothing can repeat)."""
     settings = ctx.config.repeated_passages
+    if len(files) < settings.min_documents:
+        return None
     batches = [list(enumerate(files))[i:i + FILES_PER_READ]
                for i in range(0, len(files), FILES_PER_READ)]
     scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
