@@ -166,7 +166,8 @@ def _read_file(relative: str, data: bytes, config: InputConfig, result: LoadedIn
     bom_encoding = _byte_order_mark(data)
     if bom_encoding is None and b"\x00" in data[:_BINARY_PROBE_BYTES]:
         raise InputError("binary file (contains NUL bytes), not text")
-    text = data.decode(bom_encoding) if bom_encoding else _decode(relative, data, config, result)
+    text = _decode_marked(relative, data, bom_encoding, result) if bom_encoding \
+        else _decode(relative, data, config, result)
     if form.records:
         return _records_to_rows(relative, form.records(relative, text, config, result), config)
     return [{"id": document_id(relative, None, text), "title": relative.rsplit("/", 1)[-1],
@@ -300,6 +301,19 @@ def _shown(lines: list[int]) -> str:
     distinct = sorted(set(lines))
     more = len(distinct) - _SHOWN_LINES
     return ", ".join(map(str, distinct[:_SHOWN_LINES])) + (f" and {more} more" if more > 0 else "")
+
+
+def _decode_marked(relative: str, data: bytes, encoding: str, result: LoadedInput) -> str:
+    """A file whose byte order mark names its encoding is read in it; a sequence that is
+    not (a truncated copy, an odd byte count) is replaced and said, as a bad byte in UTF-8
+    is: the rest of the file is still text."""
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        result.warnings.append(
+            f"{relative}: not valid {encoding} after its byte order mark (byte {exc.start}: "
+            f"{exc.reason}); read as {encoding}, each bad sequence replaced by U+FFFD")
+        return data.decode(encoding, errors="replace")
 
 
 def _decode(relative: str, data: bytes, config: InputConfig, result: LoadedInput) -> str:

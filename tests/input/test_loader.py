@@ -104,6 +104,18 @@ def test_utf16_text_with_a_byte_order_mark_is_read_not_skipped_as_binary(tmp_pat
         "Anna in Oslo.", "Zoë met Bob in Paris."]
 
 
+def test_utf16_text_cut_short_is_read_with_the_bad_end_replaced_and_said(tmp_path):
+    # A copy cut after an odd number of bytes: the last half character is no UTF-16.
+    (tmp_path / "cut.txt").write_bytes("Zoë met Bob in Paris.".encode("utf-16") + b"\x00")
+    (tmp_path / "fine.txt").write_text("Anna in Oslo.", encoding="utf-8")
+    loaded = load_documents(str(tmp_path), InputConfig())
+    assert loaded.skipped == []
+    texts = sorted(loaded.documents.column("text").to_pylist())
+    assert texts == ["Anna in Oslo.", "Zoë met Bob in Paris.\ufffd"]
+    assert any(w.startswith("cut.txt: not valid utf-16 after its byte order mark")
+               for w in loaded.warnings), loaded.warnings
+
+
 def test_a_semicolon_or_tab_separated_csv_is_sniffed_or_configured(tmp_path):
     (tmp_path / "export.csv").write_text("title;text\nOne;Alice met Bob.\nTwo;Carol left.\n",
                                          encoding="utf-8")
