@@ -177,8 +177,10 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         "driver_rss_mb_by_stage": ctx.driver_rss_mb,
     }
     if state.update:
+        manifest["communities_kept_from"] = state.update.partition_kept_from
         reused = int(sum(extraction.column("reused").to_pylist()))
         manifest["update"] = {**state.update.summary(), "chunks": {
             "reused": reused, "extracted": extraction.num_rows - reused},
-            "communities": ctx.figures.community_changes}
+            "communities": ctx.figures.community_changes,
+            "reports_kept": described.reports_kept}
     return Manifest.model_validate(manifest)

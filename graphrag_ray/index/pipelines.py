@@ -37,6 +37,7 @@ from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, mer
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.index.reports.kept_reports import keep_reports
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.tables import write_graph_tables, write_tables
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -66,6 +67,7 @@ class BuildState:
     warnings: list[str] = field(default_factory=list)
     graph: Graph | None = None
     communities: list[Community] | None = None
+    kept_reports: dict[int, dict] = field(default_factory=dict)  # community -> its report
     report_services: LLMServices | None = None
     described: SummariesAndReports | None = None
     counts: dict[str, int] = field(default_factory=dict)  # rows per table written
@@ -152,8 +154,14 @@ def _run_summaries_pool(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_communities(ctx: BuildContext, state: BuildState) -> None:
-    state.communities = find_communities(ctx, state.graph, state.extraction,
-                                         state.update.communities() if state.update else None)
+    update = state.update
+    state.communities = find_communities(
+        ctx, state.graph, state.extraction, update.communities() if update else None,
+        update.entity_ids() if update and update.partition_kept_from else None)
+
+
+def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
+    state.kept_reports = keep_reports(ctx, state.graph, state.communities, state.update)
 
 
 def _run_layout(ctx: BuildContext, state: BuildState) -> None:
@@ -165,14 +173,14 @@ def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:
         ctx, "summaries_and_reports", frozenset({"summarize", "reports"}),
         lambda deferring: summarize_and_report(ctx, state.graph, state.communities,
                                                state.summaries_pool, services=deferring,
-                                               batch_pass=True))
+                                               batch_pass=True, kept=state.kept_reports))
 
 
 def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
     state.described = summarize_and_report(
         ctx, state.graph, state.communities, state.summaries_pool,
         FinalTextsToEmbed(state.feed, state.graph.entities, state.graph.addresses)
-        if state.feed else None, services=state.report_services)
+        if state.feed else None, services=state.report_services, kept=state.kept_reports)
 
 
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
@@ -237,14 +245,19 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="the pool for summaries, reports, the tables' writers"),
     Stage("communities", _run_communities, reads=("graph", "extraction"),
           writes=("communities",), timed=False, about="hierarchical Leiden"),
+    Stage("kept_reports", _run_kept_reports, reads=("graph", "communities"),
+          writes=("kept_reports",), about="what each community's report reads, digested; "
+          "an update keeps the reports whose inputs did not change"),
     Stage("layout", _run_layout, reads=("graph",), timed=False,
           about="entity positions for the explorer"),
     Stage("summaries_and_reports_batch", _run_reports_batch,
-          reads=("graph", "communities", "summaries_pool"), writes=("report_services",),
+          reads=("graph", "communities", "summaries_pool", "kept_reports"),
+          writes=("report_services",),
           calls="chat", when=lambda config: config.llm.batch is True and uses_chat_llm(config),
           about="llm.batch: true: summaries and reports by the Batch API, level by level"),
     Stage("summaries_and_reports", _run_summaries_and_reports,
-          reads=("graph", "communities", "summaries_pool", "feed", "report_services"),
+          reads=("graph", "communities", "summaries_pool", "feed", "report_services",
+                 "kept_reports"),
           writes=("described",),
           calls="chat", about="element summaries and community reports, one schedule"),
     Stage("write_graph_tables", _run_write_graph_tables,
@@ -263,7 +276,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
-          "report_inputs", "merge", "summaries_pool", "communities", "layout",
+          "report_inputs", "merge", "summaries_pool", "communities", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
           "embed_batch", "embed", "write_tables"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD

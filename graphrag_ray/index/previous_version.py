@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import fsspec
 import pyarrow as pa
@@ -18,7 +19,7 @@ from graphrag_ray.errors import InputError
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
-from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage import IndexVersion, Manifest
 
 INPUT_FILES = "_input_files"
 INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
@@ -79,21 +80,44 @@ class UpdateBase:
     diff: dict[str, list[str]]
     kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
 
+    @cached_property
+    def manifest(self) -> Manifest:
+        return self.version.read_manifest()
+
+    @property
+    def partition_kept_from(self) -> str | None:
+        """Whose partition the previous communities are when it is kept rather than refined
+        (an adopted index and its updates, `graph/continuity`); None: our Leiden's."""
+        return self.manifest.communities_kept_from
+
     def communities(self) -> pa.Table:
         """The previous communities, their members named by the ids this build gives them
         (an entity's id is its title's: a version adopted from another tool named them its
         own way, and Leiden's warm start matches members by id)."""
         communities = self.version.read_table("communities", ["community", "level",
                                                               "entity_ids"])
-        if self.version.read_manifest().adopted_from is None:  # our ids already
+        ids = self._our_ids()
+        if ids is None:
             return communities
-        entities = self.version.read_table("entities", ["id", "title"])
-        ids = {old: element_id("entity", title) for old, title in zip(
-            entities.column("id").to_pylist(), entities.column("title").to_pylist())}
         members = [[ids.get(m, m) for m in row] for row in
                    communities.column("entity_ids").to_pylist()]
         return communities.set_column(communities.column_names.index("entity_ids"),
                                       "entity_ids", pa.array(members, pa.list_(pa.string())))
+
+    def entity_ids(self) -> set[str]:
+        """The previous version's entities, by the ids this build gives them."""
+        ids = self._our_ids()
+        if ids is not None:
+            return set(ids.values())
+        return set(self.version.read_table("entities", ["id"]).column("id").to_pylist())
+
+    def _our_ids(self) -> dict[str, str] | None:
+        """Its entity id -> ours, for a version adopted from another tool; None: ours."""
+        if self.manifest.adopted_from is None:
+            return None
+        entities = self.version.read_table("entities", ["id", "title"])
+        return {old: element_id("entity", title) for old, title in zip(
+            entities.column("id").to_pylist(), entities.column("title").to_pylist())}
 
     def summary(self) -> dict:
         return {"previous_version": self.version.version,

@@ -12,9 +12,10 @@ An update is a build of the current corpus that pays only for what is new:
   relationship that only deleted text mentioned is gone, and one whose descriptions changed
   gets a new summary (an element whose description list is unchanged has the same prompt:
   its summary comes from the response cache);
-- Leiden starts from the previous communities and keeps their ids (`graph/continuity`);
-  a community whose context is unchanged has the same report prompt (contexts number their
-  rows locally), so its report comes from the cache, and so do unchanged embeddings.
+- Leiden starts from the previous communities and keeps their ids (`graph/continuity`;
+  an adopted index's communities are kept, only new entities placed); a community whose
+  entities, relationships and claims kept their descriptions keeps its report, with no call
+  (`reports/kept_reports`), and unchanged embeddings come from the response cache.
 It publishes a new version like a build (the previous one stays readable; `--keep` applies),
 and resumes like one when killed. Nothing changed (same files, same settings): no version.
 """
@@ -63,12 +64,10 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if dry_run:
         estimate = _estimate(fs, root, diff, config, previous.version,
                              measured_rates(manifest, config, prompts))
-        if manifest.adopted_from is not None:
-            # Its communities are found again by our Leiden (warm-started from its
-            # partition): most reports are written again, as by a build of the corpus.
-            estimate["reports_again"] = estimate_index(input_url, config)["stages"]["reports"]
-            estimate["not_carried_over"] = (manifest.adopted_from or {}).get(
-                "extractions") or {}
+        carried = (manifest.adopted_from or {}).get("extractions") or {}
+        if carried.get("chunks_to_extract"):
+            # Text of its corpus the adopted tool had not extracted: extracted by this update.
+            estimate["not_carried_over"] = carried
         return estimate
     if manifest.adopted_from is not None and manifest.extraction_fingerprint is None:
         # Its graph would be rebuilt from the extractions of the chunks that exist now, and
@@ -120,14 +119,8 @@ def format_update_estimate(estimate: dict) -> str:
     else:
         lines.append("no document to extract; deletions re-summarize and re-report only what "
                      "they touched")
-    if "reports_again" in estimate:
-        again, carried = estimate["reports_again"], estimate["not_carried_over"]
-        cost = "-" if again["cost_usd"] is None else f"${again['cost_usd']:.4f}"
-        lines += ["", "first update since the adoption: the communities are found again by "
-                  "our Leiden (starting from its partition), so about every report is written "
-                  f"again: ~{again['calls']} calls, {again['prompt_tokens']} prompt tokens, "
-                  f"{cost}; its extractions are reused (no chunk of unchanged text is "
-                  "extracted again)" + (
-                      f", but for {carried['chunks_to_extract']} chunks of text it had not "
-                      "extracted" if carried.get("chunks_to_extract") else "")]
+    if "not_carried_over" in estimate:
+        lines += ["", f"{estimate['not_carried_over']['chunks_to_extract']} chunks of its "
+                  "corpus were not extracted by the tool it was adopted from: this update "
+                  "extracts them"]
     return "\n".join(lines)

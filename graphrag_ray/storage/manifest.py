@@ -102,6 +102,9 @@ class Manifest(_Section):
     update: dict[str, Any] | None = None  # an update: what it reused and changed
     # An adopted index (`index/adopt/`): whose output it was, what of its settings mapped.
     adopted_from: dict[str, Any] | None = None
+    # Whose community partition an update keeps rather than refines (set by an adoption,
+    # carried by its updates: `graph/continuity`); None: our Leiden's.
+    communities_kept_from: str | None = None
     extraction: ExtractionFigures = ExtractionFigures()
     llm_usage: LLMUsage = LLMUsage()
     summaries: dict[str, Any] = {}

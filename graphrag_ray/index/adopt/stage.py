@@ -45,6 +45,7 @@ from graphrag_ray.index.manifest import (
     community_figures_of_table, count_generations, embeddings_facts, usage_summary)
 from graphrag_ray.index.previous_version import (
     INPUT_FILES, INPUT_FILES_SCHEMA, settings_fingerprint)
+from graphrag_ray.index.reports.kept_reports import COMMUNITY_DIGESTS, digests_of_tables
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -223,6 +224,9 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
     with store.building(store.stage()) as staged:
         for name, table in tables.items():
             staged.write_table(name, table, config.output.rows_per_part)
+        # What each report read, for an update to keep the reports of what did not change.
+        staged.write_table(COMMUNITY_DIGESTS, digests_of_tables(
+            tables[schema.ENTITIES], tables[schema.RELATIONSHIPS], tables[schema.COMMUNITIES]))
         stages.append("write_tables")
         embed_usage, services = Usage(), LLMServices()
         if read.vectors is not None:
@@ -273,6 +277,8 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                                     services.ledger() if services.limiter else None),
             reports_by_generation=count_generations(
                 tables[schema.COMMUNITY_REPORTS].column("generation").to_pylist()),
+            # Its users know its communities: an update keeps them (`graph/continuity`).
+            communities_kept_from="Microsoft GraphRAG",
             adopted_from={"tool": "Microsoft GraphRAG", "format": read.format,
                           "output": str(project.output),
                           "settings": str(project.settings_path)

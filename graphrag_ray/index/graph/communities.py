@@ -28,10 +28,22 @@ from graphrag_ray.index.graph.provenance import Provenance, place_small_componen
 
 class WarmStart(Protocol):
     """Where Leiden starts at each level instead of singletons: an update's previous
-    partition (`continuity.PreviousPartition`)."""
+    partition (`continuity.PreviousPartition`); and, when that partition is kept rather
+    than refined, which nodes may not move and which stay out of every community."""
 
     def initial_membership(self, level: int, nodes: np.ndarray) -> list[int] | None:
         """Each of `nodes`' starting community at `level`; None: start from singletons."""
+
+    def fixed_membership(self, level: int, nodes: np.ndarray) -> list[bool] | None:
+        """Which of `nodes` keep their starting community; None: every node may move."""
+
+    def left_out(self, n_nodes: int) -> np.ndarray | None:
+        """A mask of the nodes that are in no community; None: every node is in one."""
+
+    def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
+        """Kept: whether a community of `nodes` is split into `level` as before (True: they
+        were in several communities there; False: they were in one community above and
+        none is new); None: as its size says."""
 
 
 @dataclass
@@ -56,14 +68,25 @@ def build_graph(n_nodes: int, sources: np.ndarray, targets: np.ndarray,
 
 
 def _leiden(graph: ig.Graph, config: CommunitiesConfig, level: int,
-            initial: list[int] | None = None) -> np.ndarray:
-    """`initial`: a starting partition (an update's previous communities)."""
+            initial: list[int] | None = None, fixed: list[bool] | None = None) -> np.ndarray:
+    """`initial`: a starting partition (an update's previous communities); `fixed`: the
+    nodes that keep their starting community (the others join one or form new ones)."""
+    kept = fixed is not None and any(fixed)
     if graph.ecount() == 0:
-        return np.arange(graph.vcount())
-    partition = leidenalg.find_partition(
-        graph, leidenalg.RBConfigurationVertexPartition, weights="weight",
-        initial_membership=initial, resolution_parameter=config.resolution,
-        n_iterations=config.leiden_iterations, seed=config.seed + level)
+        return np.asarray(initial) if kept else np.arange(graph.vcount())
+    if not kept:
+        partition = leidenalg.find_partition(
+            graph, leidenalg.RBConfigurationVertexPartition, weights="weight",
+            initial_membership=initial, resolution_parameter=config.resolution,
+            n_iterations=config.leiden_iterations, seed=config.seed + level)
+        return np.asarray(partition.membership)
+    partition = leidenalg.RBConfigurationVertexPartition(
+        graph, weights="weight", initial_membership=initial,
+        resolution_parameter=config.resolution)
+    optimiser = leidenalg.Optimiser()
+    optimiser.set_rng_seed(config.seed + level)
+    optimiser.optimise_partition(partition, n_iterations=config.leiden_iterations,
+                                 is_membership_fixed=fixed)
     return np.asarray(partition.membership)
 
 
@@ -91,7 +114,8 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
                         provenance: Provenance | None = None) -> list[Community]:
     """All communities of all levels; ids are assigned level by level, from 0. `previous`
     (an update): each Leiden run starts from the previous version's communities of its
-    nodes at its level (`continuity`); ids are carried over afterwards. `provenance`: where
+    nodes at its level (`continuity`), and keeps them where the partition is kept; ids are
+    carried over afterwards. `provenance`: where
     each node is mentioned, which places the small components; without it each small
     component is a community of its own."""
     n = graph.vcount()
@@ -110,7 +134,8 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
             communities[parent].children.append(community.id)
         return community
 
-    everything = Community(-1, -1, -1, np.arange(n))
+    out = previous.left_out(n) if previous is not None else None
+    everything = Community(-1, -1, -1, np.arange(n) if out is None else np.flatnonzero(~out))
     for part, loose in _clustered(graph, everything, small, component_labels, provenance,
                                   config, 0, previous):
         add(0, -1, part, loose=loose)
@@ -121,7 +146,10 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
         any_split = False
         for community in current:
             parts = [(community.members, community.loose)]
-            if community.splittable and len(community.members) > config.max_cluster_size:
+            kept = previous.split_again(level + 1, community.members) if previous else None
+            if community.splittable and (
+                    len(community.members) > config.max_cluster_size if kept is None
+                    else kept):
                 parts = _clustered(graph, community, small, component_labels, provenance,
                                    config, level + 1, previous)
             split = len(parts) > 1
@@ -155,7 +183,9 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
     parts: list[np.ndarray] = []
     if len(clustered):
         labels = _leiden(graph.induced_subgraph(clustered.tolist()), config, level,
-                         previous.initial_membership(level, clustered) if previous else None)
+                         *((previous.initial_membership(level, clustered),
+                            previous.fixed_membership(level, clustered)) if previous
+                           else (None, None)))
         parts = _groups(clustered, labels)
     part_of = np.full(graph.vcount(), -1, dtype=np.int64)
     for k, part in enumerate(parts):

@@ -1,6 +1,14 @@
 """Communities that survive an update: Leiden warm-started from the previous version's
 partition, and the previous ids given back to the communities that are still there.
 
+A partition this project's Leiden did not find (an index adopted from Microsoft GraphRAG,
+and every update of it since) is kept rather than refined: the entities it had keep their
+communities at every level, the entities it left out of every community (it clusters only
+the largest connected component) stay out, and only new entities move, joining a community
+or forming new ones; a community that grew past `max_cluster_size` with no split before is
+split. Our own Leiden, started from its own optimum, moves little; started from another
+tool's partition, it would move most entities and every report would be written again.
+
 Where the graph did not change, a warm-started Leiden keeps its communities (it starts from
 them and finds nothing better to move to). A new community takes the id of the previous one
 it shares a majority of members with, both ways (at most one such pair exists); the rest get
@@ -29,11 +37,15 @@ class PreviousPartition:
     labels: dict[int, np.ndarray]  # level -> previous community of each node (-1: none, new)
     sizes: dict[int, int]  # previous community -> its number of entities then
     levels: dict[int, list[int]]  # level -> its previous communities
+    # Kept, not refined: the nodes the previous version had in no community (else None).
+    out: np.ndarray | None = None
 
     @classmethod
-    def from_tables(cls, communities: pa.Table, entity_ids: list[str]) -> "PreviousPartition":
+    def from_tables(cls, communities: pa.Table, entity_ids: list[str],
+                    kept_of: set[str] | None = None) -> "PreviousPartition":
         """`communities`: the previous version's communities table (community, level,
-        entity_ids); `entity_ids`: the current graph's entity ids, by node."""
+        entity_ids); `entity_ids`: the current graph's entity ids, by node; `kept_of`: the
+        previous version's entity ids, when its partition is kept rather than refined."""
         node_of = {entity_id: node for node, entity_id in enumerate(entity_ids)}
         labels: dict[int, np.ndarray] = {}
         sizes: dict[int, int] = {}
@@ -46,7 +58,29 @@ class PreviousPartition:
             at_level[nodes] = community
             sizes[community] = len(members)
             levels.setdefault(level, []).append(community)
-        return cls(labels, sizes, levels)
+        out = None
+        if kept_of is not None:
+            known = np.fromiter((e in kept_of for e in entity_ids), bool, len(entity_ids))
+            out = known & (labels[0] < 0) if 0 in labels else known
+        return cls(labels, sizes, levels, out)
+
+    def fixed_membership(self, level: int, nodes: np.ndarray) -> list[bool] | None:
+        """Kept: the nodes that had a community at `level` stay in it."""
+        if self.out is None or level not in self.labels:
+            return None
+        return (self.labels[level][nodes] >= 0).tolist()
+
+    def left_out(self, n_nodes: int) -> np.ndarray | None:
+        return self.out
+
+    def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
+        if self.out is None:
+            return None
+        below = self.labels.get(level)
+        if below is not None and len(np.unique(below[nodes][below[nodes] >= 0])) > 1:
+            return True
+        above = self.labels.get(level - 1)
+        return False if above is not None and (above[nodes] >= 0).all() else None
 
     def initial_membership(self, level: int, nodes: np.ndarray) -> list[int] | None:
         """Leiden's starting partition of `nodes` (an induced subgraph's vertices, in order):

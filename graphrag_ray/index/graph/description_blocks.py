@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from graphrag_ray.index.graph.merge import description_digest
 from graphrag_ray.index.reports.context import inner_cells_tokens
 
 MERGED_BLOCK_SCHEMA = pa.schema([("description", pa.string()),
@@ -80,8 +81,9 @@ def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int, 
                        ) -> tuple[pa.Table, pa.Table, pa.Table]:
     """A merged shard -> its structure and its block (entities' rows, then relationships').
     The structure has, instead of `descriptions`: `description_count`, `inner_tokens` (the
-    context row's tokens but its numbers, with the description it has now: `inner_cells_tokens`)
-    and the rows' place in the block (`description_shard`, `description_row`)."""
+    context row's tokens but its numbers, with the description it has now: `inner_cells_tokens`),
+    `description_digest` (what a report reads of it: `merge.description_digest`) and the rows'
+    place in the block (`description_shard`, `description_row`)."""
     lists = entities.column("descriptions").to_pylist() + \
         relationships.column("descriptions").to_pylist()
     block = merged_block(lists)
@@ -97,6 +99,9 @@ def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int, 
             "description_count", pa.array([len(d) for d in lists[first_row:first_row + n]],
                                           pa.int64())).append_column(
             "inner_tokens", pa.array(inner, pa.int64())).append_column(
+            "description_digest", pa.array([description_digest(key, d) for key, d in zip(
+                zip(table.column(cells[0]).to_pylist(), table.column(cells[1]).to_pylist()),
+                lists[first_row:first_row + n])], pa.int64())).append_column(
             "description_shard", pa.array(np.full(n, shard, dtype=np.int64))).append_column(
             "description_row", pa.array(np.arange(first_row, first_row + n, dtype=np.int64)))
 

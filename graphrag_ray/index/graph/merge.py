@@ -25,6 +25,15 @@ def element_id(*parts: str) -> str:
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
+def description_digest(key: tuple[str, ...], descriptions: list[str]) -> int:
+    """What a report reads of one element, as a signed 64-bit number: its key (an entity's
+    title and type, a relationship's ordered ends, a claim's id) and its description list.
+    Equal digests across versions: the element did not change (`reports/kept_reports`)."""
+    text = "\x00".join(key) + "\x01" + "\x1f".join(descriptions)
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(),
+                          "big", signed=True)
+
+
 @dataclass
 class MergeStats:
     entity_instances: int = 0

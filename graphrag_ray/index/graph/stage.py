@@ -83,14 +83,16 @@ def merge_graph(ctx: BuildContext, shards: int) -> Graph:
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
-                     previous_communities: pa.Table | None = None) -> list[Community]:
+                     previous_communities: pa.Table | None = None,
+                     kept_of: set[str] | None = None) -> list[Community]:
     """`extraction`: the extraction's status rows (text_unit_id, document_id, seq), which say
-    where each entity is mentioned (`provenance`). `previous_communities` (an update): the previous version's
-    communities table; Leiden starts from it and its ids are carried over (`continuity`),
-    with what was kept in `ctx.figures.community_changes`."""
+    where each entity is mentioned (`provenance`). `previous_communities` (an update): the
+    previous version's communities table; Leiden starts from it (and keeps it, given
+    `kept_of`, the previous entity ids) and its ids are carried over (`continuity`), with
+    what was kept in `ctx.figures.community_changes`."""
     with ctx.stage("communities"):
         previous = None if previous_communities is None else PreviousPartition.from_tables(
-            previous_communities, graph.entities.column("id").to_pylist())
+            previous_communities, graph.entities.column("id").to_pylist(), kept_of)
         communities = detect_communities(
             graph.entities, graph.relationships, graph.endpoints, ctx.config,
             ctx.figures.leiden, previous,

@@ -52,6 +52,7 @@ class SummariesAndReports:
     # Active spans (they overlap): first request to last result of each kind of work.
     summarize_wall_s: float
     reports_wall_s: float
+    reports_kept: int = 0  # an update: reports kept as they were (`kept_reports`)
 
 
 SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
@@ -74,11 +75,12 @@ def report_id(community_id: int, title: str) -> str:
 
 def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Community],
                          pool: WorkerPool, final: FinalTexts | None = None,
-                         services: LLMServices | None = None, batch_pass: bool = False
-                         ) -> SummariesAndReports | None:
+                         services: LLMServices | None = None, batch_pass: bool = False,
+                         kept: dict[int, dict] | None = None) -> SummariesAndReports | None:
     """Every summary, and each community's report when it may start (`_Schedule`), on
     `pool`; the summaries' blocks are added to `graph.addresses`. `final` hears of each
-    entity description and report as it becomes final.
+    entity description and report as it becomes final. `kept` (an update): community ->
+    the previous report it keeps (`kept_reports`), done before anything is requested.
 
     `batch_pass` (`llm.batch: true`, with `services` that defer): a pass of a batch round.
     A summary or report whose request was deferred holds back every report that needs it
@@ -169,6 +171,25 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                                        [b for b, _ in mine], [r for _, r in mine], claims_at))
             pool.submit(report_key, rows, blocks=handles)
 
+    def finish(community_id: int, report: dict, how: str) -> None:
+        """A community's report is done: it serves the communities carried down from it."""
+        served = schedule.report_done(community_id)
+        for served_id in served:
+            # Carried down: the same community one level up, the same report.
+            reports[served_id] = dict(report, community=served_id)
+            generation[served_id] = how
+        if final is not None:
+            final.report_done([report_id(c, report["title"]) for c in served],
+                              _content(report))
+
+    kept = kept or {}
+    schedule.submitted.update(kept)
+    for community_id in sorted(kept, key=lambda c: -by_id[c].level):  # children first
+        if community_id not in schedule.carried:  # else its child's report serves it
+            finish(community_id, dict(kept[community_id], rank=kept[community_id]["rating"]),
+                   kept[community_id]["generation"])
+            if report_bar:
+                report_bar.update(1)
     try:
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
@@ -202,14 +223,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                             continue
                         report = dict(row["report"], community=row["community"])
                         report["rank"] = report["rating"]
-                        served = schedule.report_done(row["community"])
-                        for community_id in served:
-                            # Carried down: the same community one level up, the same report.
-                            reports[community_id] = dict(report, community=community_id)
-                            generation[community_id] = row["generation"]
-                        if final is not None:
-                            final.report_done([report_id(c, report["title"]) for c in served],
-                                              full_content(report))
+                        finish(row["community"], report, row["generation"])
                     marks["last_report"] = time.perf_counter() - started
                     if report_bar:
                         report_bar.update(result.num_rows)
@@ -227,6 +241,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         reports=_reports_table(communities, reports, generation),
         summaries={"summarized": len(todo), "extractive_fallbacks": len(fallbacks),
                    "first_fallback_reasons": fallbacks[:5]},
+        reports_kept=sum(1 for c in communities if c.id in kept),
         summarize_usage=summarize_usage, reports_usage=reports_usage,
         summarize_wall_s=round(marks["last_summary"], 3),
         reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
@@ -351,6 +366,11 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table,
         edge_tokens=edge_tokens.astype(np.int64), encoding=encoding)
 
 
+def _content(report: dict) -> str:
+    """A report's text: a kept one's as it was (an adopted report's is in its tool's form)."""
+    return report.get("full_content") or full_content(report)
+
+
 def _reports_table(communities: list[Community], reports: dict[int, dict],
                    generation: dict[int, str]) -> pa.Table:
     rows = []
@@ -361,12 +381,12 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
             "human_readable_id": community.id, "community": community.id,
             "level": community.level, "parent": community.parent, "children": community.children,
             "title": report["title"], "summary": report["summary"],
-            "full_content": full_content(report), "rank": float(report["rating"]),
+            "full_content": _content(report), "rank": float(report["rating"]),
             "rating_explanation": report["rating_explanation"],
             "findings": report["findings"],
             "full_content_json": json.dumps({k: report[k] for k in (
                 "title", "summary", "rating", "rating_explanation", "findings")}),
-            "period": datetime.now(timezone.utc).date().isoformat(),
+            "period": report.get("period") or datetime.now(timezone.utc).date().isoformat(),
             "size": len(community.members), "generation": generation[community.id],
         })
     table = pa.Table.from_pylist(rows, schema=pa.schema([

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.index.graph.description_blocks import merged_block
-from graphrag_ray.index.graph.merge import _ordered_pair, _unique, element_id, with_weights
+from graphrag_ray.index.graph.merge import (
+    _ordered_pair, _unique, description_digest, element_id, with_weights)
 from graphrag_ray.index.reports.context import inner_cells_tokens
 from graphrag_ray.index.resolve.clusters import Resolution
 from graphrag_ray.index.resolve.scoring import UNTYPED
@@ -49,7 +50,8 @@ def _addresses(table: pa.Table) -> list[tuple[int, int]]:
 def fold_structure(entities: pa.Table, relationships: pa.Table, resolution: Resolution,
                    new_block: int) -> tuple[pa.Table, pa.Table, FoldWork, FoldStats]:
     """`new_block`: the shard number the joined descriptions will have. The changed rows'
-    `inner_tokens` and `description_count` are placeholders until `with_folded_counts`."""
+    `inner_tokens`, `description_count` and `description_digest` are placeholders until
+    `with_folded_counts`."""
     work, stats = FoldWork(), FoldStats()
     titles = entities.column("title").to_pylist()
     members: dict[int, list[int]] = {}
@@ -125,7 +127,8 @@ def fold_structure(entities: pa.Table, relationships: pa.Table, resolution: Reso
         new_rows.append({"id": element_id("relationship", s, t), "source": s, "target": t,
                          "text_unit_ids": _unique([u for us in parts_units for u in us]),
                          "instance_count": sum(parts_count), "description_count": 0,
-                         "inner_tokens": 0, "description_shard": new_block,
+                         "inner_tokens": 0, "description_digest": 0,
+                         "description_shard": new_block,
                          "description_row": len(work.cells)})
         work.cells.append({"source": s, "target": t})
         work.sources.append(parts_addresses)
@@ -138,9 +141,9 @@ def fold_structure(entities: pa.Table, relationships: pa.Table, resolution: Reso
 
 
 def fold_descriptions(work: FoldWork, encoding: str, *blocks: pa.Table
-                      ) -> tuple[tuple[list[int], list[int]], pa.Table]:
-    """The changed elements' description lists joined (the new block), and each one's context
-    row tokens and description count."""
+                      ) -> tuple[dict[str, list[int]], pa.Table]:
+    """The changed elements' description lists joined (the new block), and each one's figures
+    by column: context row tokens, description count, digest."""
     lists = [_unique([d for shard, row in sources
                       for d in blocks[shard].column("descriptions")[row].as_py()])
              for sources in work.sources]
@@ -148,15 +151,17 @@ def fold_descriptions(work: FoldWork, encoding: str, *blocks: pa.Table
     current = block.column("description").to_pylist()
     inner = [inner_cells_tokens({**cells, "description": d}, encoding)
              for cells, d in zip(work.cells, current)]
-    return (inner, [len(d) for d in lists]), block
+    return {"inner_tokens": inner, "description_count": [len(d) for d in lists],
+            "description_digest": [description_digest(tuple(cells.values()), d)
+                                   for cells, d in zip(work.cells, lists)]}, block
 
 
-def with_folded_counts(table: pa.Table, new_block: int, inner: list[int], counts: list[int]
+def with_folded_counts(table: pa.Table, new_block: int, figures: dict[str, list[int]]
                        ) -> pa.Table:
-    """The changed rows (those in `new_block`) get their context tokens and counts."""
+    """The changed rows (those in `new_block`) get their figures (`fold_descriptions`)."""
     changed = table.column("description_shard").to_numpy() == new_block
     at = table.column("description_row").to_numpy()[changed]
-    for name, values in (("inner_tokens", inner), ("description_count", counts)):
+    for name, values in figures.items():
         column = table.column(name).to_numpy().copy()
         column[changed] = np.asarray(values, dtype=np.int64)[at]
         table = table.set_column(table.column_names.index(name), name,

@@ -132,10 +132,10 @@ def _fold(ctx: BuildContext, entities, relationships, handles, resolution: Resol
     new_block = len(handles)
     entities, relationships, work, stats = fold_structure(entities, relationships, resolution,
                                                           new_block)
-    ((inner, counts), block), = map_items(_fold_task, [(work, ctx.tokenizer)],
-                                          ctx.config.runtime, keep_blocks=True, shared=handles)
-    entities = with_folded_counts(entities, new_block, inner, counts)
-    relationships = with_folded_counts(relationships, new_block, inner, counts)
+    (figures, block), = map_items(_fold_task, [(work, ctx.tokenizer)],
+                                  ctx.config.runtime, keep_blocks=True, shared=handles)
+    entities = with_folded_counts(entities, new_block, figures)
+    relationships = with_folded_counts(relationships, new_block, figures)
     return entities, relationships, handles + [block], stats
 
 

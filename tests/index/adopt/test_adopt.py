@@ -229,10 +229,17 @@ def test_an_update_of_an_adopted_index_pays_only_for_the_new_text(adopted, tmp_p
             "Tiny Tim home through the snow of Camden Town. " * 20)
         manifest = update_index(index, str(corpus), config, **QUIET)
         kinds = server.stats()["by_kind"]
+        # The next update is of our own version: the partition is still the adopted one's.
+        (corpus / "story.txt").unlink()
+        again = update_index(index, str(corpus), config, **QUIET)
+    assert again.communities_kept_from == "Microsoft GraphRAG"
+    assert again.llm_usage.stages["extract"].calls == 0
+    assert again.update["reports_kept"] >= manifest.update["reports_kept"] - 2
+    assert again.llm_usage.stages["reports"].calls <= 8
     assert manifest.update["chunks"]["reused"] == 39
     assert manifest.llm_usage.stages["extract"].calls == 2  # the story's chunk and gleaning
     assert kinds.get("glean_continue") == 1
-    version = IndexStore(index).open()
+    version = IndexStore(index).open(manifest.version)
     entities = dict(zip(version.read_table(schema.ENTITIES, ["title", "description"]).column(
         "title").to_pylist(), version.read_table(schema.ENTITIES, ["description"]).column(
         "description").to_pylist()))
@@ -245,6 +252,21 @@ def test_an_update_of_an_adopted_index_pays_only_for_the_new_text(adopted, tmp_p
         0.9 * len(untouched)
     assert "TINY TIM" in entities and "story.txt" in version.read_table(
         schema.DOCUMENTS, ["title"]).column("title").to_pylist()
+    # Its communities are kept (the new entities placed in them) and so are the reports of
+    # those the new text did not touch: their text is Microsoft's, uncalled for.
+    assert manifest.communities_kept_from == "Microsoft GraphRAG"
+    reports = {r["community"]: r for r in version.read_table(
+        schema.COMMUNITY_REPORTS, ["community", "full_content", "generation"]).to_pylist()}
+    kept = manifest.update["reports_kept"]
+    assert kept >= 2 * len(reports) // 3
+    assert manifest.llm_usage.stages["reports"].calls <= len(reports) - kept
+    theirs = {r["community"]: r["full_content"] for r in pq.read_table(
+        CAROL / "output" / "community_reports.parquet").to_pylist()}
+    unchanged = [c for c, r in reports.items() if r["generation"] == GENERATION]
+    assert len(unchanged) >= 15 and all(reports[c]["full_content"] == theirs[c]
+                                        for c in unchanged if c in theirs)
+    per_level = manifest.update["communities"]["per_level"]
+    assert per_level["0"]["kept"] >= 8  # of its 10; one gains the story's names
 
 
 @needs_carol

@@ -63,3 +63,57 @@ def test_warm_started_leiden_keeps_the_partition_of_an_unchanged_graph():
     assert level0_similarity(warm, previous, 21) == 1.0
     assert sorted(c.id for c in warm if c.level == 0) == \
         sorted(c.id + 100 for c in cold if c.level == 0)
+
+
+def _kept(communities: list[tuple[int, int, list[str]]], entity_ids: list[str],
+          known: list[str]):
+    table = pa.table({"community": [c for c, _, _ in communities],
+                      "level": [lvl for _, lvl, _ in communities],
+                      "entity_ids": [m for _, _, m in communities]})
+    return PreviousPartition.from_tables(table, entity_ids, set(known))
+
+
+def test_a_kept_partition_holds_its_entities_and_places_only_the_new_ones():
+    """Another tool's partition (not Leiden's optimum here: one dense group cut in two, and
+    a group of 6 it never split though the limit is 4) is kept as it was: the cut stays,
+    the unsplit group stays whole, the entity it left out stays out, and a new entity joins
+    the community it is linked to, at every level."""
+    dense = [(i, j) for i in range(6) for j in range(6) if i < j]
+    ring = [(6 + i, 6 + (i + 1) % 6) for i in range(6)]
+    edges = dense + ring + [(0, 6), (13, 6), (12, 0), (12, 1), (12, 2)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    graph = build_graph(14, sources, targets, np.ones(len(edges)))
+    ids = [f"e{i}" for i in range(14)]
+    name = lambda *nodes: [ids[n] for n in nodes]  # noqa: E731
+    previous = _kept([(0, 0, name(0, 1, 2, 3, 4, 5)), (1, 0, name(6, 7, 8, 9, 10, 11)),
+                      (2, 1, name(0, 1, 2)), (3, 1, name(3, 4, 5))],
+                     ids, known=ids[:12] + ids[13:])  # e12 is new; e13 was left out
+    communities = hierarchical_leiden(graph, CommunitiesConfig(max_cluster_size=4),
+                                      previous)
+    figures = carry_ids(communities, previous)
+    members = {(c.level, c.id): c.members.tolist() for c in communities}
+    assert members[(0, 0)] == [0, 1, 2, 3, 4, 5, 12]
+    assert members[(0, 1)] == [6, 7, 8, 9, 10, 11]
+    assert members[(1, 2)] == [0, 1, 2, 12] and members[(1, 3)] == [3, 4, 5]
+    assert all(13 not in m for m in members.values())
+    # The unsplit group is carried down whole (a new id at the new level), nothing else.
+    assert sorted(m for (level, _), m in members.items() if level == 1) == \
+        [[0, 1, 2, 12], [3, 4, 5], [6, 7, 8, 9, 10, 11]]
+    assert figures["0"] == {"kept": 1, "changed": 1, "new": 0, "gone": 0}
+
+
+def test_a_kept_community_that_grew_past_the_limit_is_split():
+    """Two pairs it kept together (4 entities, the limit) gain a new entity each: six,
+    split at the next level."""
+    edges = [(0, 1), (2, 3), (1, 2), (4, 0), (4, 1), (5, 2), (5, 3)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    graph = build_graph(6, sources, targets, np.ones(len(edges)))
+    ids = [f"e{i}" for i in range(6)]
+    previous = _kept([(0, 0, ids[:4])], ids, known=ids[:4])  # e4, e5 are new
+    communities = hierarchical_leiden(graph, CommunitiesConfig(max_cluster_size=4),
+                                      previous)
+    carry_ids(communities, previous)
+    top = next(c for c in communities if c.level == 0)
+    assert (top.id, top.members.tolist()) == (0, [0, 1, 2, 3, 4, 5])
+    assert sorted(c.members.tolist() for c in communities if c.level == 1) == \
+        [[0, 1, 4], [2, 3, 5]]

@@ -31,7 +31,7 @@ def test_blocks_hold_the_text_the_unsharded_merge_holds(carol_instances, n_shard
         structure_entities, structure_relationships, blocks)
 
     # The driver's tables: everything but the text, rows in the unsharded order.
-    counted = ["description_count", "inner_tokens"]
+    counted = ["description_count", "inner_tokens", "description_digest"]
     assert structure_entities.drop_columns(counted).equals(entities.drop_columns(["descriptions"]))
     assert structure_relationships.drop_columns(counted).equals(
         relationships.drop_columns(["descriptions"]))

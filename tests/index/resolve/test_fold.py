@@ -33,9 +33,9 @@ def test_an_alias_folds_into_its_canonical_entity():
     resolution = Resolution([Alias(titles.index("HOLMES"), titles.index("SHERLOCK HOLMES"),
                                    0.9, "short_form", "")])
     entities, relationships, work, stats = fold_structure(entities, relationships, resolution, 1)
-    (inner, counts), block = fold_descriptions(work, "cl100k_base", *blocks)
-    entities = with_folded_counts(entities, 1, inner, counts)
-    relationships = with_folded_counts(relationships, 1, inner, counts)
+    figures, block = fold_descriptions(work, "cl100k_base", *blocks)
+    entities = with_folded_counts(entities, 1, figures)
+    relationships = with_folded_counts(relationships, 1, figures)
 
     rows = {e["title"]: e for e in entities.to_pylist()}
     assert set(rows) == {"SHERLOCK HOLMES", "WATSON", "HUDSON"}

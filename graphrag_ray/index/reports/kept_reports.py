@@ -1,0 +1,153 @@
+"""Reports an update keeps: a community whose report inputs did not change keeps the report
+it had, without a call.
+
+What a report reads of its community is its entities (title, type, descriptions), the
+relationships inside it, its entities' claims and, when it does not fit, its sub-communities'
+reports. Each element's digest (`merge.description_digest`) covers the first three; a
+community's digest is the digest of its elements' digests, so two communities with the same
+digest hold the same elements with the same descriptions. Every version keeps its
+communities' digests (`_community_digests`); an update keeps the report of each community
+whose digest a previous community had, and whose sub-communities all keep theirs (their
+reports may be in its context). An entity's degree changing outside the community does not
+count: the report's text does not depend on it.
+
+This does not depend on the response cache (which also returns a report whose prompt is
+unchanged): an index adopted from another tool has none of our prompts in it, and an update
+on another machine may have no cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray import schema
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.graph.communities import Community, edges_by_community
+from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, description_digest
+from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.storage import IndexVersion
+
+COMMUNITY_DIGESTS = "_community_digests"
+COMMUNITY_DIGESTS_SCHEMA = pa.schema([("community", pa.int64()), ("digest", pa.string())])
+# What is copied of a kept report (its id follows the community's, `report_id`).
+_KEPT_COLUMNS = ["community", "title", "summary", "full_content", "rank", "rating_explanation",
+                 "findings", "period", "generation"]
+
+
+def claim_digest(claim_id: str) -> int:
+    """A claim's id is the hash of its content (`claims.covariates_table`) and its place in
+    the corpus (`-<row>`); the content is what a report reads."""
+    return description_digest(("claim", claim_id.rsplit("-", 1)[0]), [])
+
+
+def community_digests(communities: list[Community], entity_digests: np.ndarray,
+                      edge_digests: np.ndarray, endpoints: tuple[np.ndarray, np.ndarray],
+                      claims_of: dict[int, list[int]] | None = None) -> pa.Table:
+    """Each community's digest (COMMUNITY_DIGESTS_SCHEMA). `entity_digests`,
+    `edge_digests`: by entity and relationship row; `endpoints`: each relationship's ends as
+    entity rows; `claims_of`: entity row -> its claims' digests."""
+    sources, targets = endpoints
+    inside = edges_by_community(communities, sources, targets, len(entity_digests))
+    claims_of = claims_of or {}
+    ids, digests = [], []
+    for community in communities:
+        parts = [entity_digests[community.members],
+                 edge_digests[inside.get(community.id, np.empty(0, dtype=np.int64))],
+                 np.asarray([d for m in community.members.tolist()
+                             for d in claims_of.get(m, [])], dtype=np.int64)]
+        values = np.sort(np.concatenate(parts).astype(np.int64))
+        ids.append(community.id)
+        digests.append(hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest())
+    return pa.table({"community": pa.array(ids, pa.int64()),
+                     "digest": pa.array(digests, pa.string())}, schema=COMMUNITY_DIGESTS_SCHEMA)
+
+
+def digests_of_tables(entities: pa.Table, relationships: pa.Table,
+                      communities: pa.Table) -> pa.Table:
+    """The community digests a build would have kept for these tables, each element having
+    one description (as in an adopted index, whose carried extractions give each element the
+    description it has). Claims are not in them: another tool's claims have other ids, so
+    a community with claims writes its report again."""
+    titles = entities.column("title").to_pylist()
+    row_of = {title: row for row, title in enumerate(titles)}
+    entity_digests = np.array([description_digest((title, _majority([kind])), _unique([text]))
+                               for title, kind, text in zip(
+                                   titles, entities.column("type").to_pylist(),
+                                   entities.column("description").to_pylist())], np.int64)
+    pairs = [_ordered_pair(s, t) for s, t in zip(relationships.column("source").to_pylist(),
+                                                  relationships.column("target").to_pylist())]
+    edge_digests = np.array([description_digest(pair, _unique([text])) for pair, text in zip(
+        pairs, relationships.column("description").to_pylist())], np.int64)
+    known = [row for row, (s, t) in enumerate(pairs) if s in row_of and t in row_of]
+    endpoints = (np.array([row_of[pairs[k][0]] for k in known], np.int64),
+                 np.array([row_of[pairs[k][1]] for k in known], np.int64))
+    entity_row = {entity_id: row for row, entity_id in enumerate(
+        entities.column("id").to_pylist())}
+    found = [Community(community, level, parent, np.array(sorted(
+        entity_row[m] for m in members or [] if m in entity_row), np.int64))
+        for community, level, parent, members in zip(
+            communities.column("community").to_pylist(), communities.column("level").to_pylist(),
+            communities.column("parent").to_pylist(), communities.column("entity_ids").to_pylist())]
+    return community_digests(found, entity_digests, edge_digests[known], endpoints)
+
+
+def kept_communities(communities: list[Community], digests: pa.Table,
+                     previous: pa.Table) -> dict[int, int]:
+    """Community -> the previous community whose report it keeps (the same digest, and
+    every sub-community kept); a previous community of the same id is preferred."""
+    before: dict[str, list[int]] = defaultdict(list)
+    for community, digest in zip(previous.column("community").to_pylist(),
+                                 previous.column("digest").to_pylist()):
+        before[digest].append(community)
+    digest_of = dict(zip(digests.column("community").to_pylist(),
+                         digests.column("digest").to_pylist()))
+    kept: dict[int, int] = {}
+    for community in sorted(communities, key=lambda c: -c.level):  # children first
+        matches = before.get(digest_of[community.id])
+        if matches and all(child in kept for child in community.children):
+            kept[community.id] = community.id if community.id in matches else min(matches)
+    return kept
+
+
+def read_kept_reports(version: IndexVersion, kept: dict[int, int]) -> dict[int, dict]:
+    """Community -> the report it keeps, from the previous version's reports (read part by
+    part, only the kept rows held), as the report schedule holds one (`rating` for `rank`),
+    with its text, date and generation as they were."""
+    wanted = pa.array(sorted(set(kept.values())), pa.int64())
+    by_previous = {}
+    if len(wanted):
+        for part in version.iter_table(schema.COMMUNITY_REPORTS, _KEPT_COLUMNS):
+            for row in part.filter(pc.is_in(part.column("community"), wanted)).to_pylist():
+                row["rating"] = row.pop("rank")
+                row["findings"] = row["findings"] or []
+                by_previous[row.pop("community")] = row
+    return {community: by_previous[before] for community, before in kept.items()
+            if before in by_previous}
+
+
+def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
+                 update: UpdateBase | None) -> dict[int, dict]:
+    """This build's community digests, written to its version for the next update; and,
+    in an update, the reports it keeps (community -> report; none when the previous version
+    kept no digests)."""
+    titles = {title: row for row, title in enumerate(graph.entities.column("title").to_pylist())}
+    claims_of: dict[int, list[int]] = defaultdict(list)
+    for claim_id, subject in zip(graph.claims.column("id").to_pylist(),
+                                 graph.claims.column("subject_id").to_pylist()):
+        if subject in titles:
+            claims_of[titles[subject]].append(claim_digest(claim_id))
+    digests = community_digests(
+        communities, graph.entities.column("description_digest").to_numpy(),
+        graph.relationships.column("description_digest").to_numpy(), graph.endpoints,
+        claims_of)
+    ctx.staged.write_table(COMMUNITY_DIGESTS, digests)
+    if update is None or not update.version.has_table(COMMUNITY_DIGESTS):
+        return {}
+    return read_kept_reports(update.version, kept_communities(
+        communities, digests, update.version.read_table(COMMUNITY_DIGESTS)))
