@@ -229,13 +229,18 @@ def test_an_update_of_an_adopted_index_pays_only_for_the_new_text(adopted, tmp_p
             "Tiny Tim home through the snow of Camden Town. " * 20)
         manifest = update_index(index, str(corpus), config, **QUIET)
         kinds = server.stats()["by_kind"]
-        # The next update is of our own version: the partition is still the adopted one's.
+        # The next update, of our own version (the partition still the adopted one's): one
+        # document deleted and one added, only the added one extracted.
         (corpus / "story.txt").unlink()
+        (corpus / "visit.txt").write_text("Scrooge walked with Fred to Camden Town, where "
+                                          "they met Belle by the market. " * 15)
         again = update_index(index, str(corpus), config, **QUIET)
+    assert again.update["documents"] == {"added": 1, "changed": 0, "deleted": 1,
+                                         "unchanged": 1}
     assert again.communities_kept_from == "Microsoft GraphRAG"
-    assert again.llm_usage.stages["extract"].calls == 0
-    assert again.update["reports_kept"] >= manifest.update["reports_kept"] - 2
-    assert again.llm_usage.stages["reports"].calls <= 8
+    assert again.llm_usage.stages["extract"].calls == 2
+    assert again.update["reports_kept"] >= manifest.update["reports_kept"] - 4
+    assert again.llm_usage.stages["reports"].calls <= 12
     assert manifest.update["chunks"]["reused"] == 39
     assert manifest.llm_usage.stages["extract"].calls == 2  # the story's chunk and gleaning
     assert kinds.get("glean_continue") == 1
