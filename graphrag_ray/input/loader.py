@@ -25,11 +25,11 @@ from typing import Callable
 
 import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphrag_ray.config import InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.input.documents import READERS as DOCUMENT_READERS, Read
+from graphrag_ray.storage.parquet_io import parquet_from_bytes
 
 _BINARY_PROBE_BYTES = 8192
 
@@ -402,6 +402,6 @@ FORMATS: dict[str, Format] = {
     "txt": Format(), "md": Format(),
     "csv": Format(records=_csv_records), "json": Format(records=_json_records),
     "jsonl": Format(records=_jsonl_records),
-    "parquet": Format(table=lambda data: pq.read_table(io.BytesIO(data))),
+    "parquet": Format(table=parquet_from_bytes),
     **{suffix: Format(document=read) for suffix, read in DOCUMENT_READERS.items()},
 }
