@@ -86,6 +86,8 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         chunks = manifest.extraction.chunks - manifest.extraction.boilerplate_chunks
         assert stats["by_kind"]["extract_graph"] == chunks
         assert stats["by_kind"]["claims"] == chunks
+        # Every request said what it was (from Ray's actors too): none told by its wording.
+        assert stats["undeclared_kinds"] == {}
         generations = tables[schema.COMMUNITY_REPORTS].column("generation").to_pylist()
         assert set(generations) - {SMALL_COMMUNITY} == {"llm"}  # no fallback
         assert manifest.reports_by_generation == {
@@ -105,6 +107,7 @@ def test_llm_index_and_global_query_on_ray(ray_session, tmp_path):
         assert result.usage.prompt_tokens > 0
         scores = [p["score"] for p in result.details["points"]]
         assert scores == sorted(scores, reverse=True) and min(scores) > 0
+        assert server.stats()["undeclared_kinds"] == {}  # the query's map and reduce too
         # Rows come back from Ray in completion order; the rerun must still hit the cache.
         requests = server.stats()["requests"]
         rerun = build_index(str(CAROL_DIR), str(out), config, progress=lambda _: None)

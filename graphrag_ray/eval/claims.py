@@ -50,7 +50,7 @@ def extract_claims(chat: ChatClient, template: str, question: str, answer: str,
 
     return chat.complete_parsed([{"role": "user", "content": prompt}], parse,
                                 max_tokens=max_tokens, cache_tag="attempt-{attempt}",
-                                retries=attempts - 1)
+                                retries=attempts - 1, kind="eval_claims")
 
 
 def measure_claims(answers: list[dict], chat: ChatClient, template: str,

@@ -73,7 +73,8 @@ def judge_once(chat: ChatClient, template: str, question: str, metric: str, answ
     try:
         shown, reason = chat.complete_parsed(
             [{"role": "user", "content": prompt}], parse_verdict, max_tokens=max_tokens,
-            cache_tag=f"repeat-{repeat}-attempt-{{attempt}}", retries=attempts - 1)
+            cache_tag=f"repeat-{repeat}-attempt-{{attempt}}", retries=attempts - 1,
+            kind="eval_judge")
     except MalformedReply as exc:
         return {"swapped": swapped, "winner": None, "reason": "",
                 "error": f"malformed verdict: {exc}"}

@@ -28,7 +28,8 @@ def question_id(text: str) -> str:
     return hashlib.sha256(text.strip().lower().encode("utf-8")).hexdigest()[:16]
 
 
-def _ask_json(chat: ChatClient, prompt: str, key: str, max_tokens: int, attempts: int) -> list:
+def _ask_json(chat: ChatClient, prompt: str, key: str, max_tokens: int, attempts: int,
+              kind: str) -> list:
     def parse(reply: str) -> list:
         value = parse_json_object(reply)[key]
         if not isinstance(value, list) or not value:
@@ -37,7 +38,7 @@ def _ask_json(chat: ChatClient, prompt: str, key: str, max_tokens: int, attempts
 
     return chat.complete_parsed([{"role": "user", "content": prompt}], parse,
                                 max_tokens=max_tokens, cache_tag="attempt-{attempt}",
-                                retries=attempts - 1)
+                                retries=attempts - 1, kind=kind)
 
 
 def generate_questions(description: str, config: GraphRagConfig, prompts: dict[str, str],
@@ -46,7 +47,7 @@ def generate_questions(description: str, config: GraphRagConfig, prompts: dict[s
     attempts = config.llm.max_parse_retries + 1
     users = _ask_json(chat, render(prompts["eval_personas"], description=description,
                                    users=cfg.users, tasks=cfg.tasks_per_user),
-                      "users", cfg.max_output_tokens * 2, attempts)[:cfg.users]
+                      "users", cfg.max_output_tokens * 2, attempts, "eval_personas")[:cfg.users]
     pairs = []
     for entry in users:
         if not isinstance(entry, dict) or not entry.get("user"):
@@ -61,7 +62,7 @@ def generate_questions(description: str, config: GraphRagConfig, prompts: dict[s
         user, task = pair
         texts = _ask_json(chat, render(prompts["eval_questions"], description=description,
                                        user=user, task=task, n=cfg.questions_per_task),
-                          "questions", cfg.max_output_tokens, attempts)
+                          "questions", cfg.max_output_tokens, attempts, "eval_questions")
         return [Question(question_id(str(t)), str(t).strip(), user, task) for t in texts
                 if str(t).strip()][:cfg.questions_per_task]
 

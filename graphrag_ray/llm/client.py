@@ -31,6 +31,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.llm.rate_limiter import Settlement
 from graphrag_ray.llm.replies import visible_reply, visible_stream
+from graphrag_ray.llm.request_kinds import REQUEST_KIND_HEADER
 from graphrag_ray.llm.request_shape import (
     RequestShape, adopt, learn, send_shaped, shape_for, wire_logit_bias)
 from graphrag_ray.tokens import count_tokens
@@ -362,8 +363,10 @@ class ChatClient(_EndpointClient):
                                            "completion_tokens": usage.completion_tokens}})
 
     def complete(self, messages: list[dict], *, max_tokens: int,
-                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str:
-        """The reply's answer (`replies.visible_reply`: no reasoning block, no fence)."""
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "",
+                 kind: str | None = None) -> str:
+        """The reply's answer (`replies.visible_reply`: no reasoning block, no fence).
+        `kind`: what the request is (`request_kinds`; None: it does not say)."""
         key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
         hit = self._cached(key)
         if hit is not None:
@@ -372,7 +375,8 @@ class ChatClient(_EndpointClient):
             self.batch.miss(key, lambda: self._batch_body(messages, max_tokens, logit_bias))
         sent: list = []
         response, lease = self._admitted(
-            lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias),
+            lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias,
+                                       extra_headers=_kind_header(kind)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, logit_bias))
         usage = self.reported_usage(response.usage)
@@ -390,7 +394,8 @@ class ChatClient(_EndpointClient):
         return {"model": self.config.model, "messages": messages, **wire}
 
     def complete_parsed(self, messages: list[dict], parse: Callable[[str], T], *,
-                        max_tokens: int, cache_tag: str = "", retries: int | None = None) -> T:
+                        max_tokens: int, cache_tag: str = "", retries: int | None = None,
+                        kind: str | None = None) -> T:
         """`parse(reply)`; a reply it rejects (ValueError, KeyError, TypeError) is requested
         again, up to `retries` times (default `llm.max_parse_retries`), then MalformedReply.
         Each attempt has a cache key of its own, so a malformed reply in the cache is never
@@ -404,7 +409,7 @@ class ChatClient(_EndpointClient):
                 tag = cache_tag.replace("{attempt}", str(attempt))
             else:
                 tag = f"{cache_tag}:retry-{attempt}" if attempt else cache_tag
-            reply = self.complete(messages, max_tokens=max_tokens, cache_tag=tag)
+            reply = self.complete(messages, max_tokens=max_tokens, cache_tag=tag, kind=kind)
             try:
                 return parse(reply)
             except (ValueError, KeyError, TypeError) as exc:
@@ -412,7 +417,8 @@ class ChatClient(_EndpointClient):
                     else str(exc)
         raise MalformedReply(f"no readable reply in {attempts} attempts: {problem}")
 
-    def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = ""):
+    def stream(self, messages: list[dict], *, max_tokens: int, cache_tag: str = "",
+               kind: str | None = None):
         """The reply piece by piece as the endpoint sends it (a cached reply comes whole),
         without a leading reasoning block. Retries happen before the first piece; a stream
         that breaks later raises."""
@@ -425,7 +431,8 @@ class ChatClient(_EndpointClient):
         sent: list = []
         stream, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, None, stream=True,
-                                       stream_options={"include_usage": True}),
+                                       stream_options={"include_usage": True},
+                                       extra_headers=_kind_header(kind)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, None))
         pieces: list[str] = []
@@ -454,6 +461,10 @@ class ChatClient(_EndpointClient):
             self._store(key, "".join(pieces), usage)
         finally:
             self._settle(lease, usage, reported is not None)
+
+
+def _kind_header(kind: str | None) -> dict[str, str]:
+    return {REQUEST_KIND_HEADER: kind} if kind else {}
 
 
 def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:

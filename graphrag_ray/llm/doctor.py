@@ -126,7 +126,7 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
         ask = [{"role": "user", "content": "Is Paris in France? Answer Y or N."}]
         try:
             answer, seconds = _timed(lambda: chat.complete(
-                ask, max_tokens=1, logit_bias=yes_no_logit_bias(encoding)))
+                ask, max_tokens=1, logit_bias=yes_no_logit_bias(encoding), kind="yes_no"))
             checks.append(Check(
                 "ok" if answer.strip()[:1] in ("Y", "N") else "warn",
                 f"logit_bias works (the gleaning check answered {answer.strip()[:1] or '-'!r})"
@@ -140,7 +140,7 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
                                   "a short reply"))
     ask = [{"role": "user", "content": 'Answer with this JSON object only: {"ok": true}'}]
     try:
-        reply, seconds = _timed(lambda: chat.complete(ask, max_tokens=20))
+        reply, seconds = _timed(lambda: chat.complete(ask, max_tokens=20, kind="json_only"))
         parse_json_object(reply)
         checks.append(Check("ok", "JSON replies parse (reports, map answers)", seconds))
     except (LLMError, ValueError) as exc:

@@ -11,12 +11,13 @@ from graphrag_ray.query.results import SearchResult
 
 
 def answer_from_prompt(chat: ChatClient, prompt: str, max_tokens: int,
-                       on_token: Callable[[str], None] | None = None) -> str:
+                       on_token: Callable[[str], None] | None = None, *, kind: str) -> str:
+    """`kind`: the request's (`llm.request_kinds`)."""
     messages = [{"role": "user", "content": prompt}]
     if on_token is None:
-        return chat.complete(messages, max_tokens=max_tokens).strip()
+        return chat.complete(messages, max_tokens=max_tokens, kind=kind).strip()
     pieces = []
-    for piece in chat.stream(messages, max_tokens=max_tokens):
+    for piece in chat.stream(messages, max_tokens=max_tokens, kind=kind):
         pieces.append(piece)
         on_token(piece)
     return "".join(pieces).strip()
@@ -26,7 +27,7 @@ def answer_from_context(result: SearchResult, question: str, context: str, *, us
                         template: str, services: LLMServices, llm_config, response_type: str,
                         max_tokens: int, history: list[dict] | None,
                         on_token: Callable[[str], None] | None,
-                        extractive: Callable[[], str]) -> None:
+                        extractive: Callable[[], str], kind: str = "context_answer") -> None:
     """Sets `result.answer` (and its LLM usage): the template filled with the question, the
     context and the conversation, or offline the `extractive` answer, sent whole."""
     if use_llm:
@@ -34,7 +35,7 @@ def answer_from_context(result: SearchResult, question: str, context: str, *, us
         prompt = render(template, question=question, context_data=context,
                         response_type=response_type,
                         conversation_history=conversation_text(history))
-        result.answer = answer_from_prompt(chat, prompt, max_tokens, on_token)
+        result.answer = answer_from_prompt(chat, prompt, max_tokens, on_token, kind=kind)
         result.usage.add(chat.usage)
         result.llm_calls += 1
         return

@@ -72,7 +72,8 @@ def run_drift_task(task: DriftTask) -> DriftStep:
                     context_data=task.context, max_follow_ups=cfg.follow_ups_per_step)
     try:
         answer, score, follow_ups = chat.complete_parsed(
-            [{"role": "user", "content": prompt}], parse_step, max_tokens=cfg.max_output_tokens)
+            [{"role": "user", "content": prompt}], parse_step, max_tokens=cfg.max_output_tokens,
+            kind="drift_step")
     except LLMError as exc:
         return DriftStep(task.query, "", 0.0, [], chat.usage, f"{task.query}: {exc}")
     return DriftStep(task.query, answer, score, follow_ups, chat.usage)
@@ -95,7 +96,8 @@ class _LLMSteps:
         probe = chat.complete([{"role": "user", "content": render(
             self.index.prompts["hypothetical_answer"], question=self.question,
             example_report=truncate_to_tokens(example, 500, self.config.tokenizer.encoding))}],
-            max_tokens=self.config.drift_search.max_output_tokens).strip() or query
+            max_tokens=self.config.drift_search.max_output_tokens,
+            kind="hypothetical_answer").strip() or query
         result.usage.add(chat.usage)
         result.llm_calls += 1
         return probe
@@ -221,7 +223,8 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
         on_token=on_token,
         extractive=lambda: "\n\n".join(f"**{s.query}**\n{s.answer}"
-                                        for s in ordered[:len(sections)]) or NO_ANSWER)
+                                        for s in ordered[:len(sections)]) or NO_ANSWER,
+        kind="drift_reduce")
     result.details = {
         "primer_reports": primer.keys,
         "steps": [{"query": s.query, "depth": s.depth, "score": s.score,

@@ -96,7 +96,7 @@ def run_rate_task(task: RateTask) -> Rating:
         rating = chat.complete_parsed(
             [{"role": "user", "content": prompt}],
             lambda reply: max(0, min(5, int(float(parse_json_object(reply)["rating"])))),
-            max_tokens=cfg.max_output_tokens)
+            max_tokens=cfg.max_output_tokens, kind="rate_report")
     except LLMError as exc:
         return Rating(3, chat.usage, f"rating: {exc}")
     return Rating(rating, chat.usage)

@@ -303,7 +303,8 @@ def run_map_task(task: MapTask) -> MapOutcome:
             [{"role": "user", "content": prompt}],
             lambda reply: (parse_map_answer if task.single else parse_map_points)(
                 reply, task.number, task.ids),
-            max_tokens=task.config.global_search.map_max_output_tokens)
+            max_tokens=task.config.global_search.map_max_output_tokens,
+            kind="global_map_single" if task.single else "global_map")
     except LLMError as exc:
         return MapOutcome([], chat.usage, f"map batch {task.number}: {exc}")
     return MapOutcome(points, chat.usage)
@@ -368,7 +369,8 @@ class _LLMSteps:
         prompt = render(self.prompts["global_reduce"], question=question, report_data=context,
                         response_type=cfg.response_type,
                         conversation_history=conversation_text(history))
-        answer = answer_from_prompt(chat, prompt, cfg.reduce_max_output_tokens, on_token)
+        answer = answer_from_prompt(chat, prompt, cfg.reduce_max_output_tokens, on_token,
+                                    kind="global_reduce")
         outcome.reduce_calls = 1
         outcome.usage.add(chat.usage)
         return answer

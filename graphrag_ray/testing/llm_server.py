@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 from urllib.parse import urlsplit
 
+from graphrag_ray.llm.request_kinds import KINDS, REQUEST_KIND_HEADER
 from graphrag_ray.testing.batch_api import BatchAPI
 
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
@@ -126,6 +127,8 @@ class Stats:
     counted: Counter = field(default_factory=Counter)
     in_flight: Counter = field(default_factory=Counter)  # by kind: answers being written
     peak_in_flight: Counter = field(default_factory=Counter)  # by kind, and "all"
+    # Chat requests whose kind was told by the prose (no or an unknown REQUEST_KIND_HEADER)
+    undeclared: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
         return {"requests": self.requests, "by_kind": dict(self.by_kind),
@@ -135,6 +138,7 @@ class Stats:
                 "usage_by_model": {model: dict(counts) for model, counts in self.usage.items()},
                 "counted_tokens_by_model": dict(self.counted),
                 "peak_in_flight": self.peak_in_flight["all"],
+                "undeclared_kinds": dict(self.undeclared),
                 "chat_parameters": list(self.chat_parameters),
                 "peak_in_flight_by_kind": {k: v for k, v in self.peak_in_flight.items()
                                            if k != "all"}}
@@ -145,7 +149,17 @@ def _fraction(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2 ** 64
 
 
+def request_kind(declared: str | None, messages: list[dict]) -> tuple[str, bool]:
+    """The kind a request says it is (REQUEST_KIND_HEADER) when it is one this server
+    answers, else the kind its prose looks like (`classify`), and whether it was declared."""
+    if declared in KINDS:
+        return declared, True
+    return classify(messages), False
+
+
 def classify(messages: list[dict]) -> str:
+    """A request's kind from the wording of our default prompts: the fallback for requests
+    that do not declare it (another client, an older one)."""
     last = messages[-1]["content"] if messages else ""
     first = messages[0]["content"] if messages else ""
     # Evaluation prompts first: the answers they quote may hold any other prompt's markers.
@@ -819,13 +833,15 @@ class TestLLMServer(ThreadingHTTPServer):
     def handle_chat(self, handler: _Handler, body: dict) -> None:
         s = self.switches
         messages = body.get("messages") or []
-        kind = classify(messages)
+        kind, declared = request_kind(handler.headers.get(REQUEST_KIND_HEADER), messages)
         request_hash = hashlib.sha256(json.dumps(
             {k: body.get(k) for k in ("model", "messages", "max_tokens", "temperature",
                                       "logit_bias")}, sort_keys=True).encode()).hexdigest()
         with self._lock:
             self._stats.requests += 1
             self._stats.by_kind[kind] += 1
+            if not declared:
+                self._stats.undeclared[kind] += 1
             if s.keep_requests:
                 self._kept.append({"kind": kind, "model": body.get("model"),
                                    "messages": messages})

@@ -23,7 +23,8 @@ from graphrag_ray.tokens import yes_no_logit_bias
 
 class Chat(Protocol):
     def complete(self, messages: list[dict], *, max_tokens: int,
-                 logit_bias: dict[int, int] | None = None, cache_tag: str = "") -> str: ...
+                 logit_bias: dict[int, int] | None = None, cache_tag: str = "",
+                 kind: str | None = None) -> str: ...
 
     def takes_logit_bias(self) -> bool: ...
 
@@ -61,7 +62,7 @@ class GraphExtractor:
         ex = self.config.extraction
         messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
         reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                                   cache_tag=self.graph_tag)
+                              cache_tag=self.graph_tag, kind="extract_graph")
         records = parse_graph_records(reply, self.delimiters)
         for _ in range(ex.max_gleanings):
             messages = messages + [{"role": "assistant", "content": reply}]
@@ -73,7 +74,7 @@ class GraphExtractor:
                 messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"}]
             messages = messages + [{"role": "user", "content": self.continue_prompt}]
             reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                                  cache_tag=self.graph_tag)
+                                  cache_tag=self.graph_tag, kind="glean_continue")
             gleaned = parse_graph_records(reply, self.delimiters)
             if not gleaned.entities and not gleaned.relationships:
                 records.malformed.extend(gleaned.malformed)
@@ -88,14 +89,15 @@ class GraphExtractor:
         does not, from the first rejection), else a short reply that is parsed."""
         if self.logit_bias is not None and chat.takes_logit_bias():
             return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
-                                 cache_tag=self.graph_tag)
-        return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag)
+                                 cache_tag=self.graph_tag, kind="glean_check")
+        return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag,
+                             kind="glean_check")
 
     def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:
         names = sorted({e["title"] for e in graph.entities})
         entity_specs = ", ".join(names) if names else ", ".join(self.config.extraction.entity_types)
         prompt = render(self.claims_template, entity_specs=entity_specs, input_text=text)
         reply = chat.complete([{"role": "user", "content": prompt}],
-                                   max_tokens=self.config.claims.max_output_tokens,
-                                   cache_tag=self.claims_tag)
+                              max_tokens=self.config.claims.max_output_tokens,
+                              cache_tag=self.claims_tag, kind="claims")
         return parse_claim_records(reply, self.delimiters)

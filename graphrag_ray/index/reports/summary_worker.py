@@ -105,7 +105,8 @@ class SummarizeWorker:
         try:
             # An empty reply is asked for again, like a malformed report, before falling back.
             text = chat.complete_parsed([{"role": "user", "content": prompt}], _non_empty,
-                                        max_tokens=cfg.max_length * 2, cache_tag=self.tag)
+                                        max_tokens=cfg.max_length * 2, cache_tag=self.tag,
+                                        kind="summarize")
         except MalformedReply:
             return self._extractive(key, descriptions, "LLM returned empty summaries, "
                                     "extractive used", chat.usage)

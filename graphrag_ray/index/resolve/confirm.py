@@ -68,7 +68,7 @@ def _confirm_task(item: tuple[list[list[dict]], GraphRagConfig, str, LLMServices
         try:
             verdicts = scoped.complete_parsed(
                 [{"role": "user", "content": prompt}], lambda r: parse_verdicts(r, len(pairs)),
-                max_tokens=8 * len(pairs) + 16, cache_tag=tag)
+                max_tokens=8 * len(pairs) + 16, cache_tag=tag, kind="resolve_pairs")
         except (LLMError, MalformedReply):
             failed += 1
             verdicts = {}

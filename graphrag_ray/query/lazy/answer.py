@@ -103,7 +103,8 @@ def write_answer(question: str, claims: list[Claim], config: GraphRagConfig,
     prompt = render(prompts["lazy_answer"], question=question, context_data=notes,
                     response_type=cfg.response_type,
                     conversation_history=conversation_text(history))
-    outcome.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token)
+    outcome.answer = answer_from_prompt(chat, prompt, cfg.max_output_tokens, on_token,
+                                        kind="lazy_answer")
     outcome.answer_calls = 1
     outcome.usage.add(chat.usage)
     return outcome

@@ -126,7 +126,8 @@ def run_relevance_task(task: RelevanceTask) -> RelevanceOutcome:
     try:
         claims = chat.complete_parsed([{"role": "user", "content": prompt}],
                                       lambda reply: parse_relevance(reply, ids),
-                                      max_tokens=cfg.relevance_max_output_tokens)
+                                      max_tokens=cfg.relevance_max_output_tokens,
+                                      kind="lazy_relevance")
     except LLMError as exc:
         return RelevanceOutcome({}, chat.usage, f"relevance test of {len(ids)} passages: {exc}")
     return RelevanceOutcome(claims, chat.usage)

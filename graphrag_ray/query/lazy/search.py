@@ -135,7 +135,8 @@ def _subquestions(index: OpenedIndex, question: str, history, use_llm: bool,
 
     try:
         found = chat.complete_parsed([{"role": "user", "content": prompt}], parse,
-                                     max_tokens=cfg.relevance_max_output_tokens)
+                                     max_tokens=cfg.relevance_max_output_tokens,
+                                     kind="lazy_subquestions")
     except LLMError as exc:
         result.failures.append(f"sub-questions: {exc}; searched for the question itself")
         found = []

@@ -244,6 +244,9 @@ def test_an_update_of_an_adopted_index_pays_only_for_the_new_text(adopted, tmp_p
     assert manifest.update["chunks"]["reused"] == 39
     assert manifest.llm_usage.stages["extract"].calls == 2  # the story's chunk and gleaning
     assert kinds.get("glean_continue") == 1
+    # Its report prompts quote Microsoft's descriptions, which hold `("entity"`: each said
+    # what it was, so none was answered as an extraction (8 of 36 were, by their wording).
+    assert kinds["extract_graph"] == 1 and "community_report" in kinds
     version = IndexStore(index).open(manifest.version)
     entities = dict(zip(version.read_table(schema.ENTITIES, ["title", "description"]).column(
         "title").to_pylist(), version.read_table(schema.ENTITIES, ["description"]).column(
