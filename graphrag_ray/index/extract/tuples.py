@@ -140,6 +140,9 @@ def parse_graph_records(text: str, delimiters: Delimiters = Delimiters()) -> Par
 
 # A field that is the prompt's own slot, as models echo the format before answering:
 # ("entity"<|><entity_name><|><entity_type><|>...).
+# A record tag that is a type word, in a record of an entity's four fields.
+_TYPE_AS_TAG = re.compile(r"[^\W\d_][\w -]{0,39}")
+_DELIMITER_BITS = re.compile(r"[<>|]")  # a record garbled by its delimiters is not one
 _PLACEHOLDER = re.compile(r"^(?:<\s*[\w ]+\s*>|\{\s*[\w ]+\s*\})$")
 
 
@@ -172,6 +175,13 @@ def _parse_tuples(records: list[str], delimiters: Delimiters) -> ParsedRecords:
                 "description": fields[3],
                 "strength": 1.0 if strength is None else strength,
             })
+        elif len(fields) == 4 and _TYPE_AS_TAG.fullmatch(fields[0]) and \
+                normalize_name(fields[1]) and not _DELIMITER_BITS.search(fields[1] + fields[2]):
+            # An entity whose type took the tag's place: ("event"<|>NAME<|>"event"<|>...)
+            # (Qwen 2.5 writes a share of its entities so).
+            parsed.entities.append({"title": normalize_name(fields[1]),
+                                    "type": normalize_name(fields[2] or fields[0]),
+                                    "description": fields[3].strip()})
         else:
             parsed.malformed.append(f"unknown record kind: {fields[0][:40]!r}")
     return parsed

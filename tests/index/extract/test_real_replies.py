@@ -4,7 +4,8 @@ The fixtures (`tests/fixtures/real_replies/sources.json`) name each reply's sour
 family, its quirks, and what is in it. The reply texts are third-party data and stay out of
 this repository: they are read from GRAPHRAG_REAL_REPLIES (a JSON-lines file that
 `scripts/collect_real_replies.py` writes) or from shared/real_replies/replies.jsonl beside the
-checkout. Without them these tests skip; the quirk tests in test_tuples.py, written in our
+checkout, and from more_replies.jsonl beside it (Qwen 2.5 and Mistral replies from Microsoft
+GraphRAG caches). Without them these tests skip; the quirk tests in test_tuples.py, written in our
 own words, keep each shape covered in CI.
 """
 
@@ -29,26 +30,36 @@ FIXTURES = json.loads(SOURCES.read_text())["fixtures"]
 
 @pytest.fixture(scope="module")
 def replies() -> dict[str, str]:
+    """Both files: `replies.jsonl` and, beside it, `more_replies.jsonl` (fixtures naming it
+    in their `file`)."""
     path = Path(os.environ.get("GRAPHRAG_REAL_REPLIES")
                 or SHARED / "real_replies" / "replies.jsonl")
     if not path.is_file():
         pytest.skip(f"no real replies at {path} (scripts/collect_real_replies.py writes them)")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return {row["id"]: row["reply"] for row in rows}
+    found = {}
+    for file in (path, path.with_name("more_replies.jsonl")):
+        if file.is_file():
+            for line in file.read_text(encoding="utf-8").splitlines():
+                if line:
+                    row = json.loads(line)
+                    found[row["id"]] = row["reply"]
+    return found
 
 
-def test_the_fixtures_cover_six_models_and_every_kind():
-    models = {fixture["model"] for fixture in FIXTURES}
+def test_the_fixtures_cover_eight_families_and_every_kind():
+    families = {fixture["family"] for fixture in FIXTURES}
     kinds = {fixture["kind"] for fixture in FIXTURES}
-    assert len(FIXTURES) >= 40 and len(models) >= 6
-    assert {"extraction", "report", "map", "answer"} <= kinds
+    assert len(FIXTURES) == 71 and len(families) >= 8
+    assert {"extraction", "report", "map", "answer", "summary"} <= kinds
     assert all(fixture["source"]["licence"] for fixture in FIXTURES)
+    assert len({fixture["id"] for fixture in FIXTURES}) == len(FIXTURES)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f"{f['id']}-{f['model']}")
 def test_a_real_reply_gives_the_records_a_reader_finds(fixture, replies):
     if fixture["id"] not in replies:
-        pytest.fail(f"{fixture['id']} is missing from the real replies file")
+        pytest.fail(f"{fixture['id']} is missing from the real replies files "
+                    f"({fixture.get('file', 'replies.jsonl')})")
     text = visible_reply(replies[fixture["id"]])
     expected = fixture["expected"]
     if fixture["kind"] == "extraction":

@@ -119,6 +119,10 @@ def test_the_record_delimiter_on_its_own_line_and_trailing_spaces():
     '    ("entity"<|>"Keel Labs"<|>"organization"<|>"Turbines"), \n    ("relationship"<|>'
     '"Ada Brandt"<|>"Keel Labs"<|>"Ada founded it"<|>"founding, ownership"<|>9)\n'
     '    ("content_keywords"<|>"turbines, founding")\n)',
+    # An entity's type in the tag's place (Qwen 2.5).
+    '("entity"<|>"Ada Brandt"<|>"person"<|>"Founder")##\n("organization"<|>"Keel Labs"<|>'
+    '"organization"<|>"Turbines")##\n("relationship"<|>"Ada Brandt"<|>"Keel Labs"<|>'
+    '"Ada founded it"<|>9)<|COMPLETE|>',
 ])
 def test_records_in_the_shapes_real_models_write_them(reply):
     parsed = parse_graph_records(reply)
