@@ -554,7 +554,8 @@ def interpolate_tree(value: Any, where: str = "") -> Any:
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply one `a.b.c=value` override; the value is parsed as YAML (numbers, lists, bools)."""
+    """Apply one `a.b.c=value` override; the value is parsed as YAML (numbers, lists, bools),
+    and a value that is not YAML (`|~|`, `: x`) is taken as the text it is."""
     if "=" not in assignment:
         raise ConfigError(f"--set expects key.path=value, got {assignment!r}")
     path, raw = assignment.split("=", 1)
@@ -567,7 +568,10 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"--set {path}: {key!r} is not a section")
         node = child
-    node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        node[keys[-1]] = raw
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> GraphRagConfig:

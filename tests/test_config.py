@@ -30,6 +30,9 @@ def test_yaml_env_and_set_overrides(tmp_path, monkeypatch):
     assert config.llm.api_key.get_secret_value() == "sk-test-123"
     assert config.chunks.size == 300 and config.chunks.overlap == 50
     assert config.extraction.entity_types == ["person", "ship"]
+    # A value that is not YAML is its text (it stopped the command with a YAML traceback).
+    odd = load_config(None, ["extraction.tuple_delimiter=|~|", "extraction.record_delimiter=;;"])
+    assert (odd.extraction.tuple_delimiter, odd.extraction.record_delimiter) == ("|~|", ";;")
 
 
 def test_unknown_key_names_key_and_file(tmp_path):

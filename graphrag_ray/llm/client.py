@@ -31,7 +31,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.llm.rate_limiter import Settlement
 from graphrag_ray.llm.replies import visible_reply, visible_stream
-from graphrag_ray.llm.request_kinds import REQUEST_KIND_HEADER
+from graphrag_ray.llm.request_kinds import REQUEST_ABOUT_HEADER, REQUEST_KIND_HEADER
 from graphrag_ray.llm.request_shape import (
     RequestShape, adopt, learn, send_shaped, shape_for, wire_logit_bias)
 from graphrag_ray.tokens import count_tokens
@@ -364,9 +364,10 @@ class ChatClient(_EndpointClient):
 
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "",
-                 kind: str | None = None) -> str:
+                 kind: str | None = None, about: dict | None = None) -> str:
         """The reply's answer (`replies.visible_reply`: no reasoning block, no fence).
-        `kind`: what the request is (`request_kinds`; None: it does not say)."""
+        `kind`: what the request is, `about`: what it holds (`request_kinds`; None: it does
+        not say)."""
         key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
         hit = self._cached(key)
         if hit is not None:
@@ -376,7 +377,7 @@ class ChatClient(_EndpointClient):
         sent: list = []
         response, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias,
-                                       extra_headers=_kind_header(kind)),
+                                       extra_headers=_kind_header(kind, about)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, logit_bias))
         usage = self.reported_usage(response.usage)
@@ -463,8 +464,11 @@ class ChatClient(_EndpointClient):
             self._settle(lease, usage, reported is not None)
 
 
-def _kind_header(kind: str | None) -> dict[str, str]:
-    return {REQUEST_KIND_HEADER: kind} if kind else {}
+def _kind_header(kind: str | None, about: dict | None = None) -> dict[str, str]:
+    headers = {REQUEST_KIND_HEADER: kind} if kind else {}
+    if about:
+        headers[REQUEST_ABOUT_HEADER] = json.dumps(about, ensure_ascii=True)
+    return headers
 
 
 def backoff_delay(attempt: int, retry_after: float | None, base: float) -> float:

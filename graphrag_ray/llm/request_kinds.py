@@ -7,6 +7,10 @@ however it is named, has the same reply.
 """
 
 REQUEST_KIND_HEADER = "X-Graphrag-Request-Kind"
+# What an extraction request holds besides its prose, as ASCII JSON: the record delimiters
+# (`delimiters`: tuple, record, completion), the entity types asked for, and where in the
+# first message the input text is (`text`: [start, end) characters).
+REQUEST_ABOUT_HEADER = "X-Graphrag-Request-About"
 
 KINDS = (
     # index

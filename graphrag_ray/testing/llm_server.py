@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from graphrag_ray.llm.request_kinds import KINDS, REQUEST_KIND_HEADER
+from graphrag_ray.llm.request_kinds import KINDS, REQUEST_ABOUT_HEADER, REQUEST_KIND_HEADER
 from graphrag_ray.testing.batch_api import BatchAPI
 
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
@@ -259,8 +259,9 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
 
 
-def _graph_records(text: str, names: list[str], prompt: str, entity_types: list[str]) -> str:
-    t, r, c = _delimiters(prompt)
+def _graph_records(text: str, names: list[str], delimiters: tuple[str, str, str],
+                   entity_types: list[str]) -> str:
+    t, r, c = delimiters
     records = []
     wanted = set(names)
     for name in names:
@@ -295,27 +296,60 @@ def _subquestions(question: str, limit: int) -> list[str]:
     return [question.strip()]
 
 
-def _answer(kind: str, messages: list[dict], switches: Switches) -> str:
+def _declared(header: str | None) -> dict:
+    """What a request says it holds (REQUEST_ABOUT_HEADER); {} when it says nothing usable."""
+    try:
+        about = json.loads(header) if header else {}
+    except ValueError:
+        return {}
+    return about if isinstance(about, dict) else {}
+
+
+def _declared_text(first: str, about: dict) -> str | None:
+    span = about.get("text")
+    if isinstance(span, list) and len(span) == 2 and 0 <= span[0] <= span[1] <= len(first):
+        return first[span[0]:span[1]].strip()
+    return None
+
+
+def _gleaned(messages: list[dict]) -> int:
+    """Gleaning rounds already answered in a chunk's conversation: the records replies
+    after the first (a check's answer is one letter), whatever the prompts say."""
+    replies = [m for m in messages if m["role"] == "assistant" and len(m["content"].strip()) > 1]
+    return max(0, len(replies) - 1)
+
+
+def _answer(kind: str, messages: list[dict], switches: Switches,
+            about: dict | None = None) -> str:
+    """`about`: what the request declared it holds (delimiters, entity types, where its
+    input text is); what it does not declare is read from our prompts' wording."""
     first = messages[0]["content"]
+    about = about or {}
+    declared_delimiters = about.get("delimiters")
+    delimiters = tuple(declared_delimiters) if isinstance(declared_delimiters, list) and \
+        len(declared_delimiters) == 3 else _delimiters(first)
     if kind == "glean_check":
-        rounds = sum(1 for m in messages if m["role"] == "user"
-                     and "MANY entities were missed" in m["content"])
-        return "Y" if rounds < switches.glean_yes_rounds else "N"
+        return "Y" if _gleaned(messages) < switches.glean_yes_rounds else "N"
     if kind in ("extract_graph", "glean_continue"):
-        text = _section(first, "Text:\n", "\nOutput:")
-        types_line = _section(first, "Entity types: ", "\nText:").split("\n")[0]
-        entity_types = [x.strip() for x in types_line.split(",") if x.strip()]
+        text = _declared_text(first, about)
+        if text is None:
+            text = _section(first, "Text:\n", "\nOutput:")
+        entity_types = about.get("entity_types")
+        if not isinstance(entity_types, list):
+            types_line = _section(first, "Entity types: ", "\nText:").split("\n")[0]
+            entity_types = [x.strip() for x in types_line.split(",") if x.strip()]
         names = _names(text)
         half = (len(names) + 1) // 2
         # The first pass "misses" the second half of the names; gleaning finds them.
         chosen = names[:half] if kind == "extract_graph" else names[half:]
-        if kind == "glean_continue" and sum(1 for m in messages if m["role"] == "user"
-                                            and "MANY entities were missed" in m["content"]) > 1:
-            chosen = []
-        return _graph_records(text, chosen, first, entity_types)
+        if kind == "glean_continue" and _gleaned(messages) > 0:
+            chosen = []  # the first gleaning found the rest
+        return _graph_records(text, chosen, delimiters, entity_types)
     if kind == "claims":
-        t, r, c = _delimiters(first)
-        text = _section(first, "Text:\n", "\nOutput:")
+        t, r, c = delimiters
+        text = _declared_text(first, about)
+        if text is None:
+            text = _section(first, "Text:\n", "\nOutput:")
         names = _names(text)[:2]
         claims = [f'("claim"{t}{n}{t}NONE{t}MENTION{t}TRUE{t}NONE{t}NONE{t}'
                   f'{n} is mentioned in the text.{t}{text[:80]})' for n in names]
@@ -473,10 +507,10 @@ def prompt_tokens_of(messages: list[dict]) -> int:
 
 
 def _content(kind: str, messages: list[dict], body: dict, switches: Switches, quirks: set,
-             malformed: bool = False) -> tuple[str, int]:
+             malformed: bool = False, about: dict | None = None) -> tuple[str, int]:
     """The reply's text, cut to the request's token limit and dressed in the endpoint's
     quirks, and its completion tokens."""
-    content = _malformed(kind) if malformed else _answer(kind, messages, switches)
+    content = _malformed(kind) if malformed else _answer(kind, messages, switches, about)
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 4096
     reasoning = REASONING_TOKENS if "reasoning" in quirks else 0
     words = content.split()
@@ -899,8 +933,9 @@ class TestLLMServer(ThreadingHTTPServer):
             time.sleep(s.timeout_sleep_s)
             return  # The client has given up; answering now would be ignored.
         roll -= s.rate_timeout
-        content, completion_tokens = _content(kind, messages, body, s, quirks,
-                                              malformed=roll < s.rate_malformed)
+        content, completion_tokens = _content(
+            kind, messages, body, s, quirks, malformed=roll < s.rate_malformed,
+            about=_declared(handler.headers.get(REQUEST_ABOUT_HEADER)) if declared else None)
         model = body.get("model", "test-model")
         counted = completion_tokens
         if s.limit_counts == "max_tokens":

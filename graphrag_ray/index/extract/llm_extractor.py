@@ -24,7 +24,7 @@ from graphrag_ray.tokens import yes_no_logit_bias
 class Chat(Protocol):
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "",
-                 kind: str | None = None) -> str: ...
+                 kind: str | None = None, about: dict | None = None) -> str: ...
 
     def takes_logit_bias(self) -> bool: ...
 
@@ -58,23 +58,34 @@ class GraphExtractor:
                                         + self.continue_prompt)
         self.claims_tag = prompt_version(self.claims_template)
 
+    def _about(self, prompt: str, text: str, entity_types: bool = True) -> dict:
+        """What the request holds besides its prose (`llm.request_kinds`)."""
+        start = prompt.rfind(text)
+        d = self.delimiters
+        about = {"delimiters": [d.tuple, d.record, d.completion],
+                 "text": [start, start + len(text)]}
+        if entity_types:
+            about["entity_types"] = self.config.extraction.entity_types
+        return about
+
     def extract(self, text: str, chat: Chat) -> ParsedRecords:
         ex = self.config.extraction
         messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
+        about = self._about(messages[0]["content"], text)
         reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                              cache_tag=self.graph_tag, kind="extract_graph")
+                              cache_tag=self.graph_tag, kind="extract_graph", about=about)
         records = parse_graph_records(reply, self.delimiters)
         for _ in range(ex.max_gleanings):
             messages = messages + [{"role": "assistant", "content": reply}]
             if ex.glean_check:
                 messages = messages + [{"role": "user", "content": self.check_prompt}]
-                answer = self._ask_yes_no(messages, chat)
+                answer = self._ask_yes_no(messages, chat, about)
                 if not parse_yes_no(answer):
                     break
                 messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"}]
             messages = messages + [{"role": "user", "content": self.continue_prompt}]
             reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                                  cache_tag=self.graph_tag, kind="glean_continue")
+                                  cache_tag=self.graph_tag, kind="glean_continue", about=about)
             gleaned = parse_graph_records(reply, self.delimiters)
             if not gleaned.entities and not gleaned.relationships:
                 records.malformed.extend(gleaned.malformed)
@@ -84,14 +95,14 @@ class GraphExtractor:
             records.extend(self.extract_claims(text, records, chat))
         return records
 
-    def _ask_yes_no(self, messages: list[dict], chat: Chat) -> str:
+    def _ask_yes_no(self, messages: list[dict], chat: Chat, about: dict) -> str:
         """One forced token where the endpoint takes logit_bias (the client learns when it
         does not, from the first rejection), else a short reply that is parsed."""
         if self.logit_bias is not None and chat.takes_logit_bias():
             return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
-                                 cache_tag=self.graph_tag, kind="glean_check")
+                                 cache_tag=self.graph_tag, kind="glean_check", about=about)
         return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag,
-                             kind="glean_check")
+                             kind="glean_check", about=about)
 
     def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:
         names = sorted({e["title"] for e in graph.entities})
@@ -99,5 +110,6 @@ class GraphExtractor:
         prompt = render(self.claims_template, entity_specs=entity_specs, input_text=text)
         reply = chat.complete([{"role": "user", "content": prompt}],
                               max_tokens=self.config.claims.max_output_tokens,
-                              cache_tag=self.claims_tag, kind="claims")
+                              cache_tag=self.claims_tag, kind="claims",
+                              about=self._about(prompt, text, entity_types=False))
         return parse_claim_records(reply, self.delimiters)
