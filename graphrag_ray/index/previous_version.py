@@ -96,7 +96,7 @@ class UpdateBase:
         own way, and Leiden's warm start matches members by id)."""
         communities = self.version.read_table("communities", ["community", "level",
                                                               "entity_ids"])
-        ids = self._our_ids()
+        ids = self._our_ids
         if ids is None:
             return communities
         members = [[ids.get(m, m) for m in row] for row in
@@ -106,13 +106,15 @@ class UpdateBase:
 
     def entity_ids(self) -> set[str]:
         """The previous version's entities, by the ids this build gives them."""
-        ids = self._our_ids()
+        ids = self._our_ids
         if ids is not None:
             return set(ids.values())
         return set(self.version.read_table("entities", ["id"]).column("id").to_pylist())
 
+    @cached_property
     def _our_ids(self) -> dict[str, str] | None:
-        """Its entity id -> ours, for a version adopted from another tool; None: ours."""
+        """Its entity id -> ours, for a version adopted from another tool (read once for
+        the communities and the entity ids); None: ours."""
         if self.manifest.adopted_from is None:
             return None
         entities = self.version.read_table("entities", ["id", "title"])

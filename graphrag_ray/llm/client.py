@@ -377,7 +377,7 @@ class ChatClient(_EndpointClient):
         sent: list = []
         response, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias,
-                                       extra_headers=_kind_header(kind, about)),
+                                       extra_headers=_request_headers(kind, about)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, logit_bias))
         usage = self.reported_usage(response.usage)
@@ -433,7 +433,7 @@ class ChatClient(_EndpointClient):
         stream, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, None, stream=True,
                                        stream_options={"include_usage": True},
-                                       extra_headers=_kind_header(kind)),
+                                       extra_headers=_request_headers(kind)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, None))
         pieces: list[str] = []
@@ -464,7 +464,7 @@ class ChatClient(_EndpointClient):
             self._settle(lease, usage, reported is not None)
 
 
-def _kind_header(kind: str | None, about: dict | None = None) -> dict[str, str]:
+def _request_headers(kind: str | None, about: dict | None = None) -> dict[str, str]:
     headers = {REQUEST_KIND_HEADER: kind} if kind else {}
     if about:
         headers[REQUEST_ABOUT_HEADER] = json.dumps(about, ensure_ascii=True)

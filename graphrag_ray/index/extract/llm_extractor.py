@@ -60,10 +60,11 @@ class GraphExtractor:
 
     def _about(self, prompt: str, text: str, entity_types: bool = True) -> dict:
         """What the request holds besides its prose (`llm.request_kinds`)."""
-        start = prompt.rfind(text)
         d = self.delimiters
-        about = {"delimiters": [d.tuple, d.record, d.completion],
-                 "text": [start, start + len(text)]}
+        about: dict = {"delimiters": [d.tuple, d.record, d.completion]}
+        start = prompt.rfind(text)
+        if start >= 0:  # a template without {input_text} holds no text to point at
+            about["text"] = [start, start + len(text)]
         if entity_types:
             about["entity_types"] = self.config.extraction.entity_types
         return about

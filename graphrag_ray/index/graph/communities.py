@@ -37,7 +37,7 @@ class WarmStart(Protocol):
     def fixed_membership(self, level: int, nodes: np.ndarray) -> list[bool] | None:
         """Which of `nodes` keep their starting community; None: every node may move."""
 
-    def left_out(self, n_nodes: int) -> np.ndarray | None:
+    def left_out(self) -> np.ndarray | None:
         """A mask of the nodes that are in no community; None: every node is in one."""
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
@@ -134,7 +134,7 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
             communities[parent].children.append(community.id)
         return community
 
-    out = previous.left_out(n) if previous is not None else None
+    out = previous.left_out() if previous is not None else None
     everything = Community(-1, -1, -1, np.arange(n) if out is None else np.flatnonzero(~out))
     for part, loose in _clustered(graph, everything, small, component_labels, provenance,
                                   config, 0, previous):
@@ -146,10 +146,10 @@ def hierarchical_leiden(graph: ig.Graph, config: CommunitiesConfig,
         any_split = False
         for community in current:
             parts = [(community.members, community.loose)]
-            kept = previous.split_again(level + 1, community.members) if previous else None
+            again = previous.split_again(level + 1, community.members) if previous else None
             if community.splittable and (
-                    len(community.members) > config.max_cluster_size if kept is None
-                    else kept):
+                    len(community.members) > config.max_cluster_size if again is None
+                    else again):
                 parts = _clustered(graph, community, small, component_labels, provenance,
                                    config, level + 1, previous)
             split = len(parts) > 1

@@ -70,7 +70,7 @@ class PreviousPartition:
             return None
         return (self.labels[level][nodes] >= 0).tolist()
 
-    def left_out(self, n_nodes: int) -> np.ndarray | None:
+    def left_out(self) -> np.ndarray | None:
         return self.out
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
