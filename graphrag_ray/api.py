@@ -80,6 +80,9 @@ class GraphIndex:
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         key = f"{name}:{','.join(columns or [])}"
         with self._lock:
+            whole = self._tables.get(f"{name}:")
+            if key not in self._tables and whole is not None:
+                self._tables[key] = whole.select(columns)
             if key not in self._tables:
                 try:
                     self._tables[key] = self.store.read_table(name, columns)
@@ -139,6 +142,23 @@ class GraphIndex:
                                      self.store.has_table(schema.ENTITY_ALIASES))
         return self._local
 
+    def warm(self) -> None:
+        """Read now what questions would read first, so that none pays the load (a served
+        index): every table whole (a method's columns are then cut from it; of the documents,
+        only their ids and titles: their text is the text units' again), the vector indexes
+        and local search's lookups."""
+        for name in self.manifest.tables:
+            if name == schema.DOCUMENTS:
+                self.table(name, ["id", "title"])
+            elif self.store.has_table(name):
+                self.table(name)
+        for name in self.manifest.tables:
+            if name.startswith("embeddings_"):
+                self.vectors(name)
+        if schema.ENTITY_DESCRIPTION_EMBEDDINGS in self.manifest.tables:
+            self.local_data()
+        _ = self.prompts  # read and kept
+
     def _check(self, question: str) -> None:
         if not isinstance(question, str):
             raise GraphRagError(f"the question must be a string, not {type(question).__name__}")
@@ -154,14 +174,18 @@ class GraphIndex:
 
     # -- the methods (`query.methods.QUERY_METHODS`) ---------------------------------------
 
-    def search(self, method: str, question: str, **options) -> SearchResult:
+    def search(self, method: str, question: str, response_type: str | None = None,
+               **options) -> SearchResult:
         """Answer with a registered method; `options`: `history`, `on_token` and the
-        method's own (`global`: `level`, `dynamic`; `lazy`: `budget`)."""
+        method's own (`global`: `level`, `dynamic`; `lazy`: `budget`). `response_type`
+        ("a bulleted list", "one paragraph"): this answer's form instead of the configured
+        one."""
         if method not in QUERY_METHODS:
             raise GraphRagError(f"unknown query method {method!r}; one of "
                                 f"{', '.join(QUERY_METHODS)}")
         self._check(question)
-        return QUERY_METHODS[method].search(self, question, **options)
+        answering = self if response_type is None else _Answering(self, response_type)
+        return QUERY_METHODS[method].search(answering, question, **options)
 
     def __getattr__(self, name: str):
         """`index.global_search(question, level=1)` and the like: `search` by its name."""
@@ -180,6 +204,26 @@ class GraphIndex:
         self.fan_out.close()
         if self._services is not None:
             self._services.close()
+
+
+class _Answering:
+    """An index answering one question in another form: its config with every method's
+    `response_type` replaced; everything else (tables, services, actors) is the index's."""
+
+    def __init__(self, index: GraphIndex, response_type: str):
+        if not isinstance(response_type, str) or not response_type.strip():
+            raise GraphRagError("response_type must be a non-empty string")
+        if len(response_type) > 200:
+            raise GraphRagError("response_type is longer than 200 characters")
+        self._index = index
+        self.config = index.config.model_copy(deep=True)
+        sections = [self.config.global_search, self.config.local_search,
+                    self.config.drift_search, self.config.basic_search, self.config.query.lazy]
+        for section in sections:
+            section.response_type = response_type.strip()
+
+    def __getattr__(self, name: str):
+        return getattr(self._index, name)
 
 
 class AnswerStream:

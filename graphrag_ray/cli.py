@@ -411,6 +411,35 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from graphrag_ray.serve.runner import ServeSpec, serve_blocking, serve_settings
+
+    low = high = None
+    if args.autoscale:
+        low, _, high = args.autoscale.partition(":")
+        if not (low.isdigit() and high.isdigit()) or int(low) > int(high) or int(high) < 1:
+            raise GraphRagError(f"--autoscale takes MIN:MAX replicas (e.g. 1:4), got "
+                                f"{args.autoscale!r}")
+        low, high = int(low), int(high)
+    settings = serve_settings(args.config, args.set, host=args.host, port=args.port,
+                              replicas=args.replicas, min_replicas=low, max_replicas=high)
+    if args.replicas is not None:  # fixed replicas, whatever the file's autoscaling says
+        settings = settings.model_copy(update={"min_replicas": None, "max_replicas": None})
+    spec = ServeSpec(index_url=args.index, config_path=args.config,
+                     overrides=tuple(o for o in args.set if not o.startswith("serve.")),
+                     version=args.version, settings=settings)
+
+    def announce(host: str, port: int, version: str | None, has_keys: bool) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"serving {args.index}" + (f" (version {version})" if version else "")
+              + f" on http://{shown}:{port}/v1 (OpenAI-compatible; models: graphrag-<method>), "
+              f"explorer at /explore/; API keys {'required' if has_keys else 'off'}; "
+              "Ctrl-C stops", flush=True)
+
+    serve_blocking(spec, args.engine, announce)
+    return 0
+
+
 def stored_index(command: argparse.ArgumentParser) -> None:
     """The options of a command that reads a stored index."""
     command.add_argument("--index", required=True, help="folder or fsspec URL of an index")
@@ -560,6 +589,23 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--serve", action="store_true", help="then serve it over HTTP")
     explore.add_argument("--port", type=int, default=8000)
     explore.set_defaults(func=cmd_explore)
+
+    serve = sub.add_parser("serve", help="answer queries over HTTP: an OpenAI-compatible API "
+                           "(Ray Serve replicas), /v1/query, the explorer")
+    stored_index(serve)
+    config_options(serve)
+    serve.add_argument("--host", help="address to bind (default serve.host, 127.0.0.1; "
+                       "another needs GRAPHRAG_SERVE_API_KEYS)")
+    serve.add_argument("--port", type=int, help="port (default serve.port, 8000)")
+    scaling = serve.add_mutually_exclusive_group()
+    scaling.add_argument("--replicas", type=int, help="replicas, each holding the index warm "
+                         "(default serve.replicas, 1)")
+    scaling.add_argument("--autoscale", metavar="MIN:MAX",
+                         help="replicas added and removed with the load")
+    serve.add_argument("--engine", choices=("ray", "local"), default="ray",
+                       help="ray: a Ray Serve application (the attached cluster's, or a local "
+                       "instance); local: one process, no Ray")
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from graphrag_ray.errors import ConfigError
 
@@ -455,6 +455,41 @@ class PromptsConfig(_Section):
     dir: str | None = None
 
 
+class ServeConfig(_Section):
+    """`graphrag-ray serve`: the query service's address, replicas and limits."""
+    changes_content: ClassVar[bool] = False
+    # Without API keys (GRAPHRAG_SERVE_API_KEYS) the service binds 127.0.0.1 whatever `host`
+    # says: an open port answering with a paid LLM is somebody else's budget.
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    # Fixed replicas, or autoscaling between `min_replicas` and `max_replicas` (both set).
+    replicas: int = Field(1, gt=0)
+    min_replicas: int | None = Field(None, ge=0)
+    max_replicas: int | None = Field(None, gt=0)
+    # CPUs Ray reserves per replica: a query waits on the LLM most of its time, so a replica
+    # holds less than a core; on a 2-core node two replicas and a build's workers still fit.
+    replica_cpus: float = Field(0.5, gt=0)
+    # Requests one replica answers at once; more get 429 with Retry-After (the client
+    # retries) rather than a queue that grows until every answer times out.
+    max_concurrent_requests: int = Field(16, gt=0)
+    # A request unanswered after this long gets 504; its search still finishes in the
+    # background and keeps its slot until then, so timeouts cannot pile work up.
+    request_timeout_s: float = Field(120.0, gt=0)
+    max_body_bytes: int = Field(1_000_000, gt=0)
+    # How often a replica looks for a newly published version (it loads it in the
+    # background, then switches; in-flight requests finish on the version they started on).
+    poll_s: float = Field(5.0, gt=0)
+
+    @model_validator(mode="after")
+    def _autoscaling_bounds(self) -> "ServeConfig":
+        if (self.min_replicas is None) != (self.max_replicas is None):
+            raise ValueError("min_replicas and max_replicas are set together (autoscaling)")
+        if self.min_replicas is not None and self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas ({self.min_replicas}) is above max_replicas "
+                             f"({self.max_replicas})")
+        return self
+
+
 class GraphRagConfig(_Section):
     input: InputConfig = InputConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
@@ -480,6 +515,7 @@ class GraphRagConfig(_Section):
     output: OutputConfig = OutputConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     prompts: PromptsConfig = PromptsConfig()
+    serve: ServeConfig = ServeConfig()
 
     def content_sections(self) -> list[str]:
         """The sections whose settings change what an index holds (`changes_content`)."""

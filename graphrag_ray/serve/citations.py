@@ -1,0 +1,58 @@
+"""An answer's sources as the index rows they name, for `POST /v1/query`: a program that
+shows citations needs the report's title and the passage's text, not only their ids.
+
+At most `limit` rows of each kind (highest-ranked first, as the method listed them) with
+the count of all; long texts are cut at `text_chars`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray import schema
+from graphrag_ray.query.results import Sources
+
+ReadTable = Callable[[str, list[str]], pa.Table]
+
+
+def _rows(read: ReadTable, name: str, key: str, wanted: list, columns: list[str],
+          text_chars: int) -> list[dict]:
+    if not wanted:
+        return []
+    table = read(name, columns)
+    found = table.filter(pc.is_in(table.column(key), pa.array(wanted, table.column(key).type)))
+    by_key = {}
+    for row in found.to_pylist():
+        for column, value in row.items():
+            if isinstance(value, str) and len(value) > text_chars:
+                row[column] = value[:text_chars] + "…"
+        by_key.setdefault(row[key], row)
+    return [by_key[k] for k in wanted if k in by_key]
+
+
+def resolve(read: ReadTable, has_table: Callable[[str], bool], sources: Sources,
+            limit: int = 20, text_chars: int = 2000) -> dict:
+    kinds = {
+        "reports": (schema.COMMUNITY_REPORTS, "community", sources.reports,
+                    ["community", "level", "title", "summary", "rank"]),
+        "entities": (schema.ENTITIES, "id", sources.entities,
+                     ["id", "human_readable_id", "title", "type", "description"]),
+        "relationships": (schema.RELATIONSHIPS, "id", sources.relationships,
+                          ["id", "human_readable_id", "source", "target", "description"]),
+        "claims": (schema.COVARIATES, "id", sources.claims,
+                   ["id", "human_readable_id", "type", "description", "subject_id",
+                    "object_id", "status"]),
+        "text_units": (schema.TEXT_UNITS, "id", sources.text_units,
+                       ["id", "human_readable_id", "text", "document_id"]),
+    }
+    resolved = {}
+    for kind, (table, key, ids, columns) in kinds.items():
+        shown = list(dict.fromkeys(ids))[:limit]
+        rows = _rows(read, table, key, shown, columns, text_chars) if (
+            shown and has_table(table)) else []
+        resolved[kind] = {"total": len(set(ids)), "rows": rows}
+    resolved["documents"] = {"total": len(sources.documents), "rows": sources.documents[:limit]}
+    return resolved

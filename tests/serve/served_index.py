@@ -1,0 +1,41 @@
+"""A served index for the tests: the HTTP application under uvicorn in a thread of the test
+process, on a port picked free, stopped at the end (no subprocess, no Ray)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import pytest
+
+from conftest import free_port
+
+
+@contextlib.contextmanager
+def serving(service):
+    import uvicorn
+
+    from graphrag_ray.serve.http_api import make_app
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(make_app(service), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        service.close()
+
+
+@pytest.fixture(autouse=True)
+def no_serve_keys(monkeypatch):
+    """A developer's own service keys never reach a test."""
+    monkeypatch.delenv("GRAPHRAG_SERVE_API_KEYS", raising=False)
