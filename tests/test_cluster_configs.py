@@ -72,3 +72,36 @@ def test_node_requirements_cover_the_runtime_dependencies():
     needed = {dep.split(">")[0].split("=")[0].split("[")[0].strip()
               for dep in project["dependencies"]}  # s3fs among them
     assert needed - {"ray"} <= declared
+
+
+def _serve_apps(config: dict) -> list:
+    from ray.serve.schema import ServeDeploySchema
+
+    return ServeDeploySchema.model_validate(config).applications
+
+
+def test_serve_configs_pass_serves_schema_and_build_the_application(monkeypatch):
+    """cluster/serve.yaml and the RayService's serveConfigV2: Ray Serve's own schema, and
+    the builder they name makes the application from their args (keys required)."""
+    from graphrag_ray.errors import GraphRagError
+    from graphrag_ray.serve import ray_serve
+
+    serve_file = yaml.safe_load((CLUSTER / "serve.yaml").read_text())
+    service = yaml.safe_load((CLUSTER / "kuberay-rayservice.yaml").read_text())
+    assert service["kind"] == "RayService"
+    assert service["spec"]["rayClusterConfig"]["rayVersion"] == RAY_VERSION
+    embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
+    for config in (serve_file, embedded):
+        (app,) = _serve_apps(config)
+        assert app.import_path == "graphrag_ray.serve.ray_serve:app_builder"
+        monkeypatch.delenv("GRAPHRAG_SERVE_API_KEYS", raising=False)
+        with pytest.raises(GraphRagError, match="GRAPHRAG_SERVE_API_KEYS is not set"):
+            ray_serve.app_builder(app.args)
+        monkeypatch.setenv("GRAPHRAG_SERVE_API_KEYS", "a-key")
+        built = ray_serve.app_builder(app.args)
+        options = built._bound_deployment._deployment_config
+        assert options.autoscaling_config.max_replicas == app.args["max_replicas"]
+    for pod in _pod_specs(service["spec"]["rayClusterConfig"]):
+        env = {e["name"]: e for e in pod["containers"][0]["env"]}
+        for secret in ("RAY_AUTH_TOKEN", "OPENAI_API_KEY", "GRAPHRAG_SERVE_API_KEYS"):
+            assert "value" not in env[secret] and env[secret]["valueFrom"]["secretKeyRef"]

@@ -19,16 +19,18 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import shutil
 import tempfile
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import (
     FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse)
 
@@ -41,6 +43,7 @@ log = logging.getLogger("graphrag_ray.serve")
 
 API_KEYS_VARIABLE = "GRAPHRAG_SERVE_API_KEYS"
 VERSION_HEADER = "X-Graphrag-Version"
+REPLICA_HEADER = "X-Graphrag-Replica"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class Service:
         self.limits = limits
         self.metrics = metrics
         self.active = 0  # searches running (touched on the event loop only)
+        # Which replica answered (a header on every response): spread and failover are seen.
+        self.replica = uuid.uuid4().hex[:8]
         self._threads = ThreadPoolExecutor(limits.max_concurrent_requests,
                                            thread_name_prefix="graphrag-serve")
         self._sites: dict[str, Path] = {}
@@ -212,6 +217,7 @@ def make_app(service: Service) -> FastAPI:
         version = service.live.version
         if version:
             response.headers[VERSION_HEADER] = version
+        response.headers[REPLICA_HEADER] = service.replica
         seconds = time.perf_counter() - began
         # A stream is counted when its last event is sent, with its own status.
         if not getattr(request.state, "streaming", False) or response.status_code != 200:
@@ -233,7 +239,8 @@ def make_app(service: Service) -> FastAPI:
     async def healthz():
         if service.live.version is None:
             return _error(503, "the index is not loaded yet", kind="server_error")
-        return {"status": "ok", "version": service.live.version, "active": service.active}
+        return {"status": "ok", "version": service.live.version, "active": service.active,
+                "replica": service.replica, "pid": os.getpid()}
 
     @app.get("/metrics")
     async def metrics():
@@ -293,6 +300,10 @@ def make_app(service: Service) -> FastAPI:
         result, version, _ = await service.answer(parsed)
         request.state.llm_tokens = result.usage.prompt_tokens + result.usage.completion_tokens
         return chat.completion(parsed, result, version, chat.completion_id())
+
+    @app.get("/favicon.ico")
+    async def favicon():  # browsers ask; the explorer has no icon
+        return Response(status_code=204)
 
     @app.get("/explore")
     async def explore_root():

@@ -17,6 +17,8 @@ import ray
 from ray import serve
 
 from graphrag_ray.config import ServeConfig
+from graphrag_ray.errors import GraphRagError
+from graphrag_ray.serve.http_api import API_KEYS_VARIABLE
 from graphrag_ray.serve.runner import ServeSpec, limits_of, open_live
 
 APP_NAME = "graphrag"
@@ -59,7 +61,6 @@ class IndexReplica:
     def __init__(self, spec: ServeSpec, metrics_namespace: str):
         from graphrag_ray.serve.http_api import Metrics, Service
 
-        self.replica = uuid.uuid4().hex[:8]
         self.actor = _metrics_actor(metrics_namespace)
         live = open_live(spec)
 
@@ -67,12 +68,11 @@ class IndexReplica:
             self.actor.record.remote(*args)  # fire and forget: a request never waits on it
 
         def text(version):
-            self.actor.switched.remote(self.replica, live.switches)
+            self.actor.switched.remote(self.service.replica, live.switches)
             return ray.get(self.actor.text.remote(version))
 
-        self.actor.switched.remote(self.replica, 0)
-
         self.service = Service(live, limits_of(spec.settings), Metrics(record, text))
+        self.actor.switched.remote(self.service.replica, 0)
 
     def __serve_build_asgi_app__(self):
         from graphrag_ray.serve.http_api import make_app
@@ -109,8 +109,13 @@ def deployment(spec: ServeSpec, namespace: str):
 def app_builder(args: dict):
     """`serve run graphrag_ray.serve.ray_serve:app_builder index_url=s3://...` or a Serve
     config file's `import_path` with `args` (cluster/serve.yaml): index_url, config_path,
-    overrides, version, and any `serve` setting."""
+    overrides, version, metrics_namespace, without_keys, and any `serve` setting."""
     args = dict(args)
+    if not os.environ.get(API_KEYS_VARIABLE) and not args.get("without_keys"):
+        # A cluster's proxy listens beyond this machine: without keys, anyone who reaches it
+        # spends the LLM budget. `without_keys: true` is the deliberate opt-out.
+        raise GraphRagError(f"{API_KEYS_VARIABLE} is not set on this node: the service "
+                            "would answer anyone (set keys, or pass without_keys: true)")
     settings = ServeConfig.model_validate(
         {k: v for k, v in args.items() if k in ServeConfig.model_fields})
     overrides = args.get("overrides") or ()
@@ -119,6 +124,16 @@ def app_builder(args: dict):
                                      else overrides),
                      version=args.get("version"), settings=settings)
     return deployment(spec, namespace=args.get("metrics_namespace", "graphrag-serve"))
+
+
+def _cause(exc: RuntimeError) -> str:
+    """The replica's own error, from Serve's status message (its last traceback line)."""
+    try:
+        message = serve.status().applications[APP_NAME].deployments["graphrag-index"].message
+    except Exception:  # noqa: BLE001 - the status is a courtesy; Serve's own error stands
+        message = str(exc)
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1] if lines else str(exc)
 
 
 def run_on_ray(spec: ServeSpec, host: str, announce) -> None:
@@ -133,7 +148,11 @@ def run_on_ray(spec: ServeSpec, host: str, announce) -> None:
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT,
                                                                      signal.SIGTERM)}
     try:
-        serve.run(deployment(spec, namespace), name=APP_NAME, route_prefix="/")
+        try:
+            serve.run(deployment(spec, namespace), name=APP_NAME, route_prefix="/")
+        except RuntimeError as exc:
+            raise GraphRagError(f"the service's replicas did not start: {_cause(exc)} "
+                                "(Ray Serve's replica logs: <session>/logs/serve/)") from None
         announce(host, spec.settings.port, None, bool(limits_of(spec.settings).api_keys))
         stop.wait()
     finally:

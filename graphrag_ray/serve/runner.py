@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from graphrag_ray.config import GraphRagConfig, ServeConfig, config_from_manifest, load_config
-from graphrag_ray.errors import ConfigError, GraphRagError
+from graphrag_ray.errors import GraphRagError
 from graphrag_ray.serve.live_index import LiveIndex
 
 log = logging.getLogger("graphrag_ray.serve")
@@ -40,13 +40,11 @@ class ServeSpec:
 
 
 def serve_settings(config_path: str | None, overrides: list[str], **flags) -> ServeConfig:
-    """The `serve` section of the config file (or the defaults), then the command's flags."""
-    settings = load_config(config_path, [o for o in overrides if o.startswith("serve.")]).serve
-    given = {name: value for name, value in flags.items() if value is not None}
-    try:
-        return ServeConfig.model_validate({**settings.model_dump(), **given})
-    except ValueError as exc:
-        raise ConfigError(f"serve settings: {exc}") from None
+    """The `serve` section of the config file (or the defaults), the `--set serve.*`
+    overrides, then the command's flags (validated alike: errors name the key)."""
+    given = [f"serve.{name}={value}" for name, value in flags.items() if value is not None]
+    return load_config(config_path, [o for o in overrides if o.startswith("serve.")]
+                       + given).serve
 
 
 def bound_host(host: str, has_keys: bool) -> str:
@@ -113,6 +111,10 @@ def serve_blocking(spec: ServeSpec, engine: str, announce) -> None:
         raise GraphRagError("serving needs Ray Serve and FastAPI: pip install "
                             "'graphrag-ray[serve]' (from a checkout: pip install -e '.[serve]')"
                             ) from None
+    from graphrag_ray.storage import IndexStore
+
+    # A wrong URL or version is told here, in one line, before any replica starts.
+    IndexStore(spec.index_url).open(spec.version).read_manifest()
     settings = spec.settings
     has_keys = bool(limits_of(settings).api_keys)
     host = bound_host(settings.host, has_keys)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import carol_input, free_port
 
 
 @contextlib.contextmanager
@@ -39,3 +40,14 @@ def serving(service):
 def no_serve_keys(monkeypatch):
     """A developer's own service keys never reach a test."""
     monkeypatch.delenv("GRAPHRAG_SERVE_API_KEYS", raising=False)
+
+
+def publish_again(index: Path, chars: int, folder: Path) -> str:
+    """A new version of `index` built offline from the first `chars` characters of Carol
+    (another corpus than the first build's, so its answers differ); returns its id."""
+    from graphrag_ray.config import load_config
+    from graphrag_ray.index.build import build_index
+
+    manifest = build_index(str(carol_input(folder, chars)), str(index),
+                           load_config(None, ["runtime.engine=local"]), progress=lambda _: None)
+    return manifest.version

@@ -18,7 +18,7 @@ from graphrag_ray.config import ServeConfig
 from graphrag_ray.serve.runner import ServeSpec, local_service
 from graphrag_ray.testing.llm_server import run_test_server
 
-from served_index import no_serve_keys, serving  # noqa: F401  (an autouse fixture)
+from served_index import no_serve_keys, publish_again, serving  # noqa: F401
 
 LLM = ("global_search.method=llm", "local_search.method=llm", "basic_search.method=llm",
        "llm.model=test-model", "llm.max_retries=1")
@@ -233,10 +233,8 @@ def test_metrics_count_requests_by_method_and_status(small_index):
 
 
 def test_a_published_version_is_switched_to_while_requests_run(small_index, tmp_path):
-    """A copy of the index gets a new version published under it (the current one copied,
-    as an update publishes); the service finds it, switches, and no request fails."""
-    from graphrag_ray.storage import IndexStore
-
+    """A build publishes a new version to the URL being served; the service loads it beside
+    the old one and switches; requests asked meanwhile all succeed, each from one version."""
     index = tmp_path / "index"
     shutil.copytree(small_index, index)
     with served(index, poll_s=0.2) as url:
@@ -257,22 +255,15 @@ def test_a_published_version_is_switched_to_while_requests_run(small_index, tmp_
         askers = [threading.Thread(target=keep_asking) for _ in range(4)]
         for asker in askers:
             asker.start()
-        store = IndexStore(str(index))
-        current = store.open()
-        staged = store.stage()
-        for name in store.fs.ls(current.root, detail=False):
-            leaf = name.rstrip("/").rsplit("/", 1)[-1]
-            if leaf != "manifest.json":
-                store.fs.copy(name, f"{staged.root}/{leaf}", recursive=True)
-        published = store.publish(staged, current.read_manifest()).version
+        published = publish_again(index, 20_000, tmp_path / "input")
         deadline = time.monotonic() + 30
-        while f"graphrag-ray:{published}" not in versions:
-            assert time.monotonic() < deadline, "the new version was not served"
+        while f"graphrag-ray:{published}" not in versions and time.monotonic() < deadline:
             time.sleep(0.05)
         stop.set()
         for asker in askers:
             asker.join()
         assert failures == []
-        assert versions >= {first.system_fingerprint, f"graphrag-ray:{published}"}
-        status, _, body = http(url, "/healthz")
-        assert json.loads(body)["version"] == published
+        assert versions == {first.system_fingerprint, f"graphrag-ray:{published}"}
+        status, _, body = http(url, "/v1/index")
+        facts = json.loads(body)
+        assert facts["version"] == published and facts["version_switches"] == 1
