@@ -34,6 +34,7 @@ from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorIndex, open_vectors
 from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
+from graphrag_ray.tokens import get_encoding
 
 OnToken = Callable[[str], None]
 
@@ -158,6 +159,7 @@ class GraphIndex:
         if schema.ENTITY_DESCRIPTION_EMBEDDINGS in self.manifest.tables:
             self.local_data()
         _ = self.prompts  # read and kept
+        get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
 
     def _check(self, question: str) -> None:
         if not isinstance(question, str):
