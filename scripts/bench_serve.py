@@ -197,7 +197,7 @@ def disruption(served: Served, index: Path, corpus: str, questions: list[str],
                            ("replica_kill_with_retries", 2)):
         box: dict = {}
         stop = threading.Event()
-        runner = threading.Thread(target=lambda: box.update(
+        runner = threading.Thread(target=lambda box=box, retries=retries, stop=stop: box.update(
             load(served.url, "local", questions, 1_000_000, 32, retries=retries, stop=stop)))
         runner.start()
         time.sleep(2)

@@ -84,7 +84,7 @@ def test_serve_configs_pass_serves_schema_and_build_the_application(monkeypatch)
     """cluster/serve.yaml and the RayService's serveConfigV2: Ray Serve's own schema, and
     the builder they name makes the application from their args (keys required)."""
     from graphrag_ray.errors import GraphRagError
-    from graphrag_ray.serve import ray_serve
+    from graphrag_ray.serve import runner
 
     serve_file = yaml.safe_load((CLUSTER / "serve.yaml").read_text())
     service = yaml.safe_load((CLUSTER / "kuberay-rayservice.yaml").read_text())
@@ -93,12 +93,12 @@ def test_serve_configs_pass_serves_schema_and_build_the_application(monkeypatch)
     embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
     for config in (serve_file, embedded):
         (app,) = _serve_apps(config)
-        assert app.import_path == "graphrag_ray.serve.ray_serve:app_builder"
+        assert app.import_path == "graphrag_ray.serve.runner:app_builder"
         monkeypatch.delenv("GRAPHRAG_SERVE_API_KEYS", raising=False)
         with pytest.raises(GraphRagError, match="GRAPHRAG_SERVE_API_KEYS is not set"):
-            ray_serve.app_builder(app.args)
+            runner.app_builder(app.args)
         monkeypatch.setenv("GRAPHRAG_SERVE_API_KEYS", "a-key")
-        built = ray_serve.app_builder(app.args)
+        built = runner.app_builder(app.args)
         options = built._bound_deployment._deployment_config
         assert options.autoscaling_config.max_replicas == app.args["max_replicas"]
     for pod in _pod_specs(service["spec"]["rayClusterConfig"]):

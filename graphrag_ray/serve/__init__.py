@@ -5,8 +5,8 @@
 - `chat`: OpenAI chat completions <-> a query method's question, history and result;
 - `citations`: an answer's sources as the index rows they name;
 - `metrics`: request counts and latencies in Prometheus's text format;
-- `http_api`: the HTTP application (FastAPI), with its keys and limits; runs under uvicorn
-  in one process or as a Ray Serve deployment;
-- `ray_serve`: the thin Ray Serve layer (replicas, autoscaling, the metrics actor);
-- `runner`: what the CLI starts.
+- `http_api`: the HTTP application (FastAPI), with its keys and limits;
+- `runner`: what the CLI and `serve run` start: the app under uvicorn in one process, or
+  as Ray Serve replicas (the deployment itself is `distributed.serving`: Ray stays in its
+  one layer).
 """

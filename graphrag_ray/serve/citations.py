@@ -7,7 +7,7 @@ the count of all; long texts are cut at `text_chars`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -25,14 +25,19 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import (
-    FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse)
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 
 from graphrag_ray.errors import GraphRagError, environment_error
 from graphrag_ray.serve import chat, citations

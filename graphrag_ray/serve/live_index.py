@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from graphrag_ray.errors import GraphRagError
 
@@ -46,7 +46,7 @@ class LiveIndex:
         self.switches = 0
         self.last_error: str | None = None
 
-    def start(self) -> "LiveIndex":
+    def start(self) -> LiveIndex:
         """Open the first version (blocking: a replica is not ready before it), then poll."""
         self._current = _Held(self._load(self.pinned or self._published()))
         if self.pinned is None:

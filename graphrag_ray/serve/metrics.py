@@ -1,8 +1,8 @@
 """Request counts and latencies, in Prometheus's text exposition format (`GET /metrics`).
 
-One process counts its own requests (`ServeMetrics.record`); under Ray Serve every replica
-sends each request's figures to one small actor holding a `ServeMetrics`, so that a scrape
-of any replica sees the service's totals, not one replica's share.
+One process counts its own requests (`ServiceMetrics.record`); under Ray Serve every replica
+sends each request's figures to one small actor holding the `ServiceMetrics`, so that a
+scrape of any replica sees the service's totals, not one replica's share.
 """
 
 from __future__ import annotations
@@ -90,3 +90,21 @@ def render(snapshot: dict, version: str | None, replicas: int) -> str:
               "# TYPE graphrag_serve_info gauge",
               f'graphrag_serve_info{{version="{_escape(str(version))}"}} 1', ""]
     return "\n".join(lines)
+
+
+class ServiceMetrics(ServeMetrics):
+    """The service's counts, shared by its replicas (one Ray actor holds it) or held by the
+    one process serving: requests as `ServeMetrics`, and each replica's version switches."""
+
+    def __init__(self):
+        super().__init__()
+        self.replica_switches: dict[str, int] = {}
+
+    def switched(self, replica: str, switches: int) -> None:
+        self.replica_switches[replica] = switches
+
+    def text(self, version: str | None) -> str:
+        snapshot = self.snapshot()
+        snapshot["switches"] = sum(self.replica_switches.values())
+        # Every replica that ever counted (one that was replaced keeps its share).
+        return render(snapshot, version, replicas=len(self.replica_switches))

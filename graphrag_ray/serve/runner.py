@@ -84,20 +84,114 @@ def limits_of(settings: ServeConfig):
                   request_timeout_s=settings.request_timeout_s)
 
 
+APP_NAME = "graphrag"
+METRICS_ACTOR = "graphrag-serve-metrics"
+
+
+class Replica:
+    """The service as one replica runs it: its live index, limits and app; `metrics` is the
+    `ServiceMetrics` it counts into (its own, or a handle on the replicas' shared one, with
+    `call` and `cast`)."""
+
+    def __init__(self, spec: ServeSpec, metrics):
+        from graphrag_ray.serve.http_api import Metrics, Service, make_app
+
+        live = open_live(spec)
+
+        def text(version: str | None) -> str:
+            metrics.cast("switched", self.service.replica, live.switches)
+            return metrics.call("text", version)
+
+        self.service = Service(live, limits_of(spec.settings),
+                               Metrics(lambda *figures: metrics.cast("record", *figures), text))
+        metrics.cast("switched", self.service.replica, 0)
+        self.app = make_app(self.service)
+
+    def check_health(self) -> None:
+        if self.service.live.version is None:
+            raise RuntimeError("the index is not loaded")
+
+    def close(self) -> None:
+        self.service.close()
+
+
+class _InProcess:
+    """`ServiceMetrics` called as a shared one is."""
+
+    def __init__(self):
+        from graphrag_ray.serve.metrics import ServiceMetrics
+
+        self.target = ServiceMetrics()
+
+    def call(self, method: str, *args):
+        return getattr(self.target, method)(*args)
+
+    cast = call
+
+
 def local_service(spec: ServeSpec):
     """The service in this process, counting its own requests."""
-    from graphrag_ray.serve.http_api import Metrics, Service
-    from graphrag_ray.serve.metrics import ServeMetrics, render
+    return Replica(spec, _InProcess()).service
 
-    counts = ServeMetrics()
-    live = open_live(spec)
 
-    def text(version):
-        snapshot = counts.snapshot()
-        snapshot["switches"] = live.switches
-        return render(snapshot, version, replicas=1)
+def ray_replica(spec: ServeSpec, metrics_namespace: str) -> Replica:
+    """One Ray Serve replica (`distributed.serving` builds it on the replica's worker)."""
+    from graphrag_ray.distributed.serving import Shared
+    from graphrag_ray.serve.metrics import ServiceMetrics
 
-    return Service(live, limits_of(spec.settings), Metrics(counts.record, text))
+    return Replica(spec, Shared(METRICS_ACTOR, metrics_namespace, ServiceMetrics))
+
+
+def application(spec: ServeSpec, metrics_namespace: str):
+    from graphrag_ray.distributed.serving import deployment
+
+    settings = spec.settings
+    return deployment(ray_replica, (spec, metrics_namespace), replicas=settings.replicas,
+                      min_replicas=settings.min_replicas, max_replicas=settings.max_replicas,
+                      replica_cpus=settings.replica_cpus,
+                      concurrent_requests=settings.max_concurrent_requests)
+
+
+def app_builder(args: dict):
+    """`serve run graphrag_ray.serve.runner:app_builder index_url=s3://...`, or a Serve
+    config file's `import_path` with `args` (cluster/serve.yaml): index_url, config_path,
+    overrides, version, metrics_namespace, without_keys, and any `serve` setting."""
+    from graphrag_ray.serve.http_api import API_KEYS_VARIABLE
+
+    args = dict(args)
+    if not os.environ.get(API_KEYS_VARIABLE) and not args.get("without_keys"):
+        # A cluster's proxy listens beyond this machine: without keys, anyone who reaches it
+        # spends the LLM budget. `without_keys: true` is the deliberate opt-out.
+        raise GraphRagError(f"{API_KEYS_VARIABLE} is not set on this node: the service "
+                            "would answer anyone (set keys, or pass without_keys: true)")
+    settings = ServeConfig.model_validate(
+        {k: v for k, v in args.items() if k in ServeConfig.model_fields})
+    overrides = args.get("overrides") or ()
+    spec = ServeSpec(index_url=args["index_url"], config_path=args.get("config_path"),
+                     overrides=tuple(overrides.split(",") if isinstance(overrides, str)
+                                     else overrides),
+                     version=args.get("version"), settings=settings)
+    return application(spec, args.get("metrics_namespace", "graphrag-serve"))
+
+
+def _run_on_ray(spec: ServeSpec, host: str, announce) -> None:
+    """Serve on the attached cluster (or a local instance) until SIGINT/SIGTERM."""
+    import uuid
+
+    from graphrag_ray.config import RuntimeConfig
+    from graphrag_ray.distributed import ensure_ray
+    from graphrag_ray.distributed.serving import ReplicasFailed, remove_shared, run_until_stopped
+
+    ensure_ray(RuntimeConfig(ray_address=os.environ.get("RAY_ADDRESS")))
+    namespace = f"graphrag-serve-{uuid.uuid4().hex[:8]}"
+    has_keys = bool(limits_of(spec.settings).api_keys)
+    try:
+        run_until_stopped(application(spec, namespace), APP_NAME, host, spec.settings.port,
+                          on_ready=lambda: announce(host, spec.settings.port, None, has_keys),
+                          on_stop=lambda: remove_shared(METRICS_ACTOR, namespace))
+    except ReplicasFailed as exc:
+        raise GraphRagError(f"the service's replicas did not start: {exc} (Ray Serve's "
+                            "replica logs: the Ray session's logs/serve/)") from None
 
 
 def serve_blocking(spec: ServeSpec, engine: str, announce) -> None:
@@ -106,7 +200,7 @@ def serve_blocking(spec: ServeSpec, engine: str, announce) -> None:
         import fastapi  # noqa: F401
         import uvicorn
         if engine == "ray":
-            import ray.serve  # noqa: F401
+            import graphrag_ray.distributed.serving  # noqa: F401  (Ray Serve, or ImportError)
     except ImportError:
         raise GraphRagError("serving needs Ray Serve and FastAPI: pip install "
                             "'graphrag-ray[serve]' (from a checkout: pip install -e '.[serve]')"
@@ -119,9 +213,7 @@ def serve_blocking(spec: ServeSpec, engine: str, announce) -> None:
     has_keys = bool(limits_of(settings).api_keys)
     host = bound_host(settings.host, has_keys)
     if engine == "ray":
-        from graphrag_ray.serve.ray_serve import run_on_ray
-
-        run_on_ray(spec, host, announce)
+        _run_on_ray(spec, host, announce)
         return
     from graphrag_ray.serve.http_api import make_app
 

@@ -3,14 +3,13 @@ Chromium: it loads over HTTP with no console error, its tree lists every level-0
 and a community's report opens."""
 
 import pytest
+from served_index import no_serve_keys, serving  # noqa: F401  (an autouse fixture)
 
 from graphrag_ray import schema
 from graphrag_ray.config import ServeConfig
 from graphrag_ray.serve.runner import ServeSpec, local_service
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.browser import HeadlessBrowser, find_chromium
-
-from served_index import no_serve_keys, serving  # noqa: F401  (an autouse fixture)
 
 CHROMIUM = find_chromium()
 

@@ -16,13 +16,12 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import openai
 import pytest
-
-from served_index import no_serve_keys, publish_again  # noqa: F401  (an autouse fixture)
-
 from conftest import descendants, free_port
+from served_index import no_serve_keys, publish_again  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.slow  # starts Ray and a subprocess
 
@@ -166,14 +165,21 @@ def test_a_killed_replica_is_replaced_and_retries_answer(service):
     assert len(set(answered[killed_at:])) >= 2 and len(set(answered)) >= 3
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie waiting for its parent does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_sigterm_stops_the_service_and_its_ray(service):
     process = service["process"]
     below = descendants(process.pid)
+    assert below  # Ray's processes run under it
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=90) == 0, "".join(service["output"])[-3000:]
     deadline = time.monotonic() + 30
-    while any(os.path.exists(f"/proc/{pid}") and not open(f"/proc/{pid}/stat").read().split()[2]
-              == "Z" for pid in below) and time.monotonic() < deadline:
+    while [pid for pid in below if _running(pid)] and time.monotonic() < deadline:
         time.sleep(0.5)
-    left = [pid for pid in below if os.path.exists(f"/proc/{pid}")]
-    assert not left or time.monotonic() < deadline, f"left running: {left}"
+    assert [pid for pid in below if _running(pid)] == []
