@@ -39,7 +39,7 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
-from graphrag_ray.errors import GraphRagError, environment_error
+from graphrag_ray.errors import GraphRagError, LLMError, environment_error
 from graphrag_ray.serve import chat, citations
 from graphrag_ray.serve.chat import QueryRequest, RequestError
 from graphrag_ray.serve.live_index import LiveIndex
@@ -236,6 +236,11 @@ def make_app(service: Service) -> FastAPI:
         headers = {"Retry-After": "1"} if exc.status == 429 else None
         return _error(exc.status, str(exc), exc.kind, exc.param, exc.code, headers)
 
+    @app.exception_handler(LLMError)
+    async def llm_failed(request: Request, exc: LLMError):
+        # The endpoint behind the service failed (retries spent): a gateway's error.
+        return _error(502, str(exc), kind="api_error", code="llm_failed")
+
     @app.exception_handler(GraphRagError)
     async def user_error(request: Request, exc: GraphRagError):
         return _error(400, str(exc))
@@ -392,7 +397,7 @@ async def _stream(service: Service, query: QueryRequest, request: Request):
                                           usage=chat.usage_of(result)))
                 break
         except Exception as exc:  # noqa: BLE001 - the stream is open: an error event ends it
-            status = getattr(exc, "status", 500)
+            status = getattr(exc, "status", 502 if isinstance(exc, LLMError) else 500)
             message = str(exc) if isinstance(exc, GraphRagError) else (
                 environment_error(exc) or "the service failed on this request (logged)")
             if not isinstance(exc, GraphRagError):

@@ -266,3 +266,58 @@ def test_a_published_version_is_switched_to_while_requests_run(small_index, tmp_
         status, _, body = http(url, "/v1/index")
         facts = json.loads(body)
         assert facts["version"] == published and facts["version_switches"] == 1
+
+
+def test_a_pinned_version_stays(small_index, tmp_path):
+    """`--version V`: the service answers from V even after a newer one is published."""
+    from graphrag_ray.storage import IndexStore
+
+    index = tmp_path / "index"
+    shutil.copytree(small_index, index)
+    pinned = IndexStore(str(index)).published_version()
+    publish_again(index, 20_000, tmp_path / "input")
+    service = local_service(ServeSpec(str(index), version=pinned,
+                                      settings=ServeConfig(poll_s=0.1)))
+    with serving(service) as url:
+        time.sleep(0.5)
+        status, headers, body = http(url, "/v1/index")
+        assert json.loads(body)["version"] == pinned and json.loads(body)["pinned"]
+        assert headers["x-graphrag-version"] == pinned
+
+
+def test_no_secret_reaches_a_response_or_a_log_line(small_index, llm_server, monkeypatch,
+                                                    caplog):
+    llm_key, service_key = "sk-llm-key-never-shown-4f1c", "serve-key-never-shown-9a2e"
+    monkeypatch.setenv("GRAPHRAG_API_KEY", llm_key)
+    monkeypatch.setenv("GRAPHRAG_SERVE_API_KEYS", service_key)
+    llm_server.switches.rate_5xx = 1.0  # every LLM call fails: errors carry what they carry
+    bodies = []
+    with caplog.at_level("DEBUG"), served(small_index, f"llm.api_base={llm_server.url}",
+                                          *LLM) as url:
+        auth = {"Authorization": f"Bearer {service_key}"}
+        for path, body in (("/v1/index", None), ("/metrics", None),
+                           ("/v1/query", {"question": "Who?", "method": "local"}),
+                           ("/v1/chat/completions", {"model": "graphrag-basic", "messages": [
+                               {"role": "user", "content": "Who?"}]}),
+                           ("/v1/chat/completions", {"model": "graphrag-global", "stream": True,
+                                                     "messages": [{"role": "user",
+                                                                   "content": "Who?"}]})):
+            bodies.append(http(url, path, body, headers=auth))
+        bodies.append(http(url, "/v1/index", headers={"Authorization": "Bearer wrong"}))
+    assert {status for status, _, _ in bodies} >= {200, 401}
+    assert any(status == 502 for status, _, _ in bodies)  # the LLM's failure, told
+    shown = "".join(str(headers) + body.decode() for _, headers, body in bodies)
+    shown += caplog.text
+    assert llm_key not in shown and service_key not in shown
+
+
+def test_without_ray_serve_the_command_says_what_to_install(small_index, monkeypatch, capsys):
+    import sys
+
+    from graphrag_ray.cli import main
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the extra were not installed
+    assert main(["serve", "--index", str(small_index)]) == 2
+    error = capsys.readouterr().err
+    assert "pip install 'graphrag-ray[serve]'" in error and "Traceback" not in error
+    assert len(error.strip().splitlines()) == 1
