@@ -240,6 +240,8 @@ def main() -> int:
     parser.add_argument("--no-disruption", action="store_true")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the service this started is stopped with its Ray.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     work = Path(args.work)
     figures = []
     with run_test_server() as server:
