@@ -227,6 +227,10 @@ def disruption(served: Served, index: Path, corpus: str, questions: list[str],
     return figures
 
 
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpora", default="carol,podcast")
@@ -241,7 +245,7 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the service this started is stopped with its Ray.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     work = Path(args.work)
     figures = []
     with run_test_server() as server:
