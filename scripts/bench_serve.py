@@ -90,10 +90,13 @@ def get(url: str) -> dict:
 class Served:
     """`graphrag-ray serve` in a process of its own (a session of its own: stopped whole)."""
 
-    def __init__(self, index: Path, port: int, replicas: int, overrides: list[str]):
+    def __init__(self, index: Path, port: int, replicas: int, overrides: list[str],
+                 engine: str = "ray"):
         self.url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "graphrag_ray", "serve", "--index", str(index),
-                   "--port", str(port), "--replicas", str(replicas), "--set", "serve.poll_s=1"]
+                   "--port", str(port), "--set", "serve.poll_s=1", "--engine", engine]
+        if engine == "ray":
+            command += ["--replicas", str(replicas)]
         for override in overrides:
             command += ["--set", override]
         env = {k: v for k, v in os.environ.items() if k != "GRAPHRAG_SERVE_API_KEYS"}
@@ -239,6 +242,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--engine", choices=("ray", "local"), default="ray",
+                        help="local: the same app in one process (no Ray), for comparison")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--work", default="/tmp/bench-serve")
     parser.add_argument("--no-disruption", action="store_true")
@@ -258,15 +263,17 @@ def main() -> int:
                 index = work / f"{corpus}-{mode}"
                 built = ensure_index(index, corpus, mode, server.url)
                 overrides = llm_overrides(server.url) if mode == "llm" else []
-                served = Served(index, args.port, args.replicas, overrides)
+                replicas = args.replicas if args.engine == "ray" else 1
+                served = Served(index, args.port, replicas, overrides, args.engine)
                 try:
-                    row = {"corpus": corpus, "mode": mode, "build_s": built,
+                    row = {"corpus": corpus, "mode": mode, "engine": args.engine,
+                           "replicas": replicas, "build_s": built,
                            "ready_s": round(served.ready_s, 1), "first_ms": {}, "runs": []}
                     for method in args.methods.split(","):
                         row["first_ms"][method] = round(1000 * ask(openai.OpenAI(
                             base_url=served.url + "/v1", api_key="unused"), method,
                             questions[0])[0], 1)
-                    pids = served.replica_pids(args.replicas)
+                    pids = served.replica_pids(replicas)
                     for method in args.methods.split(","):
                         for concurrency in map(int, args.concurrency.split(",")):
                             run = load(served.url, method, questions, args.requests,
@@ -279,9 +286,9 @@ def main() -> int:
                                   f"{run['errors']}", flush=True)
                     row["replica_rss_mb"] = {r: rss_mb(p) for r, p in pids.items()}
                     row["llm_server"] = {"chat_requests": server.stats().get("requests")}
-                    if not args.no_disruption and mode == "offline":
+                    if not args.no_disruption and mode == "offline" and args.engine == "ray":
                         row["disruption"] = disruption(served, index, corpus, questions,
-                                                       args.replicas)
+                                                       replicas)
                         print(json.dumps(row["disruption"]), flush=True)
                     figures.append(row)
                     print(json.dumps({k: v for k, v in row.items() if k != "runs"}),
