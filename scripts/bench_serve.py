@@ -91,12 +91,12 @@ class Served:
     """`graphrag-ray serve` in a process of its own (a session of its own: stopped whole)."""
 
     def __init__(self, index: Path, port: int, replicas: int, overrides: list[str],
-                 engine: str = "ray"):
+                 engine: str = "ray", autoscale: str | None = None):
         self.url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "graphrag_ray", "serve", "--index", str(index),
                    "--port", str(port), "--set", "serve.poll_s=1", "--engine", engine]
         if engine == "ray":
-            command += ["--replicas", str(replicas)]
+            command += ["--autoscale", autoscale] if autoscale else ["--replicas", str(replicas)]
         for override in overrides:
             command += ["--set", override]
         env = {k: v for k, v in os.environ.items() if k != "GRAPHRAG_SERVE_API_KEYS"}
@@ -230,6 +230,29 @@ def disruption(served: Served, index: Path, corpus: str, questions: list[str],
     return figures
 
 
+def autoscaling(index: Path, port: int, bounds: str, questions: list[str],
+                seconds: float) -> dict:
+    """`--autoscale MIN:MAX` under 32 clients for `seconds`: the replicas answering, sampled
+    every 5 s (Serve adds one after its upscale delay, 30 s by default)."""
+    served = Served(index, port, 1, [], "ray", autoscale=bounds)
+    try:
+        stop = threading.Event()
+        box: dict = {}
+        runner = threading.Thread(target=lambda: box.update(
+            load(served.url, "local", questions, 1_000_000, 32, stop=stop)))
+        runner.start()
+        started, samples = time.perf_counter(), []
+        while time.perf_counter() - started < seconds:
+            time.sleep(5)
+            answering = {get(served.url + "/healthz")["replica"] for _ in range(40)}
+            samples.append((round(time.perf_counter() - started), len(answering)))
+        stop.set()
+        runner.join()
+        return {"bounds": bounds, "replicas_over_time": samples, "load": box}
+    finally:
+        served.stop()
+
+
 def _interrupt(*_) -> None:
     raise KeyboardInterrupt
 
@@ -247,6 +270,10 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--work", default="/tmp/bench-serve")
     parser.add_argument("--no-disruption", action="store_true")
+    parser.add_argument("--autoscale", metavar="MIN:MAX",
+                        help="then serve the first corpus's offline index autoscaled under "
+                        "32 clients and sample the replicas")
+    parser.add_argument("--autoscale-seconds", type=float, default=90)
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the service this started is stopped with its Ray.
@@ -295,6 +322,12 @@ def main() -> int:
                           flush=True)
                 finally:
                     served.stop()
+    if args.autoscale:
+        corpus = args.corpora.split(",")[0]
+        scaled = autoscaling(work / f"{corpus}-offline", args.port, args.autoscale,
+                             questions_of(corpus), args.autoscale_seconds)
+        print(json.dumps(scaled), flush=True)
+        figures.append({"autoscaling": scaled})
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=2))
     return 0
