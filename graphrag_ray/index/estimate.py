@@ -14,7 +14,10 @@ from __future__ import annotations
 import tempfile
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import IndexNotFoundError
 from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
@@ -28,7 +31,7 @@ from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.prompts_loader import load_prompts, render
-from graphrag_ray.storage import IndexStore, Manifest
+from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
 from graphrag_ray.storage.manifest import StageUsage
 from graphrag_ray.tokens import count_tokens
 
@@ -39,90 +42,41 @@ CHECK_OUTPUT_TOKENS = 1
 REPORT_OUTPUT_FRACTION = 0.6
 SUMMARY_OUTPUT_FRACTION = 0.5
 REPORT_INPUT_TOKENS_PER_ENTITY = 120  # rendered entity + its share of edges, before the cap
+DENSITY_SAMPLE_CHUNKS = 200  # a calibrating version's text units read for `offline_density`
+# The printed range: a calibrated stage within this share (measured: within 10% on the
+# Carol and podcast cases, tests/index/test_estimate_calibration.py); an assumed completion
+# between these multiples of the assumption.
+CALIBRATED_SPREAD = 0.1
+ASSUMED_COMPLETION_RANGE = (0.5, 2.0)
 
 
-def measured_rates(manifest: Manifest, config: GraphRagConfig, prompts: dict[str, str]
-                   ) -> dict | None:
-    """What a previous build of the same index with the same model and extraction settings
-    measured, per LLM stage: calls per chunk (cache hits included: they were calls once)
-    and prompt and completion tokens per call. None when it is not comparable."""
-    stages, extraction = manifest.llm_usage.stages, manifest.extraction
-    # What reached the model: boilerplate chunks (a licence, repeated passages and openings,
-    # kept as text units of their own) are never extracted.
-    chunks = extraction.chunks - extraction.boilerplate_chunks
-    chunk_tokens = extraction.chunk_tokens - extraction.boilerplate_tokens
-    if not chunks or manifest.llm_usage.model != config.llm.model or \
-            manifest.extraction_fingerprint != extraction_fingerprint(config, prompts):
-        return None
-    rates = {}
-    extract = stages.get("extract", StageUsage())
-    if extract.calls and not extract.cache_hits and chunk_tokens:
-        # What the model writes per token it reads; the conversation's structure (gleaning
-        # resends it) stays the exact model's.
-        rates["extract"] = {"output_per_input_token": extract.completion_tokens / chunk_tokens}
-    for name in ("summarize", "reports"):
-        usage = stages.get(name, StageUsage())
-        if usage.calls:  # tokens are known only for calls that were made
-            rates[name] = {
-                "calls_per_chunk": (usage.calls + usage.cache_hits) / chunks,
-                "prompt_per_call": usage.prompt_tokens / usage.calls,
-                "completion_per_call": usage.completion_tokens / usage.calls}
-    return {"version": manifest.version, "chunks": chunks, "stages": rates} \
-        if rates else None
-
-
-def previous_rates(output_url: str, config: GraphRagConfig) -> dict | None:
-    """`measured_rates` of the version published at `output_url`, if there is one."""
-    try:
-        manifest = IndexStore(output_url).read_manifest()
-    except (IndexNotFoundError, OSError):
-        return None
-    return measured_rates(manifest, config, load_prompts(config))
-
-
-def _calibrated(stages: dict[str, dict], chunks: int, measured: dict) -> None:
-    """Summaries and reports at the rates a previous build measured (in place)."""
-    for name in ("summarize", "reports"):
-        rate = measured["stages"].get(name)
-        if rate and stages[name]["calls"]:
-            calls = round(rate["calls_per_chunk"] * chunks)
-            stages[name].update(calls=calls, prompt_tokens=round(rate["prompt_per_call"] * calls),
-                                completion_tokens=round(rate["completion_per_call"] * calls))
-
-
-def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None) -> dict:
-    """`measured`: `measured_rates` of a previous build of this index; without it, the
-    completions are the stated assumptions."""
-    encoding = config.tokenizer.encoding
-    prompts = load_prompts(config)
-    proxy = _offline_build(input_url, config, prompts)
-    chunk_tokens = proxy.pop("chunk_tokens")
+def _template_tokens(prompts: dict[str, str], config: GraphRagConfig, name: str,
+                     **values: object) -> int:
     ex = config.extraction
-    shared = dict(tuple_delimiter=ex.tuple_delimiter, record_delimiter=ex.record_delimiter,
-                  completion_delimiter=ex.completion_delimiter)
+    return count_tokens(render(prompts[name], tuple_delimiter=ex.tuple_delimiter,
+                               record_delimiter=ex.record_delimiter,
+                               completion_delimiter=ex.completion_delimiter, **values),
+                        config.tokenizer.encoding)
 
-    def template_tokens(name: str, **values: object) -> int:
-        return count_tokens(render(prompts[name], **shared, **values), encoding)
 
-    base = template_tokens("extract_graph", entity_types=", ".join(ex.entity_types), input_text="")
-    check = template_tokens("glean_check")
-    cont = template_tokens("glean_continue")
-    stages: dict[str, dict] = {}
+def extraction_calls(chunk_tokens: list[int], config: GraphRagConfig,
+                     prompts: dict[str, str]) -> dict[str, int]:
+    """Extraction's calls and tokens as assumed: each chunk's conversation (the prompt, its
+    reply, then per gleaning round the check and the continue prompt, each resending all
+    before it), replies of `EXTRACTION_OUTPUT_PER_INPUT_TOKEN`, halving each round, every
+    check answering yes. A previous build's measurements scale it (`measured_rates`)."""
+    ex = config.extraction
+    base = _template_tokens(prompts, config, "extract_graph",
+                            entity_types=", ".join(ex.entity_types), input_text="")
+    check = _template_tokens(prompts, config, "glean_check")
+    cont = _template_tokens(prompts, config, "glean_continue")
     calls = prompt = completion = 0
-    # Output per input token: measured by a previous build (for the whole chunk: its first
-    # reply and gleanings, which the first reply's share is taken from), or assumed.
-    measured_output = (measured or {}).get("stages", {}).get("extract", {}).get(
-        "output_per_input_token")
-    gleaned = sum(GLEANING_OUTPUT_FRACTION ** (k + 1) for k in range(ex.max_gleanings))
-    output_ratio = EXTRACTION_OUTPUT_PER_INPUT_TOKEN if measured_output is None \
-        else measured_output / (1 + gleaned)
     for tokens in chunk_tokens:
-        first_out = min(ex.max_output_tokens, int(tokens * output_ratio))
+        out = min(ex.max_output_tokens, int(tokens * EXTRACTION_OUTPUT_PER_INPUT_TOKEN))
         conversation = base + tokens
         calls += 1
         prompt += conversation
-        completion += first_out
-        out = first_out
+        completion += out
         for _ in range(ex.max_gleanings):
             conversation += out
             if ex.glean_check:
@@ -136,7 +90,127 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
             prompt += conversation
             out = int(out * GLEANING_OUTPUT_FRACTION)
             completion += out
-    stages["extract"] = {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion}
+    return {"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion}
+
+
+def offline_density(units: pa.Table, config: GraphRagConfig,
+                    prompts: dict[str, str]) -> float | None:
+    """Offline-extracted entity and relationship instances per token of `units` (id, text,
+    n_tokens; a seeded sample of at most `DENSITY_SAMPLE_CHUNKS`: a few seconds whatever
+    the corpus's size): how much a text names, which the LLM's extraction output and the
+    graph's size follow (Carol's first 40k characters: 16.3 per 1k tokens and 1.94
+    completion tokens per token; the next 40k: 12.4 and 1.36)."""
+    from graphrag_ray.index.extract.stage import NLPExtractionWorker
+
+    if units.num_rows > DENSITY_SAMPLE_CHUNKS:
+        rows = np.random.default_rng(0).choice(units.num_rows, DENSITY_SAMPLE_CHUNKS,
+                                               replace=False)
+        units = units.take(np.sort(rows))
+    tokens = pc.sum(units.column("n_tokens")).as_py() or 0
+    if not tokens:
+        return None
+    extraction = NLPExtractionWorker(config, prompts)(units.select(["id", "text"]))
+    instances = sum(pc.sum(pc.list_value_length(extraction.column(c))).as_py() or 0
+                    for c in ("entities", "relationships"))
+    return instances / tokens
+
+
+def _version_density(version: IndexVersion, config: GraphRagConfig,
+                     prompts: dict[str, str]) -> float | None:
+    """`offline_density` of a version's extracted text units."""
+    try:
+        units = version.read_table(schema.TEXT_UNITS, ["id", "text", "n_tokens",
+                                                       "extraction_status"])
+    except (IndexNotFoundError, OSError):
+        return None
+    return offline_density(units.filter(pc.equal(units.column("extraction_status"), "ok")),
+                           config, prompts)
+
+
+def measured_rates(manifest: Manifest, config: GraphRagConfig, prompts: dict[str, str],
+                   previous: IndexVersion | None = None) -> dict | None:
+    """What a previous build of the same index with the same model and extraction settings
+    measured, per LLM stage: calls per chunk (cache hits included: they were calls once)
+    and prompt and completion tokens per call, and, given the `previous` version itself, how
+    densely its text names things (`offline_density`), so that a corpus that names more or
+    less is scaled. None when it is not comparable."""
+    stages, extraction = manifest.llm_usage.stages, manifest.extraction
+    # What reached the model: boilerplate chunks (a licence, repeated passages and openings,
+    # kept as text units of their own) are never extracted.
+    chunks = extraction.chunks - extraction.boilerplate_chunks
+    chunk_tokens = extraction.chunk_tokens - extraction.boilerplate_tokens
+    if not chunks or manifest.llm_usage.model != config.llm.model or \
+            manifest.extraction_fingerprint != extraction_fingerprint(config, prompts):
+        return None
+    rates = {}
+    extract = stages.get("extract", StageUsage())
+    if extract.calls and chunk_tokens:
+        # Measured against what `extraction_calls` says of the same chunks (taken at their
+        # mean size: the model is linear in a chunk's tokens below the output cap). Tokens
+        # are known for the calls made, not for cache hits: they are taken at the same rate.
+        model = extraction_calls([round(chunk_tokens / chunks)] * chunks, config, prompts)
+        made = extract.calls / (extract.calls + extract.cache_hits)
+        measured = {"calls": extract.calls + extract.cache_hits,
+                    "prompt_tokens": extract.prompt_tokens / made,
+                    "completion_tokens": extract.completion_tokens / made}
+        if all(model.values()):
+            rates["extract"] = {f"{key}_factor": measured[key] / model[key] for key in model}
+    for name in ("summarize", "reports"):
+        usage = stages.get(name, StageUsage())
+        if usage.calls:  # tokens are known only for calls that were made
+            rates[name] = {
+                "calls_per_chunk": (usage.calls + usage.cache_hits) / chunks,
+                "prompt_per_call": usage.prompt_tokens / usage.calls,
+                "completion_per_call": usage.completion_tokens / usage.calls}
+    if not rates:
+        return None
+    density = _version_density(previous, config, prompts) if previous is not None else None
+    return {"version": manifest.version, "chunks": chunks, "stages": rates,
+            "offline_density": density}
+
+
+def previous_rates(output_url: str, config: GraphRagConfig) -> dict | None:
+    """`measured_rates` of the version published at `output_url`, if there is one."""
+    try:
+        version = IndexStore(output_url).open()
+        manifest = version.read_manifest()
+    except (IndexNotFoundError, OSError):
+        return None
+    return measured_rates(manifest, config, load_prompts(config), version)
+
+
+def _calibrated(stages: dict[str, dict], chunks: int, measured: dict, density: float) -> None:
+    """Summaries and reports at the rates a previous build measured (in place), their calls
+    scaled by how much more or less this corpus names than that build's (`density`)."""
+    for name in ("summarize", "reports"):
+        rate = measured["stages"].get(name)
+        if rate and stages[name]["calls"]:
+            calls = round(rate["calls_per_chunk"] * chunks * density)
+            stages[name].update(calls=calls, prompt_tokens=round(rate["prompt_per_call"] * calls),
+                                completion_tokens=round(rate["completion_per_call"] * calls))
+
+
+def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None) -> dict:
+    """`measured`: `measured_rates` of a previous build of this index; without it, the
+    completions are the stated assumptions."""
+    prompts = load_prompts(config)
+    proxy = _offline_build(input_url, config, prompts)
+    chunk_tokens = proxy.pop("chunk_tokens")
+    ex = config.extraction
+
+    def template_tokens(name: str, **values: object) -> int:
+        return _template_tokens(prompts, config, name, **values)
+
+    density = _density_ratio(proxy.pop("offline_density"), measured)
+    stages: dict[str, dict] = {"extract": extraction_calls(chunk_tokens, config, prompts)}
+    factors = (measured or {}).get("stages", {}).get("extract")
+    if factors:
+        # The previous build's measured calls and tokens against what this model says of
+        # its chunks: gleaning rounds, the check's answers and the model's verbosity, kept;
+        # its output scaled by how much this corpus names against that one.
+        stages["extract"] = {key: round(value * factors[f"{key}_factor"]
+                                        * (density if key == "completion_tokens" else 1))
+                             for key, value in stages["extract"].items()}
     if config.claims.enabled:
         claims_base = template_tokens("extract_claims", claim_description=config.claims.description,
                                       entity_specs="", input_text="")
@@ -183,7 +257,7 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages["extract"] = dict.fromkeys(stages["extract"], 0)
         stages.pop("extract_claims", None)
     if measured:
-        _calibrated(stages, len(chunk_tokens), measured)
+        _calibrated(stages, len(chunk_tokens), measured, density)
     batched = (("extract", "extract_claims") if config.llm.batch else ()) + (
         ("summarize", "reports") if config.llm.batch is True else ()) + (
         ("embed",) if config.embeddings.batch else ())
@@ -198,6 +272,25 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
              ("calls", "prompt_tokens", "completion_tokens")}
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
     total["cost_usd"] = None if None in costs else round(sum(costs), 6)
+    if total["cost_usd"] is not None:
+        calibrated = set((measured or {}).get("stages", {}))
+        bounds = []
+        for side in (0, 1):
+            cost = 0.0
+            for name, figures in stages.items():
+                if not figures["calls"]:
+                    continue
+                endpoint = config.embeddings if name == "embed" else config.llm
+                if name in calibrated:
+                    scale = 1 - CALIBRATED_SPREAD if side == 0 else 1 + CALIBRATED_SPREAD
+                    varied = {**figures, "prompt_tokens": figures["prompt_tokens"] * scale,
+                              "completion_tokens": figures["completion_tokens"] * scale}
+                else:  # prompts are counted; the completions are the guess
+                    varied = {**figures, "completion_tokens":
+                              figures["completion_tokens"] * ASSUMED_COMPLETION_RANGE[side]}
+                cost += cost_usd(varied, endpoint, batch=name in by_batch) or 0.0
+            bounds.append(round(cost, 6))
+        total["cost_usd_range"] = bounds
     name = pipeline_name(config)
     return {
         # The stages the build would run, in order (`index/pipelines.py`).
@@ -209,7 +302,8 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         "stages": stages, "total": total,
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
         "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
-                          "stages": sorted(measured["stages"])} if measured else None,
+                          "stages": sorted(measured["stages"]),
+                          "density_ratio": round(density, 3)} if measured else None,
         # The Batch API's own pool: its stages are not paced by the online limits.
         "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
                                             if n not in by_batch}, config),
@@ -262,6 +356,11 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
         state = run_stages(ctx, BuildState(input_url, root, files, [0] * len(files), 1, []),
                            pipeline("dry_run", proxy_config))
         documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
+        chunks = pa.concat_tables(list(stored_pieces(ctx.work_url, "chunks", [
+            "id", "text", "n_tokens", "repeated_passage"])))
+        # What extraction reads: a repeated passage's own text unit is never extracted.
+        density = offline_density(chunks.filter(pc.invert(pc.fill_null(
+            chunks.column("repeated_passage"), False))), config, prompts)
         extraction, graph, communities = state.extraction, state.graph, state.communities
     counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
                              graph.relationships.column("description_count").to_numpy()])
@@ -274,6 +373,7 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
     return {
         "documents": documents,
         "chunk_tokens": extraction.column("n_tokens").to_pylist(),
+        "offline_density": density,
         "entities": graph.entities.num_rows, "relationships": graph.relationships.num_rows,
         "communities": len(communities),
         "multi_description_elements": len(multi),
@@ -282,6 +382,16 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
             for d in lists),
         "report_sizes": [len(c.members) for c in communities if not carried_down(c, by_id)],
     }
+
+
+def _density_ratio(density: float | None, measured: dict | None) -> float:
+    """This corpus's `offline_density` over the calibrating build's (1 when either is
+    unknown), bounded: a ratio past 0.5-2 is more likely a different kind of text than
+    the same kind more densely named."""
+    known = (measured or {}).get("offline_density")
+    if not density or not known:
+        return 1.0
+    return min(2.0, max(0.5, density / known))
 
 
 def format_estimate(estimate: dict) -> str:
@@ -299,15 +409,22 @@ def format_estimate(estimate: dict) -> str:
     proxy = estimate["proxy_graph"]
     calibrated = estimate.get("calibrated_on")
     if calibrated:
-        lines.append(f"{', '.join(calibrated['stages'])}: calls per chunk and tokens per call "
-                     f"as measured by this index's version {calibrated['version']} "
-                     f"({calibrated['chunks']} chunks, same model and extraction settings)")
+        lines.append(f"{', '.join(calibrated['stages'])}: as measured by this index's version "
+                     f"{calibrated['version']} ({calibrated['chunks']} chunks, same model and "
+                     "extraction settings): extraction's calls and tokens per chunk token, "
+                     "gleaning and the check's answers included; summaries' and reports' "
+                     "calls per chunk and tokens per call")
     else:
         lines.append(f"summaries and reports are estimated from the offline graph of this "
                      f"corpus ({proxy['entities']} entities, {proxy['relationships']} "
                      f"relationships, {proxy['communities']} communities); extraction counts "
                      "assume every gleaning check says yes; completions are assumed (a build "
                      "into this output calibrates the next dry run)")
+    low, high = estimate["total"].get("cost_usd_range") or (None, None)
+    if low is not None:
+        lines.append(f"likely cost ${low:.4f} - ${high:.4f} (calibrated stages within "
+                     f"{CALIBRATED_SPREAD:.0%}; assumed completions from "
+                     f"x{ASSUMED_COMPLETION_RANGE[0]} to x{ASSUMED_COMPLETION_RANGE[1]})")
     batch = estimate.get("batch")
     if batch:
         online = "-" if batch["online_cost_usd"] is None else f"${batch['online_cost_usd']:.4f}"

@@ -63,7 +63,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         return {"no_change": True, "version": previous.version, "documents": counts}
     if dry_run:
         estimate = _estimate(fs, root, diff, config, previous.version,
-                             measured_rates(manifest, config, prompts))
+                             measured_rates(manifest, config, prompts, previous))
         carried = (manifest.adopted_from or {}).get("extractions") or {}
         if carried.get("chunks_to_extract"):
             # Text of its corpus the adopted tool had not extracted: extracted by this update.
