@@ -190,11 +190,16 @@ def _calibrated(stages: dict[str, dict], chunks: int, measured: dict, density: f
                                 completion_tokens=round(rate["completion_per_call"] * calls))
 
 
-def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None) -> dict:
+def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None,
+                   joining: IndexVersion | None = None) -> dict:
     """`measured`: `measured_rates` of a previous build of this index; without it, the
-    completions are the stated assumptions."""
+    completions are the stated assumptions. `joining`: the version these documents are
+    added to (an update), whose elements and communities they touch are counted too."""
     prompts = load_prompts(config)
     proxy = _offline_build(input_url, config, prompts)
+    touched = touched_in(joining, proxy, config) if joining is not None else None
+    for key in ("titles", "single_titles", "single_pairs"):
+        proxy.pop(key)
     chunk_tokens = proxy.pop("chunk_tokens")
     ex = config.extraction
 
@@ -258,6 +263,8 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages.pop("extract_claims", None)
     if measured:
         _calibrated(stages, len(chunk_tokens), measured, density)
+    if touched:
+        _add_touched(stages, touched, measured, summary_base, report_base, config)
     batched = (("extract", "extract_claims") if config.llm.batch else ()) + (
         ("summarize", "reports") if config.llm.batch is True else ()) + (
         ("embed",) if config.embeddings.batch else ())
@@ -301,6 +308,7 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
         "stages": stages, "total": total,
         "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
+        "touched_in_index": touched,
         "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
                           "stages": sorted(measured["stages"]),
                           "density_ratio": round(density, 3)} if measured else None,
@@ -381,7 +389,64 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
             min(config.summarize.max_input_tokens, count_tokens("\n".join(d), encoding))
             for d in lists),
         "report_sizes": [len(c.members) for c in communities if not carried_down(c, by_id)],
+        # Which elements these documents name once only: joined to an index's own (an
+        # update), each is summarized again (`touched_in`).
+        "single_titles": pc.filter(graph.entities.column("title"),
+                                   pc.equal(graph.entities.column("description_count"), 1)
+                                   ).to_pylist(),
+        "titles": graph.entities.column("title").to_pylist(),
+        "single_pairs": list(zip(*(pc.filter(
+            graph.relationships.column(side),
+            pc.equal(graph.relationships.column("description_count"), 1)).to_pylist()
+            for side in ("source", "target")))),
     }
+
+
+def touched_in(previous: IndexVersion, proxy: dict, config: GraphRagConfig) -> dict:
+    """What an update's new documents cost in the index's existing graph (by the offline
+    proxy's names): elements they name once that the index has already (summarized again
+    with the new description; those named twice are counted with the documents) and the
+    index's communities holding an entity they name (reported again: their inputs change).
+    """
+    entities = previous.read_table(schema.ENTITIES, ["id", "title"])
+    ids = dict(zip(entities.column("title").to_pylist(), entities.column("id").to_pylist()))
+    named = {ids[t] for t in proxy["titles"] if t in ids}
+    summaries = sum(t in ids for t in proxy["single_titles"])
+    pairs = previous.read_table(schema.RELATIONSHIPS, ["source", "target"])
+    known = set(zip(pairs.column("source").to_pylist(), pairs.column("target").to_pylist()))
+    summaries += sum(pair in known or pair[::-1] in known for pair in proxy["single_pairs"])
+    communities = previous.read_table(schema.COMMUNITIES, ["community", "children",
+                                                           "entity_ids"]).to_pylist()
+    members = {c["community"]: set(c["entity_ids"]) for c in communities}
+    reports = sum(
+        1 for c in communities
+        if len(c["entity_ids"]) >= config.reports.min_llm_entities and named & members[
+            c["community"]]
+        # a community carried down one level shares its child's report
+        and not (len(c["children"]) == 1 and members.get(c["children"][0]) == members[
+            c["community"]]))
+    return {"entities_named": len(named), "summaries": summaries, "reports": reports}
+
+
+def _add_touched(stages: dict[str, dict], touched: dict, measured: dict | None,
+                 summary_base: int, report_base: int, config: GraphRagConfig) -> None:
+    """The index's own summaries and reports an update redoes (`touched_in`), at the
+    previous build's tokens per call (or the assumptions), added in place."""
+    rates = (measured or {}).get("stages", {})
+    assumed = {
+        "summarize": (summary_base + config.summarize.max_length,
+                      config.summarize.max_length * SUMMARY_OUTPUT_FRACTION),
+        "reports": (report_base + config.reports.max_input_tokens // 2,
+                    config.reports.max_output_tokens * REPORT_OUTPUT_FRACTION)}
+    for name, calls in (("summarize", touched["summaries"]), ("reports", touched["reports"])):
+        if not calls or not config.uses_llm(getattr(config, name).method):
+            continue
+        rate = rates.get(name)
+        prompt, completion = (rate["prompt_per_call"], rate["completion_per_call"]) if rate \
+            else assumed[name]
+        stages[name]["calls"] += calls
+        stages[name]["prompt_tokens"] += round(prompt * calls)
+        stages[name]["completion_tokens"] += round(completion * calls)
 
 
 def _density_ratio(density: float | None, measured: dict | None) -> float:

@@ -37,7 +37,7 @@ from graphrag_ray.index.previous_version import (
     INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.storage import IndexStore, Manifest
+from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
 
 def update_index(index_url: str, input_url: str, config: GraphRagConfig | None = None,
                  progress: Progress = print, progress_bars: bool = False,
@@ -62,7 +62,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     if not (diff["added"] or diff["changed"] or diff["deleted"]) and same_settings:
         return {"no_change": True, "version": previous.version, "documents": counts}
     if dry_run:
-        estimate = _estimate(fs, root, diff, config, previous.version,
+        estimate = _estimate(fs, root, diff, config, previous,
                              measured_rates(manifest, config, prompts, previous))
         carried = (manifest.adopted_from or {}).get("extractions") or {}
         if carried.get("chunks_to_extract"):
@@ -88,11 +88,11 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
 
 
 def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str]],
-              config: GraphRagConfig, previous_version: str, measured: dict | None) -> dict:
+              config: GraphRagConfig, previous: IndexVersion, measured: dict | None) -> dict:
     """The dry run: the new and changed files' calls, estimated as a build of them alone
     (`estimate`) at the rates the index measured (`measured`); summaries and reports of the
     existing communities they touch come on top."""
-    result = {"update_of": previous_version, "documents": {k: len(v) for k, v in diff.items()},
+    result = {"update_of": previous.version, "documents": {k: len(v) for k, v in diff.items()},
               "files": {k: v for k, v in diff.items() if k != "unchanged"}}
     todo = diff["added"] + diff["changed"]
     if todo:
@@ -101,7 +101,8 @@ def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str
                 target = Path(scratch) / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(fs.cat_file(f"{root}/{relative}" if root else relative))
-            result["new_and_changed"] = estimate_index(scratch, config, measured)
+            result["new_and_changed"] = estimate_index(scratch, config, measured,
+                                                       joining=previous)
     return result
 
 
@@ -113,8 +114,11 @@ def format_update_estimate(estimate: dict) -> str:
         if len(paths) > 20:
             lines.append(f"  ... {len(paths) - 20} more {kind}")
     if "new_and_changed" in estimate:
-        lines += ["", "new and changed documents, as a build of their own (communities they "
-                  "join in the index add report calls on top):",
+        touched = estimate["new_and_changed"].get("touched_in_index") or {}
+        lines += ["", "new and changed documents, with the index's own summaries and reports "
+                  f"they touch ({touched.get('summaries', 0)} elements they name again, "
+                  f"{touched.get('reports', 0)} communities holding one of the "
+                  f"{touched.get('entities_named', 0)} entities they name):",
                   format_estimate(estimate["new_and_changed"])]
     else:
         lines.append("no document to extract; deletions re-summarize and re-report only what "

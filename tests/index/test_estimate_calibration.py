@@ -1,0 +1,75 @@
+"""Dry runs calibrated by a build of the same index, checked against what building costs
+(the test server's answers, billed as the manifest counts them): a dry run of other Carol
+text next to a build of its first 40k characters, and `update --dry-run` of adding that
+text, both within 10% in calls, prompt and completion tokens (extraction, summaries and
+reports together: the update's include the index's own elements and communities that the
+new text touches)."""
+
+import shutil
+
+import pytest
+
+from graphrag_ray.index.build import build_index
+from graphrag_ray.index.estimate import estimate_index, format_estimate, previous_rates
+from graphrag_ray.index.update import format_update_estimate, update_index
+from graphrag_ray.testing.llm_server import run_test_server
+
+from conftest import CAROL_DIR, llm_config
+
+pytestmark = pytest.mark.slow  # three builds through the test server
+
+STAGES = ("extract", "summarize", "reports")
+KEYS = ("calls", "prompt_tokens", "completion_tokens")
+
+
+def _carol(folder, start, end):
+    text = (CAROL_DIR / "book.txt").read_text(encoding="utf-8")
+    offset = text.find("STAVE ONE")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"carol-{start}.txt").write_text(text[offset + start:offset + end],
+                                              encoding="utf-8")
+    return folder
+
+
+def _within(estimated: dict, spent: dict, share: float = 0.1) -> None:
+    for key in KEYS:
+        predicted = sum(estimated[s][key] for s in STAGES)
+        actual = sum(getattr(spent[s], key) for s in STAGES if s in spent)
+        assert abs(predicted - actual) <= share * actual, (key, predicted, actual)
+
+
+def test_dry_runs_next_to_a_build_and_for_an_update_are_within_10_percent(tmp_path):
+    built, other = _carol(tmp_path / "built", 0, 40_000), _carol(tmp_path / "other", 40_000,
+                                                                  80_000)
+    with run_test_server() as server:
+        config = llm_config(server, "runtime.engine=local")
+        build_index(str(built), str(tmp_path / "index"), config, progress=lambda _: None)
+        estimate = estimate_index(str(other), config,
+                                  previous_rates(str(tmp_path / "index"), config))
+        # The other text names less than the first 40k characters: the density says so.
+        assert estimate["calibrated_on"]["density_ratio"] < 0.9
+        assert "likely cost" not in format_estimate(estimate)  # the test model has no price
+        spent = build_index(str(other), str(tmp_path / "fresh"), config,
+                            progress=lambda _: None).llm_usage.stages
+        _within(estimate["stages"], spent)
+
+        grown = tmp_path / "grown"
+        shutil.copytree(built, grown)
+        shutil.copy(next(other.iterdir()), grown)
+        dry = update_index(str(tmp_path / "index"), str(grown), config, dry_run=True,
+                           progress=lambda _: None)
+        touched = dry["new_and_changed"]["touched_in_index"]
+        assert touched["summaries"] > 0 and touched["reports"] > 0
+        assert "communities holding one of the" in format_update_estimate(dry)
+        updated = update_index(str(tmp_path / "index"), str(grown), config,
+                               progress=lambda _: None).llm_usage.stages
+        _within(dry["new_and_changed"]["stages"], updated)
+
+
+def test_a_priced_dry_run_prints_its_likely_range(carol_excerpt):
+    with run_test_server() as server:
+        config = llm_config(server, "runtime.engine=local", "llm.model=gpt-4o-mini")
+        estimate = estimate_index(str(carol_excerpt), config)
+    low, high = estimate["total"]["cost_usd_range"]
+    assert low < estimate["total"]["cost_usd"] < high  # uncalibrated: completions x0.5-x2
+    assert f"likely cost ${low:.4f} - ${high:.4f}" in format_estimate(estimate)
