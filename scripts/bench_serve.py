@@ -264,6 +264,8 @@ def main() -> int:
     parser.add_argument("--methods", default=",".join(QUERY_METHODS))
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--run-seconds", type=float, default=90,
+                        help="a run stops after this long even short of --requests")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--engine", choices=("ray", "local"), default="ray",
                         help="local: the same app in one process (no Ray), for comparison")
@@ -303,8 +305,14 @@ def main() -> int:
                     pids = served.replica_pids(replicas)
                     for method in args.methods.split(","):
                         for concurrency in map(int, args.concurrency.split(",")):
+                            # At most --requests, and no longer than --run-seconds (a slow
+                            # method's run reports the requests it got through).
+                            stop = threading.Event()
+                            timer = threading.Timer(args.run_seconds, stop.set)
+                            timer.start()
                             run = load(served.url, method, questions, args.requests,
-                                       concurrency)
+                                       concurrency, stop=stop)
+                            timer.cancel()
                             run["method"] = method
                             row["runs"].append(run)
                             print(f"{corpus:8} {mode:8} {method:7} c={concurrency:<3} "
