@@ -160,6 +160,14 @@ class GraphIndex:
             self.local_data()
         _ = self.prompts  # read and kept
         get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
+        config = self.config
+        if any(config.uses_llm(section.method) for section in (
+                config.global_search, config.local_search, config.drift_search,
+                config.basic_search)) or config.lazy_uses_llm():
+            # The rate budget (a Ray actor on Ray) and the map calls' actors: seconds to
+            # start, which the first LLM answer of a served index paid (global: 5.9 s).
+            _ = self.services
+            self.fan_out.start()
 
     def _check(self, question: str) -> None:
         if not isinstance(question, str):

@@ -42,7 +42,11 @@ class FanOut:
             return self._map_ray(fn, items)
         return _run_coroutine(_map_asyncio(fn, items, concurrency))
 
-    def _map_ray(self, fn, items):
+    def start(self) -> None:
+        """Start the actors now rather than at the first map (a served index: its first
+        question would wait seconds for their processes)."""
+        if not self.use_ray:
+            return
         import ray
 
         with self._starting:
@@ -52,6 +56,12 @@ class FanOut:
                 actor = ray.remote(_QueryActor).options(num_cpus=0.25, max_concurrency=16,
                                                         scheduling_strategy="SPREAD")
                 self._actors = [actor.remote() for _ in range(self.runtime.num_workers)]
+                ray.get([a.call.remote(len, ()) for a in self._actors])  # their processes up
+
+    def _map_ray(self, fn, items):
+        import ray
+
+        self.start()
         actors = itertools.cycle(self._actors)
         return ray.get([next(actors).call.remote(fn, item) for item in items])
 
