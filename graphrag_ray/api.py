@@ -125,10 +125,18 @@ class GraphIndex:
                                            job="query")
         return self._services
 
-    def embed(self, texts: list[str]):
+    @property
+    def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.config.embeddings, self.services)
-        return self._embedder.embed(texts)
+            # Offline (hashing) embeddings call no endpoint: no rate budget to open (on Ray,
+            # an actor that the first question of a served index waited 0.7 s for).
+            endpoint = self.config.embeddings.resolved_method() == "api"
+            self._embedder = Embedder(self.config.embeddings,
+                                      self.services if endpoint else None)
+        return self._embedder
+
+    def embed(self, texts: list[str]):
+        return self.embedder.embed(texts)
 
     def vectors(self, name: str) -> VectorIndex:
         if name not in self._vectors:
@@ -158,6 +166,7 @@ class GraphIndex:
                 self.vectors(name)
         if schema.ENTITY_DESCRIPTION_EMBEDDINGS in self.manifest.tables:
             self.local_data()
+            _ = self.embedder  # and, for an endpoint's embeddings, its budget
         _ = self.prompts  # read and kept
         get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
         config = self.config

@@ -231,6 +231,7 @@ def test_metrics_count_requests_by_method_and_status(small_index):
         assert any(s.name.endswith("_count") and s.value == 3 for s in histogram.samples)
 
 
+@pytest.mark.slow  # builds a new version
 def test_a_published_version_is_switched_to_while_requests_run(small_index, tmp_path):
     """A build publishes a new version to the URL being served; the service loads it beside
     the old one and switches; requests asked meanwhile all succeed, each from one version."""
@@ -268,6 +269,7 @@ def test_a_published_version_is_switched_to_while_requests_run(small_index, tmp_
         assert facts["version"] == published and facts["version_switches"] == 1
 
 
+@pytest.mark.slow  # builds a new version
 def test_a_pinned_version_stays(small_index, tmp_path):
     """`--version V`: the service answers from V even after a newer one is published."""
     from graphrag_ray.storage import IndexStore
