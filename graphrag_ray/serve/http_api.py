@@ -219,7 +219,8 @@ def make_app(service: Service) -> FastAPI:
                                       kind="server_error")
                 else:
                     response = _error(503, message, kind="server_error")
-        version = service.live.version
+        # The version that answered (a switch may have happened since), else the current one.
+        version = getattr(request.state, "version", None) or service.live.version
         if version:
             response.headers[VERSION_HEADER] = version
         response.headers[REPLICA_HEADER] = service.replica
@@ -294,6 +295,7 @@ def make_app(service: Service) -> FastAPI:
         # The rows come from the version that answered, while it is still held.
         result, version, cited = await service.answer(parsed, then=lambda index, result: (
             citations.resolve(index.table, index.has_table, result.sources, limit)))
+        request.state.version = version
         request.state.llm_tokens = result.usage.prompt_tokens + result.usage.completion_tokens
         return {"answer": result.answer, "method": result.method, "version": version,
                 "citations": cited, "sources": result.sources.as_dict(),
@@ -308,6 +310,7 @@ def make_app(service: Service) -> FastAPI:
         if parsed.stream:
             return await _stream(service, parsed, request)
         result, version, _ = await service.answer(parsed)
+        request.state.version = version
         request.state.llm_tokens = result.usage.prompt_tokens + result.usage.completion_tokens
         return chat.completion(parsed, result, version, chat.completion_id())
 
@@ -340,6 +343,7 @@ async def _stream(service: Service, query: QueryRequest, request: Request):
     deadline = time.monotonic() + service.limits.request_timeout_s
     future, version = service.start(
         query, lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
+    request.state.version = version
     first = asyncio.ensure_future(pieces.get())
     done, _ = await asyncio.wait({first, future}, timeout=service.limits.request_timeout_s,
                                  return_when=asyncio.FIRST_COMPLETED)
