@@ -155,9 +155,10 @@ def bound_s(billed: dict, profile: dict, counted: dict | None = None) -> float |
 
 
 def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Provider,
-               profile: dict, settings: list[str]) -> dict:
+               profile: dict, settings: list[str], timeline: str | None = None) -> dict:
     provider.reset()
     started = time.perf_counter()
+    started_clock = time.time()  # the provider's log clock (the same on one machine)
     done = subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--config",
                            str(config), "--input", str(corpus), "--output", str(output),
                            *[arg for setting in settings for arg in ("--set", setting)]],
@@ -169,6 +170,10 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     logs = provider.log()
     log = logs["log"]
     first = min((t for t, *_ in log), default=0.0)
+    if timeline:  # every request the provider admitted: seconds from the build's start
+        with open(timeline, "w", encoding="utf-8") as handle:
+            json.dump({"first_request_after_start_s": round(first - started_clock, 3),
+                       "wall_s": wall, "log": log, "billed": logs["billed"]}, handle)
     # Chat tokens the provider admitted per 10 s from the first request: where the budget idled.
     per_10s: dict[int, int] = {}
     for t, model, tokens in logs["billed"]:
@@ -266,6 +271,8 @@ def main() -> int:
     parser.add_argument("--limit-counts", choices=["usage", "max_tokens"], default="usage",
                         help="what the provider counts against its token limit at admission: "
                              "the reply's usage, or the prompt and the max_tokens asked for")
+    parser.add_argument("--timeline", help="write the cold run's requests as the provider "
+                        "admitted them (time, kind, status) and billed them to this JSON file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -292,7 +299,7 @@ def main() -> int:
                 figures = {"run": run, "profile": profile_name, "nodes": args.nodes,
                            "settings": args.set,
                            "cold": index_once(corpus, output, config, env, provider, profile,
-                                              args.set)}
+                                              args.set, args.timeline)}
                 if not args.no_warm:
                     warm = index_once(corpus, output, config, env, provider, profile, args.set)
                     figures["warm"] = {k: warm[k] for k in ("wall_s", "pipeline_s", "requests",

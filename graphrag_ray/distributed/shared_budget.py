@@ -24,25 +24,40 @@ class RateLimiterActor:
         self._changed: asyncio.Event | None = None  # created on the actor's event loop
 
     async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                      stage: str = "") -> Lease:
-        if self._changed is None:
-            self._changed = asyncio.Event()
+                      stage: str = "", dependents: int = 0) -> Lease:
+        place = None
         while True:
-            lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage,
-                                               time.monotonic())
+            # Each change sets the event of its time and starts a new one: a waiter never
+            # misses a change that happened after it looked.
+            changed = self._event()
+            now = time.monotonic()
+            lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage, now,
+                                               place, dependents)
             if lease is not None:
+                if self._budget.waiting():  # the next in line may go now
+                    self._notify()
                 return lease
-            # A release (refund, free slot) wakes every waiter before the refill time is up.
-            self._changed.clear()
+            if place is None:
+                place = self._budget.line_up(stage, now, dependents)
             try:
-                await asyncio.wait_for(self._changed.wait(), timeout=min(wait, 0.5))
+                await asyncio.wait_for(changed.wait(), timeout=min(wait, 0.5))
             except asyncio.TimeoutError:
                 pass
 
     async def release(self, lease: Lease, settlement: Settlement) -> None:
         self._budget.settle(lease, settlement, time.monotonic())
-        if self._changed is not None:
-            self._changed.set()
+        self._notify()
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:  # created on the actor's event loop
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def _notify(self) -> None:
+        """Wakes every waiter: a release (refund, free slot) or an admission (the next in
+        line) may let one go before its refill time is up."""
+        self._event().set()
+        self._changed = asyncio.Event()
 
     async def stats(self) -> dict:
         return self._budget.report()
@@ -63,10 +78,11 @@ class RayRateLimiter:
         self.actor = actor
 
     def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                stage: str = "") -> Lease:
+                stage: str = "", dependents: int = 0) -> Lease:
         import ray
 
-        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage))
+        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage,
+                                                 dependents))
 
     def release(self, lease: Lease, settlement: Settlement) -> None:
         self.actor.release.remote(lease, settlement)

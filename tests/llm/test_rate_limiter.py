@@ -263,3 +263,63 @@ def test_the_window_counts_what_the_provider_counted():
     budget.settle(first, Settlement(5_000, completion_tokens=10), 1.0)  # reserved 50k, used 5k
     assert budget.window_tokens == 5_000
     assert budget.try_acquire(50_000, 1.0)[0] is not None
+
+
+def test_waiting_callers_are_admitted_in_the_order_of_the_critical_path():
+    """Calls waiting on an empty request bucket are let in one a second: first a report
+    others wait on, then the summaries as they came, then other calls, and last the report
+    nobody waits on; a newcomer does not pass the line, and a place whose caller stopped
+    asking is given up."""
+    budget = RateBudget(60, None, max_concurrency=100, headroom=1.0, now=0.0)
+    budget.request_pace.take(budget.request_pace.sustained)  # nothing left this second
+    calls = {"leaf": ("reports", 0), "s1": ("summarize", 0), "x": ("extract", 0),
+             "held": ("reports", 2), "s2": ("summarize", 0), "mid": ("reports", 1)}
+    places = {}
+    for name, (stage, dependents) in calls.items():
+        assert budget.try_acquire(1, 0.0, stage=stage, dependents=dependents)[0] is None
+        places[name] = budget.line_up(stage, 0.0, dependents)
+    admitted, now = [], 0.0
+    while len(admitted) < len(calls) and now < 10:
+        now += 0.25
+        for name, place in places.items():
+            stage, dependents = calls[name]
+            if name not in admitted and budget.try_acquire(
+                    1, now, stage=stage, place=place, dependents=dependents)[0] is not None:
+                admitted.append(name)
+        assert budget.try_acquire(1, now, stage="summarize")[0] is None  # no passing
+    assert admitted == ["held", "mid", "s1", "s2", "x", "leaf"]
+    assert budget.waiting() == 0
+    # A caller that stops asking holds nobody up for long.
+    budget.line_up("summarize", now)
+    assert budget.try_acquire(1, now + 1.5, stage="extract")[0] is None
+    assert budget.try_acquire(1, now + 3.0, stage="extract")[0] is not None
+
+
+def test_a_429_at_the_windows_edge_keeps_the_catch_up():
+    """Admitted with the window nearly full, a call the provider refused was counted at its
+    edge of the minute: the pacing keeps its catch-up; a second 429 within the minute turns
+    it off."""
+    budget = RateBudget(100, None, max_concurrency=100, headroom=1.0, now=0.0,
+                        catch_up_factor=2.0)
+    leases, now = [], 0.0
+    while len(leases) < 95:
+        lease, wait = budget.try_acquire(1, now)
+        if lease is None:
+            now += max(wait, 0.01)
+        else:
+            leases.append(lease)
+    assert now < 45
+    budget.settle(leases[-1], Settlement(None, rate_limited=True), now)
+    assert budget.request_pace.factor == 2.0
+    assert budget.report()["window_edge_429s"] == 1
+    budget.settle(leases[-2], Settlement(None, rate_limited=True), now + 2.0)
+    assert budget.request_pace.factor == 1.0
+
+
+def test_the_window_frees_a_call_only_after_the_providers_edge():
+    budget = RateBudget(None, tokens_per_minute=1000, max_concurrency=10, headroom=1.0,
+                        burst_seconds=60.0, now=0.0)
+    lease, _ = budget.try_acquire(1000, 0.0)
+    budget.settle(lease, Settlement(1000, completion_tokens=10), 1.0)
+    assert budget.try_acquire(500, 60.5)[0] is None  # the provider may count it until ~61 s
+    assert budget.try_acquire(500, 61.1)[0] is not None

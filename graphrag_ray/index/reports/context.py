@@ -204,28 +204,63 @@ def all_elements_fit(elements: GraphElements, members: np.ndarray, budget: int) 
     return elements.header_tokens + elements.element_tokens(members) <= budget
 
 
+def substitution_order(elements: GraphElements,
+                       children: list[tuple[int, np.ndarray]]) -> list[int]:
+    """The places in `children` ((community id, members) each) in the order a context
+    substitutes their reports: the sub-community with the most element tokens first."""
+    return sorted(range(len(children)),
+                  key=lambda i: (-elements.element_tokens(children[i][1]), children[i][0]))
+
+
+def sub_reports_needed(elements: GraphElements, members: np.ndarray,
+                       children: list[tuple[int, np.ndarray]], budget: int,
+                       report_tokens_bound: int) -> list[int]:
+    """The sub-communities (ids) whose reports a community's context may take, known once
+    the element summaries inside it are final: those a context substitutes if every report
+    row took `report_tokens_bound` tokens (a report's longest), since shorter rows need no
+    more of them. The community's report waits only for these (all of them when even that
+    overflows; none when its elements fit)."""
+    if all_elements_fit(elements, members, budget) or not children:
+        return []
+    order = substitution_order(elements, children)
+    for k in range(1, len(order) + 1):
+        replaced = np.concatenate([children[i][1] for i in order[:k]])
+        total = (elements.header_tokens + k * report_tokens_bound
+                 + elements.element_tokens(np.setdiff1d(members, replaced)))
+        if total <= budget:
+            return [children[i][0] for i in order[:k]]
+    return [child_id for child_id, _ in children]
+
+
 def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
-                            children: list[tuple[np.ndarray, dict]], budget: int) -> Selection:
-    """Higher-level context. `children`: (members, report) of each sub-community."""
+                            children: list[tuple[int, np.ndarray, dict | None]],
+                            budget: int) -> Selection | None:
+    """Higher-level context. `children`: (community id, members, report) of each
+    sub-community, a report None while it is not written; None when the context needs a
+    report that is not (a row longer than `sub_reports_needed` assumed)."""
     if all_elements_fit(elements, members, budget) or not children:
         return select_elements(elements, members, budget)
-    ranked = sorted(children, key=lambda c: (-elements.element_tokens(c[0]), c[1]["community"]))
-    report_tokens = [count_tokens(report_row(r, place), elements.encoding) + 1
-                     for place, (_, r) in enumerate(ranked, 1)]
+    ranked = [children[i] for i in substitution_order(
+        elements, [(child_id, child) for child_id, child, _ in children])]
+    report_tokens: list[int] = []
     for k in range(1, len(ranked) + 1):
-        replaced = np.concatenate([c[0] for c in ranked[:k]])
+        report = ranked[k - 1][2]
+        if report is None:
+            return None
+        report_tokens.append(count_tokens(report_row(report, k), elements.encoding) + 1)
+        replaced = np.concatenate([c[1] for c in ranked[:k]])
         remaining = np.setdiff1d(members, replaced)
-        total = (elements.header_tokens + sum(report_tokens[:k])
+        total = (elements.header_tokens + sum(report_tokens)
                  + elements.element_tokens(remaining))
         if total <= budget:
-            selection = Selection(reports=[r for _, r in ranked[:k]],
-                                  tokens=elements.header_tokens + sum(report_tokens[:k]))
+            selection = Selection(reports=[r for _, _, r in ranked[:k]],
+                                  tokens=elements.header_tokens + sum(report_tokens))
             selection = select_elements(elements, remaining, budget, selection)
-            return _add_links_between(elements, members, [c[0] for c in children],
+            return _add_links_between(elements, members, [c[1] for c in children],
                                       selection, budget)
     # Even all reports overflow: keep the reports of the largest sub-communities that fit.
     selection = Selection(tokens=elements.header_tokens)
-    for (_, report), tokens in zip(ranked, report_tokens):
+    for (_, _, report), tokens in zip(ranked, report_tokens):
         if selection.tokens + tokens > budget:
             break
         selection.reports.append(report)

@@ -152,13 +152,15 @@ SMALL_COMMUNITY = "extractive (small community)"
 class ReportWork:
     """One community to report: its context as chosen by the schedule (`spec`, without the
     descriptions), where each description it names is (`blocks`, `rows`: positions among
-    the call's blocks and rows in them), the claims' block (-1: none) and its size."""
+    the call's blocks and rows in them), the claims' block (-1: none), its size, and how
+    many reports above it wait on this one (its place in the budget's line)."""
     community: int
     spec: dict
     entities: int
     blocks: list[int]
     rows: list[int]
     claims_block: int = -1
+    dependents: int = 0
 
 
 class ReportWorker:
@@ -185,15 +187,15 @@ class ReportWorker:
                 blocks, zip(item.blocks, item.rows)))
             fill_claims(context, blocks[item.claims_block] if item.claims_block >= 0 else None)
             rows.append((item.community, render_context(context), context_record(context),
-                         context_ids(context), item.entities))
+                         context_ids(context), item.dependents, item.entities))
         smallest = self.config.reports.min_llm_entities
         if self.use_llm:
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
                 out = list(pool.map(
-                    lambda r: self._llm(*r[:4]) if r[4] >= smallest
+                    lambda r: self._llm(*r[:5]) if r[5] >= smallest
                     else self._extractive(r[0], r[2], SMALL_COMMUNITY), rows))
         else:
-            out = [self._extractive(c, j, "extractive") for c, _, j, _, _ in rows]
+            out = [self._extractive(row[0], row[2], "extractive") for row in rows]
         return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
 
     def _extractive(self, community: int, record: dict, generation: str,
@@ -203,7 +205,7 @@ class ReportWorker:
                 **usage_row(usage)}
 
     def _llm(self, community: int, context_text: str, record: dict,
-             ids: dict[str, list[int]]) -> dict:
+             ids: dict[str, list[int]], dependents: int) -> dict:
         prompt = render(self.template, input_text=context_text,
                         max_findings=self.config.reports.max_findings)
         chat = self.chat.scoped()
@@ -212,7 +214,8 @@ class ReportWorker:
                 [{"role": "user", "content": prompt}],
                 lambda reply: validate_report(parse_json_object(reply)),
                 max_tokens=self.config.reports.max_output_tokens,
-                cache_tag=f"{self.tag}:{{attempt}}", kind="community_report")
+                cache_tag=f"{self.tag}:{{attempt}}", kind="community_report",
+                dependents=dependents)
         except MalformedReply as exc:
             problem = f"malformed report JSON: {exc}"
         except LLMError as exc:

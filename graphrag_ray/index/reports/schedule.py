@@ -34,7 +34,7 @@ from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
     GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
-    select_with_sub_reports, spec_keys)
+    select_with_sub_reports, spec_keys, sub_reports_needed)
 from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content
 from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
 from graphrag_ray.llm.accounting import table_usage
@@ -56,6 +56,9 @@ class SummariesAndReports:
 
 
 SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
+# A sub-community report's row in a context, beyond the report's own output tokens (its place,
+# the separators, "Findings:"): with it, `max_output_tokens` bounds a row's tokens.
+REPORT_ROW_OVERHEAD = 16
 REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
 
 
@@ -106,9 +109,14 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     def fits(community: Community) -> bool:  # once the summaries inside it are final
         return all_elements_fit(elements, community.members, budget)
 
+    def needed_children(community: Community) -> list[int]:  # likewise
+        return sub_reports_needed(elements, community.members,
+                                  [(i, by_id[i].members) for i in community.children], budget,
+                                  config.reports.max_output_tokens + REPORT_ROW_OVERHEAD)
+
     schedule = _Schedule(communities, by_id, _communities_holding(
         todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)),
-        fits)
+        needed_children)
     started = time.perf_counter()
     # Seconds since `started`; summaries are all requested at 0.
     marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
@@ -130,8 +138,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     generation: dict[int, str] = {}
     fallbacks: list[str] = []
     mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
-    # In block order: a call's description lists come from one or two blocks.
-    ordered = _in_block_order(todo, addresses, lists=True)
+    # Community by community, the tallest trees of reports first (`_summary_order`).
+    ordered = _summary_order(todo, addresses, schedule.holding, communities, by_id)
     for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
         keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
         handles, where = addresses.gather(keys, lists=True)
@@ -141,11 +149,14 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     rows_per_report_call = REPORT_ROWS_PER_CALL[
         "llm" if config.uses_llm(config.reports.method) else "offline"]
 
-    def context_spec_of(community: Community) -> tuple[dict, list[int]]:
+    def context_spec_of(community: Community) -> tuple[dict, list[int]] | None:
+        """None: the context needs a sub-community's report that is not written yet."""
         if community.children and not fits(community):
             selection = select_with_sub_reports(
                 elements, community.members,
-                [(by_id[i].members, reports[i]) for i in community.children], budget)
+                [(i, by_id[i].members, reports.get(i)) for i in community.children], budget)
+            if selection is None:
+                return None
         else:
             selection = select_elements(elements, community.members, budget)
         return context_spec(elements, selection), spec_keys(selection, n_entities)
@@ -153,11 +164,20 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     held_back: set[int] = set()  # a batch pass: communities waiting on a deferred request
 
     def submit_ready() -> None:
-        ready = [c for c in schedule.take_ready() if c.id not in held_back]
+        ready, specs_of = [], {}
+        for community in schedule.take_ready():
+            if community.id in held_back:
+                continue
+            spec = context_spec_of(community)
+            if spec is None:  # a report row longer than assumed: wait for every child
+                schedule.wait_for_all_children(community.id)
+                continue
+            ready.append(community)
+            specs_of[community.id] = spec
         if ready and marks["first_report"] is None:
             marks["first_report"] = time.perf_counter() - started
         for start in range(0, len(ready), rows_per_report_call):
-            specs = [context_spec_of(c) for c in ready[start:start + rows_per_report_call]]
+            specs = [specs_of[c.id] for c in ready[start:start + rows_per_report_call]]
             handles, where = addresses.gather([k for _, keys in specs for k in keys])
             # The claims' block goes last, when a context has claims.
             claims_at = len(handles) if any(spec["claims"] for spec, _ in specs) else -1
@@ -168,7 +188,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
                 rows.append(ReportWork(community.id, spec, len(community.members),
-                                       [b for b, _ in mine], [r for _, r in mine], claims_at))
+                                       [b for b, _ in mine], [r for _, r in mine], claims_at,
+                                       schedule.dependents(community.id)))
             pool.submit(report_key, rows, blocks=handles)
 
     def finish(community_id: int, report: dict, how: str) -> None:
@@ -247,10 +268,38 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
 
 
-def _in_block_order(keys: np.ndarray, addresses: DescriptionAddresses, lists: bool) -> list[int]:
-    blocks = (addresses.list_block if lists else addresses.block)[keys]
-    rows = (addresses.list_row if lists else addresses.row)[keys]
-    return keys[np.lexsort((rows, blocks))].tolist()
+def _summary_order(keys: np.ndarray, addresses: DescriptionAddresses,
+                   holding: dict[int, list[int]], communities: list[Community],
+                   by_id: dict[int, Community]) -> list[int]:
+    """The order to ask for summaries in: community by community, so each community's report
+    can start while other summaries are still asked (the budget admits callers in the order
+    they came, `rate_limiter.line_up`). Communities go depth first, the subtree with the most
+    levels below it (the longest chain of reports that may wait on one another) and then the
+    largest first, so the last summaries asked are those of a short chain; an element goes
+    with the deepest community holding it, elements no community holds last. Within a
+    community, block order: a call's description lists come from one or two blocks.
+
+    In no particular order, the build's last summaries were spread over nearly every
+    community and the reports waited for nearly all of them (Carol: 1 report started in the
+    first 20 s of 197 summaries)."""
+    height: dict[int, int] = {}
+    for community in sorted(communities, key=lambda c: -c.level):  # leaves first
+        height[community.id] = 1 + max((height[c] for c in community.children), default=0)
+
+    def rank(ids: list[int]) -> list[int]:
+        return sorted(ids, key=lambda i: (-height[i], -len(by_id[i].members), i))
+
+    position: dict[int, int] = {}
+    stack = rank([c.id for c in communities if c.parent < 0 or c.parent not in by_id])[::-1]
+    while stack:  # depth first, pre-order: a community comes before its sub-communities
+        community_id = stack.pop()
+        position[community_id] = len(position)
+        stack.extend(rank(by_id[community_id].children)[::-1])
+    last = len(position)
+    where = np.array([max((position[c] for c in holding.get(int(k), ())), default=last)
+                      for k in keys], dtype=np.int64)
+    blocks, rows = addresses.list_block[keys], addresses.list_row[keys]
+    return keys[np.lexsort((rows, blocks, where))].tolist()
 
 
 def _name(elements: GraphElements, key: int, n_entities: int) -> str:
@@ -262,17 +311,22 @@ def _name(elements: GraphElements, key: int, n_entities: int) -> str:
 
 
 class _Schedule:
-    """When each community's report may be requested: no summary pending inside it, and either
-    all its elements fit the context (`fits`; the paper uses its sub-communities' reports only
-    when they do not) or every sub-community's report is done. Carried-down communities share
-    their child's report. A report that needs nothing of its children's starts as soon as its
-    summaries are final: the levels' critical path is then only as long as substitution
-    makes it."""
+    """When each community's report may be requested: no summary pending inside it, and the
+    reports of the sub-communities its context may substitute done (`needed_children`: none
+    when all its elements fit, as the paper uses sub-community reports only when they do
+    not; otherwise the largest, as many as a context of the longest reports would take).
+    Carried-down communities share their child's report. A report that needs nothing of its
+    children's starts as soon as its summaries are final, and one that needs some does not
+    wait for the others: the levels' critical path is only as long as substitution makes it.
+    """
 
     def __init__(self, communities: list[Community], by_id: dict[int, Community],
-                 holding: dict[int, list[int]], fits: Callable[[Community], bool]):
+                 holding: dict[int, list[int]],
+                 needed_children: Callable[[Community], list[int]]):
         self.by_id = by_id
-        self.fits = fits
+        self.needed_children = needed_children
+        self.needed: dict[int, list[int]] = {}  # decided once the summaries inside are final
+        self.needed_guess: dict[int, list[int]] = {}  # before that (`dependents`)
         self.carried = {c.id for c in communities if carried_down(c, by_id)}
         self.holding = holding  # element key -> communities whose report waits for its summary
         self.pending_summaries: dict[int, int] = defaultdict(int)
@@ -282,6 +336,7 @@ class _Schedule:
         self.pending_children = {c.id: len(c.children) for c in communities}
         self.candidates = [c.id for c in communities if c.id not in self.carried]
         self.submitted: set[int] = set()
+        self.done: set[int] = set()
 
     def summary_done(self, key: int) -> None:
         for community_id in self.holding.pop(key, []):
@@ -291,15 +346,51 @@ class _Schedule:
 
     def take_ready(self) -> list[Community]:
         ready = []
-        for community_id in self.candidates:
+        for community_id in dict.fromkeys(self.candidates):
             if (community_id in self.submitted or community_id in self.carried
                     or self.pending_summaries[community_id]):
                 continue
-            if not self.pending_children[community_id] or self.fits(self.by_id[community_id]):
+            community = self.by_id[community_id]
+            if self.pending_children[community_id] and community_id not in self.needed:
+                self.needed[community_id] = self.needed_children(community)
+            if all(child in self.done for child in self.needed.get(community_id, ())):
                 self.submitted.add(community_id)
-                ready.append(self.by_id[community_id])
+                ready.append(community)
         self.candidates = []
         return ready
+
+    def dependents(self, community_id: int) -> int:
+        """How many reports above this one wait on it, as far as is known: a parent waits if
+        its context takes this report (`needed_children`; before the summaries inside it are
+        final, from the tokens counted so far, which they can only lower). Carried-down
+        parents share the
+        report and are passed through. A hint for the budget's line, never a condition."""
+        count, child = 0, self.by_id[community_id]
+        while child.parent >= 0:
+            parent = self.by_id[child.parent]
+            if parent.id in self.carried:
+                child = parent
+                continue
+            if self.pending_summaries[parent.id]:  # a guess, from the tokens counted so far
+                if parent.id not in self.needed_guess:
+                    self.needed_guess[parent.id] = self.needed_children(parent)
+                waits = child.id in self.needed_guess[parent.id]
+            else:
+                if parent.id not in self.needed:
+                    self.needed[parent.id] = self.needed_children(parent)
+                waits = child.id in self.needed[parent.id]
+            if not waits:
+                break
+            count += 1
+            child = parent
+        return count
+
+    def wait_for_all_children(self, community_id: int) -> None:
+        """A community taken as ready whose context turned out to need more sub-community
+        reports than `needed_children` said: it waits for every one."""
+        self.submitted.discard(community_id)
+        self.needed[community_id] = list(self.by_id[community_id].children)
+        self.candidates.append(community_id)
 
     def report_done(self, community_id: int) -> list[int]:
         """The communities this report serves (itself and the parents carried down from it);
@@ -310,14 +401,14 @@ class _Schedule:
             if parent_id < 0:
                 break
             self.pending_children[parent_id] -= 1
-            if self.pending_children[parent_id]:
-                break
-            if carried_down(self.by_id[parent_id], self.by_id):
+            if not self.pending_children[parent_id] \
+                    and carried_down(self.by_id[parent_id], self.by_id):
                 self.submitted.add(parent_id)
                 served.append(parent_id)
-            else:
-                self.candidates.append(parent_id)
-                break
+                continue
+            self.candidates.append(parent_id)
+            break
+        self.done.update(served)
         return served
 
 

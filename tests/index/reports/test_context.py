@@ -6,7 +6,8 @@ import pyarrow as pa
 from graphrag_ray.index.reports.context import (
     CLAIM_FIELDS, EDGE_FIELDS, ENTITY_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
     context_ids, fill_descriptions, inner_cells_tokens, number_tokens, render_context,
-    row_tokens, row_tokens_without_id, select_elements, select_with_sub_reports, spec_keys)
+    row_tokens, row_tokens_without_id, select_elements, select_with_sub_reports, spec_keys,
+    sub_reports_needed)
 from graphrag_ray.tokens import count_tokens
 
 
@@ -93,7 +94,7 @@ def _two_sub_communities():
     elements = _elements()
     big = {"community": 7, "title": "Hub group", "summary": "short", "rank": 5.0, "findings": []}
     small = {"community": 8, "title": "Tail group", "summary": "tiny", "rank": 1.0, "findings": []}
-    children = [(np.array([0, 1, 2]), big), (np.array([3, 4]), small)]
+    children = [(7, np.array([0, 1, 2]), big), (8, np.array([3, 4]), small)]
     return elements, children, elements.header_tokens + elements.element_tokens(np.arange(5))
 
 
@@ -146,3 +147,20 @@ def test_row_tokens_from_inner_cells_and_numbers_equal_the_whole_rows():
                                   + number_tokens(np.array([last]), "cl100k_base")[0] + 1)
             assert row_tokens(record, fields, "cl100k_base") == \
                 number_tokens(np.array([first]), "cl100k_base")[0] + without_id, record
+
+
+def test_a_context_waits_only_for_the_reports_it_may_substitute():
+    """With every report at its longest, replacing the hub's group is enough: only its
+    report is needed; the tail's is not. A budget no substitution meets needs them all."""
+    elements, children, everything = _two_sub_communities()
+    members = [(child_id, child) for child_id, child, _ in children]
+    assert sub_reports_needed(elements, np.arange(5), members, everything, 5) == []
+    assert sub_reports_needed(elements, np.arange(5), members, everything - 20, 12) == [7]
+    assert sub_reports_needed(elements, np.arange(5), members, 40, 200) == [7, 8]
+    # Selected with the tail's report not written yet: the same context as with it.
+    without_tail = [children[0], (8, children[1][1], None)]
+    assert select_with_sub_reports(elements, np.arange(5), without_tail, everything - 20) \
+        == select_with_sub_reports(elements, np.arange(5), children, everything - 20)
+    # A context that needs a report not written says so.
+    without_hub = [(7, children[0][1], None), children[1]]
+    assert select_with_sub_reports(elements, np.arange(5), without_hub, everything - 20) is None

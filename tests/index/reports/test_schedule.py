@@ -27,8 +27,9 @@ def test_report_waits_for_the_summaries_inside_and_for_its_children():
     assert schedule.take_ready() == []  # requested once
 
 
-def _too_big(community: Community) -> bool:
-    return False
+def _too_big(community: Community) -> list[int]:
+    """Needs every sub-community's report."""
+    return list(community.children)
 
 
 def test_parent_waits_for_its_last_child_even_with_summaries_done():
@@ -46,7 +47,7 @@ def test_carried_down_parent_shares_its_childs_report():
                    Community(1, 1, 0, np.array([0, 1]))]
     # Even when its elements fit, it does not request a report of its own.
     schedule = _Schedule(communities, {c.id: c for c in communities}, {5: [0, 1]},
-                         lambda community: True)
+                         lambda community: [])
     assert schedule.take_ready() == []
     schedule.summary_done(5)
     assert [c.id for c in schedule.take_ready()] == [1]
@@ -59,9 +60,50 @@ def test_parent_whose_elements_fit_starts_once_its_summaries_are_final():
     elements do not fit), so it does not wait for them."""
     communities = _tree()
     schedule = _Schedule(communities, {c.id: c for c in communities}, {7: [0]},
-                         lambda community: community.id == 0)
+                         lambda community: [] if community.id == 0 else community.children)
     assert sorted(c.id for c in schedule.take_ready()) == [1, 2]
     schedule.summary_done(7)
     assert [c.id for c in schedule.take_ready()] == [0]  # children still running
     assert schedule.report_done(1) == [1] and schedule.report_done(2) == [2]
     assert schedule.take_ready() == []  # requested once
+
+
+def test_parent_waits_only_for_the_reports_its_context_substitutes():
+    """P's context takes A's report in place of A's elements and keeps B's: B's report,
+    still being written, is not waited for."""
+    communities = _tree()
+    schedule = _Schedule(communities, {c.id: c for c in communities}, {},
+                         lambda community: [1] if community.id == 0 else [])
+    assert sorted(c.id for c in schedule.take_ready()) == [1, 2]
+    schedule.report_done(2)
+    assert schedule.take_ready() == []  # A's report is the one it takes
+    schedule.report_done(1)
+    assert [c.id for c in schedule.take_ready()] == [0]
+
+
+def test_a_context_that_needs_more_reports_than_assumed_waits_for_every_child():
+    communities = _tree()
+    schedule = _Schedule(communities, {c.id: c for c in communities}, {},
+                         lambda community: [1] if community.id == 0 else [])
+    schedule.take_ready()
+    schedule.report_done(1)
+    assert [c.id for c in schedule.take_ready()] == [0]
+    schedule.wait_for_all_children(0)  # A's report came out longer than any report may be
+    assert schedule.take_ready() == []
+    schedule.report_done(2)
+    assert [c.id for c in schedule.take_ready()] == [0]
+    assert schedule.take_ready() == []
+
+
+def test_dependents_count_the_reports_above_that_wait_on_one():
+    """G = {0..5} takes P's report; P = {0..3} takes A's (not B's); C = {4, 5} is taken by
+    nobody... until G's context is known: A has two waiting above it, B none."""
+    communities = [Community(0, 0, -1, np.arange(6), children=[1, 2]),
+                   Community(1, 1, 0, np.array([0, 1, 2, 3]), children=[3, 4]),
+                   Community(2, 1, 0, np.array([4, 5])),
+                   Community(3, 2, 1, np.array([0, 1])),
+                   Community(4, 2, 1, np.array([2, 3]))]
+    needs = {0: [1], 1: [3]}
+    schedule = _Schedule(communities, {c.id: c for c in communities}, {},
+                         lambda community: needs.get(community.id, []))
+    assert [schedule.dependents(i) for i in (3, 4, 1, 2, 0)] == [2, 0, 1, 0, 0]
