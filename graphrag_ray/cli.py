@@ -19,6 +19,7 @@ from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.distributed.engine import ray_initialized
 from graphrag_ray.errors import GraphRagError, environment_error
 from graphrag_ray.query.methods import QUERY_METHODS
+from graphrag_ray.tune.sample import SAMPLINGS
 
 if TYPE_CHECKING:
     from graphrag_ray.storage import Manifest
@@ -339,6 +340,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prompt_tune(args: argparse.Namespace) -> int:
+    from graphrag_ray.tune.run import TuneRequest, prompt_tune
+
+    config = load_config(args.config, args.set)
+    tuning = prompt_tune(config, TuneRequest(
+        args.input, args.output, args.config, tuple(args.set), args.sample, args.chunks,
+        args.domain, args.language, args.seed))
+    how = f"asked of {config.llm.model}" if tuning.method == "llm" else "offline"
+    print(f"tuned ({how}) from {args.sample} chunks: language {tuning.language}; "
+          f"domain: {tuning.domain}")
+    print(f"entity types: {', '.join(tuning.entity_types)}; "
+          f"{len(tuning.examples)} worked example(s) from the corpus")
+    for note in tuning.notes:
+        print(f"note: {note}")
+    folder = Path(args.output)
+    print(f"wrote {folder / 'settings.yaml'}, {folder / 'prompts'}/ and "
+          f"{folder / 'tuning.json'}")
+    print(f"next: graphrag-ray index --config {folder / 'settings.yaml'} --input {args.input} "
+          "--output INDEX_DIR")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from graphrag_ray.llm.doctor import diagnose
 
@@ -551,6 +574,24 @@ def build_parser() -> argparse.ArgumentParser:
     for step in steps.choices.values():
         config_options(step)
     evaluate.set_defaults(func=cmd_eval)
+
+    tune = sub.add_parser("prompt-tune", help="fit the prompts to a corpus: its language, "
+                          "domain, entity types and worked examples from its own text; writes "
+                          "a settings.yaml and prompts/ to build with")
+    tune.add_argument("--input", required=True, help="folder, file or fsspec URL of documents")
+    tune.add_argument("--output", default="tuned", help="folder to write settings.yaml, "
+                      "prompts/ and tuning.json into (default: tuned)")
+    tune.add_argument("--sample", choices=SAMPLINGS, default="auto",
+                      help="which chunks to read: auto (nearest the corpus's centroid by "
+                      "embedding), random (seeded), top (the first)")
+    tune.add_argument("--chunks", type=int, default=15, help="how many chunks to read")
+    tune.add_argument("--seed", type=int, default=0, help="seed of the random sampling")
+    tune.add_argument("--domain", help="the corpus's domain, in a few words (default: asked "
+                      "of the LLM, or offline its commonest words)")
+    tune.add_argument("--language", help="the language to write in, e.g. French (default: "
+                      "detected from the sample)")
+    config_options(tune)
+    tune.set_defaults(func=cmd_prompt_tune)
 
     doctor = sub.add_parser("doctor", help="check the configured LLM and embeddings endpoints "
                             "in a few tiny calls: key, model, parameters, JSON, rate limits")

@@ -453,6 +453,9 @@ class PromptsConfig(_Section):
     changes_content: ClassVar[bool] = False
     # Folder holding overrides of the prompt files; missing files fall back to the built-ins.
     dir: str | None = None
+    # The language replies are written in, where a prompt says `{language}` (prompt-tune's
+    # prompts do; the built-ins write English): e.g. French. Unset: the language of the text.
+    language: str | None = None
 
 
 class ServeConfig(_Section):

@@ -18,6 +18,7 @@ PROMPT_NAMES = (
     "drift_step", "drift_reduce",
     "lazy_subquestions", "lazy_relevance", "lazy_map", "lazy_answer",
     "eval_personas", "eval_questions", "eval_judge", "eval_claims",
+    "tune_domain", "tune_persona", "tune_entity_types",
 )
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -42,8 +43,11 @@ def load_prompts(config: GraphRagConfig) -> dict[str, str]:
         raise ConfigError(f"prompts.dir {folder} is not a folder")
     for name in PROMPT_NAMES:
         override = folder / f"{name}.txt" if folder else None
-        prompts[name] = (override.read_text("utf-8") if override and override.exists()
-                         else builtin_prompt(name))
+        text = (override.read_text("utf-8") if override and override.exists()
+                else builtin_prompt(name))
+        # The language is the job's, not the call's: filled in here, once.
+        prompts[name] = text.replace("{language}", config.prompts.language
+                                     or "the language of the text")
     return prompts
 
 

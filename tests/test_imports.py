@@ -100,7 +100,7 @@ LAYERS = [
     ["index", "testing"],
     ["query"],
     ["api", "explore"],
-    ["eval", "serve"],
+    ["eval", "serve", "tune"],
     ["cli", "__main__", ""],  # "": the package's own __init__ (the public names)
 ]
 LAYER_OF = {package: number for number, packages in enumerate(LAYERS) for package in packages}

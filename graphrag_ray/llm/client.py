@@ -122,9 +122,12 @@ class LLMServices:
     Travels to Ray actors (the limiter as an actor handle, the cache as its URL)."""
 
     def __init__(self, limiter=None, cache: ResponseCache | None = None,
-                 embedding_limiter=None, batch=None):
+                 embedding_limiter=None, batch=None, declared: dict | None = None):
         self.limiter = limiter
         self.cache = cache
+        # What every chat request says of itself besides its kind (`request_kinds`): the
+        # language the prompts ask replies in (`prompts.language`).
+        self.declared = declared or {}
         # Embeddings have their own limits (their own model and keys in the config).
         self.embedding_limiter = embedding_limiter
         # `llm.batch`: the stages whose requests go by batch, and where they wait
@@ -134,7 +137,7 @@ class LLMServices:
     def chat(self, config: LLMConfig, stage: str = "") -> "ChatClient":
         """`stage` names the build stage the budget's ledger counts these calls under."""
         return ChatClient(config, limiter=self.limiter, cache=self.cache, stage=stage,
-                          batch=self.batch_for(stage))
+                          batch=self.batch_for(stage), declared=self.declared)
 
     def batch_for(self, stage: str):
         """The batch mode a client of `stage` runs in (None: its requests go online)."""
@@ -181,10 +184,12 @@ class _EndpointClient:
     """What chat and embeddings calls share: the budget lease, retries, usage counting."""
 
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
-                 encoding: str = "cl100k_base", stage: str = "", batch=None):
+                 encoding: str = "cl100k_base", stage: str = "", batch=None,
+                 declared: dict | None = None):
         require_api_base(config)
         self.config = config
         self.stage = stage
+        self.declared = declared or {}
         self.batch = batch
         self.limiter = limiter
         self.cache = cache
@@ -282,6 +287,11 @@ class ErrorInBody(Exception):
 
 
 class ChatClient(_EndpointClient):
+    def _headers(self, kind: str | None, about: dict | None = None) -> dict[str, str]:
+        """The headers saying what a request is: its kind, what it holds, and what every
+        request of this job declares."""
+        return _request_headers(kind, {**self.declared, **(about or {})})
+
     def _prepare(self, messages: list[dict], max_tokens: int,
                  logit_bias: dict[int, int] | None, cache_tag: str) -> str | None:
         """The cache key: of the request as we ask it, whatever shape the endpoint takes."""
@@ -379,7 +389,7 @@ class ChatClient(_EndpointClient):
         sent: list = []
         response, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias,
-                                       extra_headers=_request_headers(kind, about)),
+                                       extra_headers=self._headers(kind, about)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, logit_bias), dependents=dependents)
         usage = self.reported_usage(response.usage)
@@ -436,7 +446,7 @@ class ChatClient(_EndpointClient):
         stream, lease = self._admitted(
             lambda lease: self._create(sent, lease, messages, max_tokens, None, stream=True,
                                        stream_options={"include_usage": True},
-                                       extra_headers=_request_headers(kind)),
+                                       extra_headers=self._headers(kind)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
             reshape=self._reshape(sent, max_tokens, None))
         pieces: list[str] = []

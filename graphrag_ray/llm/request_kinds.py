@@ -9,7 +9,8 @@ however it is named, has the same reply.
 REQUEST_KIND_HEADER = "X-Graphrag-Request-Kind"
 # What an extraction request holds besides its prose, as ASCII JSON: the record delimiters
 # (`delimiters`: tuple, record, completion), the entity types asked for, and where in the
-# first message the input text is (`text`: [start, end) characters).
+# first message the input text is (`text`: [start, end) characters); on every request of a
+# job whose prompts ask for a language (`prompts.language`), that language (`language`).
 REQUEST_ABOUT_HEADER = "X-Graphrag-Request-About"
 
 KINDS = (
@@ -22,5 +23,7 @@ KINDS = (
     "lazy_relevance", "lazy_answer",
     # eval
     "eval_personas", "eval_questions", "eval_claims", "eval_judge",
+    # prompt-tune
+    "tune_domain", "tune_persona", "tune_entity_types", "tune_examples",
     # doctor's probes, and anything else
     "json_only", "yes_no", "other")

@@ -27,4 +27,11 @@ def open_services(config: GraphRagConfig, cache: ResponseCache | None, *, on_ray
         return LocalRateLimiter(limits)
 
     return LLMServices(budget(config.llm), cache,
-                       budget(embeddings) if embeddings is not None else None)
+                       budget(embeddings) if embeddings is not None else None,
+                       declared=declared(config))
+
+
+def declared(config: GraphRagConfig) -> dict:
+    """What every chat request of a job with `config` declares (`request_kinds`): the
+    language its prompts ask replies in, when set."""
+    return {"language": config.prompts.language} if config.prompts.language else {}

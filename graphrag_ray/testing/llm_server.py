@@ -252,11 +252,48 @@ def _names(text: str) -> list[str]:
         words = [w for w in match.group().split() if w not in _STOP]
         if words:
             names.append(" ".join(words).upper())
+    if not names and _HAN.search(text):  # Chinese: the offline extractor's segmenter names
+        from graphrag_ray.index.extract.uncased_scripts import UncasedChunk
+
+        chunk = UncasedChunk(text)
+        names = [name for sentence in _sentences(text) for name, kind in
+                 chunk.entities(sentence) if kind != "OTHER"]
     return list(dict.fromkeys(names))
 
 
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text) if s.strip()]
+
+
+# The server's own words in the languages a request may declare (`language`), so a test sees
+# that replies follow it; another language gets the English words behind its name.
+_PHRASES = {
+    "English": {"community": "A community of {n} entities and {m} sub-communities around "
+                             "{key}.", "answer_to": "Answer to: {q}",
+                "points": "Summary of the analysts' points:", "about": "documents about {x}",
+                "types": ["person", "organization", "place", "event", "product"]},
+    "French": {"community": "Une communauté de {n} entités et {m} sous-communautés autour de "
+                            "{key}.", "answer_to": "Réponse à : {q}",
+               "points": "Synthèse des points des analystes :", "about": "documents sur {x}",
+               "types": ["personne", "organisation", "lieu", "événement", "produit"]},
+    "Chinese": {"community": "一个由{n}个实体和{m}个子社区组成的社区，围绕{key}。",
+                "answer_to": "回答：{q}", "points": "分析要点汇总：", "about": "关于{x}的文档",
+                "types": ["人物", "组织", "地点", "事件", "产品"]},
+}
+
+
+def _say(about: dict, phrase: str, **fields: object):
+    """The server's `phrase` in the declared language (English without one)."""
+    language = str(about.get("language") or "English")
+    words = _PHRASES.get(language.capitalize())
+    if words is None:
+        english = _PHRASES["English"][phrase]
+        return english if isinstance(english, list) else \
+            f"[{language}] " + english.format(**fields)
+    return words[phrase] if isinstance(words[phrase], list) else words[phrase].format(**fields)
 
 
 def _graph_records(text: str, names: list[str], delimiters: tuple[str, str, str],
@@ -381,8 +418,8 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
         findings = [{"summary": f"{n} is central", "explanation": f"{n} appears in this community "
                      f"[Data: Entities ({number})]"} for number, n, *_ in entity_rows[:5]]
         return json.dumps({"title": " and ".join(key).title(),
-                           "summary": f"A community of {len(names)} entities and "
-                                      f"{len(titles)} sub-communities around {', '.join(key)}.",
+                           "summary": _say(about, "community", n=len(names), m=len(titles),
+                                           key=", ".join(key)),
                            "rating": min(10, 1 + len(names) / 2),
                            "rating_explanation": "Rated by the number of entities.",
                            "findings": findings})
@@ -411,7 +448,8 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
             _section(first, "---Source texts---", "\n\nQuestion:")
         cited = [line.split("|")[:2] for line in context.split("\n")
                  if "|" in line and line.split("|")[0].isdigit()][:5]
-        lines = [f"Answer to: {question}"] + [f"- {name[:60]} [Data: Sources ({number})]"
+        lines = [_say(about, "answer_to", q=question)] + [
+            f"- {name[:60]} [Data: Sources ({number})]"
                                                for number, name in cited]
         history = first.split("---Conversation so far---")[-1].split("\n\n---")[0].strip()
         if history and history != "(none)":
@@ -429,7 +467,7 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
         question = _section(first, "Question: ", "\n\nAnswer:")
         answers = _section(first, "---Intermediate answers---", "\n\nQuestion:")
         lines = [f"- {line}" for line in answers.split("\n") if line.strip()][:8]
-        return f"Answer to: {question}\n" + "\n".join(lines)
+        return _say(about, "answer_to", q=question) + "\n" + "\n".join(lines)
     if kind == "rate_report":
         question = _words(_section(first, "Question: ", "\n\nCommunity report:"))
         report = _words(_section(first, "Community report:\n", "\n\nJSON:"))
@@ -487,7 +525,7 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
         _, rows = _table_rows(notes)
         lines = [f"- {parts[-1][:200]} [Data: Sources ({parts[0]})]" for parts in rows[:8]] or \
             [f"- {p}" for p in re.findall(r"Importance Score: [\d.]+\n(.+)", notes)[:8]]
-        return f"Answer to: {question}\n" + "\n".join(lines)
+        return _say(about, "answer_to", q=question) + "\n" + "\n".join(lines)
     if kind == "json_only":
         return messages[-1]["content"].split("only:", 1)[1].strip()
     if kind == "yes_no":
@@ -497,7 +535,16 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
         return f"A report answering {question} would describe {question.rstrip('?')}."
     if kind == "global_reduce":
         points = re.findall(r"Importance Score: [\d.]+\n(.+)", first)
-        return "Summary of the analysts' points:\n" + "\n".join(f"- {p}" for p in points[:10])
+        return _say(about, "points") + "\n" + "\n".join(f"- {p}" for p in points[:10])
+    if kind == "tune_domain":
+        passages = first.rsplit("Passages:", 1)[-1]
+        return _say(about, "about", x=", ".join(_names(passages)[:3]).title() or "things")
+    if kind == "tune_persona":
+        domain = re.search(r"documents: (.*?)\.\s", first)
+        return (f"You are an analyst of {domain.group(1) if domain else 'these documents'}, "
+                "who knows its people, organizations and places.")
+    if kind == "tune_entity_types":
+        return json.dumps(_say(about, "types"), ensure_ascii=False)
     return "OK"
 
 

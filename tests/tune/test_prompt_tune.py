@@ -1,0 +1,117 @@
+"""prompt-tune as a user runs it: through the test server (which answers in the language a
+request declares), then a build with the folder it wrote; and offline."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graphrag_ray import schema
+from graphrag_ray.cli import main
+from graphrag_ray.config import load_config
+from graphrag_ray.index.build import build_index
+from graphrag_ray.prompts_loader import builtin_prompt, load_prompts, prompt_version
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.llm_server import run_test_server
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _corpus(tmp_path: Path, language: str) -> Path:
+    if language != "en":
+        return DATA / "other_languages" / language
+    text = (DATA / "christmas_carol" / "book.txt").read_text(encoding="utf-8")
+    start = text.find("STAVE ONE")
+    folder = tmp_path / "carol"
+    folder.mkdir()
+    (folder / "carol.txt").write_text(text[start:start + 9000], encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("language, name, community, types", [
+    ("en", "English", "A community of", {"PERSON", "ORGANIZATION", "PLACE", "EVENT", "PRODUCT"}),
+    ("fr", "French", "Une communauté de",
+     {"PERSONNE", "ORGANISATION", "LIEU", "ÉVÉNEMENT", "PRODUIT"}),
+    ("zh", "Chinese", "个实体", {"人物", "组织", "地点", "事件", "产品"}),
+])
+def test_tuned_prompts_build_an_index_written_in_the_corpus_language(
+        tmp_path, capsys, language, name, community, types):
+    corpus = _corpus(tmp_path, language)
+    with run_test_server() as server:
+        base = tmp_path / "settings.yaml"
+        base.write_text(yaml.safe_dump({
+            "extraction": {"method": "llm"}, "runtime": {"engine": "local"},
+            "llm": {"api_base": server.url, "model": "test-model",
+                    "api_key": "${TUNE_TEST_KEY:-sk-not-written}"}}), encoding="utf-8")
+        tuned = tmp_path / "tuned"
+        assert main(["prompt-tune", "--input", str(corpus), "--output", str(tuned),
+                     "--config", str(base), "--chunks", "4"]) == 0
+        printed = capsys.readouterr().out
+        config = load_config(tuned / "settings.yaml")
+        manifest = build_index(str(corpus), str(tmp_path / "index"), config,
+                               progress=lambda _: None)
+        stats = server.stats()
+    assert f"language {name}" in printed and "worked example(s)" in printed
+    written = (tuned / "settings.yaml").read_text(encoding="utf-8")
+    # The settings as written: the key stays a reference, the tuning is added.
+    assert "${TUNE_TEST_KEY:-sk-not-written}" in written
+    assert config.prompts.language == name
+    assert {t.upper() for t in config.extraction.entity_types} == types
+    tuning = json.loads((tuned / "tuning.json").read_text(encoding="utf-8"))
+    assert tuning["method"] == "llm" and tuning["chunks_sampled"] <= 4
+    assert tuning["examples"], "the model's records of a sampled passage are the example"
+    text = "".join("".join(p.read_text(encoding="utf-8").split()) for p in corpus.iterdir())
+    assert all("".join(example["text"].split()) in text for example in tuning["examples"])
+    # Every request said what it is, and the tuning's three questions were asked once each.
+    assert stats["undeclared_kinds"] == {}
+    for kind in ("tune_domain", "tune_persona", "tune_entity_types"):
+        assert stats["by_kind"][kind] == 1
+    # The build used the tuned prompts, and its reports are in the corpus's language.
+    prompts = load_prompts(config)
+    assert manifest.prompt_versions["extract_graph"] == prompt_version(prompts["extract_graph"])
+    assert prompt_version(prompts["extract_graph"]) != prompt_version(
+        builtin_prompt("extract_graph"))
+    assert "Worked examples" in prompts["extract_graph"] and name in prompts["extract_graph"]
+    version = IndexStore(str(tmp_path / "index")).open()
+    reports = version.read_table(schema.COMMUNITY_REPORTS, ["summary"]).column(
+        "summary").to_pylist()
+    llm_reports = [r for r in reports if community in r]
+    assert llm_reports, reports[:3]
+    entity_types = set(version.read_table(schema.ENTITIES, ["type"]).column("type").to_pylist())
+    assert entity_types <= types
+
+
+def test_offline_tuning_takes_types_language_and_examples_from_the_corpus(tmp_path, capsys):
+    corpus = DATA / "other_languages" / "fr"
+    tuned = tmp_path / "tuned"
+    assert main(["prompt-tune", "--input", str(corpus), "--output", str(tuned),
+                 "--sample", "top", "--chunks", "3", "--set", "chunks.size=400"]) == 0
+    assert "tuned (offline)" in capsys.readouterr().out
+    settings = yaml.safe_load((tuned / "settings.yaml").read_text(encoding="utf-8"))
+    assert settings["prompts"] == {"dir": "prompts", "language": "French"}
+    assert settings["chunks"] == {"size": 400}  # the --set is kept
+    types = settings["extraction"]["entity_types"]
+    assert types and set(types) <= {"person", "organization", "geo", "event"}
+    tuning = json.loads((tuned / "tuning.json").read_text(encoding="utf-8"))
+    text = " ".join(p.read_text(encoding="utf-8") for p in sorted(corpus.iterdir()))
+    assert tuning["method"] == "offline" and tuning["examples"]
+    for example in tuning["examples"]:
+        assert example["relationships"]
+        assert all(e["title"].lower() in " ".join(text.split()).lower()
+                   for e in example["entities"])
+    extraction = (tuned / "prompts" / "extract_graph.txt").read_text(encoding="utf-8")
+    assert "Worked examples" in extraction and "{language}" in extraction
+    assert "{tuple_delimiter}" in extraction and "{input_text}" in extraction
+    # A later LLM build reads them: the language filled in, the record format intact.
+    config = load_config(tuned / "settings.yaml")
+    loaded = load_prompts(config)["extract_graph"]
+    assert "in French." in loaded and "{language}" not in loaded
+
+
+def test_an_input_without_text_is_a_message(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "blank.txt").write_text("   \n", encoding="utf-8")
+    assert main(["prompt-tune", "--input", str(empty), "--output", str(tmp_path / "t")]) == 2
+    assert "error:" in capsys.readouterr().err
