@@ -115,10 +115,15 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
     except LLMError as exc:
         return checks + [Check("fail", f"a chat request failed: {exc}")]
     retries = chat.usage.retries
-    checks.append(Check("ok" if reply.strip() else "warn",
-                        f"chat request answered{'' if reply.strip() else ' with nothing'}"
-                        + (f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries
-                           else "") + f"; requests go as: {describe(shape_for(llm))}", seconds))
+    said = f"chat request answered{'' if reply.strip() else ' with nothing'}"
+    if retries:  # slow retries: say what they cost here and what the job will do
+        said += (f" after {retries} retr{'y' if retries == 1 else 'ies'} ({seconds:.1f} s in "
+                 f"all): the job retries each failed request up to llm.max_retries="
+                 f"{llm.max_retries} times, waiting what Retry-After says or "
+                 f"{llm.retry_base_delay_s:g} s doubling with each retry, so every failure "
+                 "like it costs the build a call's slot and that wait")
+    checks.append(Check("ok" if reply.strip() and not retries else "warn",
+                        f"{said}; requests go as: {describe(shape_for(llm))}", seconds))
     quirks, raw = _raw_reply(llm)
     checks += quirks
     encoding = model_encoding(llm.model)

@@ -57,7 +57,11 @@ def test_doctor_says_what_it_saw_of_each_quirk(capsys, personality, says):
                               "llm.retry_base_delay_s=0.01")
     assert code == 0 and any(line.startswith(says) for line in lines), lines
     if personality == "error_200":
-        assert any("chat request answered after 1 retry" in line for line in lines), lines
+        # The slow retry is said, with its time and what the job does about it.
+        retried = [line for line in lines if "chat request answered after 1 retry" in line]
+        assert retried and retried[0].startswith("warn"), lines
+        assert " s in all): the job retries each failed request up to llm.max_retries=" \
+            in retried[0]
 
 
 def test_a_plain_endpoint_is_said_to_be_plain(capsys):

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from graphrag_ray import schema
+from graphrag_ray.api import GraphIndex
 from graphrag_ray.cli import main
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
@@ -29,14 +30,15 @@ def _corpus(tmp_path: Path, language: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("language, name, community, types", [
-    ("en", "English", "A community of", {"PERSON", "ORGANIZATION", "PLACE", "EVENT", "PRODUCT"}),
-    ("fr", "French", "Une communauté de",
+@pytest.mark.parametrize("language, name, community, answer, types", [
+    ("en", "English", "A community of", ("Summary of the analysts", "Answer to:"),
+     {"PERSON", "ORGANIZATION", "PLACE", "EVENT", "PRODUCT"}),
+    ("fr", "French", "Une communauté de", ("Synthèse des points", "Réponse à :"),
      {"PERSONNE", "ORGANISATION", "LIEU", "ÉVÉNEMENT", "PRODUIT"}),
-    ("zh", "Chinese", "个实体", {"人物", "组织", "地点", "事件", "产品"}),
+    ("zh", "Chinese", "个实体", ("分析要点汇总", "回答："), {"人物", "组织", "地点", "事件", "产品"}),
 ])
 def test_tuned_prompts_build_an_index_written_in_the_corpus_language(
-        tmp_path, capsys, language, name, community, types):
+        tmp_path, capsys, language, name, community, answer, types):
     corpus = _corpus(tmp_path, language)
     with run_test_server() as server:
         base = tmp_path / "settings.yaml"
@@ -51,6 +53,11 @@ def test_tuned_prompts_build_an_index_written_in_the_corpus_language(
         config = load_config(tuned / "settings.yaml")
         manifest = build_index(str(corpus), str(tmp_path / "index"), config,
                                progress=lambda _: None)
+        # A question to the index: the answer is written in its language too.
+        index = GraphIndex.open(str(tmp_path / "index"), config)
+        answers = [index.search(method, "Who is mentioned most?").answer
+                   for method in ("global", "local")]
+        index.close()
         stats = server.stats()
     assert f"language {name}" in printed and "worked example(s)" in printed
     written = (tuned / "settings.yaml").read_text(encoding="utf-8")
@@ -80,6 +87,7 @@ def test_tuned_prompts_build_an_index_written_in_the_corpus_language(
     assert llm_reports, reports[:3]
     entity_types = set(version.read_table(schema.ENTITIES, ["type"]).column("type").to_pylist())
     assert entity_types <= types
+    assert [a.startswith(phrase) for a, phrase in zip(answers, answer)] == [True, True], answers
 
 
 def test_offline_tuning_takes_types_language_and_examples_from_the_corpus(tmp_path, capsys):
