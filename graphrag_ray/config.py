@@ -107,6 +107,11 @@ class SummarizeConfig(_Section):
     method: StageMethod = "auto"
     max_length: int = Field(300, gt=0, description="target tokens of a merged description")
     max_input_tokens: int = Field(4000, gt=0)
+    # An element's distinct descriptions are merged by the LLM when there are at least this
+    # many, or when joined they run past `max_length`; fewer and shorter ones are joined as
+    # they are, which loses nothing and costs no call (LightRAG does the same). 2: every
+    # element with more than one description goes to the LLM (the paper).
+    llm_min_descriptions: int = Field(4, ge=2)
 
 
 class MergeConfig(_Section):

@@ -16,6 +16,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
+from graphrag_ray.index.graph.communities import warm_graph_libraries
 from graphrag_ray.index.manifest import build_manifest
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
 from graphrag_ray.index.pools import uses_any_llm, uses_chat_llm, uses_embedding_endpoint
@@ -62,6 +63,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         1, -(-max(1, sum(file_bytes) // 4) // config.merge.tokens_per_shard))
     name = pipeline_name(config, update is not None)
     stages = pipeline(name, config)
+    if config.extraction.method == "llm":  # Leiden's libraries load while extraction waits
+        warm_graph_libraries()
     store = IndexStore(output_url)
     # A build that fails or is stopped removes its unpublished version (`building`).
     with store.building(store.stage()) as staged:

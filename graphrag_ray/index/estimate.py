@@ -27,6 +27,7 @@ from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.graph.communities import carried_down
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
+from graphrag_ray.index.reports.summary_worker import needs_llm_summary
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.accounting import cost_usd
@@ -377,6 +378,7 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
     blocks, where = graph.addresses.gather(multi, lists=True)
     lists = read_descriptions(blocks, where, "descriptions")
     encoding = config.tokenizer.encoding
+    to_merge = [d for d in lists if needs_llm_summary(d, config.summarize, encoding)]
     by_id = {c.id: c for c in communities}
     return {
         "documents": documents,
@@ -384,10 +386,11 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
         "offline_density": density,
         "entities": graph.entities.num_rows, "relationships": graph.relationships.num_rows,
         "communities": len(communities),
-        "multi_description_elements": len(multi),
+        # Those the LLM merges; fewer and shorter lists are joined without a call.
+        "multi_description_elements": len(to_merge),
         "description_tokens_to_summarize": sum(
             min(config.summarize.max_input_tokens, count_tokens("\n".join(d), encoding))
-            for d in lists),
+            for d in to_merge),
         "report_sizes": [len(c.members) for c in communities if not carried_down(c, by_id)],
         # Which elements these documents name once only: joined to an index's own (an
         # update), each is summarized again (`touched_in`).

@@ -137,6 +137,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
     fallbacks: list[str] = []
+    joined_count = 0
     mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
     # Community by community, the tallest trees of reports first (`_summary_order`).
     ordered = _summary_order(todo, addresses, schedule.holding, communities, by_id)
@@ -218,6 +219,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 if key == summary_key:
                     summarize_usage.add(table_usage(result))
                     fallbacks.extend(e for e in result.column("error").to_pylist() if e)
+                    joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
                     keys = result.column("key").to_pylist()
                     if batch_pass:
                         for element, error in zip(keys, result.column("error").to_pylist()):
@@ -260,7 +262,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
     return SummariesAndReports(
         reports=_reports_table(communities, reports, generation),
-        summaries={"summarized": len(todo), "extractive_fallbacks": len(fallbacks),
+        summaries={"summarized": len(todo), "joined_without_llm": joined_count,
+                   "extractive_fallbacks": len(fallbacks),
                    "first_fallback_reasons": fallbacks[:5]},
         reports_kept=sum(1 for c in communities if c.id in kept),
         summarize_usage=summarize_usage, reports_usage=reports_usage,

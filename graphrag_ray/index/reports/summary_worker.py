@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.config import GraphRagConfig, SummarizeConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.index.reports.context import context_row_tokens
@@ -45,9 +45,25 @@ def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str =
     return truncate_to_tokens(text, max_tokens, encoding)
 
 
+def needs_llm_summary(descriptions: list[str], config: SummarizeConfig, encoding: str) -> bool:
+    """Whether an element's distinct descriptions need the LLM to merge them: as many as
+    `llm_min_descriptions`, or longer joined than a summary may be (`max_length`). Fewer and
+    shorter ones read well joined: asking a model to merge two sentences of an entity costs
+    a call and gains little."""
+    return len(descriptions) >= config.llm_min_descriptions or \
+        count_tokens(joined(descriptions), encoding) > config.max_length
+
+
+def joined(descriptions: list[str]) -> str:
+    """Descriptions as one text, in their order, each ending as a sentence."""
+    return " ".join(d if d.endswith((".", "!", "?", "。")) else f"{d}."
+                    for d in (d.strip() for d in descriptions) if d)
+
+
+# `joined`: the description is the list joined as it is (no LLM call was needed).
 SUMMARY_SCHEMA = pa.schema([("key", pa.int64()), ("description", pa.string()),
                             ("row_tokens", pa.int64()), ("error", pa.string()),
-                            *USAGE_SCHEMA_FIELDS])
+                            ("joined", pa.bool_()), *USAGE_SCHEMA_FIELDS])
 @dataclass(frozen=True)
 class SummaryWork:
     """One element to summarize: its key (entity, or relationship after the entities), name,
@@ -80,8 +96,13 @@ class SummarizeWorker:
         rows = [(item.key, item.name, descriptions)
                 for item, descriptions in zip(work, lists)]
         if self.use_llm:
+            encoding = self.config.tokenizer.encoding
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                out = list(pool.map(lambda r: self._llm(*r), rows))
+                out = list(pool.map(
+                    lambda r: self._llm(*r) if needs_llm_summary(r[2], self.config.summarize,
+                                                                 encoding)
+                    else {"key": r[0], "description": joined(r[2]), "error": None,
+                          "joined": True, **usage_row(None)}, rows))
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
         for row, item in zip(out, work):

@@ -25,7 +25,7 @@ def test_an_empty_summary_is_asked_for_again_before_falling_back(tmp_path):
     every element gets an LLM summary, where one try would fall back for about a third."""
     work, blocks = _work(24)
     with run_test_server(rate_malformed=0.33) as server:
-        config = llm_config(server, "llm.max_parse_retries=2")
+        config = llm_config(server, "llm.max_parse_retries=2", "summarize.llm_min_descriptions=2")
         worker = SummarizeWorker(config, load_prompts(config),
                                  LLMServices(cache=ResponseCache(str(tmp_path / "cache"))))
         result = worker(work, blocks)
@@ -34,3 +34,23 @@ def test_an_empty_summary_is_asked_for_again_before_falling_back(tmp_path):
     assert requests > len(work)  # the empty ones were asked for again
     assert len(fallbacks) <= 2  # 3 attempts at 1/3 each: about 1 in 27 falls back
     assert all(d for d in result.column("description").to_pylist())
+
+
+def test_a_few_short_descriptions_are_joined_without_a_call():
+    """Two sentences of an element read well as they are: no call; four, or two that run
+    past a summary's length, go to the LLM."""
+    work, blocks = _work(3)
+    long = ["PERSON 2 " + "keeps a very busy shop on the corner of the market " * 30,
+            "PERSON 2 sells coal."]
+    blocks = [blocks[0].set_column(1, "descriptions", pa.array(
+        [blocks[0].column("descriptions")[0].as_py(),
+         [f"PERSON 1 fact {k}." for k in range(4)], long]))]
+    with run_test_server() as server:
+        config = llm_config(server)
+        result = SummarizeWorker(config, load_prompts(config), LLMServices())(work, blocks)
+        stats = server.stats()
+    rows = result.to_pylist()
+    assert rows[0]["calls"] == 0
+    assert rows[0]["description"] == "PERSON 0 keeps a shop. PERSON 0 sells coal in winter."
+    assert [bool(r["joined"]) for r in rows] == [True, False, False]
+    assert stats["by_kind"]["summarize"] == 2
