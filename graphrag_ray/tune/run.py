@@ -8,6 +8,7 @@ from pathlib import Path
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import ConfigError, InputError
+from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.embeddings import Embedder
 from graphrag_ray.prompts_loader import PROMPT_NAMES, builtin_prompt
@@ -39,15 +40,19 @@ def prompt_tune(config: GraphRagConfig, request: TuneRequest) -> Tuning:
     chunks = corpus_chunks(request.input_url, config)
     if not chunks:
         raise InputError(f"no text to sample under {request.input_url}")
+    # Replies are kept (in `cache.url`, else `OUTPUT/cache`): a rerun pays for none again.
+    cache = ResponseCache(config.cache.url or str(Path(request.output) / "cache")) \
+        if config.cache.enabled else None
     # `auto` ranks chunks by the configured embeddings (offline: the hashing method).
-    embed = Embedder(config.embeddings).embed if request.sampling == "auto" else None
+    embed = Embedder(config.embeddings, LLMServices(cache=cache)).embed \
+        if request.sampling == "auto" else None
     picked = [chunks[i] for i in choose(chunks, request.sampling, request.chunks,
                                         request.seed, embed)]
     language = request.language or detect_language(picked)
     builtins = {name: builtin_prompt(name) for name in PROMPT_NAMES}
     if config.extraction.method == "llm":
-        chat = LLMServices(declared={"language": language}).chat(config.llm,
-                                                                  stage="prompt_tune")
+        chat = LLMServices(cache=cache, declared={"language": language}).chat(
+            config.llm, stage="prompt_tune")
         tuning = describe_corpus(chat, builtins, config, picked, language, request.domain)
         template = tuned_extraction(builtins["extract_graph"], tuning, with_examples=False)
         tuning.examples = worked_examples(chat, config, picked, tuning, template)

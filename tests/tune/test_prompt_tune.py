@@ -123,3 +123,20 @@ def test_an_input_without_text_is_a_message(tmp_path, capsys):
     (empty / "blank.txt").write_text("   \n", encoding="utf-8")
     assert main(["prompt-tune", "--input", str(empty), "--output", str(tmp_path / "t")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_a_rerun_pays_for_no_call_again(tmp_path):
+    """The tuning's replies are kept beside its output: run again, it asks nothing and
+    decides the same."""
+    corpus = DATA / "other_languages" / "fr"
+    with run_test_server() as server:
+        args = ["prompt-tune", "--input", str(corpus), "--output", str(tmp_path / "tuned"),
+                "--chunks", "3", "--set", "extraction.method=llm",
+                "--set", f"llm.api_base={server.url}", "--set", "llm.model=test-model"]
+        assert main(args) == 0
+        first = server.stats()["requests"]
+        decided = json.loads((tmp_path / "tuned" / "tuning.json").read_text(encoding="utf-8"))
+        assert main(args) == 0
+        assert server.stats()["requests"] == first and first >= 5
+    again = json.loads((tmp_path / "tuned" / "tuning.json").read_text(encoding="utf-8"))
+    assert again == decided
