@@ -1,5 +1,5 @@
-"""Command line: `graphrag-ray init | index | update | query | eval | versions` (also
-`python -m graphrag_ray`)."""
+"""Command line: `graphrag-ray init | prompt-tune | index | update | query | eval | versions`
+and the rest `--help` lists (also `python -m graphrag_ray`)."""
 
 from __future__ import annotations
 
