@@ -29,6 +29,9 @@ class ProgressBar:
         self.log_every_s = log_every_s
         self.done = 0
         self.started = time.monotonic()
+        # The first update: the ETA's rate is counted from it, as work that waits on another
+        # stage (reports on summaries) finishes nothing for a while ("ETA 322972s").
+        self.first_update: tuple[float, int] | None = None
         self.last_shown = self.started
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -49,11 +52,18 @@ class ProgressBar:
         return ""
 
     def line(self) -> str:
-        elapsed = max(1e-9, time.monotonic() - self.started)
+        now = time.monotonic()
+        elapsed = max(1e-9, now - self.started)
         rate = self.done / elapsed
         # An estimated total can fall short of the count: never a negative ETA.
         self.total = max(self.total, self.done)
-        remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
+        remaining = float("inf")
+        if self.done >= self.total:
+            remaining = 0.0
+        elif self.first_update is not None and self.done > self.first_update[1] \
+                and now > self.first_update[0]:
+            recent = (self.done - self.first_update[1]) / (now - self.first_update[0])
+            remaining = (self.total - self.done) / recent
         eta = "?" if remaining == float("inf") else f"{remaining:.0f}s"
         return (f"[{self.label}] {self.done}/{self.total} {self.unit}{self.extra()} "
                 f"{rate:.1f}/s elapsed {elapsed:.0f}s ETA {eta}")
@@ -65,7 +75,10 @@ class ProgressBar:
     def update(self, count: int) -> None:
         with self._lock:
             self.done += count
-            self._show(time.monotonic())
+            now = time.monotonic()
+            if self.first_update is None and count:
+                self.first_update = (now, self.done)
+            self._show(now)
 
     def _show(self, now: float) -> None:
         if self._stop.is_set():

@@ -110,3 +110,21 @@ def test_a_failed_stage_leaves_no_ticker_writing():
     other.close()
     running._ticker.join(timeout=5)
     assert not running._ticker.is_alive()
+
+
+def test_the_eta_counts_from_the_first_finished_item():
+    """Reports wait for summaries: nothing finishes for a while, then they come quickly. The
+    ETA counted from the bar's start said "ETA 322972s" on the 116M-token build."""
+    import time
+
+    stream = io.StringIO()
+    bar = ProgressBar("reports", total=1000, stream=stream, log_every_s=3600)
+    bar.started -= 600  # ten minutes waiting on the summaries
+    bar.update(1)
+    assert "ETA ?" in bar.line()  # one point is no rate
+    bar.first_update = (bar.first_update[0] - 1.0, 1)  # then 99 more in a second
+    bar.update(99)
+    eta = float(bar.line().split("ETA ")[1].rstrip("s"))
+    assert eta < 20, bar.line()  # ~9 s at 100/s; from the start it would be ~5,400 s
+    bar.close()
+    assert time.monotonic() - bar.started >= 600
