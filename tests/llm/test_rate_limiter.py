@@ -323,3 +323,38 @@ def test_the_window_frees_a_call_only_after_the_providers_edge():
     budget.settle(lease, Settlement(1000, completion_tokens=10), 1.0)
     assert budget.try_acquire(500, 60.5)[0] is None  # the provider may count it until ~61 s
     assert budget.try_acquire(500, 61.1)[0] is not None
+
+
+def test_the_cluster_budgets_actor_admits_its_line_in_order_and_misses_no_wake_up():
+    """The Ray actor's acquire loop, run on an event loop without Ray: calls that wait on an
+    exhausted request budget are let in by rank then arrival (a report others wait on first,
+    summaries before the report nobody waits on), each woken by the admission or release
+    before it, with nothing left waiting."""
+    import asyncio
+
+    from graphrag_ray.distributed.shared_budget import RateLimiterActor
+
+    config = LLMConfig(api_base="http://127.0.0.1:1/v1", model="m", requests_per_minute=600,
+                       rate_limit_headroom=1.0, burst_seconds=0.1, catch_up_factor=1.0)
+
+    async def run():
+        actor = RateLimiterActor(config)
+        first = await actor.acquire(10, 10, stage="extract")  # the second's only call
+        order = []
+
+        async def call(name, stage, dependents=0):
+            lease = await actor.acquire(10, 10, stage=stage, dependents=dependents)
+            order.append(name)
+            await actor.release(lease, Settlement(20, completion_tokens=10))
+
+        tasks = []
+        for name, stage, dependents in (("leaf", "reports", 0), ("s1", "summarize", 0),
+                                        ("held", "reports", 1), ("s2", "summarize", 0)):
+            tasks.append(asyncio.create_task(call(name, stage, dependents)))
+            await asyncio.sleep(0.01)  # each stands in line before the next comes
+        await actor.release(first, Settlement(20, completion_tokens=10))
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+        return order, actor._budget.waiting()
+
+    order, waiting = asyncio.run(run())
+    assert order == ["held", "s1", "s2", "leaf"] and waiting == 0
