@@ -229,9 +229,9 @@ class RateBudget:
                       "window_edge_429s": 0}
         # What a worker learned of the endpoint's parameters, handed out with every lease.
         self.learned_shape = None
-        # The callers waiting, in order: a heap of (priority, arrival, place), and each live
-        # place's last try.
-        self._line: list[tuple[int, int, int]] = []
+        # The callers waiting, in order: a heap of (`_rank`..., arrival, place; arrival and
+        # place are the same number), and each live place's last try.
+        self._line: list[tuple[int, int, int, int]] = []
         self._places: dict[int, float] = {}
         # Requests, tokens and 429s per TIMELINE_BUCKET_S since the budget opened (`stats`
         # plots them against the limits).
