@@ -139,16 +139,19 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     fallbacks: list[str] = []
     joined_count = 0
     mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
-    # Community by community, the tallest trees of reports first (`_summary_order`).
-    ordered = _summary_order(todo, addresses, schedule.holding, communities, by_id)
+    # With the LLM, community by community, the tallest trees of reports first, so reports
+    # start while summaries are asked (`_summary_order`); offline, where nothing waits on a
+    # budget, in block order (a call's description lists come from one or two blocks).
+    ordered = _summary_order(todo, addresses, schedule.holding, communities, by_id) \
+        if mode == "llm" else _in_block_order(todo, addresses)
     for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
         keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
         handles, where = addresses.gather(keys, lists=True)
         pool.submit(summary_key, [
             SummaryWork(key, _name(elements, key, n_entities), block, row, record(key))
             for key, (block, row) in zip(keys, where)], blocks=handles)
-    rows_per_report_call = REPORT_ROWS_PER_CALL[
-        "llm" if config.uses_llm(config.reports.method) else "offline"]
+    llm_reports = config.uses_llm(config.reports.method)
+    rows_per_report_call = REPORT_ROWS_PER_CALL["llm" if llm_reports else "offline"]
 
     def context_spec_of(community: Community) -> tuple[dict, list[int]] | None:
         """None: the context needs a sub-community's report that is not written yet."""
@@ -190,7 +193,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 offset += len(keys)
                 rows.append(ReportWork(community.id, spec, len(community.members),
                                        [b for b, _ in mine], [r for _, r in mine], claims_at,
-                                       schedule.dependents(community.id)))
+                                       schedule.dependents(community.id) if llm_reports
+                                       else 0))
             pool.submit(report_key, rows, blocks=handles)
 
     def finish(community_id: int, report: dict, how: str) -> None:
@@ -269,6 +273,11 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         summarize_usage=summarize_usage, reports_usage=reports_usage,
         summarize_wall_s=round(marks["last_summary"], 3),
         reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
+
+
+def _in_block_order(keys: np.ndarray, addresses: DescriptionAddresses) -> list[int]:
+    blocks, rows = addresses.list_block[keys], addresses.list_row[keys]
+    return keys[np.lexsort((rows, blocks))].tolist()
 
 
 def _summary_order(keys: np.ndarray, addresses: DescriptionAddresses,
