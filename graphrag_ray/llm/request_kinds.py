@@ -24,6 +24,6 @@ KINDS = (
     # eval
     "eval_personas", "eval_questions", "eval_claims", "eval_judge",
     # prompt-tune
-    "tune_domain", "tune_persona", "tune_entity_types", "tune_examples",
+    "tune_domain", "tune_persona", "tune_entity_types",
     # doctor's probes, and anything else
     "json_only", "yes_no", "other")

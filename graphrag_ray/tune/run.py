@@ -11,7 +11,7 @@ from graphrag_ray.errors import ConfigError, InputError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.embeddings import Embedder
-from graphrag_ray.prompts_loader import PROMPT_NAMES, builtin_prompt
+from graphrag_ray.prompts_loader import PROMPT_NAMES, builtin_prompt, load_prompts
 from graphrag_ray.tune.compose import tuned_extraction, tuned_prompts
 from graphrag_ray.tune.language import detect_language
 from graphrag_ray.tune.project import raw_settings, write_project
@@ -49,11 +49,14 @@ def prompt_tune(config: GraphRagConfig, request: TuneRequest) -> Tuning:
     picked = [chunks[i] for i in choose(chunks, request.sampling, request.chunks,
                                         request.seed, embed)]
     language = request.language or detect_language(picked)
+    # Tuned prompts are written from the built-ins; the tuning's own questions may be the
+    # user's (`prompts.dir`).
     builtins = {name: builtin_prompt(name) for name in PROMPT_NAMES}
     if config.extraction.method == "llm":
         chat = LLMServices(cache=cache, declared={"language": language}).chat(
             config.llm, stage="prompt_tune")
-        tuning = describe_corpus(chat, builtins, config, picked, language, request.domain)
+        tuning = describe_corpus(chat, load_prompts(config), config, picked, language,
+                                 request.domain)
         template = tuned_extraction(builtins["extract_graph"], tuning, with_examples=False)
         tuning.examples = worked_examples(chat, config, picked, tuning, template)
         if not tuning.examples:

@@ -5,9 +5,12 @@ from its own passages, in its own language.
 With an LLM (the paper's method) each is asked of the model: the domain, the persona and the
 types by prompts of their own (`tune_domain`, `tune_persona`, `tune_entity_types`;
 `describe_corpus`), the examples by the tuned extraction prompt itself run on short passages
-(`worked_examples`), so an example is what the model writes for the prompt it will sit in. Offline, the types are those the offline extractor votes
-for most often in the sample, the examples its records of short passages, the domain the
-names the sample mentions most.
+(`worked_examples`), so an example is what the model writes for the prompt it will sit in.
+Offline, the types are those the offline extractor votes for most often in the sample, the
+examples its records of short passages, the domain the names the sample mentions most.
+
+The tuning prompts name the corpus's language `{corpus_language}`: `{language}` is the
+job's (`prompts.language`), filled when prompts are loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from graphrag_ray.index.extract.tuples import Delimiters, ParsedRecords, parse_g
 from graphrag_ray.llm.client import ChatClient, MalformedReply
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.terms import content_terms
-from graphrag_ray.tokens import count_tokens, truncate_to_tokens
+from graphrag_ray.tokens import truncate_to_tokens
 from graphrag_ray.tune.language import function_words
 
 # Sampled text shown to each tuning prompt, and the length of a worked example's passage.
@@ -67,13 +70,9 @@ def passages(texts: list[str], tokens: int, encoding: str) -> list[str]:
     capitalised words first."""
     found = []
     for text in texts:
-        text = _CJK_GAP.sub("", " ".join(text.split()))
-        cut = 0
-        for end in (m.end() for m in _SENTENCE_END.finditer(text)):
-            if count_tokens(text[:end], encoding) > tokens:
-                break
-            cut = end
-        passage = (text[:cut] if cut else truncate_to_tokens(text, tokens, encoding)).strip()
+        head = truncate_to_tokens(_CJK_GAP.sub("", " ".join(text.split())), tokens, encoding)
+        cut = max((m.end() for m in _SENTENCE_END.finditer(head)), default=0)
+        passage = (head[:cut] if cut else head).strip()
         if passage:
             found.append(passage)
     return sorted(found, key=lambda p: -sum(w[:1].isupper() for w in p.split()))
@@ -93,17 +92,18 @@ def describe_corpus(chat: ChatClient, prompts: dict[str, str], config: GraphRagC
     if domain is None:
         domain = _one_line(chat.complete(
             [{"role": "user", "content": render(prompts["tune_domain"], input_text=sample,
-                                                language=language)}],
+                                                corpus_language=language)}],
             max_tokens=60, cache_tag="tune", kind="tune_domain"))
     persona = _one_line(chat.complete(
         [{"role": "user", "content": render(prompts["tune_persona"], input_text=sample,
-                                            domain=domain, language=language)}],
+                                            domain=domain)}],
         max_tokens=150, cache_tag="tune", kind="tune_persona"))
     try:
         types = chat.complete_parsed(
             [{"role": "user", "content": render(prompts["tune_entity_types"], input_text=sample,
                                                 domain=domain, persona=persona,
-                                                language=language, max_types=MAX_TYPES)}],
+                                                corpus_language=language,
+                                                max_types=MAX_TYPES)}],
             _entity_types, max_tokens=200, cache_tag="tune", kind="tune_entity_types")
     except MalformedReply as exc:
         types = list(config.extraction.entity_types)

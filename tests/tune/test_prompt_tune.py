@@ -140,3 +140,21 @@ def test_a_rerun_pays_for_no_call_again(tmp_path):
         assert server.stats()["requests"] == first and first >= 5
     again = json.loads((tmp_path / "tuned" / "tuning.json").read_text(encoding="utf-8"))
     assert again == decided
+
+
+def test_the_tunings_questions_can_be_the_users_own(tmp_path):
+    """A `prompts.dir` holding its own `tune_domain.txt` is asked as written, the corpus's
+    language filled in."""
+    own = tmp_path / "own-prompts"
+    own.mkdir()
+    (own / "tune_domain.txt").write_text(
+        "OWN WORDING. Name this collection in {corpus_language}.\n\n{input_text}\n",
+        encoding="utf-8")
+    with run_test_server(keep_requests=True) as server:
+        assert main(["prompt-tune", "--input", str(DATA / "other_languages" / "fr"),
+                     "--output", str(tmp_path / "tuned"), "--chunks", "2",
+                     "--set", "extraction.method=llm", "--set", f"llm.api_base={server.url}",
+                     "--set", "llm.model=test-model", "--set", f"prompts.dir={own}"]) == 0
+        asked = [r["messages"][0]["content"] for r in server.chat_requests()
+                 if r["kind"] == "tune_domain"]
+    assert len(asked) == 1 and asked[0].startswith("OWN WORDING. Name this collection in French.")
