@@ -449,8 +449,7 @@ def _answer(kind: str, messages: list[dict], switches: Switches,
         cited = [line.split("|")[:2] for line in context.split("\n")
                  if "|" in line and line.split("|")[0].isdigit()][:5]
         lines = [_say(about, "answer_to", q=question)] + [
-            f"- {name[:60]} [Data: Sources ({number})]"
-                                               for number, name in cited]
+            f"- {name[:60]} [Data: Sources ({number})]" for number, name in cited]
         history = first.split("---Conversation so far---")[-1].split("\n\n---")[0].strip()
         if history and history != "(none)":
             lines.append(f"(following up on: {history.splitlines()[-1][:80]})")

@@ -10,18 +10,22 @@ strongly related entities together. Seeded, so a build lays out the same graph t
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphrag_ray.config import LayoutConfig
 
+if TYPE_CHECKING:
+    import igraph as ig
 
-def layout_positions(graph: "ig.Graph", config: LayoutConfig) -> tuple[np.ndarray, np.ndarray]:
+
+def layout_positions(graph: ig.Graph, config: LayoutConfig) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) per node, rounded to 4 decimals (equal across runs and machines' last bits);
     zeros when the layout is off or the graph exceeds `max_nodes`."""
-    n = graph.vcount()
-    import igraph as ig  # see communities.graph_libraries
+    import igraph as ig  # imported when needed: see communities.graph_libraries
 
+    n = graph.vcount()
     if not config.enabled or n == 0 or n > config.max_nodes:
         return np.zeros(n), np.zeros(n)
     ig.set_random_number_generator(random.Random(config.seed))

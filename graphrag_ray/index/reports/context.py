@@ -212,6 +212,15 @@ def substitution_order(elements: GraphElements,
                   key=lambda i: (-elements.element_tokens(children[i][1]), children[i][0]))
 
 
+def _substitutions(members: np.ndarray, ranked: list[np.ndarray]):
+    """For k = 1, 2, ...: k and the members left once the first k of `ranked` (sub-community
+    members, in substitution order) are replaced by their reports."""
+    remaining = members
+    for k, child in enumerate(ranked, 1):
+        remaining = np.setdiff1d(remaining, child)
+        yield k, remaining
+
+
 def sub_reports_needed(elements: GraphElements, members: np.ndarray,
                        children: list[tuple[int, np.ndarray]], budget: int,
                        report_tokens_bound: int) -> list[int]:
@@ -223,11 +232,9 @@ def sub_reports_needed(elements: GraphElements, members: np.ndarray,
     if all_elements_fit(elements, members, budget) or not children:
         return []
     order = substitution_order(elements, children)
-    for k in range(1, len(order) + 1):
-        replaced = np.concatenate([children[i][1] for i in order[:k]])
-        total = (elements.header_tokens + k * report_tokens_bound
-                 + elements.element_tokens(np.setdiff1d(members, replaced)))
-        if total <= budget:
+    for k, remaining in _substitutions(members, [children[i][1] for i in order]):
+        if elements.header_tokens + k * report_tokens_bound \
+                + elements.element_tokens(remaining) <= budget:
             return [children[i][0] for i in order[:k]]
     return [child_id for child_id, _ in children]
 
@@ -243,16 +250,13 @@ def select_with_sub_reports(elements: GraphElements, members: np.ndarray,
     ranked = [children[i] for i in substitution_order(
         elements, [(child_id, child) for child_id, child, _ in children])]
     report_tokens: list[int] = []
-    for k in range(1, len(ranked) + 1):
+    for k, remaining in _substitutions(members, [child for _, child, _ in ranked]):
         report = ranked[k - 1][2]
         if report is None:
             return None
         report_tokens.append(count_tokens(report_row(report, k), elements.encoding) + 1)
-        replaced = np.concatenate([c[1] for c in ranked[:k]])
-        remaining = np.setdiff1d(members, replaced)
-        total = (elements.header_tokens + sum(report_tokens)
-                 + elements.element_tokens(remaining))
-        if total <= budget:
+        if elements.header_tokens + sum(report_tokens) + elements.element_tokens(remaining) \
+                <= budget:
             selection = Selection(reports=[r for _, _, r in ranked[:k]],
                                   tokens=elements.header_tokens + sum(report_tokens))
             selection = select_elements(elements, remaining, budget, selection)

@@ -363,35 +363,33 @@ class _Schedule:
                     or self.pending_summaries[community_id]):
                 continue
             community = self.by_id[community_id]
-            if self.pending_children[community_id] and community_id not in self.needed:
-                self.needed[community_id] = self.needed_children(community)
-            if all(child in self.done for child in self.needed.get(community_id, ())):
+            needed = self._needed(community) if self.pending_children[community_id] else ()
+            if all(child in self.done for child in needed):
                 self.submitted.add(community_id)
                 ready.append(community)
         self.candidates = []
         return ready
 
+    def _needed(self, community: Community) -> list[int]:
+        """The sub-communities whose reports `community`'s context may take: decided once
+        the summaries inside it are final; before that a guess from the tokens counted so
+        far (which the summaries can only lower), kept apart."""
+        known = self.needed_guess if self.pending_summaries[community.id] else self.needed
+        if community.id not in known:
+            known[community.id] = self.needed_children(community)
+        return known[community.id]
+
     def dependents(self, community_id: int) -> int:
         """How many reports above this one wait on it, as far as is known: a parent waits if
-        its context takes this report (`needed_children`; before the summaries inside it are
-        final, from the tokens counted so far, which they can only lower). Carried-down
-        parents share the
-        report and are passed through. A hint for the budget's line, never a condition."""
+        its context takes this report (`_needed`). Carried-down parents share the report and
+        are passed through. A hint for the budget's line, never a condition."""
         count, child = 0, self.by_id[community_id]
         while child.parent >= 0:
             parent = self.by_id[child.parent]
             if parent.id in self.carried:
                 child = parent
                 continue
-            if self.pending_summaries[parent.id]:  # a guess, from the tokens counted so far
-                if parent.id not in self.needed_guess:
-                    self.needed_guess[parent.id] = self.needed_children(parent)
-                waits = child.id in self.needed_guess[parent.id]
-            else:
-                if parent.id not in self.needed:
-                    self.needed[parent.id] = self.needed_children(parent)
-                waits = child.id in self.needed[parent.id]
-            if not waits:
+            if child.id not in self._needed(parent):
                 break
             count += 1
             child = parent

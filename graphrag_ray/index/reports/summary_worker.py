@@ -96,13 +96,8 @@ class SummarizeWorker:
         rows = [(item.key, item.name, descriptions)
                 for item, descriptions in zip(work, lists)]
         if self.use_llm:
-            encoding = self.config.tokenizer.encoding
             with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                out = list(pool.map(
-                    lambda r: self._llm(*r) if needs_llm_summary(r[2], self.config.summarize,
-                                                                 encoding)
-                    else {"key": r[0], "description": joined(r[2]), "error": None,
-                          "joined": True, **usage_row(None)}, rows))
+                out = list(pool.map(lambda r: self._merged(*r), rows))
         else:
             out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
         for row, item in zip(out, work):
@@ -115,6 +110,14 @@ class SummarizeWorker:
         summary = extractive_summary(descriptions, self.config.summarize.max_length,
                                      self.config.tokenizer.encoding)
         return {"key": key, "description": summary, "error": error, **usage_row(usage)}
+
+    def _merged(self, key: int, name: str, descriptions: list[str]) -> dict:
+        """By the LLM when the list needs it (`needs_llm_summary`), else joined as it is."""
+        if needs_llm_summary(descriptions, self.config.summarize,
+                             self.config.tokenizer.encoding):
+            return self._llm(key, name, descriptions)
+        return {"key": key, "description": joined(descriptions), "error": None,
+                "joined": True, **usage_row(None)}
 
     def _llm(self, key: int, name: str, descriptions: list[str]) -> dict:
         cfg = self.config.summarize
