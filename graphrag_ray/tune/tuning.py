@@ -88,16 +88,25 @@ def describe_corpus(chat: ChatClient, prompts: dict[str, str], config: GraphRagC
                     texts: list[str], language: str, domain: str | None) -> Tuning:
     """The model's domain (unless given), persona and entity types; no examples yet."""
     sample = joined_sample(texts, config.tokenizer.encoding)
-    notes = []
+    notes: list[str] = []
+
+    def one_line(name: str, max_tokens: int, fallback: str, **values: str) -> str:
+        """The model's one-line answer to `name`, asked again when empty; `fallback`, and a
+        note saying so, when it never gives one."""
+        try:
+            return chat.complete_parsed(
+                [{"role": "user", "content": render(prompts[name], input_text=sample,
+                                                    **values)}],
+                _one_line, max_tokens=max_tokens, cache_tag="tune", kind=name)
+        except MalformedReply as exc:
+            notes.append(f"the model gave no {name.removeprefix('tune_')} ({exc}): "
+                         f"{fallback!r} used")
+            return fallback
+
     if domain is None:
-        domain = _one_line(chat.complete(
-            [{"role": "user", "content": render(prompts["tune_domain"], input_text=sample,
-                                                corpus_language=language)}],
-            max_tokens=60, cache_tag="tune", kind="tune_domain"))
-    persona = _one_line(chat.complete(
-        [{"role": "user", "content": render(prompts["tune_persona"], input_text=sample,
-                                            domain=domain)}],
-        max_tokens=150, cache_tag="tune", kind="tune_persona"))
+        domain = one_line("tune_domain", 60, "general texts", corpus_language=language)
+    persona = one_line("tune_persona", 150, f"You are an expert reader of {domain}",
+                       domain=domain)
     try:
         types = chat.complete_parsed(
             [{"role": "user", "content": render(prompts["tune_entity_types"], input_text=sample,
@@ -185,8 +194,12 @@ def _example(passage: str, records: ParsedRecords) -> Example | None:
 
 
 def _one_line(reply: str) -> str:
+    """A reply's first line, without quotes or emphasis; an empty reply is none."""
     line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
-    return line.strip("\"'*` ").rstrip(".") or "general texts"
+    line = line.strip("\"'*` ").rstrip(".")
+    if not line:
+        raise ValueError("an empty reply")
+    return line
 
 
 def _entity_types(reply: str) -> list[str]:

@@ -158,3 +158,20 @@ def test_the_tunings_questions_can_be_the_users_own(tmp_path):
         asked = [r["messages"][0]["content"] for r in server.chat_requests()
                  if r["kind"] == "tune_domain"]
     assert len(asked) == 1 and asked[0].startswith("OWN WORDING. Name this collection in French.")
+
+
+def test_a_model_that_answers_nothing_usable_is_said_not_hidden(tmp_path, capsys):
+    """Every reply malformed (empty for the tuning's questions, garbage records for the
+    examples): each is asked again, then the fallback is used and said."""
+    with run_test_server(rate_malformed=1.0) as server:
+        assert main(["prompt-tune", "--input", str(DATA / "other_languages" / "fr"),
+                     "--output", str(tmp_path / "tuned"), "--chunks", "2",
+                     "--set", "extraction.method=llm", "--set", f"llm.api_base={server.url}",
+                     "--set", "llm.model=test-model", "--set", "llm.max_parse_retries=1"]) == 0
+    printed = capsys.readouterr().out
+    tuning = json.loads((tmp_path / "tuned" / "tuning.json").read_text(encoding="utf-8"))
+    assert tuning["domain"] == "general texts" and tuning["examples"] == []
+    assert tuning["entity_types"] == ["organization", "person", "geo", "event"]
+    for said in ("the model gave no domain", "the model gave no persona",
+                 "the entity types reply was not a list", "the built-in worked example is kept"):
+        assert said in printed and any(said in note for note in tuning["notes"])
