@@ -140,7 +140,9 @@ class GraphIndex:
 
     def vectors(self, name: str) -> VectorIndex:
         if name not in self._vectors:
-            self._vectors[name] = open_vectors(self.table(name, ["id", "vector"]))
+            self._vectors[name] = open_vectors(
+                name, self.table, self.manifest.vector_stores, self.store.url,
+                self.store.fs.storage_options, self.config.vector_index)
         return self._vectors[name]
 
     def local_data(self) -> LocalData:

@@ -136,6 +136,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         "tables": {**state.counts, **state.embedded,
                    **{name: table.num_rows for name, table in state.tables.items()}},
         "embeddings": embeddings_facts(config, state.dimensions),
+        "vector_stores": state.vector_stores,
         **community_figures(state.communities),
         "merge": ctx.figures.merge,
         # Sections of stages that only run when enabled.

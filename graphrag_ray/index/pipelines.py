@@ -30,6 +30,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
+from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.extract.stage import (
     EXTRACTION_METHODS, ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
@@ -76,6 +77,7 @@ class BuildState:
     embedded: dict[str, int] = field(default_factory=dict)  # rows per embeddings table
     dimensions: int | None = None
     embed_usage: Usage | None = None
+    vector_stores: dict[str, dict] = field(default_factory=dict)  # per table: its Lance version
 
     def close(self) -> None:
         """The feed's thread and the pools, whatever stage stopped the build."""
@@ -204,6 +206,10 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
         state.tables, ctx.staged, feed, state.feed is not None)
 
 
+def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
+    state.vector_stores = index_vectors(ctx, state.embedded)
+
+
 def _run_write_tables(ctx: BuildContext, state: BuildState) -> None:
     ctx.staged.remove("_work")
     write_tables(ctx, state.tables)
@@ -271,6 +277,9 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("embed", _run_embed, reads=("tables", "feed", "summaries_pool", "embed_services"),
           writes=("embedded", "dimensions", "embed_usage"), calls="embeddings",
           about="embeddings of entities, reports, text units"),
+    Stage("vector_index", _run_vector_index, reads=("embedded",), writes=("vector_stores",),
+          about="approximate indexes (Lance) of the embeddings tables past "
+                "vector_index.ann_min_rows rows"),
     Stage("write_tables", _run_write_tables, reads=("tables",), timed=False,
           about="communities and reports written; the work area removed"),
 ]}
@@ -278,7 +287,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
           "report_inputs", "merge", "summaries_pool", "communities", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
-          "embed_batch", "embed", "write_tables"]
+          "embed_batch", "embed", "vector_index", "write_tables"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 

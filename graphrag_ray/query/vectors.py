@@ -1,30 +1,52 @@
 """Similarity search over an index's embeddings tables, behind one seam (`VectorIndex`):
 every query method asks `OpenedIndex.vectors(name)` and gets one, made by `open_vectors`.
 
-Today's implementation is brute force over the stored table (`VectorTable`): one matrix
-product per query, milliseconds up to ~10^6 vectors; past that an approximate index would
-pay off. Another store is a class with `nearest` and a branch in `open_vectors`.
+A table the build gave an approximate index (past `vector_index.ann_min_rows` rows: the
+manifest's `vector_stores`) is searched there, on disk or object storage, at the Lance
+version this index version was built with (`storage/lance_vectors.LanceVectors`). Any other
+is searched brute force (`VectorTable`): exact, one matrix product a question, the vectors
+held in memory.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import warnings
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import GraphRagError
+from graphrag_ray.storage.lance_vectors import LanceVectors, lance_options, lance_uri
 
 
 class VectorIndex(Protocol):
+    def __len__(self) -> int:
+        """Vectors searched."""
+
     def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The `k` ids most similar to `query` (a unit vector), best first, with scores."""
 
 
-def open_vectors(table: pa.Table) -> VectorIndex:
-    """The search over an embeddings table (`id`, `vector`) of an open index."""
-    return VectorTable.from_table(table)
+def open_vectors(name: str, read_table: Callable[[str, list[str]], pa.Table],
+                 vector_stores: dict[str, dict], index_url: str, storage_options: dict,
+                 config: VectorIndexConfig) -> VectorIndex:
+    """The search over embeddings table `name` of an open index: its approximate index where
+    the build made one, else brute force over the table (`read_table(name, columns)`). An
+    approximate index that cannot be opened (pylance missing, its files gone) is said, and
+    the table is searched brute force: the question is still answered."""
+    store, uri = vector_stores.get(name), lance_uri(index_url, name)
+    if store and uri is not None:
+        try:
+            return LanceVectors.open(uri, int(store["version"]),
+                                     lance_options(index_url, storage_options), config)
+        except (GraphRagError, OSError, ValueError) as exc:
+            warnings.warn(f"{name}: its approximate index at {uri} (version "
+                          f"{store['version']}) cannot be opened ({exc}); searching its "
+                          "table brute force", stacklevel=2)
+    return VectorTable.from_table(read_table(name, ["id", "vector"]))
 
 
 class VectorTable:
@@ -33,6 +55,9 @@ class VectorTable:
     def __init__(self, ids: list[str], matrix: np.ndarray):
         self.ids = ids
         self.matrix = matrix
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     @classmethod
     def from_table(cls, table: pa.Table) -> "VectorTable":

@@ -33,6 +33,7 @@ from fsspec.implementations.local import LocalFileSystem
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.lance_vectors import forget_versions_before, lance_options, lance_uri
 from graphrag_ray.storage.manifest import Manifest
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
@@ -308,4 +309,19 @@ class IndexStore:
                   if v not in kept and (v in published or self._abandoned(v, oldest_kept))]
         for version in doomed:
             remove_tree(self.fs, self._version(version).root)
+        if doomed:
+            self._forget_vector_versions(kept)
         return doomed
+
+    def _forget_vector_versions(self, kept: set[str]) -> None:
+        """The approximate indexes' versions that no kept version searches, removed (each
+        table's dataset keeps its versions from the oldest one a kept version names)."""
+        oldest: dict[str, int] = {}
+        for version in kept:
+            for table, store in self._version(version).read_manifest().vector_stores.items():
+                oldest[table] = min(oldest.get(table, store["version"]), store["version"])
+        for table, version in oldest.items():
+            uri = lance_uri(self.url, table)
+            if uri is not None:
+                forget_versions_before(uri, lance_options(self.url, self.fs.storage_options),
+                                       version)

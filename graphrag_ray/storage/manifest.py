@@ -90,6 +90,9 @@ class Manifest(_Section):
     extraction_fingerprint: str | None = None
     tables: dict[str, int] = {}  # rows per table
     embeddings: EmbeddingsFacts = EmbeddingsFacts()
+    # Per embeddings table with an approximate index: its Lance dataset (under the index's
+    # `vectors/`) and the version of it this index version searches (`storage/lance_vectors`).
+    vector_stores: dict[str, dict[str, Any]] = {}
     levels: list[int] = []
     communities_per_level: dict[str, int] = {}
     loose_community_entities: int = 0

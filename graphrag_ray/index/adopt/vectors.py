@@ -2,8 +2,8 @@
 
 Its three embedded fields are ours (`entity_description`, `text_unit_text`,
 `community_full_content`), ids and all, so a vector is taken as it is: what the user paid
-for is not embedded again. Reading Lance needs `pylance` (the `adopt` extra); without it, or
-without the store, the adoption embeds the texts with the configured embeddings instead,
+for is not embedded again. Reading Lance needs `pylance` (installed with graphrag-ray); without
+it, or without the store, the adoption embeds the texts with the configured embeddings instead,
 and says so.
 """
 
@@ -34,7 +34,7 @@ def read_lance_vectors(store: Path) -> tuple[dict[str, pa.Table] | None, str]:
         import lance
     except ImportError:
         return None, ("its vectors are in LanceDB, which needs pylance "
-                      "(pip install 'graphrag-ray[adopt]')")
+                      "(pip install pylance)")
     tables = {}
     for theirs, ours in LANCE_TABLES.items():
         path = store / f"{theirs}.lance"

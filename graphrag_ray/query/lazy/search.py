@@ -62,7 +62,7 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
     # 1. Sub-questions.
     subquestions = _subquestions(index, question, history, use_llm, result)
     # 2. Similarity of every unit to each sub-question.
-    similarities = _similarities(index, unit_ids, subquestions)
+    similarities = _similarities(index, unit_ids, subquestions, budget)
     tree = community_tree(_communities(index), unit_ids)
     titles = _titles(index)
 
@@ -146,15 +146,29 @@ def _subquestions(index: OpenedIndex, question: str, history, use_llm: bool,
     return distinct or [query_text(question, history)]
 
 
-def _similarities(index: OpenedIndex, unit_ids: list[str], queries: list[str]) -> list[np.ndarray]:
-    """Per query, each unit's cosine similarity (units without a vector rank last)."""
+def candidates(budget: int) -> int:
+    """Units ranked by similarity per sub-question: every unit of an index up to 10,000
+    units, and 20 per relevance test the budget allows."""
+    return max(10_000, 20 * budget)
+
+
+def _similarities(index: OpenedIndex, unit_ids: list[str], queries: list[str],
+                  budget: int) -> list[np.ndarray]:
+    """Per query, each unit's cosine similarity to it, for the units among its nearest
+    (`candidates(budget)`; the others, and units without a vector, rank last: a search
+    tests at most `budget` units, and an approximate index is not read whole)."""
     vectors = index.vectors(schema.TEXT_UNIT_EMBEDDINGS)
-    row_of = {unit: row for row, unit in enumerate(vectors.ids)}
-    rows = np.array([row_of.get(u, -1) for u in unit_ids], dtype=np.int64)
-    if not vectors.ids:
+    if not len(vectors):
         return [np.zeros(len(unit_ids), dtype=np.float32) for _ in queries]
-    scores = vectors.matrix @ np.asarray(index.embed(queries), dtype=np.float32).T
-    return [np.where(rows >= 0, scores[np.maximum(rows, 0), q], -2.0) for q in range(len(queries))]
+    row_of = {unit: row for row, unit in enumerate(unit_ids)}
+    found = []
+    for query in np.asarray(index.embed(queries), dtype=np.float32):
+        scores = np.full(len(unit_ids), -2.0, dtype=np.float32)
+        for unit, score in vectors.nearest(query, candidates(budget)):
+            if unit in row_of:
+                scores[row_of[unit]] = score
+        found.append(scores)
+    return found
 
 
 def _communities(index: OpenedIndex) -> pa.Table:
