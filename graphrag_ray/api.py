@@ -156,11 +156,14 @@ class GraphIndex:
     def warm(self) -> None:
         """Read now what questions would read first, so that none pays the load (a served
         index): every table whole (a method's columns are then cut from it; of the documents,
-        only their ids and titles: their text is the text units' again), the vector indexes
-        and local search's lookups."""
+        only their ids and titles: their text is the text units' again; of an embeddings
+        table with an approximate index, nothing but the index), the vector indexes and
+        local search's lookups."""
         for name in self.manifest.tables:
             if name == schema.DOCUMENTS:
                 self.table(name, ["id", "title"])
+            elif name in self.manifest.vector_stores:
+                continue  # searched on disk: its vectors are not to be held
             elif self.store.has_table(name):
                 self.table(name)
         for name in self.manifest.tables:
