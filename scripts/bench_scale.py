@@ -1,10 +1,14 @@
 """Scale benchmark: index generated corpora (and the podcast corpus) offline on Ray, and
 hierarchical Leiden on large planted-community graphs. Prints, per corpus: wall time per
 stage, the driver's peak RSS (and after each stage), the largest Ray worker's peak RSS, table
-sizes, and Leiden's graph size, time and memory.
+sizes, Leiden's graph size, time and memory, and, with `--queries`, each query method on the
+index: `graphrag-ray query` run as a user runs it (exit code, wall), and in a process of its
+own the time to open the index, the first answer, the median of the next ones and the
+process's peak RSS.
 
     python scripts/bench_scale.py                              # 1M, 3M, 10M + podcast
     python scripts/bench_scale.py --tokens 1000000 --no-podcast --leiden-nodes 100000
+    python scripts/bench_scale.py --tokens 100000000 --no-podcast --leiden-nodes "" --queries
 """
 
 from __future__ import annotations
@@ -82,7 +86,53 @@ def index_corpus(name: str, corpus: Path, out: Path, extra: list[str]) -> dict:
     version = out / "versions" / manifest.version
     return {"name": name, "wall_s": round(wall, 1), "manifest": manifest,
             "largest_worker_mb": worker_mb, "largest_worker": worker,
-            "index_mb": round(directory_mb(version), 1)}
+            "index_mb": round(directory_mb(version), 1),
+            "vectors_mb": round(directory_mb(out / "vectors"), 1)}
+
+
+QUESTIONS = ["Who are the main people and what do they do?",
+             "What projects are described and who leads them?",
+             "Which organizations work together?",
+             "What happened in the last meeting?",
+             "What are the main risks mentioned?", "Who is the chief executive?"]
+# One process per method: what opening the index and answering cost, alone.
+_MEASURE = """
+import json, sys, time
+started = time.perf_counter()
+from graphrag_ray import GraphIndex
+from graphrag_ray.resources import peak_rss_mb
+index = GraphIndex.open(sys.argv[1])
+opened = time.perf_counter() - started
+times = []
+for question in json.loads(sys.argv[3]):
+    began = time.perf_counter()
+    result = index.search(sys.argv[2], question)
+    assert result.answer.strip(), question
+    times.append(time.perf_counter() - began)
+later = sorted(times[1:])
+print(json.dumps({"open_s": round(opened, 2), "first_s": round(times[0], 2),
+                  "p50_s": round(later[len(later) // 2], 2), "peak_rss_mb": peak_rss_mb()}))
+"""
+
+
+def query_figures(index: Path, methods: list[str]) -> dict[str, dict]:
+    """Per method: the CLI's exit code and wall, then the API's open / first / p50 / RSS."""
+    figures = {}
+    for method in methods:
+        started = time.perf_counter()
+        cli = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index",
+                              str(index), "--method", method, QUESTIONS[0]],
+                             capture_output=True, text=True)
+        row = {"cli_exit": cli.returncode, "cli_s": round(time.perf_counter() - started, 1)}
+        measured = subprocess.run([sys.executable, "-c", _MEASURE, str(index), method,
+                                   json.dumps(QUESTIONS)], capture_output=True, text=True)
+        if measured.returncode == 0:
+            row.update(json.loads(measured.stdout.strip().splitlines()[-1]))
+        else:
+            row["error"] = measured.stderr.strip().splitlines()[-1:]
+        figures[method] = row
+        print(f"  query {method}: {json.dumps(row)}", flush=True)
+    return figures
 
 
 def planted_graph_leiden(nodes: int) -> dict:
@@ -121,6 +171,9 @@ def main() -> int:
     parser.add_argument("--leiden-nodes", default="100000,1000000")
     parser.add_argument("--workdir", default="/tmp/graphrag-scale")
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--queries", action="store_true",
+                        help="then each query method on each index (see the docstring)")
+    parser.add_argument("--methods", default="local,basic,drift,lazy,global")
     args = parser.parse_args()
     work = Path(args.workdir)
     extra = [item for assignment in args.set for item in ("--set", assignment)]
@@ -133,6 +186,10 @@ def main() -> int:
         runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
                                  work / f"index-{tokens}", extra))
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "manifest"}), flush=True)
+        print(f"  vector stores: {json.dumps(runs[-1]['manifest'].vector_stores)}", flush=True)
+        if args.queries:
+            runs[-1]["queries"] = query_figures(work / f"index-{tokens}",
+                                                args.methods.split(","))
     if not args.no_podcast and PODCAST.exists():
         runs.append(index_corpus("podcast", PODCAST, work / "index-podcast", extra))
 

@@ -250,7 +250,8 @@ def _distinct_reports(reports: list[dict]) -> list[dict]:
 
 def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str]:
     members = [data.by_id[i] for i in report["entity_ids"] if i in data.by_id]
-    members.sort(key=lambda i: (-data.entities[i]["degree"], i))
+    degree = data.entities.numbers("degree")
+    members.sort(key=lambda i: (-degree[i], i))
     return [data.entities[i]["title"] for i in members[:count]]
 
 

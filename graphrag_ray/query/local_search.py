@@ -38,9 +38,8 @@ class LocalContext:
 
 def named_entities(query: str, data: LocalData) -> list[int]:
     """Entities the query names (by title or alias), longest names first."""
-    words = words_of(query)
-    return list(dict.fromkeys(i for _, i in sorted(
-        ((name, i) for name, i in data.names if name in words), key=lambda m: -len(m[0]))))
+    named = sorted(data.named(words_of(query)), key=lambda m: (-len(m[0]), m[2]))
+    return list(dict.fromkeys(row for _, row, _ in named))
 
 
 def match_entities(query: str, query_vector: np.ndarray, data: LocalData, top_k: int) -> list[int]:
@@ -83,14 +82,16 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
         local_budget // 2, encoding)  # so relationships and claims always get room
     # Relationships among matched entities first, then each one's strongest other links.
     inside, outside = [], []
+    weight, degree = (data.relationships.numbers("weight"),
+                      data.relationships.numbers("combined_degree"))
+    sources, targets = (data.relationships.table.column("source"),
+                        data.relationships.table.column("target"))
     for title in [e["title"] for e in entities]:
         edges = sorted(data.edges_of.get(title, []),
-                       key=lambda i: (-data.relationships[i]["weight"],
-                                      -data.relationships[i]["combined_degree"], i))
+                       key=lambda i: (-weight[i], -degree[i], i))
         taken = 0
         for i in edges:
-            edge = data.relationships[i]
-            if edge["source"] in titles and edge["target"] in titles:
+            if sources[i].as_py() in titles and targets[i].as_py() in titles:
                 inside.append(i)
             elif taken < top_k_relationships:
                 outside.append(i)
