@@ -68,9 +68,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="200000,1000000")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--nprobes", default="20",
-                        help="comma-separated: recall and latency at each (the first is the "
-                             "one the update is measured with)")
+    parser.add_argument("--search", default="20x1",
+                        help="comma-separated NPROBESxREFINE: recall and latency at each")
     parser.add_argument("--s3", action="store_true", help="the index on a local moto server")
     parser.add_argument("--out", help="append each size's figures as a JSON line")
     args = parser.parse_args()
@@ -126,8 +125,10 @@ def main() -> int:
             matrix_mb = exact.matrix.nbytes / 2 ** 20
             del exact
             probes = {}
-            for nprobes in [int(n) for n in args.nprobes.split(",")]:
-                searched = config.model_copy(update={"nprobes": nprobes})
+            for setting in args.search.split(","):
+                nprobes, refine = (int(n) for n in setting.split("x"))
+                searched = config.model_copy(update={"nprobes": nprobes,
+                                                     "refine_factor": refine})
                 approximate = LanceVectors.open(uri, sync.version, options, searched)
                 recall, lat_ann = [], []
                 for query, truth in zip(questions, truths):
@@ -135,7 +136,7 @@ def main() -> int:
                     found = approximate.nearest(query, 10)
                     lat_ann.append(time.perf_counter() - started)
                     recall.append(len({i for i, _ in found} & truth) / 10)
-                probes[nprobes] = {
+                probes[setting] = {
                     "recall_at_10": round(float(np.mean(recall)), 3),
                     "p50_ms": round(1000 * float(np.median(lat_ann)), 1),
                     "p95_ms": round(1000 * float(np.percentile(lat_ann, 95)), 1)}
@@ -158,9 +159,8 @@ def main() -> int:
             update = sync_vectors(uri, options, lambda: parts(updated), config)
             figures = {
                 "rows": rows, "store": "s3 (moto)" if args.s3 else "local disk",
-                "index_type": config.index_type, "nprobes": config.nprobes,
-                "refine_factor": config.refine_factor, "embed_s": round(embed_s, 1),
-                "sync": sync.as_json("t"), "by_nprobes": probes,
+                "index_type": config.index_type, "embed_s": round(embed_s, 1),
+                "sync": sync.as_json("t"), "by_search": probes,
                 "brute_p50_ms": round(1000 * float(np.median(lat_brute)), 1),
                 "brute_load_s": round(brute_load_s, 1), "brute_matrix_mb": round(matrix_mb),
                 "update_1pct": update.as_json("t"),

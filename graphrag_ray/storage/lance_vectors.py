@@ -90,9 +90,9 @@ def _lance():
 def vector_digests(vectors: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """(a 64-bit digest per vector, the vectors as a float32 matrix): a row whose vector did
     not change keeps its digest, so an update rewrites only what changed. The digest is a
-    multiply-add hash of the vector's bits with fixed odd 64-bit keys (vectorized: hashing
-    each row's bytes took a second per 200k rows); a changed vector keeps its digest with
-    odds of 2^-64."""
+    multiply-add hash of the vector's bits with fixed odd 64-bit keys, vectorized (hashing
+    each row's bytes took a second per 200k rows); for a vector to change and keep its
+    digest, its changes would have to cancel modulo 2^64 under random keys."""
     vectors = vectors.combine_chunks() if isinstance(vectors, pa.ChunkedArray) else vectors
     if len(vectors) == 0:
         return pa.array([], pa.int64()), np.zeros((0, 0), np.float32)
