@@ -10,6 +10,9 @@ changed, half new) synced into the index: seconds, added, deleted, trained or no
 
     python scripts/bench_vectors.py --rows 200000,1000000
     python scripts/bench_vectors.py --rows 200000 --s3    # the index on a local moto S3
+    python scripts/bench_vectors.py --index /tmp/graphrag-scale/index-100000000
+        # a built index's approximate tables against brute force over their Parquet tables
+        # (computed part by part: the table is never held), questions embedded as it embeds
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from graphrag_ray.config import VectorIndexConfig  # noqa: E402
 from graphrag_ray.llm.embeddings import hashing_embed  # noqa: E402
 from graphrag_ray.query.vectors import VectorTable  # noqa: E402
 from graphrag_ray.resources import peak_rss_mb  # noqa: E402
-from graphrag_ray.storage.lance_vectors import LanceVectors, lance_options, sync_vectors  # noqa: E402
+from graphrag_ray.storage.lance_vectors import (  # noqa: E402
+    LanceVectors, lance_options, lance_uri, sync_vectors)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 PART = 20_000
@@ -64,15 +68,61 @@ def embedded_parts(words: list[str], rows: int, seed: int, prefix: str = "u"):
                         "vector": pa.array(list(vectors), pa.list_(pa.float32()))})
 
 
+def exact_nearest(parts, questions: np.ndarray, k: int = 10) -> list[set[str]]:
+    """Brute force's top `k` ids per question, a part at a time (bounded memory)."""
+    best: list[list[tuple[float, str]]] = [[] for _ in questions]
+    for part in parts:
+        search = VectorTable.from_table(part)
+        for q, query in enumerate(questions):
+            best[q] = sorted(best[q] + [(-s, i) for i, s in search.nearest(query, k)])[:k]
+    return [{i for _, i in found} for found in best]
+
+
+def measure_index(index_url: str, settings: list[str], queries: int) -> None:
+    """recall@10 and latency of each approximate table of a built index."""
+    from graphrag_ray import GraphIndex
+
+    index = GraphIndex.open(index_url)
+    words = corpus_words()
+    questions = np.asarray(index.embed(passages(words, queries, seed=31)), np.float32)
+    for table, store in index.manifest.vector_stores.items():
+        started = time.perf_counter()
+        truths = exact_nearest(index.store.iter_table(table, ["id", "vector"]), questions)
+        brute_s = time.perf_counter() - started
+        row = {"index": index_url, "table": table, "rows": store["rows"],
+               "sync": store, "brute_force_all_questions_s": round(brute_s, 1)}
+        for setting in settings:
+            nprobes, refine = (int(n) for n in setting.split("x"))
+            config = index.config.vector_index.model_copy(
+                update={"nprobes": nprobes, "refine_factor": refine})
+            search = LanceVectors.open(lance_uri(index_url, table), store["version"],
+                                       lance_options(index_url), config)
+            recall, latency = [], []
+            for query, truth in zip(questions, truths):
+                began = time.perf_counter()
+                found = search.nearest(query, 10)
+                latency.append(time.perf_counter() - began)
+                recall.append(len({i for i, _ in found} & truth) / 10)
+            row[setting] = {"recall_at_10": round(float(np.mean(recall)), 3),
+                            "p50_ms": round(1000 * float(np.median(latency)), 1),
+                            "p95_ms": round(1000 * float(np.percentile(latency, 95)), 1)}
+        row["peak_rss_mb"] = peak_rss_mb()
+        print(json.dumps(row), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="200000,1000000")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--search", default="20x1",
+    parser.add_argument("--search", default="40x3",
                         help="comma-separated NPROBESxREFINE: recall and latency at each")
     parser.add_argument("--s3", action="store_true", help="the index on a local moto server")
     parser.add_argument("--out", help="append each size's figures as a JSON line")
+    parser.add_argument("--index", help="measure this built index's approximate tables")
     args = parser.parse_args()
+    if args.index:
+        measure_index(args.index, args.search.split(","), args.queries)
+        return 0
     config = VectorIndexConfig()
     words = corpus_words()
     questions = hashing_embed(passages(words, args.queries, seed=999_999), 1024)
