@@ -53,6 +53,7 @@ class GraphIndex:
         self._embedder = None
         self._local: LocalData | None = None
         self._vectors: dict[str, VectorIndex] = {}
+        self._kept: dict[str, object] = {}
         self.fan_out = FanOut(config.runtime)
 
     @classmethod
@@ -144,6 +145,14 @@ class GraphIndex:
                 name, self.table, self.manifest.vector_stores, self.store.url,
                 self.store.fs.storage_options, self.config.vector_index)
         return self._vectors[name]
+
+    def kept(self, key: str, make):
+        """What a method builds from the tables once per open index (`OpenedIndex.kept`)."""
+        if key not in self._kept:
+            made = make()
+            with self._lock:
+                self._kept.setdefault(key, made)
+        return self._kept[key]
 
     def local_data(self) -> LocalData:
         if self._local is None:

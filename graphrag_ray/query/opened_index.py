@@ -4,7 +4,7 @@ members."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +14,9 @@ from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.local_data import LocalData
 from graphrag_ray.query.vectors import VectorIndex
+
+
+T = TypeVar("T")
 
 
 class OpenedIndex(Protocol):
@@ -44,3 +47,7 @@ class OpenedIndex(Protocol):
 
     def resolve_level(self, level: int | None) -> int:
         """A community level that exists (the default one for None)."""
+
+    def kept(self, key: str, make: Callable[[], T]) -> T:
+        """What a method builds from the tables once per open index (`make()` on first
+        use, then kept): a lookup over every unit is not rebuilt for each question."""
