@@ -12,6 +12,14 @@ import warnings
 from graphrag_ray.config import RuntimeConfig
 
 
+# Ray keeps as many idle workers as the node has CPUs and kills the others after one idle
+# second. The pools' actors hold the CPUs, so every reading and spilling task (num_cpus=0)
+# ran in a worker started for it and killed after it: on a 100M-token build a new Python
+# process every ~5 s, each paying its imports on a 2-core machine. An idle worker now lives
+# a minute, long enough for the next task of its stage.
+LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 60_000}
+
+
 def ensure_ray(runtime: RuntimeConfig) -> None:
     """Join the cluster we run in (ray job submit / RAY_ADDRESS / runtime.ray_address) or start
     a local instance; reuse one that is already initialised."""
@@ -35,7 +43,8 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
             # auth is on asks nothing of the user here.
             logging.getLogger("ray._private.authentication.authentication_token_setup"
                               ).setLevel(logging.ERROR)
-            ray.init(address="local", num_cpus=runtime.num_cpus, **kwargs)
+            ray.init(address="local", num_cpus=runtime.num_cpus,
+                     _system_config=LOCAL_SYSTEM_CONFIG, **kwargs)
         if callable(on_sigterm):
             signal.signal(signal.SIGTERM, on_sigterm)
         _spend_the_actor_argument_warning()
