@@ -79,6 +79,24 @@ def exact_nearest(parts, questions: np.ndarray, k: int = 10) -> list[tuple[set[s
     return [({i for _, i in found}, -found[-1][0]) for found in best]
 
 
+def search_figures(search: LanceVectors, questions: np.ndarray,
+                   truths: list[tuple[set[str], float]]) -> dict:
+    """recall@10 against brute force's (ids, 10th similarity) per question, and latency."""
+    recall, tied, latency = [], [], []
+    for query, (truth, kth) in zip(questions, truths):
+        began = time.perf_counter()
+        found = search.nearest(query, 10)
+        latency.append(time.perf_counter() - began)
+        recall.append(len({i for i, _ in found} & truth) / 10)
+        # Many offline vectors tie: a hit as similar as the 10th true one is as good as the
+        # one brute force listed (it breaks ties by id).
+        tied.append(sum(score >= kth - 1e-5 for _, score in found) / 10)
+    return {"recall_at_10": round(float(np.mean(recall)), 3),
+            "recall_at_10_ties_counted": round(float(np.mean(tied)), 3),
+            "p50_ms": round(1000 * float(np.median(latency)), 1),
+            "p95_ms": round(1000 * float(np.percentile(latency, 95)), 1)}
+
+
 def measure_index(index_url: str, settings: list[str], queries: int) -> None:
     """recall@10 and latency of each approximate table of a built index."""
     from graphrag_ray import GraphIndex
@@ -98,19 +116,7 @@ def measure_index(index_url: str, settings: list[str], queries: int) -> None:
                 update={"nprobes": nprobes, "refine_factor": refine})
             search = LanceVectors.open(lance_uri(index_url, table), store["version"],
                                        lance_options(index_url), config)
-            recall, tied, latency = [], [], []
-            for query, (truth, kth) in zip(questions, truths):
-                began = time.perf_counter()
-                found = search.nearest(query, 10)
-                latency.append(time.perf_counter() - began)
-                recall.append(len({i for i, _ in found} & truth) / 10)
-                # Many offline vectors tie: a hit as similar as the 10th true one is as good
-                # as the one brute force listed (it breaks ties by id).
-                tied.append(sum(score >= kth - 1e-5 for _, score in found) / 10)
-            row[setting] = {"recall_at_10": round(float(np.mean(recall)), 3),
-                            "recall_at_10_ties_counted": round(float(np.mean(tied)), 3),
-                            "p50_ms": round(1000 * float(np.median(latency)), 1),
-                            "p95_ms": round(1000 * float(np.percentile(latency, 95)), 1)}
+            row[setting] = search_figures(search, questions, truths)
         row["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(row), flush=True)
 
@@ -175,8 +181,9 @@ def main() -> int:
             truths, lat_brute = [], []
             for query in questions:
                 started = time.perf_counter()
-                truths.append({i for i, _ in exact.nearest(query, 10)})
+                found = exact.nearest(query, 10)
                 lat_brute.append(time.perf_counter() - started)
+                truths.append(({i for i, _ in found}, found[-1][1]))
             matrix_mb = exact.matrix.nbytes / 2 ** 20
             del exact
             probes = {}
@@ -184,17 +191,8 @@ def main() -> int:
                 nprobes, refine = (int(n) for n in setting.split("x"))
                 searched = config.model_copy(update={"nprobes": nprobes,
                                                      "refine_factor": refine})
-                approximate = LanceVectors.open(uri, sync.version, options, searched)
-                recall, lat_ann = [], []
-                for query, truth in zip(questions, truths):
-                    started = time.perf_counter()
-                    found = approximate.nearest(query, 10)
-                    lat_ann.append(time.perf_counter() - started)
-                    recall.append(len({i for i, _ in found} & truth) / 10)
-                probes[setting] = {
-                    "recall_at_10": round(float(np.mean(recall)), 3),
-                    "p50_ms": round(1000 * float(np.median(lat_ann)), 1),
-                    "p95_ms": round(1000 * float(np.percentile(lat_ann, 95)), 1)}
+                probes[setting] = search_figures(
+                    LanceVectors.open(uri, sync.version, options, searched), questions, truths)
 
             # 1% of the rows: half described anew (same ids, new vectors), half new ids.
             changed = max(1, rows // 200)

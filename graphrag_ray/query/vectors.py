@@ -15,11 +15,11 @@ from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import GraphRagError
-from graphrag_ray.storage.lance_vectors import LanceVectors, lance_options, lance_uri
+from graphrag_ray.storage.lance_vectors import (
+    LanceVectors, lance_options, lance_uri, vector_matrix)
 
 
 class VectorIndex(Protocol):
@@ -61,12 +61,7 @@ class VectorTable:
 
     @classmethod
     def from_table(cls, table: pa.Table) -> "VectorTable":
-        vectors = table.column("vector").combine_chunks()
-        if len(vectors) == 0:
-            return cls([], np.zeros((0, 0), dtype=np.float32))
-        width = len(vectors[0])
-        flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype(np.float32)
-        return cls(table.column("id").to_pylist(), flat.reshape(len(vectors), width))
+        return cls(table.column("id").to_pylist(), vector_matrix(table.column("vector")))
 
     def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The `k` ids most similar to `query` (cosine: vectors are unit length), best first."""

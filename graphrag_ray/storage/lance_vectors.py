@@ -87,18 +87,26 @@ def _lance():
     return lance
 
 
-def vector_digests(vectors: pa.Array) -> tuple[pa.Array, np.ndarray]:
+def vector_matrix(vectors: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An embeddings table's `vector` column (lists of floats) as a float32 matrix, one row
+    per vector ((0, 0) when empty)."""
+    vectors = vectors.combine_chunks() if isinstance(vectors, pa.ChunkedArray) else vectors
+    if len(vectors) == 0:
+        return np.zeros((0, 0), np.float32)
+    return np.ascontiguousarray(pc.list_flatten(vectors).to_numpy(zero_copy_only=False)
+                                .astype(np.float32).reshape(len(vectors), len(vectors[0])))
+
+
+def vector_digests(vectors: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """(a 64-bit digest per vector, the vectors as a float32 matrix): a row whose vector did
     not change keeps its digest, so an update rewrites only what changed. The digest is a
     multiply-add hash of the vector's bits with fixed odd 64-bit keys, vectorized (hashing
     each row's bytes took a second per 200k rows); for a vector to change and keep its
     digest, its changes would have to cancel modulo 2^64 under random keys."""
-    vectors = vectors.combine_chunks() if isinstance(vectors, pa.ChunkedArray) else vectors
-    if len(vectors) == 0:
-        return pa.array([], pa.int64()), np.zeros((0, 0), np.float32)
-    width = len(vectors[0])
-    matrix = np.ascontiguousarray(pc.list_flatten(vectors).to_numpy(zero_copy_only=False)
-                                  .astype(np.float32).reshape(len(vectors), width))
+    matrix = vector_matrix(vectors)
+    if not matrix.size:
+        return pa.array([], pa.int64()), matrix
+    width = matrix.shape[1]
     bits = matrix.view(np.uint32).astype(np.uint64)
     keys = np.random.default_rng(width).integers(1, 2 ** 63, width, dtype=np.uint64) * 2 + 1
     with np.errstate(over="ignore"):  # arithmetic modulo 2^64 is the point
@@ -164,7 +172,8 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
     if width is None:
         raise GraphRagError(f"{uri}: the embeddings table is empty")
 
-    dataset = _open_latest(lance, uri, options)
+    existing = _open_latest(lance, uri, options)
+    dataset = existing
     if dataset is not None and dataset.schema.field("vector").type.list_size != width:
         dataset = None  # other embeddings settings: the old vectors are no use
     old = (dataset.to_table(columns=["id", "digest"]) if dataset is not None
@@ -191,8 +200,9 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
 
     reader = pa.RecordBatchReader.from_batches(_store_schema(width), rows())
     if rewrite:
-        dataset = lance.write_dataset(reader, uri, mode="overwrite" if _exists(
-            lance, uri, options) else "create", storage_options=options or None)
+        dataset = lance.write_dataset(reader, uri,
+                                      mode="create" if existing is None else "overwrite",
+                                      storage_options=options or None)
     else:
         for start in range(0, len(deleted), 1000):
             chunk = deleted.slice(start, 1000).to_pylist()
@@ -221,10 +231,6 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
 
 def _quoted(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
-
-def _exists(lance, uri: str, options: dict[str, str]) -> bool:
-    return _open_latest(lance, uri, options) is not None
 
 
 def _open_latest(lance, uri: str, options: dict[str, str]):

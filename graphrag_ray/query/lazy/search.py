@@ -152,10 +152,9 @@ def candidates(budget: int) -> int:
 @dataclass
 class SearchableUnits:
     """What every lazy question reads, built once per open index: the units that can be
-    tested (ids, numbers, their row by id, their texts as an Arrow column: a test reads
+    tested (their numbers, their row by id, their texts as an Arrow column: a test reads
     one), the community tree over them and the communities' titles. On a 100M-token index,
     building these for each question took 10.9 s of its 10.9."""
-    ids: list[str]
     numbers: list[int]
     texts: "ArrowTexts"
     row_of: dict[str, int]
@@ -169,7 +168,7 @@ class SearchableUnits:
             schema.TEXT_UNITS, ["id", "human_readable_id", "text", "extraction_status"]))
         ids = units.column("id").to_pylist()
         numbers = units.column("human_readable_id").to_pylist()
-        return cls(ids, numbers, ArrowTexts(units.column("text")),
+        return cls(numbers, ArrowTexts(units.column("text")),
                    {unit: row for row, unit in enumerate(ids)},
                    community_tree(_communities(index), ids), _titles(index),
                    dict(zip(numbers, ids)))
