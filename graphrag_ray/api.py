@@ -34,6 +34,7 @@ from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.query.vectors import VectorIndex, open_vectors
 from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
+from graphrag_ray.storage.row_reader import RowReader
 from graphrag_ray.tokens import get_encoding
 
 OnToken = Callable[[str], None]
@@ -142,9 +143,19 @@ class GraphIndex:
     def vectors(self, name: str) -> VectorIndex:
         if name not in self._vectors:
             self._vectors[name] = open_vectors(
-                name, self.table, self.manifest.vector_stores, self.store.url,
+                name, self.rows, self.manifest.vector_stores, self.store.url,
                 self.store.fs.storage_options, self.config.vector_index)
         return self._vectors[name]
+
+    def rows(self, name: str) -> RowReader:
+        """Table `name`'s rows by number, read when taken (texts a question needs)."""
+        return self.kept(f"rows:{name}", lambda: self._row_reader(name))
+
+    def _row_reader(self, name: str) -> RowReader:
+        try:
+            return self.store.row_reader(name)
+        except IndexNotFoundError:
+            raise IndexNotFoundError(_missing_table_message(name)) from None
 
     def kept(self, key: str, make):
         """What a method builds from the tables once per open index (`OpenedIndex.kept`)."""
@@ -156,7 +167,7 @@ class GraphIndex:
 
     def local_data(self) -> LocalData:
         if self._local is None:
-            self._local = local_data(self.table,
+            self._local = local_data(self.table, self.rows,
                                      self.vectors(schema.ENTITY_DESCRIPTION_EMBEDDINGS),
                                      self.store.has_table(schema.COVARIATES),
                                      self.store.has_table(schema.ENTITY_ALIASES))
@@ -164,15 +175,16 @@ class GraphIndex:
 
     def warm(self) -> None:
         """Read now what questions would read first, so that none pays the load (a served
-        index): every table whole (a method's columns are then cut from it; of the documents,
-        only their ids and titles: their text is the text units' again; of an embeddings
-        table with an approximate index, nothing but the index), the vector indexes and
-        local search's lookups."""
+        index): every table whole (a method's columns are then cut from it), but for the
+        documents only their ids and titles (their text is the text units' again), the text
+        units not at all (their texts are read when a question takes them, the rest with
+        local search's lookups) and the embeddings only as vector indexes (a matrix, or
+        searched on disk); then local search's lookups."""
         for name in self.manifest.tables:
             if name == schema.DOCUMENTS:
                 self.table(name, ["id", "title"])
-            elif name in self.manifest.vector_stores:
-                continue  # searched on disk: its vectors are not to be held
+            elif name == schema.TEXT_UNITS or name.startswith("embeddings_"):
+                continue
             elif self.store.has_table(name):
                 self.table(name)
         for name in self.manifest.tables:

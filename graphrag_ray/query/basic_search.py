@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.query.answer import answer_from_context
@@ -24,10 +23,7 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     cfg = config.basic_search
     query = query_text(question, history)
     nearest = unit_vectors.nearest(index.embed([query])[0], cfg.top_k)
-    units = units_by_id(answerable_units(index.table(
-        schema.TEXT_UNITS, ["id", "human_readable_id", "text", "extraction_status"])),
-        [i for i, _ in nearest])
-    rows = {u["id"]: u for u in units.to_pylist()}
+    rows = nearest_units(index, [i for i, _ in nearest])
     section = pack_table("Sources", "id|text",
                          [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")
                           for i, _ in nearest if i in rows],
@@ -46,5 +42,19 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     return result
 
 
-def units_by_id(units: pa.Table, ids: list[str]) -> pa.Table:
-    return units.filter(pc.is_in(units.column("id"), pa.array(ids, pa.string())))
+def nearest_units(index: OpenedIndex, ids: list[str]) -> dict[str, dict]:
+    """The answerable units among `ids`, by id: their texts read from the index for these
+    rows only (a 100M-token index holds a gigabyte of them)."""
+    units = index.kept("basic:unit_rows", lambda: UnitRows(answerable_units(index.table(
+        schema.TEXT_UNITS, ["id", "extraction_status"]))))
+    found = [i for i in dict.fromkeys(ids) if i in units.row_of]
+    taken = index.rows(schema.TEXT_UNITS).take([units.row_of[i] for i in found],
+                                                ["id", "human_readable_id", "text"])
+    return {row["id"]: row for row in taken.to_pylist()}
+
+
+class UnitRows:
+    """The stored row of each answerable unit, by id."""
+
+    def __init__(self, rows: pa.Table):
+        self.row_of = dict(zip(rows.column("id").to_pylist(), rows.column("row").to_pylist()))

@@ -14,9 +14,12 @@ NO_HISTORY = "(none)"
 
 
 def answerable_units(units: pa.Table) -> pa.Table:
-    """`units` (read with `extraction_status`) without repeated passages, that column gone."""
+    """`units` (the whole table, read with `extraction_status`) without repeated passages,
+    that column gone, and each unit's stored row number added as `row` (its text is read by
+    it: `OpenedIndex.rows`)."""
     keep = pc.not_equal(pc.fill_null(units.column("extraction_status"), ""),
                         schema.REPEATED_PASSAGE)
+    units = units.append_column("row", pa.array(range(units.num_rows), pa.int64()))
     return units.filter(keep).drop_columns(["extraction_status"])
 
 

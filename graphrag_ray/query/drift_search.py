@@ -88,10 +88,11 @@ class _LLMSteps:
         self.index, self.question = index, question
         self.config = index.config
 
-    def probe(self, query: str, reports: list[dict], result: SearchResult) -> str:
-        if not reports:
+    def probe(self, query: str, data: LocalData, result: SearchResult) -> str:
+        best = data.best_report()
+        if best is None:
             return query
-        example = max(reports, key=lambda r: (r["rank"], -r["level"]))["full_content"]
+        example = data.reports.rows[best]["full_content"]
         chat = self.index.services.chat(self.config.llm)
         probe = chat.complete([{"role": "user", "content": render(
             self.index.prompts["hypothetical_answer"], question=self.question,
@@ -126,7 +127,7 @@ class _ExtractiveSteps:
         self.data = index.local_data()
         self.said: list[set[str]] = []
 
-    def probe(self, query: str, reports: list[dict], result: SearchResult) -> str:
+    def probe(self, query: str, data: LocalData, result: SearchResult) -> str:
         return query
 
     def primer(self, section, reports: list[dict]) -> DriftStep:
@@ -154,18 +155,17 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     data, embed, read = index.local_data(), index.embed, index.table
     report_vectors = index.vectors(schema.REPORT_EMBEDDINGS)
     cfg = config.drift_search
-    reports = data.reports
     encoding = config.tokenizer.encoding
     steps_by = (_LLMSteps if config.uses_llm(cfg.method) else _ExtractiveSteps)(index, question)
     result = SearchResult(method="drift", answer="")
     query = query_text(question, history)
 
     # 1. Primer: the reports nearest the question (or a hypothetical answer to it).
-    probe = steps_by.probe(query, reports, result)
-    by_id = {r["id"]: r for r in reports}
-    nearest = [by_id[i] for i, _ in report_vectors.nearest(embed([probe])[0], cfg.top_k_reports)
-               if i in by_id]
-    nearest = _distinct_reports(nearest)
+    probe = steps_by.probe(query, data, result)
+    rows = [data.reports.row_of[i] for i, _ in report_vectors.nearest(
+        embed([probe])[0], cfg.top_k_reports) if i in data.reports]
+    nearest = _distinct_reports([{**report, "row": row} for row, report in
+                                 zip(rows, data.reports.rows.take(rows))])
     primer = pack_table("Reports", "id|title|content",
                         [(r["community"], f"{r['community']}|{cell(r['title'])}|"
                                           f"{cell(r['full_content'])}") for r in nearest],
@@ -249,7 +249,7 @@ def _distinct_reports(reports: list[dict]) -> list[dict]:
 
 
 def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str]:
-    members = [data.by_id[i] for i in report["entity_ids"] if i in data.by_id]
+    members = data.members_of.get(report["row"])
     degree = data.entities.numbers("degree")
     members.sort(key=lambda i: (-degree[i], i))
     return [data.entities[i]["title"] for i in members[:count]]

@@ -6,7 +6,8 @@ and the entity description vectors.
 The tables stay Arrow columns and a row becomes a dict only when a search takes it
 (`Rows`); the lookups are arrays of row numbers (`Grouped`), not dicts of lists. A question
 touches a few hundred rows; holding millions of entities and relationships as Python dicts
-cost gigabytes and, on a 100M-token index, most of a local query's 18.7 s.
+cost gigabytes and, on a 100M-token index, most of a local query's 18.7 s. The texts of
+units and reports are not held at all: they are read from the index for the rows taken.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.query.citations import ReadTable
 from graphrag_ray.query.vectors import VectorIndex
+from graphrag_ray.storage.row_reader import RowReader
 
 
 def words_of(text: str) -> str:
@@ -30,18 +34,34 @@ def words_of(text: str) -> str:
 
 
 class Rows:
-    """A table's rows by number, each made a dict when asked for."""
+    """A table's rows by number, each made a dict when taken. The `stored` columns are not
+    held: they are read from the index (`RowReader`) for the rows taken, a row group at a
+    time. A 100M-token index's unit and report texts are gigabytes as Python objects; a
+    question takes a few dozen of them."""
 
-    def __init__(self, table: pa.Table):
+    def __init__(self, table: pa.Table, stored: RowReader | None = None,
+                 stored_columns: tuple[str, ...] = ()):
         self.table = table.combine_chunks()
         self._columns = {name: self.table.column(name) for name in self.table.column_names}
         self._numbers: dict[str, np.ndarray] = {}
+        self.stored = stored
+        self.stored_columns = list(stored_columns) if stored is not None else []
 
     def __len__(self) -> int:
         return self.table.num_rows
 
     def __getitem__(self, row: int) -> dict:
-        return {name: column[row].as_py() for name, column in self._columns.items()}
+        return self.take([row])[0]
+
+    def take(self, rows: list[int]) -> list[dict]:
+        """Rows `rows`, in that order, as dicts of every column (held and stored)."""
+        taken = [{name: column[row].as_py() for name, column in self._columns.items()}
+                 for row in rows]
+        if self.stored_columns and taken:
+            for row, stored in zip(taken, self.stored.take(rows, self.stored_columns)
+                                   .to_pylist()):
+                row.update(stored)
+        return taken
 
     def numbers(self, name: str) -> np.ndarray:
         """A numeric column as an array (sort keys without making rows)."""
@@ -51,10 +71,11 @@ class Rows:
 
 
 class RowsById:
-    """A table's rows by id (`units[unit_id]`, `unit_id in units`)."""
+    """A table's rows by id (`units[unit_id]`, `unit_id in units`, `units.take(ids)`)."""
 
-    def __init__(self, table: pa.Table):
-        self.rows = Rows(table)
+    def __init__(self, table: pa.Table, stored: RowReader | None = None,
+                 stored_columns: tuple[str, ...] = ()):
+        self.rows = Rows(table, stored, stored_columns)
         self.row_of = {key: row for row, key in enumerate(table.column("id").to_pylist())}
 
     def __contains__(self, key: str) -> bool:
@@ -62,6 +83,9 @@ class RowsById:
 
     def __getitem__(self, key: str) -> dict:
         return self.rows[self.row_of[key]]
+
+    def take(self, keys: list[str]) -> list[dict]:
+        return self.rows.take([self.row_of[key] for key in keys])
 
 
 class Grouped:
@@ -91,8 +115,10 @@ class LocalData:
     entities: Rows
     relationships: Rows
     claims: Rows
-    units: RowsById
-    reports: list[dict]  # id, community, level, title, summary, full_content, rank, entity_ids
+    units: RowsById  # id, human_readable_id; text stored
+    reports: RowsById  # id, community, level, title, rank; summary, full_content stored
+    # The communities' members (community, entity_ids): which reports an entity is in.
+    memberships: pa.Table
     entity_vectors: VectorIndex
     # Entity resolution's aliases (alias title, canonical entity id): a question that names
     # "Holmes" finds SHERLOCK HOLMES.
@@ -101,6 +127,7 @@ class LocalData:
     edges_of: Grouped = field(init=False)  # entity title -> relationship rows
     claims_of: Grouped = field(init=False)  # entity title -> claim rows
     reports_of: Grouped = field(init=False)  # entity id -> report rows
+    members_of: Grouped = field(init=False)  # report row -> entity rows
     # First word of a name -> (" WORDS OF THE NAME ", entity row, its place among the names)
     names_by_word: dict[str, list[tuple[str, int, int]]] = field(init=False)
 
@@ -126,15 +153,41 @@ class LocalData:
                                 np.repeat(np.arange(count), 2))
         self.claims_of = Grouped(self.claims.table.column("subject_id"),
                                  np.arange(len(self.claims)))
-        members = [(entity_id, r) for r, report in enumerate(self.reports)
-                   for entity_id in report["entity_ids"]]
-        self.reports_of = Grouped(pa.array([m[0] for m in members], pa.string()),
-                                  np.array([m[1] for m in members], dtype=np.int64))
+        self.reports_of, self.members_of = _report_members(
+            self.memberships, self.reports.rows.table.column("community"),
+            entities.column("id"))
 
     def named(self, query_words: str) -> list[tuple[str, int, int]]:
         """(name, entity row, place) of every name whose words stand in `query_words`."""
         return [entry for word in dict.fromkeys(query_words.split())
                 for entry in self.names_by_word.get(word, ()) if entry[0] in query_words]
+
+    def best_report(self) -> int | None:
+        """The report row with the highest rating (the highest level's first among equals)."""
+        if not len(self.reports.rows):
+            return None
+        rank, level = self.reports.rows.numbers("rank"), self.reports.rows.numbers("level")
+        return int(np.lexsort((np.arange(len(rank)), level, -rank))[0])
+
+
+def _report_members(memberships: pa.Table, report_communities: pa.ChunkedArray,
+                    entity_ids: pa.ChunkedArray) -> tuple[Grouped, Grouped]:
+    """(entity id -> its reports' rows, report row -> its entities' rows), both in report
+    order, from the communities' member lists, flattened in Arrow."""
+    lists = memberships.column("entity_ids").combine_chunks()
+    members = pc.list_flatten(lists)
+    communities = memberships.column("community").combine_chunks().take(
+        pc.list_parent_indices(lists))
+    report_rows = pc.index_in(communities, value_set=report_communities.combine_chunks())
+    report_rows = report_rows.fill_null(-1).to_numpy(zero_copy_only=False)
+    entity_rows = pc.index_in(members, value_set=entity_ids.combine_chunks())
+    entity_rows = entity_rows.fill_null(-1).to_numpy(zero_copy_only=False)
+    order = np.argsort(report_rows, kind="stable")
+    order = order[report_rows[order] >= 0]
+    reports_of = Grouped(members.take(pa.array(order)), report_rows[order])
+    known = order[entity_rows[order] >= 0]
+    members_of = Grouped(pa.array(report_rows[known]), entity_rows[known])
+    return reports_of, members_of
 
 
 ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "text_unit_ids",
@@ -142,25 +195,27 @@ ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "te
 RELATIONSHIP_COLUMNS = ["id", "human_readable_id", "source", "target", "description",
                         "weight", "combined_degree"]
 CLAIM_COLUMNS = ["id", "human_readable_id", "subject_id", "type", "status", "description"]
+REPORT_COLUMNS = ["id", "community", "level", "title", "rank"]
+REPORT_TEXTS = ("summary", "full_content")
 
 
-def local_data(read: ReadTable, entity_vectors: VectorIndex, has_claims: bool,
+def local_data(read: ReadTable, stored: Callable[[str], RowReader],
+               entity_vectors: VectorIndex, has_claims: bool,
                has_aliases: bool = False) -> LocalData:
-    """`entity_vectors`: the entity description embeddings, as the index searches them."""
+    """`read(name, columns)`: a table held; `stored(name)`: its rows read by number (the
+    unit and report texts); `entity_vectors`: the entity description embeddings, as the
+    index searches them."""
     claims = read(schema.COVARIATES, CLAIM_COLUMNS) if has_claims else pa.table(
         {name: pa.array([], pa.string()) for name in CLAIM_COLUMNS})
-    reports = read(schema.COMMUNITY_REPORTS, ["id", "community", "level", "title", "summary",
-                                              "full_content", "rank"])
-    members = read(schema.COMMUNITIES, ["community", "entity_ids"])
-    entity_ids = dict(zip(members.column("community").to_pylist(),
-                          members.column("entity_ids").to_pylist()))
-    report_rows = [{**r, "entity_ids": entity_ids.get(r["community"], [])}
-                   for r in reports.to_pylist()]
     aliases = read(schema.ENTITY_ALIASES, ["alias", "entity_id"]) if has_aliases else None
     return LocalData(Rows(read(schema.ENTITIES, ENTITY_COLUMNS)),
                      Rows(read(schema.RELATIONSHIPS, RELATIONSHIP_COLUMNS)),
                      Rows(claims),
-                     RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])),
-                     report_rows, entity_vectors,
+                     RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id"]),
+                              stored(schema.TEXT_UNITS), ("text",)),
+                     RowsById(read(schema.COMMUNITY_REPORTS, REPORT_COLUMNS),
+                              stored(schema.COMMUNITY_REPORTS), REPORT_TEXTS),
+                     read(schema.COMMUNITIES, ["community", "entity_ids"]),
+                     entity_vectors,
                      list(zip(aliases.column("alias").to_pylist(),
                               aliases.column("entity_id").to_pylist())) if aliases else [])

@@ -18,13 +18,13 @@ import numpy as np
 
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import sources_of_records
-from graphrag_ray.query.context import cell, pack_table
+from graphrag_ray.query.context import TableSection, cell, pack_table
 from graphrag_ray.query.local_data import LocalData, words_of
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.sentences import split_sentences
 from graphrag_ray.terms import content_terms, distinct_texts
-from graphrag_ray.tokens import truncate_to_tokens
+from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
 
 
 @dataclass
@@ -63,10 +63,9 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
 
     # Reports: communities holding the most matched entities first, then by rating.
     hits = Counter(r for entity_id in ids for r in data.reports_of.get(entity_id, []))
+    rank, level = data.reports.rows.numbers("rank"), data.reports.rows.numbers("level")
     report_rows, seen_text = [], set()
-    for r in sorted(hits, key=lambda r: (-hits[r], -data.reports[r]["rank"],
-                                         data.reports[r]["level"])):
-        report = data.reports[r]
+    for report in data.reports.rows.take(sorted(hits, key=lambda r: (-hits[r], -rank[r], level[r]))):
         if report["full_content"] in seen_text:
             continue  # a carried-down copy of a report already listed
         seen_text.add(report["full_content"])
@@ -119,10 +118,7 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
             first_seen.setdefault(u, rank)
     unit_ids = sorted((u for u in mentions if u in data.units),
                       key=lambda u: (first_seen[u], -mentions[u], u))
-    unit_section = pack_table(
-        "Sources", "id|text",
-        [(u, f"{data.units[u]['human_readable_id']}|{cell(data.units[u]['text'])}")
-         for u in unit_ids], unit_budget, encoding)
+    unit_section, unit_texts = pack_units(unit_ids, data, unit_budget, encoding)
 
     sections = [reports, entity_section, relationship_section, claim_section, unit_section]
     return LocalContext(
@@ -132,7 +128,36 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
                  "relationships": relationship_section.keys, "claims": claim_section.keys,
                  "text_units": unit_section.keys},
         entity_rows=[e for e in entities if e["id"] in set(entity_section.keys)],
-        unit_texts=[data.units[u]["text"] for u in unit_section.keys])
+        unit_texts=unit_texts)
+
+
+UNITS_READ_AT_ONCE = 64
+MOST_UNITS_TRIED = 1024
+
+
+def pack_units(unit_ids: list[str], data: LocalData, budget: int,
+               encoding: str) -> tuple[TableSection, list[str]]:
+    """The Sources table: units in the order given while they fit, read from the index
+    `UNITS_READ_AT_ONCE` at a time until the budget is full or `MOST_UNITS_TRIED` were
+    tried (a central entity of a large index has thousands of units; the budget holds a
+    dozen). Returns the section and the texts of the units in it."""
+    header = ["-----Sources-----", "id|text"]
+    used = count_tokens("\n".join(header), encoding) + 1
+    lines, keys, texts = [], [], []
+    tried = unit_ids[:MOST_UNITS_TRIED]
+    for start in range(0, len(tried), UNITS_READ_AT_ONCE):
+        if used >= budget:
+            break
+        window = data.units.take(tried[start:start + UNITS_READ_AT_ONCE])
+        rows = [f"{u['human_readable_id']}|{cell(u['text'])}" for u in window]
+        taken, used = take_within_budget(rows, budget, used, skip_misses=True,
+                                         encoding=encoding)
+        lines += [rows[i] for i in taken]
+        keys += [window[i]["id"] for i in taken]
+        texts += [window[i]["text"] for i in taken]
+    if not keys:
+        return TableSection("", [], 0), []
+    return TableSection("\n".join(header + lines), keys, used), texts
 
 
 EXTRACTIVE_SENTENCES = 6

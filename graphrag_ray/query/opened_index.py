@@ -14,6 +14,7 @@ from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.local_data import LocalData
 from graphrag_ray.query.vectors import VectorIndex
+from graphrag_ray.storage.row_reader import RowReader
 
 
 T = TypeVar("T")
@@ -41,6 +42,9 @@ class OpenedIndex(Protocol):
         """Query texts embedded as the index's texts were."""
 
     def vectors(self, name: str) -> VectorIndex: ...
+
+    def rows(self, name: str) -> RowReader:
+        """Table `name`'s rows by number, read from the index when taken (texts)."""
 
     def local_data(self) -> LocalData:
         """The rows local and DRIFT search rank (read once)."""

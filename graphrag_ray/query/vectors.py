@@ -20,6 +20,7 @@ from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.storage.lance_vectors import (
     LanceVectors, lance_options, lance_uri, vector_matrix)
+from graphrag_ray.storage.row_reader import RowReader
 
 
 class VectorIndex(Protocol):
@@ -30,11 +31,11 @@ class VectorIndex(Protocol):
         """The `k` ids most similar to `query` (a unit vector), best first, with scores."""
 
 
-def open_vectors(name: str, read_table: Callable[[str, list[str]], pa.Table],
+def open_vectors(name: str, stored: Callable[[str], RowReader],
                  vector_stores: dict[str, dict], index_url: str, storage_options: dict,
                  config: VectorIndexConfig) -> VectorIndex:
     """The search over embeddings table `name` of an open index: its approximate index where
-    the build made one, else brute force over the table (`read_table(name, columns)`). An
+    the build made one, else brute force over the table (`stored(name)`: its rows). An
     approximate index that cannot be opened (pylance missing, its files gone) is said, and
     the table is searched brute force: the question is still answered."""
     store, uri = vector_stores.get(name), lance_uri(index_url, name)
@@ -46,7 +47,7 @@ def open_vectors(name: str, read_table: Callable[[str, list[str]], pa.Table],
             warnings.warn(f"{name}: its approximate index at {uri} (version "
                           f"{store['version']}) cannot be opened ({exc}); searching its "
                           "table brute force", stacklevel=2)
-    return VectorTable.from_table(read_table(name, ["id", "vector"]))
+    return VectorTable.from_groups(stored(name))
 
 
 class VectorTable:
@@ -62,6 +63,22 @@ class VectorTable:
     @classmethod
     def from_table(cls, table: pa.Table) -> "VectorTable":
         return cls(table.column("id").to_pylist(), vector_matrix(table.column("vector")))
+
+    @classmethod
+    def from_groups(cls, stored: RowReader) -> "VectorTable":
+        """Read a row group at a time into one matrix: the vectors are held once, never
+        also as the table they came from (a 100M-token index's report vectors: 360 MB)."""
+        ids, matrix, start = [], None, 0
+        for group in stored.groups(["id", "vector"]):
+            vectors = vector_matrix(group.column("vector"))
+            if not len(vectors):
+                continue
+            if matrix is None:
+                matrix = np.empty((len(stored), vectors.shape[1]), np.float32)
+            matrix[start:start + len(vectors)] = vectors
+            ids += group.column("id").to_pylist()
+            start += len(vectors)
+        return cls(ids, np.zeros((0, 0), np.float32) if matrix is None else matrix[:start])
 
     def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The `k` ids most similar to `query` (cosine: vectors are unit length), best first."""

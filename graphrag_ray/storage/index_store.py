@@ -36,6 +36,7 @@ from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.lance_vectors import forget_versions_before, lance_options, lance_uri
 from graphrag_ray.storage.manifest import Manifest
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+from graphrag_ray.storage.row_reader import RowReader
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,15 @@ class IndexVersion:
             pass
         for part in parquet_parts(self.fs, self._path(name)):
             yield read_parquet(self.fs, part, columns)
+
+    def row_reader(self, name: str) -> RowReader:
+        """The table's rows by number, read a row group at a time (`RowReader`)."""
+        whole = self._path(f"{name}.parquet")
+        files = [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
+        if not files:
+            raise IndexNotFoundError(
+                f"table {name!r} is missing from version {self.version} of {self.url}")
+        return RowReader(self.fs, files)
 
     def has_table(self, name: str) -> bool:
         return self.fs.exists(self._path(f"{name}.parquet")) or self.fs.exists(self._path(name))

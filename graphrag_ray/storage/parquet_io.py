@@ -13,11 +13,24 @@ from fsspec.implementations.local import LocalFileSystem
 from graphrag_ray.storage.atomic import write_atomically
 
 
+# Rows per row group: about this many bytes of data, so that a reader taking a few rows by
+# number (`row_reader.RowReader`: a question's text units) decodes about a megabyte each.
+ROW_GROUP_BYTES = 2 ** 20
+MIN_ROW_GROUP_ROWS = 64
+
+
+def row_group_rows(table: pa.Table) -> int:
+    if not table.num_rows:
+        return 1
+    per_row = max(1, table.nbytes // table.num_rows)
+    return max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row)
+
+
 def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
     """Written whole (see `write_atomically`): a retried writer replaces it, a reader never
     sees half of it."""
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    pq.write_table(table, buffer, compression="zstd", row_group_size=row_group_rows(table))
     write_atomically(fs, path, buffer.getvalue())
 
 

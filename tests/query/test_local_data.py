@@ -24,14 +24,13 @@ def make_data() -> LocalData:
     claims = pa.table({"id": ["c0"], "human_readable_id": ["0"], "subject_id": ["BOB"],
                        "type": ["x"], "status": ["TRUE"], "description": ["is poor"]})
     units = pa.table({"id": ["u1", "u2"], "human_readable_id": [1, 2], "text": ["a", "b"]})
-    reports = [{"id": "p0", "community": 0, "level": 0, "title": "Office", "summary": "",
-                "full_content": "x", "rank": 1.0, "entity_ids": ["e0", "e2"]},
-               {"id": "p1", "community": 1, "level": 0, "title": "Home", "summary": "",
-                "full_content": "y", "rank": 1.0, "entity_ids": ["e2", "e3"]}]
+    reports = pa.table({"id": ["p0", "p1"], "community": [0, 1], "level": [0, 0],
+                        "title": ["Office", "Home"], "summary": ["", ""],
+                        "full_content": ["x", "y"], "rank": [1.0, 1.0]})
+    memberships = pa.table({"community": [1, 0], "entity_ids": [["e2", "e3"], ["e0", "e2"]]})
     return LocalData(Rows(entities), Rows(relationships), Rows(claims), RowsById(units),
-                     reports, VectorTable([], np.zeros((0, 0), np.float32)),
+                     RowsById(reports), memberships, VectorTable([], np.zeros((0, 0), np.float32)),
                      aliases=[("OLD EBENEZER", "e1")])
-
 
 def test_names_longest_first_then_in_table_order_and_aliases_count():
     data = make_data()
@@ -45,6 +44,7 @@ def test_lookups_give_row_numbers_and_rows_are_dicts_when_taken():
     assert data.edges_of.get("BOB") == [0, 1, 2]  # as source and as target, in row order
     assert data.edges_of.get("SCROOGE") == [0, 2] and data.edges_of.get("MARLEY") == []
     assert data.reports_of.get("e2") == [0, 1] and data.claims_of.get("BOB") == [0]
+    assert data.members_of.get(1) == [2, 3] and data.members_of.get(0) == [0, 2]
     assert data.entities[2] == {"id": "e2", "human_readable_id": 2, "title": "BOB",
                                 "type": "PERSON", "description": "clerk",
                                 "text_unit_ids": ["u2"], "degree": 3}

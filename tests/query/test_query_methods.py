@@ -237,6 +237,20 @@ def test_opening_an_index_reads_only_what_the_method_needs(offline_index):
     assert {_table_of(p) for p in CountingFileSystem.opened} == {"entities", "relationships"}
 
 
+def test_unit_and_report_texts_are_read_for_the_rows_a_question_takes(offline_index):
+    """Local, DRIFT, basic and lazy hold no unit or report text: on a 100M-token index those
+    were gigabytes per query process."""
+    index = GraphIndex.open(str(offline_index))
+    for method in ("local", "drift", "basic", "lazy"):
+        assert "Marley" in index.search(method, QUESTION).answer
+    held: dict[str, set] = {}
+    for key, table in index._tables.items():
+        held.setdefault(key.split(":")[0], set()).update(table.column_names)
+    assert "text" not in held[schema.TEXT_UNITS]
+    assert not {"summary", "full_content"} & held[schema.COMMUNITY_REPORTS]
+    assert not any(name.startswith("embeddings_") for name in held)  # only as matrices
+
+
 def _table_of(path: str) -> str:
     """`.../<table>.parquet` or `.../<table>/part-N.parquet` -> table."""
     folder, name = path.rsplit("/", 2)[-2:]

@@ -4,12 +4,14 @@ version, old versions forgotten by prune, and the same on S3 (moto)."""
 
 import warnings
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.query.vectors import VectorTable, open_vectors
+from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.lance_vectors import (
     LanceVectors, forget_versions_before, lance_options, lance_uri, sync_vectors)
 
@@ -119,10 +121,12 @@ def test_an_index_whose_lance_version_is_gone_is_searched_brute_force_and_says_s
     rng = np.random.default_rng(3)
     ids, vectors = [f"e{i}" for i in range(50)], unit_rows(rng, 50)
     stores = {"embeddings_x": {"version": 7}}  # no dataset was ever written there
+    staged = IndexVersion(fsspec.filesystem("file"), str(tmp_path / "tables"), "", "")
+    staged.write_table("embeddings_x", table(ids, vectors))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        search = open_vectors("embeddings_x", lambda name, columns: table(ids, vectors),
-                              stores, str(tmp_path), {}, CONFIG)
+        search = open_vectors("embeddings_x", staged.row_reader, stores, str(tmp_path), {},
+                              CONFIG)
     assert isinstance(search, VectorTable)
     assert search.nearest(vectors[5], 1)[0][0] == "e5"
     assert any("brute force" in str(w.message) for w in caught)

@@ -38,6 +38,7 @@ from graphrag_ray.query.local_search import query_text
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult, Sources
 from graphrag_ray.tokens import count_tokens
+from graphrag_ray.storage.row_reader import RowReader
 
 OFFLINE_NOTE = ("lazy search ran offline (no LLM endpoint or key configured): relevance was "
                 "judged by shared words and the answer lists the passages' sentences")
@@ -152,11 +153,11 @@ def candidates(budget: int) -> int:
 @dataclass
 class SearchableUnits:
     """What every lazy question reads, built once per open index: the units that can be
-    tested (their numbers, their row by id, their texts as an Arrow column: a test reads
-    one), the community tree over them and the communities' titles. On a 100M-token index,
+    tested (their numbers, their row by id, their texts read from the index when tested),
+    the community tree over them and the communities' titles. On a 100M-token index,
     building these for each question took 10.9 s of its 10.9."""
     numbers: list[int]
-    texts: "ArrowTexts"
+    texts: "StoredTexts"
     row_of: dict[str, int]
     tree: CommunityTree
     titles: dict[int, str]
@@ -165,26 +166,29 @@ class SearchableUnits:
     @classmethod
     def of(cls, index: OpenedIndex) -> "SearchableUnits":
         units = answerable_units(index.table(
-            schema.TEXT_UNITS, ["id", "human_readable_id", "text", "extraction_status"]))
+            schema.TEXT_UNITS, ["id", "human_readable_id", "extraction_status"]))
         ids = units.column("id").to_pylist()
         numbers = units.column("human_readable_id").to_pylist()
-        return cls(numbers, ArrowTexts(units.column("text")),
+        return cls(numbers, StoredTexts(index.rows(schema.TEXT_UNITS),
+                                        units.column("row").to_numpy()),
                    {unit: row for row, unit in enumerate(ids)},
                    community_tree(_communities(index), ids), _titles(index),
                    dict(zip(numbers, ids)))
 
 
-class ArrowTexts:
-    """A string column read a row at a time (a question tests hundreds of its units)."""
+class StoredTexts:
+    """The units' texts, read from the index for the units a round tests (hundreds of a
+    corpus's hundreds of thousands)."""
 
-    def __init__(self, column: pa.ChunkedArray):
-        self.column = column.combine_chunks()
+    def __init__(self, stored: RowReader, rows: np.ndarray):
+        self.stored = stored
+        self.rows = rows  # unit -> its row in the stored table
 
-    def __getitem__(self, row: int) -> str:
-        return self.column[row].as_py()
+    def many(self, units: list[int]) -> list[str]:
+        return self.stored.take(self.rows[units], ["text"]).column("text").to_pylist()
 
     def __len__(self) -> int:
-        return len(self.column)
+        return len(self.rows)
 
 
 def _similarities(index: OpenedIndex, row_of: dict[str, int], queries: list[str],
@@ -219,13 +223,15 @@ def _titles(index: OpenedIndex) -> dict[int, str]:
 
 
 def _test(index: OpenedIndex, probes: list[Probe], subquestions: list[str], numbers: list[int],
-          texts: "ArrowTexts", use_llm: bool, result: SearchResult) -> dict[Probe, list[str]]:
+          texts: StoredTexts, use_llm: bool, result: SearchResult) -> dict[Probe, list[str]]:
     """One round's relevance tests: the relevant probes and their claims. With the LLM, each
     sub-question's probes go `passages_per_call` to a call, all calls at once."""
     config = index.config
     cfg = config.query.lazy
     encoding = config.tokenizer.encoding
-    shown = {p: passage(texts[p.unit], subquestions[p.question], cfg.passage_tokens, encoding)
+    units = list(dict.fromkeys(p.unit for p in probes))
+    text_of = dict(zip(units, texts.many(units)))
+    shown = {p: passage(text_of[p.unit], subquestions[p.question], cfg.passage_tokens, encoding)
              for p in probes}
     if not use_llm:
         found = {p: lexical_claims(subquestions[p.question], shown[p], cfg.max_claims_per_passage)

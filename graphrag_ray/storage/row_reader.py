@@ -1,0 +1,100 @@
+"""Rows of a stored table by row number, reading only the Parquet row groups that hold them.
+
+A question needs the text of a few dozen text units or reports; holding every one of them
+(a 100M-token index: 215k units, ~1 GB of text as Python objects) made a local query
+process 4 GB. Tables are written in row groups of about `ROW_GROUP_BYTES`
+(`parquet_io.write_parquet`), so taking a row decodes about a megabyte. Tables written before
+that (one row group) still read, a whole group at a time, kept in the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+
+# Decoded row groups kept for the next question (a served index's questions touch the same
+# central entities' units): at most this many bytes, and always the last one read.
+CACHE_BYTES = 64 * 2 ** 20
+
+
+class RowReader:
+    """`take(rows, columns)`: those rows of the table stored in `paths` (its file, or its
+    parts in order; at least one), as one table in the order asked. Safe to share between
+    threads."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, paths: list[str],
+                 cache_bytes: int = CACHE_BYTES):
+        self.fs = fs
+        self.paths = paths
+        self.cache_bytes = cache_bytes
+        self._metadata = [self._read_metadata(path) for path in paths]
+        groups = [(part, group, meta.row_group(group).num_rows)
+                  for part, meta in enumerate(self._metadata)
+                  for group in range(meta.num_row_groups)]
+        self._groups = [(part, group) for part, group, _ in groups]
+        counts = np.array([rows for _, _, rows in groups], dtype=np.int64)
+        self._starts = np.concatenate([[0], np.cumsum(counts)])
+        self._cache: OrderedDict[tuple[int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def take(self, rows: Sequence[int], columns: list[str]) -> pa.Table:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(self)):
+            raise IndexError(f"row out of range 0..{len(self) - 1}")
+        groups = np.searchsorted(self._starts, rows, side="right") - 1
+        needed = list(dict.fromkeys(groups.tolist()))
+        pieces = [self._group(group, tuple(columns)) for group in needed]
+        if not pieces:
+            return self._metadata[0].schema.to_arrow_schema().empty_table().select(columns)
+        # Each row's place in the concatenation of the groups read.
+        offset_of = dict(zip(needed, np.concatenate(
+            [[0], np.cumsum([p.num_rows for p in pieces])[:-1]]).tolist()))
+        places = np.array([offset_of[g] for g in groups.tolist()], dtype=np.int64)
+        return pa.concat_tables(pieces).take(pa.array(places + rows - self._starts[groups]))
+
+    def groups(self, columns: list[str]):
+        """The whole table, a row group at a time (not kept)."""
+        for part, number in self._groups:
+            yield self._read_group(part, number, columns)
+
+    def _group(self, group: int, columns: tuple[str, ...]) -> pa.Table:
+        key = (group, columns)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        part, number = self._groups[group]
+        table = self._read_group(part, number, list(columns))
+        with self._lock:
+            self._cache[key] = table
+            held = sum(t.nbytes for t in self._cache.values())
+            while held > self.cache_bytes and len(self._cache) > 1:
+                _, dropped = self._cache.popitem(last=False)
+                held -= dropped.nbytes
+        return table
+
+    def _read_metadata(self, path: str) -> pq.FileMetaData:
+        with self._open(path) as handle:
+            return pq.read_metadata(handle)
+
+    def _read_group(self, part: int, number: int, columns: list[str]) -> pa.Table:
+        # Decoded in this thread: Arrow's threads reading through a Python file object can
+        # abort the interpreter at exit (see `parquet_io.read_parquet`).
+        with self._open(self.paths[part]) as handle:
+            return pq.ParquetFile(handle, metadata=self._metadata[part]).read_row_group(
+                number, columns=columns, use_threads=False)
+
+    def _open(self, path: str):
+        if isinstance(self.fs, LocalFileSystem):
+            return pa.OSFile(self.fs._strip_protocol(path), "rb")
+        return self.fs.open(path, "rb")
