@@ -196,7 +196,7 @@ def main() -> int:
 
     stages = ["list_inputs", "extract", "merge", "communities", "summaries_and_reports",
               "write_entities_and_relationships", "write_documents_and_text_units", "embed",
-              "write"]
+              "write_communities_and_reports"]
     print("\n| corpus | chunks | entities | relationships | communities | wall s | "
           + " | ".join(stages) + " | driver peak MB | largest worker MB | index MB |")
     print("|" + "---|" * (11 + len(stages)))

@@ -16,7 +16,7 @@ and one entry in `STAGES`, and its name in the pipelines that run it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pyarrow as pa
@@ -40,7 +40,7 @@ from graphrag_ray.index.pools import (
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.index.reports.kept_reports import keep_reports
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
-from graphrag_ray.index.write.tables import write_graph_tables, write_tables
+from graphrag_ray.index.write.tables import write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
 
 
@@ -72,7 +72,6 @@ class BuildState:
     report_services: LLMServices | None = None
     described: SummariesAndReports | None = None
     counts: dict[str, int] = field(default_factory=dict)  # rows per table written
-    tables: dict[str, pa.Table] = field(default_factory=dict)  # written last (communities...)
     embed_services: LLMServices | None = None
     embedded: dict[str, int] = field(default_factory=dict)  # rows per embeddings table
     dimensions: int | None = None
@@ -186,16 +185,19 @@ def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
-    state.counts, state.tables = write_graph_tables(
+    state.counts = write_graph_tables(
         ctx, state.graph, state.communities, state.described.reports, state.extraction,
         state.summaries_pool)
     state.graph = None  # the blocks' text leaves the object store
+    # Written: only the reports' generations stay, for the manifest.
+    state.described = replace(state.described,
+                              reports=state.described.reports.select(["generation"]))
     if state.text_units:
         state.text_units.join()
 
 
 def _run_embed_batch(ctx: BuildContext, state: BuildState) -> None:
-    state.embed_services = embed_by_batch(ctx, state.tables)
+    state.embed_services = embed_by_batch(ctx)
 
 
 def _run_embed(ctx: BuildContext, state: BuildState) -> None:
@@ -203,16 +205,15 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
                                        state.embed_services or ctx.services,
                                        state.summaries_pool)
     state.embedded, state.dimensions, state.embed_usage = embed_index(
-        state.tables, ctx.staged, feed, state.feed is not None)
+        ctx.staged, feed, state.feed is not None)
 
 
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
     state.vector_stores = index_vectors(ctx, state.embedded)
 
 
-def _run_write_tables(ctx: BuildContext, state: BuildState) -> None:
+def _run_remove_work_area(ctx: BuildContext, state: BuildState) -> None:
     ctx.staged.remove("_work")
-    write_tables(ctx, state.tables)
 
 
 def _online_embeddings(config: GraphRagConfig) -> bool:
@@ -269,25 +270,26 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("write_graph_tables", _run_write_graph_tables,
           reads=("graph", "communities", "described", "extraction", "summaries_pool",
                  "text_units"),
-          writes=("counts", "tables"), timed=False,
-          about="entities, relationships, documents, text units, covariates written"),
-    Stage("embed_batch", _run_embed_batch, reads=("tables",), writes=("embed_services",),
+          writes=("counts", "described"), timed=False,
+          about="entities, relationships, documents, text units, covariates, communities "
+                "and reports written"),
+    Stage("embed_batch", _run_embed_batch, reads=("counts",), writes=("embed_services",),
           calls="embeddings", when=lambda config: config.embeddings.batch,
           about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
-    Stage("embed", _run_embed, reads=("tables", "feed", "summaries_pool", "embed_services"),
+    Stage("embed", _run_embed, reads=("counts", "feed", "summaries_pool", "embed_services"),
           writes=("embedded", "dimensions", "embed_usage"), calls="embeddings",
           about="embeddings of entities, reports, text units"),
     Stage("vector_index", _run_vector_index, reads=("embedded",), writes=("vector_stores",),
           about="approximate indexes (Lance) of the embeddings tables past "
                 "vector_index.ann_min_rows rows"),
-    Stage("write_tables", _run_write_tables, reads=("tables",), timed=False,
-          about="communities and reports written; the work area removed"),
+    Stage("remove_work_area", _run_remove_work_area, timed=False,
+          about="the work area (documents, chunks, instances between stages) removed"),
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
           "report_inputs", "merge", "summaries_pool", "communities", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
-          "embed_batch", "embed", "vector_index", "write_tables"]
+          "embed_batch", "embed", "vector_index", "remove_work_area"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 

@@ -252,7 +252,8 @@ def _leading_entities(report: dict, data: LocalData, count: int = 3) -> list[str
     members = data.members_of.get(report["row"])
     degree = data.entities.numbers("degree")
     members.sort(key=lambda i: (-degree[i], i))
-    return [data.entities[i]["title"] for i in members[:count]]
+    titles = data.entities.table.column("title")
+    return [titles[i].as_py() for i in members[:count]]
 
 
 def _entity_questions(titles: list[str]) -> list[str]:

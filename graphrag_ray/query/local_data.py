@@ -41,8 +41,7 @@ class Rows:
 
     def __init__(self, table: pa.Table, stored: RowReader | None = None,
                  stored_columns: tuple[str, ...] = ()):
-        self.table = table.combine_chunks()
-        self._columns = {name: self.table.column(name) for name in self.table.column_names}
+        self.table = table  # as read: one chunk per row group, never copied whole
         self._numbers: dict[str, np.ndarray] = {}
         self.stored = stored
         self.stored_columns = list(stored_columns) if stored is not None else []
@@ -55,9 +54,10 @@ class Rows:
 
     def take(self, rows: list[int]) -> list[dict]:
         """Rows `rows`, in that order, as dicts of every column (held and stored)."""
-        taken = [{name: column[row].as_py() for name, column in self._columns.items()}
-                 for row in rows]
-        if self.stored_columns and taken:
+        if not rows:
+            return []
+        taken = self.table.take(pa.array(rows, pa.int64())).to_pylist()
+        if self.stored_columns:
             for row, stored in zip(taken, self.stored.take(rows, self.stored_columns)
                                    .to_pylist()):
                 row.update(stored)
@@ -112,7 +112,7 @@ class Grouped:
 @dataclass
 class LocalData:
     """The tables local search reads, as rows and lookups (built once per index)."""
-    entities: Rows
+    entities: Rows  # text_unit_ids stored
     relationships: Rows
     claims: Rows
     units: RowsById  # id, human_readable_id; text stored
@@ -190,8 +190,10 @@ def _report_members(memberships: pa.Table, report_communities: pa.ChunkedArray,
     return reports_of, members_of
 
 
-ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "text_unit_ids",
-                  "degree"]
+ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "degree"]
+# An entity's text units: most of the entities table's bytes (a central entity is in
+# thousands), read for the dozen entities a question matches.
+ENTITY_STORED = ("text_unit_ids",)
 RELATIONSHIP_COLUMNS = ["id", "human_readable_id", "source", "target", "description",
                         "weight", "combined_degree"]
 CLAIM_COLUMNS = ["id", "human_readable_id", "subject_id", "type", "status", "description"]
@@ -208,7 +210,8 @@ def local_data(read: ReadTable, stored: Callable[[str], RowReader],
     claims = read(schema.COVARIATES, CLAIM_COLUMNS) if has_claims else pa.table(
         {name: pa.array([], pa.string()) for name in CLAIM_COLUMNS})
     aliases = read(schema.ENTITY_ALIASES, ["alias", "entity_id"]) if has_aliases else None
-    return LocalData(Rows(read(schema.ENTITIES, ENTITY_COLUMNS)),
+    return LocalData(Rows(read(schema.ENTITIES, ENTITY_COLUMNS), stored(schema.ENTITIES),
+                          ENTITY_STORED),
                      Rows(read(schema.RELATIONSHIPS, RELATIONSHIP_COLUMNS)),
                      Rows(claims),
                      RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id"]),

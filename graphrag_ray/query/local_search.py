@@ -54,7 +54,7 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
                         text_unit_proportion: float, community_proportion: float,
                         encoding: str) -> LocalContext:
     matched = match_entities(query, query_vector, data, top_k_entities)
-    entities = [data.entities[i] for i in matched]
+    entities = data.entities.take(matched)
     titles = {e["title"] for e in entities}
     ids = [e["id"] for e in entities]
     report_budget = int(budget * community_proportion)

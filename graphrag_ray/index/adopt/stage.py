@@ -384,8 +384,7 @@ def _embed(config: GraphRagConfig, staged, tables: dict[str, pa.Table]
                             num_cpus=1.0, concurrency=1)
     try:
         counts, dimensions, usage = embed_index(
-            {schema.COMMUNITY_REPORTS: tables[schema.COMMUNITY_REPORTS]}, staged,
-            EmbeddingFeed(config, staged, services, pool), queued=False)
+            staged, EmbeddingFeed(config, staged, services, pool), queued=False)
     finally:
         pool.close()
     return counts, dimensions, usage, services

@@ -6,7 +6,6 @@ vector there. Runs in the driver: a pass is cache reads, no call."""
 
 from __future__ import annotations
 
-import pyarrow as pa
 
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.batch_rounds import by_batch
@@ -17,7 +16,7 @@ from graphrag_ray.llm.client import LLMCallError, LLMServices
 from graphrag_ray.llm.embeddings import Embedder
 
 
-def embed_by_batch(ctx: BuildContext, tables: dict[str, pa.Table]) -> LLMServices:
+def embed_by_batch(ctx: BuildContext) -> LLMServices:
     """The batch rounds of the embeddings; returns the services for the real run. Texts the
     Batch API did not answer after `embeddings.batch_max_attempts` stop the build with a
     message (the vectors answered stay cached: a rerun asks only the rest)."""
@@ -25,7 +24,7 @@ def embed_by_batch(ctx: BuildContext, tables: dict[str, pa.Table]) -> LLMService
 
     def defer_missing(services: LLMServices) -> None:
         embedder = Embedder(config, services)
-        for _, _, texts in texts_to_embed(tables, ctx.staged):
+        for _, _, texts in texts_to_embed(ctx.staged):
             for start in range(0, len(texts), config.batch_size):
                 try:
                     embedder.embed(texts[start:start + config.batch_size])

@@ -300,11 +300,10 @@ class TextUnitEmbeddings:
             raise self.error
 
 
-def texts_to_embed(tables: dict[str, pa.Table], staged: IndexVersion) -> Iterator[
-        tuple[str, list[str], list[str]]]:
-    """(table name, ids, texts) of every table to embed, read back from `staged` a part at a
-    time (entities and text units) once the stages have written them."""
-    texts = embedding_texts(tables[schema.COMMUNITY_REPORTS],
+def texts_to_embed(staged: IndexVersion) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(table name, ids, texts) of every table to embed, read back from `staged` (entities
+    and text units a part at a time) once the stages have written them."""
+    texts = embedding_texts(staged.read_table(schema.COMMUNITY_REPORTS, ["id", "full_content"]),
                             staged.iter_table(schema.ENTITIES, ["id", "title", "description"]))
     text_units = ((schema.TEXT_UNIT_EMBEDDINGS, part.column("id").to_pylist(),
                    part.column("text").to_pylist())
@@ -312,13 +311,13 @@ def texts_to_embed(tables: dict[str, pa.Table], staged: IndexVersion) -> Iterato
     return itertools.chain(texts, text_units)
 
 
-def embed_index(tables: dict[str, pa.Table], staged: IndexVersion, feed: EmbeddingFeed,
+def embed_index(staged: IndexVersion, feed: EmbeddingFeed,
                 queued: bool) -> tuple[dict[str, int], int | None, Usage]:
     """Writes the embedding tables into `staged`; returns their row counts, the vector size
     and the usage. `queued`: the stages queued every text as it became final (an embeddings
     endpoint); otherwise entities and text units are read back from `staged` now."""
     if not queued:
-        for name, ids, values in texts_to_embed(tables, staged):
+        for name, ids, values in texts_to_embed(staged):
             feed.add(name, ids, values)
             feed.wait_for_room()
     return feed.finish(staged)

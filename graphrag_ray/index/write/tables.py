@@ -23,10 +23,11 @@ from graphrag_ray.storage import IndexVersion
 
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Community],
                        reports: pa.Table, extraction: pa.Table, pool: WorkerPool
-                       ) -> tuple[dict[str, int], dict[str, pa.Table]]:
-    """Entities, relationships, documents, text units, covariates and entity aliases written; the
-    communities and reports tables returned (the embeddings read the reports; they are
-    written last). Returns the row count of each table written, and those two tables."""
+                       ) -> dict[str, int]:
+    """Entities, relationships, documents, text units, covariates, entity aliases,
+    communities and reports written (none is held for later: on a 100M-token index the
+    communities and reports tables were a gigabyte of the driver until the end). Returns
+    the row count of each table written."""
     rows_per_part = ctx.config.output.rows_per_part
     entities = finalize_entities(graph.entities)
     relationships = finalize_relationships(graph.relationships)
@@ -42,15 +43,13 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
     if ctx.config.resolution.enabled:
         ctx.staged.write_table(schema.ENTITY_ALIASES, graph.aliases, rows_per_part)
         counts[schema.ENTITY_ALIASES] = graph.aliases.num_rows
-    return counts, {schema.COMMUNITIES: communities_table(communities, entities, relationships,
-                                                          graph.endpoints),
-                    schema.COMMUNITY_REPORTS: reports}
-
-
-def write_tables(ctx: BuildContext, tables: dict[str, pa.Table]) -> None:
-    with ctx.stage("write"):
-        for name, table in tables.items():
-            ctx.staged.write_table(name, table, ctx.config.output.rows_per_part)
+    with ctx.stage("write_communities_and_reports"):
+        for name, table in ((schema.COMMUNITY_REPORTS, reports),
+                            (schema.COMMUNITIES, communities_table(
+                                communities, entities, relationships, graph.endpoints))):
+            ctx.staged.write_table(name, table, rows_per_part)
+            counts[name] = table.num_rows
+    return counts
 
 
 # The final tables' columns but the text, which the writers join (`element_tables`).
