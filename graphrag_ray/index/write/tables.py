@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
@@ -77,37 +78,65 @@ def finalize_relationships(relationships: pa.Table) -> pa.Table:
 def communities_table(communities: list[Community], entities: pa.Table,
                       relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray]
                       ) -> pa.Table:
-    entity_ids = entities.column("id").to_pylist()
-    edge_ids = relationships.column("id").to_pylist()
-    edge_units = relationships.column("text_unit_ids").to_pylist()
+    """One row per community: its members, the relationships inside it and their text units
+    (each once, in the order the relationships give them). The lists are gathered in Arrow
+    and numpy: as Python lists of strings, a 100M-token index's were gigabytes."""
+    entity_ids = entities.column("id").combine_chunks()
+    first_members = entity_ids.to_pylist()
     edges_inside = edges_by_community(communities, *endpoints, entities.num_rows)
     empty = np.zeros(0, dtype=np.int64)
-    rows = []
-    for community in communities:
-        inside = edges_inside.get(community.id, empty).tolist()
-        units = list(dict.fromkeys(u for i in inside for u in edge_units[i]))
-        rows.append({
-            "id": element_id("community", str(community.level), str(community.id),
-                             *[entity_ids[m] for m in community.members[:50]]),
-            "human_readable_id": community.id, "community": community.id,
-            "level": community.level, "parent": community.parent,
-            "children": community.children,
-            "title": f"Community {community.id}" + (" (small components sharing documents)"
-                                                     if community.loose else ""),
-            "entity_ids": [entity_ids[m] for m in community.members],
-            "relationship_ids": [edge_ids[i] for i in inside],
-            "text_unit_ids": units,
-            "period": datetime.now(timezone.utc).date().isoformat(),
-            "size": len(community.members),
-        })
-    table = pa.Table.from_pylist(rows, schema=pa.schema([
-        ("id", pa.string()), ("human_readable_id", pa.int64()), ("community", pa.int64()),
-        ("level", pa.int64()), ("parent", pa.int64()), ("children", pa.list_(pa.int64())),
-        ("title", pa.string()), ("entity_ids", pa.list_(pa.string())),
-        ("relationship_ids", pa.list_(pa.string())), ("text_unit_ids", pa.list_(pa.string())),
-        ("period", pa.string()), ("size", pa.int64())]))
+    inside = [edges_inside.get(community.id, empty) for community in communities]
+    today = datetime.now(timezone.utc).date().isoformat()
+    table = pa.table({
+        "id": [element_id("community", str(c.level), str(c.id),
+                          *[first_members[m] for m in c.members[:50]]) for c in communities],
+        "human_readable_id": pa.array([c.id for c in communities], pa.int64()),
+        "community": pa.array([c.id for c in communities], pa.int64()),
+        "level": pa.array([c.level for c in communities], pa.int64()),
+        "parent": pa.array([c.parent for c in communities], pa.int64()),
+        "children": pa.array([c.children for c in communities], pa.list_(pa.int64())),
+        "title": [f"Community {c.id}" + (" (small components sharing documents)"
+                                         if c.loose else "") for c in communities],
+        "entity_ids": gathered_lists(entity_ids, [c.members for c in communities]),
+        "relationship_ids": gathered_lists(relationships.column("id").combine_chunks(), inside),
+        "text_unit_ids": distinct_units(relationships.column("text_unit_ids"), inside),
+        "period": pa.array([today] * len(communities), pa.string()),
+        "size": pa.array([len(c.members) for c in communities], pa.int64()),
+    })
     return table.select(schema.COMMUNITY_COLUMNS)
 
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions start..start+length of every range, one after another."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
+
+
+def gathered_lists(values: pa.Array, groups: list[np.ndarray]) -> pa.ListArray:
+    """A list per group: `values` at the group's positions."""
+    lengths = np.array([len(g) for g in groups], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    positions = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(positions)))
+
+
+def distinct_units(edge_units: pa.ChunkedArray, groups: list[np.ndarray]) -> pa.ListArray:
+    """Per group of edges: their text units (`edge_units`: a list per edge), each once, in
+    first-seen order."""
+    lists = edge_units.combine_chunks()
+    encoded = pc.list_flatten(lists).dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    list_offsets = lists.offsets.to_numpy().astype(np.int64)
+    edges = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
+    group_of = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    per_edge = list_offsets[edges + 1] - list_offsets[edges]
+    units = codes[ranges(list_offsets[edges], per_edge)]
+    group_of = np.repeat(group_of, per_edge)
+    _, first = np.unique(group_of * max(1, len(encoded.dictionary)) + units, return_index=True)
+    kept = np.sort(first)
+    offsets = np.searchsorted(group_of[kept], np.arange(len(groups) + 1)).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets),
+                                    encoded.dictionary.take(pa.array(units[kept])))
 
 
 def shared_content_links(work_url: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -137,17 +166,9 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
     """The readers' documents and chunks, piece by piece, completed (human_readable_id, the
     elements found in each chunk, its extraction status) and written in parts: the corpus
     text is in memory one read batch at a time."""
-    def ids_by_unit(table: pa.Table, unit_column: str) -> dict[str, list[str]]:
-        result: dict[str, list[str]] = defaultdict(list)
-        for element, units in zip(table.column("id").to_pylist(),
-                                  table.column(unit_column).to_pylist()):
-            for unit in (units if isinstance(units, list) else [units]):
-                result[unit].append(element)
-        return result
-
-    entity_ids = ids_by_unit(entities, "text_unit_ids")
-    relationship_ids = ids_by_unit(relationships, "text_unit_ids")
-    covariate_ids = ids_by_unit(claims, "text_unit_id")
+    entity_ids = ElementsByUnit(entities, "text_unit_ids")
+    relationship_ids = ElementsByUnit(relationships, "text_unit_ids")
+    covariate_ids = ElementsByUnit(claims, "text_unit_id")
     status = dict(zip(extraction.column("text_unit_id").to_pylist(),
                       zip(extraction.column("status").to_pylist(),
                           extraction.column("error").to_pylist())))
@@ -170,12 +191,9 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
                     [[d] + extra_documents.get(u, []) for u, d in
                      zip(units, chunks.column("document_id").to_pylist())],
                     pa.list_(pa.string())),
-                "entity_ids": pa.array([entity_ids.get(u, []) for u in units],
-                                       pa.list_(pa.string())),
-                "relationship_ids": pa.array([relationship_ids.get(u, []) for u in units],
-                                             pa.list_(pa.string())),
-                "covariate_ids": pa.array([covariate_ids.get(u, []) for u in units],
-                                          pa.list_(pa.string())),
+                "entity_ids": entity_ids.lists(units),
+                "relationship_ids": relationship_ids.lists(units),
+                "covariate_ids": covariate_ids.lists(units),
                 "document_id": chunks.column("document_id"),
                 "extraction_status": pa.array([status[u][0] for u in units], pa.string()),
                 "extraction_error": pa.array([status[u][1] for u in units], pa.string()),
@@ -200,3 +218,32 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
     return {schema.DOCUMENTS: staged.write_stream(schema.DOCUMENTS, documents(), rows_per_part),
             schema.TEXT_UNITS: staged.write_stream(schema.TEXT_UNITS, text_units(),
                                                    rows_per_part)}
+
+
+class ElementsByUnit:
+    """The ids of the elements (entities, relationships, claims) found in each text unit, in
+    table order, as a list column for any units asked: grouped once in Arrow and numpy (as a
+    dict of Python lists, a 100M-token index's were a gigabyte of the driver)."""
+
+    def __init__(self, elements: pa.Table, unit_column: str):
+        units = elements.column(unit_column).combine_chunks()
+        ids = elements.column("id").combine_chunks()
+        if pa.types.is_list(units.type):
+            ids = ids.take(pc.list_parent_indices(units))
+            units = pc.list_flatten(units)
+        encoded = units.dictionary_encode()
+        self.slot = {unit: i for i, unit in enumerate(encoded.dictionary.to_pylist())}
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        self.ids = ids.take(pa.array(order))
+        # One run past the last unit: the slot a missing unit borrows is never read past.
+        self.offsets = np.searchsorted(codes[order], np.arange(len(self.slot) + 2))
+
+    def lists(self, units: list[str]) -> pa.ListArray:
+        slots = np.array([self.slot.get(u, -1) for u in units], dtype=np.int64)
+        found = slots >= 0
+        starts = np.where(found, self.offsets[np.maximum(slots, 0)], 0)
+        lengths = np.where(found, self.offsets[np.maximum(slots, 0) + 1] - starts, 0)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets),
+                                        self.ids.take(pa.array(ranges(starts, lengths))))
