@@ -207,11 +207,12 @@ def main() -> int:
               f"{m.tables['relationships']:,} | {m.tables['communities']:,} | "
               f"{run['wall_s']} | " + " | ".join(f"{t.get(s, 0):.1f}" for s in stages)
               + f" | {m.driver_peak_rss_mb} | {run['largest_worker_mb']} | {run['index_mb']} |")
-    print("\ndriver RSS after each stage, MB (of which object store pages):")
+    print("\ndriver RSS after each stage / the peak so far, MB (object store pages, Arrow):")
     for run in runs:
         by_stage = run["manifest"].driver_rss_mb_by_stage
         print(f"  {run['name']}: " + ", ".join(
-            f"{s} {by_stage[s]['after']} ({by_stage[s].get('object_store_pages')})"
+            f"{s} {by_stage[s]['after']:.0f}/{by_stage[s]['peak']:.0f} "
+            f"({by_stage[s].get('object_store_pages')}, {by_stage[s].get('arrow')})"
             for s in stages if s in by_stage))
     print("\nLeiden inside the builds:")
     for run in runs:

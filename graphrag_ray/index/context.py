@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import pyarrow as pa
+
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.progress import ProgressBar
@@ -77,7 +79,8 @@ class BuildContext:
         self.timings[name] = round(time.perf_counter() - start, 3)
         current, peak = driver_rss_mb()
         self.driver_rss_mb[name] = {"after": current, "peak": peak,
-                                    "object_store_pages": shared_memory_mb()}
+                                    "object_store_pages": shared_memory_mb(),
+                                    "arrow": pa.total_allocated_bytes() // 2 ** 20}
         self.progress(f"[{name}] done in {self.timings[name]:.2f}s")
 
     def bar(self, label: str, total: int, unit: str) -> ProgressBar | None:
