@@ -14,27 +14,30 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.query.results import Sources
+from graphrag_ray.storage.row_reader import RowReader
 
 ReadTable = Callable[[str, list[str]], pa.Table]
+StoredRows = Callable[[str], RowReader]
 
 
-def _rows(read: ReadTable, name: str, key: str, wanted: list, columns: list[str],
-          text_chars: int) -> list[dict]:
+def _rows(read: ReadTable, stored: StoredRows, name: str, key: str, wanted: list,
+          columns: list[str], text_chars: int) -> list[dict]:
+    """The rows of `wanted` keys (the first row of each), found by the key column alone and
+    read from the index by row number: a served index never holds the passages' text."""
     if not wanted:
         return []
-    table = read(name, columns)
-    found = table.filter(pc.is_in(table.column(key), pa.array(wanted, table.column(key).type)))
-    by_key = {}
-    for row in found.to_pylist():
+    keys = read(name, [key]).column(key)
+    rows = pc.index_in(pa.array(wanted, keys.type), value_set=keys).to_pylist()
+    found = stored(name).take([row for row in rows if row is not None], columns).to_pylist()
+    for row in found:
         for column, value in row.items():
             if isinstance(value, str) and len(value) > text_chars:
                 row[column] = value[:text_chars] + "…"
-        by_key.setdefault(row[key], row)
-    return [by_key[k] for k in wanted if k in by_key]
+    return found
 
 
-def resolve(read: ReadTable, has_table: Callable[[str], bool], sources: Sources,
-            limit: int = 20, text_chars: int = 2000) -> dict:
+def resolve(read: ReadTable, stored: StoredRows, has_table: Callable[[str], bool],
+            sources: Sources, limit: int = 20, text_chars: int = 2000) -> dict:
     kinds = {
         "reports": (schema.COMMUNITY_REPORTS, "community", sources.reports,
                     ["community", "level", "title", "summary", "rank"]),
@@ -51,7 +54,7 @@ def resolve(read: ReadTable, has_table: Callable[[str], bool], sources: Sources,
     resolved = {}
     for kind, (table, key, ids, columns) in kinds.items():
         shown = list(dict.fromkeys(ids))[:limit]
-        rows = _rows(read, table, key, shown, columns, text_chars) if (
+        rows = _rows(read, stored, table, key, shown, columns, text_chars) if (
             shown and has_table(table)) else []
         resolved[kind] = {"total": len(set(ids)), "rows": rows}
     resolved["documents"] = {"total": len(sources.documents), "rows": sources.documents[:limit]}

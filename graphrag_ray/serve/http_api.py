@@ -299,7 +299,8 @@ def make_app(service: Service) -> FastAPI:
                                param="max_citations")
         # The rows come from the version that answered, while it is still held.
         result, version, cited = await service.answer(parsed, then=lambda index, result: (
-            citations.resolve(index.table, index.has_table, result.sources, limit)))
+            citations.resolve(index.table, index.rows, index.has_table, result.sources,
+                              limit)))
         request.state.version = version
         request.state.llm_tokens = result.usage.prompt_tokens + result.usage.completion_tokens
         return {"answer": result.answer, "method": result.method, "version": version,
