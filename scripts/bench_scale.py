@@ -9,6 +9,10 @@ process's peak RSS.
     python scripts/bench_scale.py                              # 1M, 3M, 10M + podcast
     python scripts/bench_scale.py --tokens 1000000 --no-podcast --leiden-nodes 100000
     python scripts/bench_scale.py --tokens 100000000 --no-podcast --leiden-nodes "" --queries
+    python scripts/bench_scale.py --tokens 30000000 --no-podcast --leiden-nodes "" --nodes 2
+
+With `--nodes N` the build joins a local Ray cluster of N one-CPU nodes and the figures add,
+per node, the tasks it ran and its largest worker (the driver runs beside the head).
 """
 
 from __future__ import annotations
@@ -73,12 +77,16 @@ def directory_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2 ** 20
 
 
-def index_corpus(name: str, corpus: Path, out: Path, extra: list[str]) -> dict:
+def index_corpus(name: str, corpus: Path, out: Path, extra: list[str],
+                 cluster: dict | None = None) -> dict:
+    """`cluster`: the `local_cluster` the build joins (its `gcs` address and `env`), whose
+    nodes' tasks and largest workers are then counted."""
     command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
                "--output", str(out), "--set", "runtime.engine=ray", *extra]
+    env = {**os.environ, **cluster["env"], "RAY_ADDRESS": cluster["gcs"]} if cluster else None
     started = time.perf_counter()
     with RayWorkerPeaks() as workers:
-        run = subprocess.run(command, capture_output=True, text=True)
+        run = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if run.returncode:
         raise SystemExit(f"{name}: index failed\n{run.stderr[-2000:]}")
@@ -88,7 +96,61 @@ def index_corpus(name: str, corpus: Path, out: Path, extra: list[str]) -> dict:
     return {"name": name, "wall_s": round(wall, 1), "manifest": manifest,
             "largest_worker_mb": worker_mb, "largest_worker": worker,
             "index_mb": round(directory_mb(version), 1),
-            "vectors_mb": round(directory_mb(out / "vectors"), 1)}
+            "vectors_mb": round(directory_mb(out / "vectors"), 1),
+            **({"nodes": work_per_node(cluster, workers.peaks)} if cluster else {})}
+
+
+_TASKS_BY_NODE = """
+import collections, json, sys
+import ray
+from ray.util.state import list_tasks
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+tasks = list_tasks(limit=1000000, raise_on_missing_output=False)
+print(json.dumps([[t.node_id, t.worker_pid, t.name] for t in tasks]))
+"""
+
+
+def work_per_node(cluster: dict, worker_peaks: dict[str, int]) -> dict[str, dict]:
+    """Per node (head first): tasks and actor tasks run, the kinds most run, and its largest
+    worker's peak RSS (the worker processes the tasks ran in, as sampled)."""
+    listed = subprocess.run([sys.executable, "-c", _TASKS_BY_NODE, cluster["gcs"]],
+                            capture_output=True, text=True, env={**os.environ, **cluster["env"]})
+    if listed.returncode:
+        return {"error": listed.stderr.strip().splitlines()[-1:]}
+    peak_of_pid = {int(key.split(" ", 1)[0]): mb for key, mb in worker_peaks.items()}
+    nodes = {}
+    for number, node in enumerate(cluster["nodes"]):
+        mine = [(pid, name) for node_id, pid, name in json.loads(listed.stdout.splitlines()[-1])
+                if node_id == node]
+        kinds: dict[str, int] = {}
+        for _, name in mine:
+            kinds[name.split(".")[-1]] = kinds.get(name.split(".")[-1], 0) + 1
+        nodes["head" if number == 0 else f"worker {number}"] = {
+            "tasks": len(mine), "most": sorted(kinds.items(), key=lambda kv: -kv[1])[:4],
+            "largest_worker_mb": max((peak_of_pid.get(pid, 0) for pid, _ in mine), default=0)}
+    return nodes
+
+
+class LocalCluster:
+    """`--nodes N`: a Ray cluster of N one-CPU nodes on this machine
+    (`graphrag_ray.testing.local_cluster`), with token auth as Ray 2.60 wants it."""
+
+    def __init__(self, nodes: int):
+        import secrets
+
+        self.env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+                    # Every task of a large build listed afterwards, not the last 10,000.
+                    "RAY_MAX_LIMIT_FROM_API_SERVER": "1000000",
+                    "RAY_task_events_max_num_task_in_gcs": "1000000"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
+             str(nodes - 1)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, **self.env})
+        self.info = {**json.loads(self.process.stdout.readline()), "env": self.env}
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
 
 
 QUESTIONS = ["Who are the main people and what do they do?",
@@ -175,6 +237,8 @@ def main() -> int:
     parser.add_argument("--queries", action="store_true",
                         help="then each query method on each index (see the docstring)")
     parser.add_argument("--methods", default="local,basic,drift,lazy,global")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="build on a local cluster of this many one-CPU nodes")
     args = parser.parse_args()
     work = Path(args.workdir)
     extra = [item for assignment in args.set for item in ("--set", assignment)]
@@ -184,8 +248,14 @@ def main() -> int:
         if not corpus.exists():
             generated = generate_corpus(corpus, tokens)
             print(f"generated {corpus}: {len(generated.files)} documents", flush=True)
-        runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
-                                 work / f"index-{tokens}", extra))
+        cluster = LocalCluster(args.nodes) if args.nodes > 1 else None
+        try:
+            runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
+                                     work / f"index-{tokens}", extra,
+                                     cluster.info if cluster else None))
+        finally:
+            if cluster:
+                cluster.close()
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "manifest"}), flush=True)
         print(f"  vector stores: {json.dumps(runs[-1]['manifest'].vector_stores)}", flush=True)
         if args.queries:
