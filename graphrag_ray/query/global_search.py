@@ -18,7 +18,8 @@ from graphrag_ray.query.dynamic_selection import (
     RateTask, lexical_rating, run_rate_task, select_reports)
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.question_focus import finding_kinds, question_focus
-from graphrag_ray.query.map_reduce import REPORT_CONTEXT_HEADER, map_reduce, report_row
+from graphrag_ray.query.map_reduce import (
+    REPORT_CONTEXT_HEADER, MapCache, map_reduce, report_row)
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.tokens import count_tokens
@@ -50,7 +51,8 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
         result.details["dynamic"] = details
         result.context_tokens += details["rating_context_tokens"]
     else:
-        rows = reports.filter(pc.equal(reports.column("level"), level)).to_pylist()
+        rows = index.kept(f"global:level:{level}", lambda: reports.filter(
+            pc.equal(reports.column("level"), level)).to_pylist())
         result.details["level"] = level
     # Offline, a question for a kind of entity ranks the findings about that kind.
     by_kind = not config.uses_llm(config.global_search.method) and \
@@ -58,7 +60,8 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
     outcome = map_reduce(question, rows, config, prompts, map_prompt="global_map",
                          header=REPORT_CONTEXT_HEADER, services=services, fan_out=fan_out,
                          history=history, on_token=on_token,
-                         kinds_of=finding_kinds(index.table) if by_kind else None)
+                         kinds_of=finding_kinds(index.table) if by_kind else None,
+                         cache=index.kept("global:map", MapCache))
     result.answer = outcome.answer
     result.usage.add(outcome.usage)
     result.llm_calls += outcome.map_calls + outcome.reduce_calls

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -57,6 +58,16 @@ class MapReduceOutcome:
         return sorted({i for p in self.points for i in p.report_ids})
 
 
+@dataclass
+class MapCache:
+    """What map-reduce works out of a row whatever the question, kept per open index
+    (`OpenedIndex.kept`): each report's rendered row and its tokens, each finding's content
+    terms (a tuple: as sets they weighed as much as the reports). On a 100M-token index,
+    working these out for every question took most of global search's 10.8 s."""
+    rows: dict = field(default_factory=dict)  # (community, max tokens) -> (row, tokens)
+    terms: dict = field(default_factory=dict)  # (community, finding) -> its content terms
+
+
 def report_row(report: dict, max_tokens: int, encoding: str) -> str:
     """`community|title|rank|content` in at most `max_tokens` tokens: a report larger than
     that keeps as much of its content as fits after the prefix."""
@@ -73,17 +84,23 @@ def report_row(report: dict, max_tokens: int, encoding: str) -> str:
 
 def pack_report_batches(reports: list[dict], max_tokens: int, seed: int,
                         encoding: str = "cl100k_base",
-                        header_text: str = REPORT_CONTEXT_HEADER) -> list[list[tuple[dict, str, int]]]:
+                        header_text: str = REPORT_CONTEXT_HEADER,
+                        cache: MapCache | None = None) -> list[list[tuple[dict, str, int]]]:
     """Shuffle (seeded) and split into batches whose rendered rows stay within `max_tokens`.
     Each entry is (report, rendered row, tokens); an oversized report is truncated to fit alone.
-    Rows are report-shaped dicts (community = the id cited, title, rank, full_content)."""
+    Rows are report-shaped dicts (community = the id cited, title, rank, full_content).
+    `cache`: rows rendered for earlier questions."""
     shuffled = list(reports)
     random.Random(seed).shuffle(shuffled)
     header = count_tokens(header_text, encoding) + 1
+    rendered = {} if cache is None else cache.rows
     batches, current, used = [], [], header
     for report in shuffled:
-        row = report_row(report, max_tokens - header - 1, encoding)
-        tokens = count_tokens(row, encoding) + 1
+        key = (report["community"], max_tokens - header - 1)
+        if key not in rendered:
+            row = report_row(report, max_tokens - header - 1, encoding)
+            rendered[key] = (row, count_tokens(row, encoding) + 1)
+        row, tokens = rendered[key]
         if current and used + tokens > max_tokens:
             batches.append(current)
             current, used = [], header
@@ -159,8 +176,8 @@ RELEVANCE_FLOOR = 0.3
 
 def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
                    label: str = "Reports",
-                   kinds_of: Callable[[str], list[str]] | None = None
-                   ) -> tuple[list[Point], str]:
+                   kinds_of: Callable[[str], list[str]] | None = None,
+                   cache: MapCache | None = None) -> tuple[list[Point], str]:
     """Score each report finding against the question's focus (`question_focus`): the
     idf-weighted share of the question's terms it contains (0-100) and, when the question asks
     for a kind of entity and `kinds_of` (a finding's text -> the kinds it cites) is given,
@@ -172,20 +189,25 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
     the answer surveys the communities. Returns the points and the answer's header, which
     says which of these it is."""
     focus = question_focus(question)
+    known = {} if cache is None else cache.terms
     findings = []
     for number, batch in enumerate(batches):
         for report, _, _ in batch:
             for position, finding in enumerate(report["findings"] or [{
                     "summary": report["title"], "explanation": report["summary"]}]):
                 text = f"{finding['summary']}: {finding['explanation']}"
-                findings.append((number, report, position, text, set(content_terms(text))))
+                key = (report["community"], position)
+                if key not in known:
+                    known[key] = tuple(sys.intern(t) for t in dict.fromkeys(content_terms(text)))
+                findings.append((number, report, position, text,
+                                 focus.terms.intersection(known[key])))
     about = [0.0] * len(findings)
     if kinds_of and focus.kinds:
         for k, (*_, text, _) in enumerate(findings):
             cited = kinds_of(text)
             about[k] = sum(kind in focus.kinds for kind in cited) / len(cited) if cited else 0.0
     wanted = any(about)
-    document_frequency = Counter(t for *_, terms in findings for t in terms & focus.terms)
+    document_frequency = Counter(t for *_, terms in findings for t in terms)
     source = _SOURCE_NAMES.get(label, label)
     if not document_frequency and not wanted:
         survey = [Point(f"{report['title']}: {report['summary']} "
@@ -201,7 +223,7 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
     n = max(1, len(findings))
     idf = {t: math.log(1 + n / document_frequency[t]) for t in document_frequency}
     best = sum(idf.values())
-    lexical = [100.0 * sum(idf.get(t, 0.0) for t in terms & focus.terms) / best if best
+    lexical = [100.0 * sum(idf.get(t, 0.0) for t in terms) / best if best
                else 100.0 for *_, terms in findings]
     floor = RELEVANCE_FLOOR * max(lexical, default=0.0)
     points = []
@@ -314,18 +336,21 @@ def map_reduce(question: str, rows: list[dict], config: GraphRagConfig, prompts:
                *, map_prompt: str, header: str, services: LLMServices, fan_out: FanOut,
                history: list[dict] | None = None,
                on_token: Callable[[str], None] | None = None,
-               kinds_of: Callable[[str], list[str]] | None = None) -> MapReduceOutcome:
+               kinds_of: Callable[[str], list[str]] | None = None,
+               cache: MapCache | None = None) -> MapReduceOutcome:
     """Map calls fan out (Ray actors or asyncio); the reduce answer streams to `on_token`.
     With the LLM or extractive, chosen once: both steps follow `global_search.method`.
-    `kinds_of`: what kinds of entity a finding cites, for the extractive map."""
+    `kinds_of`: what kinds of entity a finding cites, for the extractive map; `cache`: what
+    earlier questions worked out of the same rows."""
     cfg = config.global_search
     encoding = config.tokenizer.encoding
     batches = pack_report_batches(rows, cfg.map_context_tokens, cfg.shuffle_seed, encoding,
-                                  header)
+                                  header, cache)
     outcome = MapReduceOutcome(answer=NO_ANSWER)
     outcome.map_context_tokens = sum(t for batch in batches for _, _, t in batch)
     steps = _LLMSteps(config, prompts, services) if config.uses_llm(cfg.method) \
-        else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports", kinds_of)
+        else _ExtractiveSteps("Sources" if map_prompt == "text_map" else "Reports", kinds_of,
+                              cache)
     single = cfg.map_answer == "single"
     template = prompts.get(f"{map_prompt}_single" if single else map_prompt, "")
     points = steps.map(question, batches, header, template, single, fan_out, outcome)
@@ -377,13 +402,15 @@ class _LLMSteps:
 
 
 class _ExtractiveSteps:
-    def __init__(self, label: str, kinds_of: Callable[[str], list[str]] | None = None):
-        self.label, self.kinds_of = label, kinds_of
+    def __init__(self, label: str, kinds_of: Callable[[str], list[str]] | None = None,
+                 cache: MapCache | None = None):
+        self.label, self.kinds_of, self.cache = label, kinds_of, cache
         self.header: str | None = None  # the map's, for the reduce
 
     def map(self, question: str, batches, header: str, template: str, single: bool,
             fan_out: FanOut, outcome: MapReduceOutcome) -> list[Point]:
-        points, self.header = extractive_map(question, batches, self.label, self.kinds_of)
+        points, self.header = extractive_map(question, batches, self.label, self.kinds_of,
+                                             self.cache)
         return points
 
     def reduce(self, question: str, context: str, used: list[Point], history, on_token,

@@ -1,7 +1,7 @@
 import pytest
 
 from graphrag_ray.query.map_reduce import (
-    NO_ANSWER, Point, distinct_points, extractive_map, extractive_reduce, pack_reduce_context,
+    NO_ANSWER, MapCache, Point, distinct_points, extractive_map, extractive_reduce, pack_reduce_context,
     pack_report_batches, parse_map_points, parse_report_ids, rank_points)
 from graphrag_ray.tokens import count_tokens
 
@@ -51,6 +51,16 @@ def test_extractive_map_scores_lexical_matches():
     points, _ = extractive_map("What about whales?", batches)
     assert points and all("whales" in p.description for p in points)
     assert {p.report_ids[0] for p in points} == {0, 3, 6}
+
+
+def test_a_cache_gives_the_same_batches_and_points_for_every_later_question():
+    cache = MapCache()
+    for question in ("What about whales?", "What about ships?", "What about whales?"):
+        cached = pack_report_batches(_reports(12), 200, seed=3, cache=cache)
+        fresh = pack_report_batches(_reports(12), 200, seed=3)
+        assert cached == fresh
+        assert extractive_map(question, cached, cache=cache) == extractive_map(question, fresh)
+    assert len(cache.rows) == 12 and len(cache.terms) == 12  # worked out once each
 
 
 def test_extractive_reduce_without_points_says_so():
