@@ -1,6 +1,9 @@
 """graphrag-ray: GraphRAG (Edge et al. 2024) indexing and global search, distributed on Ray."""
 
 from graphrag_ray.config import GraphRagConfig, load_config
+from graphrag_ray.resources import use_system_allocator_for_arrow
+
+use_system_allocator_for_arrow()
 
 __all__ = ["GraphIndex", "GraphRagConfig", "load_config"]
 __version__ = "0.1.0"

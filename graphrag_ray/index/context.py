@@ -77,6 +77,9 @@ class BuildContext:
         self.stage_starts[name] = round(start - self.created, 3)
         yield
         self.timings[name] = round(time.perf_counter() - start, 3)
+        # What the stage freed goes back to the system: Arrow's allocator keeps freed pages
+        # for reuse, which the driver's RSS then carries from stage to stage.
+        pa.default_memory_pool().release_unused()
         current, peak = driver_rss_mb()
         self.driver_rss_mb[name] = {"after": current, "peak": peak,
                                     "object_store_pages": shared_memory_mb(),

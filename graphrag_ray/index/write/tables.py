@@ -227,15 +227,16 @@ class ElementsByUnit:
 
     def __init__(self, elements: pa.Table, unit_column: str):
         units = elements.column(unit_column).combine_chunks()
-        ids = elements.column("id").combine_chunks()
+        self.ids = elements.column("id").combine_chunks()
+        owners = np.arange(len(units))  # each pair's element row, not its id: ints, not text
         if pa.types.is_list(units.type):
-            ids = ids.take(pc.list_parent_indices(units))
+            owners = pc.list_parent_indices(units).to_numpy()
             units = pc.list_flatten(units)
         encoded = units.dictionary_encode()
         self.slot = {unit: i for i, unit in enumerate(encoded.dictionary.to_pylist())}
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
-        self.ids = ids.take(pa.array(order))
+        self.owners = owners[order]
         # One run past the last unit: the slot a missing unit borrows is never read past.
         self.offsets = np.searchsorted(codes[order], np.arange(len(self.slot) + 2))
 
@@ -245,5 +246,5 @@ class ElementsByUnit:
         starts = np.where(found, self.offsets[np.maximum(slots, 0)], 0)
         lengths = np.where(found, self.offsets[np.maximum(slots, 0) + 1] - starts, 0)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets),
-                                        self.ids.take(pa.array(ranges(starts, lengths))))
+        return pa.ListArray.from_arrays(pa.array(offsets), self.ids.take(
+            pa.array(self.owners[ranges(starts, lengths)])))
