@@ -34,7 +34,7 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
     relationships = finalize_relationships(graph.relationships)
     with ctx.stage("write_entities_and_relationships"):
         counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
-                                      pool, rows_per_part)
+                                      pool, rows_per_part, ctx.work_url)
     with ctx.stage("write_documents_and_text_units"):
         counts.update(write_documents_and_text_units(
             ctx.staged, ctx.work_url, extraction, entities, relationships, graph.claims,
@@ -45,11 +45,11 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
         ctx.staged.write_table(schema.ENTITY_ALIASES, graph.aliases, rows_per_part)
         counts[schema.ENTITY_ALIASES] = graph.aliases.num_rows
     with ctx.stage("write_communities_and_reports"):
-        for name, table in ((schema.COMMUNITY_REPORTS, reports),
-                            (schema.COMMUNITIES, communities_table(
-                                communities, entities, relationships, graph.endpoints))):
-            ctx.staged.write_table(name, table, rows_per_part)
-            counts[name] = table.num_rows
+        ctx.staged.write_table(schema.COMMUNITY_REPORTS, reports, rows_per_part)
+        counts[schema.COMMUNITY_REPORTS] = reports.num_rows
+        counts[schema.COMMUNITIES] = ctx.staged.write_stream(
+            schema.COMMUNITIES, communities_tables(communities, entities, relationships,
+                                                   graph.endpoints), rows_per_part)
     return counts
 
 
@@ -75,31 +75,49 @@ def finalize_relationships(relationships: pa.Table) -> pa.Table:
 
 
 
-def communities_table(communities: list[Community], entities: pa.Table,
-                      relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray]
+# Communities per piece of the communities table: its text-unit lists are most of a 100M-token
+# index's driver at once (640 MB), a piece of them is not.
+COMMUNITIES_PER_PIECE = 10_000
+
+
+def communities_tables(communities: list[Community], entities: pa.Table,
+                       relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray]):
+    """The communities table, `COMMUNITIES_PER_PIECE` rows at a time (at least one piece)."""
+    entity_ids = entities.column("id").combine_chunks()
+    first_members = entity_ids.to_pylist()
+    edges_inside = edges_by_community(communities, *endpoints, entities.num_rows)
+    relationship_ids = relationships.column("id").combine_chunks()
+    edge_units = EdgeUnits(relationships.column("text_unit_ids"))
+    for start in range(0, max(1, len(communities)), COMMUNITIES_PER_PIECE):
+        yield communities_table(communities[start:start + COMMUNITIES_PER_PIECE], entity_ids,
+                                first_members, relationship_ids, edge_units, edges_inside)
+
+
+def communities_table(communities: list[Community], entity_ids: pa.Array,
+                      first_members: list[str], relationship_ids: pa.Array,
+                      edge_units: EdgeUnits, edges_inside: dict[int, np.ndarray]
                       ) -> pa.Table:
     """One row per community: its members, the relationships inside it and their text units
     (each once, in the order the relationships give them). The lists are gathered in Arrow
     and numpy: as Python lists of strings, a 100M-token index's were gigabytes."""
-    entity_ids = entities.column("id").combine_chunks()
-    first_members = entity_ids.to_pylist()
-    edges_inside = edges_by_community(communities, *endpoints, entities.num_rows)
     empty = np.zeros(0, dtype=np.int64)
     inside = [edges_inside.get(community.id, empty) for community in communities]
     today = datetime.now(timezone.utc).date().isoformat()
     table = pa.table({
-        "id": [element_id("community", str(c.level), str(c.id),
-                          *[first_members[m] for m in c.members[:50]]) for c in communities],
+        "id": pa.array([element_id("community", str(c.level), str(c.id),
+                                   *[first_members[m] for m in c.members[:50]])
+                        for c in communities], pa.string()),
         "human_readable_id": pa.array([c.id for c in communities], pa.int64()),
         "community": pa.array([c.id for c in communities], pa.int64()),
         "level": pa.array([c.level for c in communities], pa.int64()),
         "parent": pa.array([c.parent for c in communities], pa.int64()),
         "children": pa.array([c.children for c in communities], pa.list_(pa.int64())),
-        "title": [f"Community {c.id}" + (" (small components sharing documents)"
-                                         if c.loose else "") for c in communities],
+        "title": pa.array([f"Community {c.id}" + (" (small components sharing documents)"
+                                                  if c.loose else "") for c in communities],
+                          pa.string()),
         "entity_ids": gathered_lists(entity_ids, [c.members for c in communities]),
-        "relationship_ids": gathered_lists(relationships.column("id").combine_chunks(), inside),
-        "text_unit_ids": distinct_units(relationships.column("text_unit_ids"), inside),
+        "relationship_ids": gathered_lists(relationship_ids, inside),
+        "text_unit_ids": edge_units.distinct(inside),
         "period": pa.array([today] * len(communities), pa.string()),
         "size": pa.array([len(c.members) for c in communities], pa.int64()),
     })
@@ -120,23 +138,29 @@ def gathered_lists(values: pa.Array, groups: list[np.ndarray]) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(positions)))
 
 
-def distinct_units(edge_units: pa.ChunkedArray, groups: list[np.ndarray]) -> pa.ListArray:
-    """Per group of edges: their text units (`edge_units`: a list per edge), each once, in
-    first-seen order."""
-    lists = edge_units.combine_chunks()
-    encoded = pc.list_flatten(lists).dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    list_offsets = lists.offsets.to_numpy().astype(np.int64)
-    edges = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
-    group_of = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
-    per_edge = list_offsets[edges + 1] - list_offsets[edges]
-    units = codes[ranges(list_offsets[edges], per_edge)]
-    group_of = np.repeat(group_of, per_edge)
-    _, first = np.unique(group_of * max(1, len(encoded.dictionary)) + units, return_index=True)
-    kept = np.sort(first)
-    offsets = np.searchsorted(group_of[kept], np.arange(len(groups) + 1)).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets),
-                                    encoded.dictionary.take(pa.array(units[kept])))
+class EdgeUnits:
+    """Each relationship's text units as codes into one dictionary (encoded once for every
+    piece of the communities table)."""
+
+    def __init__(self, edge_units: pa.ChunkedArray):
+        lists = edge_units.combine_chunks()
+        encoded = pc.list_flatten(lists).dictionary_encode()
+        self.codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.dictionary = encoded.dictionary
+        self.offsets = lists.offsets.to_numpy().astype(np.int64)
+
+    def distinct(self, groups: list[np.ndarray]) -> pa.ListArray:
+        """Per group of edges: their text units, each once, in first-seen order."""
+        edges = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
+        group_of = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        per_edge = self.offsets[edges + 1] - self.offsets[edges]
+        units = self.codes[ranges(self.offsets[edges], per_edge)]
+        group_of = np.repeat(group_of, per_edge)
+        _, first = np.unique(group_of * max(1, len(self.dictionary)) + units, return_index=True)
+        kept = np.sort(first)
+        offsets = np.searchsorted(group_of[kept], np.arange(len(groups) + 1)).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets),
+                                        self.dictionary.take(pa.array(units[kept])))
 
 
 def shared_content_links(work_url: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
