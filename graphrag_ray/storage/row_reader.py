@@ -3,8 +3,8 @@
 A question needs the text of a few dozen text units or reports; holding every one of them
 (a 100M-token index: 215k units, ~1 GB of text as Python objects) made a local query
 process 4 GB. Tables are written in row groups of about `ROW_GROUP_BYTES`
-(`parquet_io.write_parquet`), so taking a row decodes about a megabyte. Tables written before
-that (one row group) still read, a whole group at a time, kept in the cache.
+(`parquet_io.write_parquet`), so taking a row decodes a quarter of a megabyte. Tables
+written before that (one row group) still read, a whole group at a time, kept in the cache.
 """
 
 from __future__ import annotations
