@@ -115,7 +115,7 @@ class LocalData:
     entities: Rows  # text_unit_ids stored
     relationships: Rows
     claims: Rows
-    units: RowsById  # id, human_readable_id; text stored
+    units: RowsById  # id, human_readable_id, n_tokens; text stored
     reports: RowsById  # id, community, level, title, rank; summary, full_content stored
     # The communities' members (community, entity_ids): which reports an entity is in.
     memberships: pa.Table
@@ -214,7 +214,7 @@ def local_data(read: ReadTable, stored: Callable[[str], RowReader],
                           ENTITY_STORED),
                      Rows(read(schema.RELATIONSHIPS, RELATIONSHIP_COLUMNS)),
                      Rows(claims),
-                     RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id"]),
+                     RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id", "n_tokens"]),
                               stored(schema.TEXT_UNITS), ("text",)),
                      RowsById(read(schema.COMMUNITY_REPORTS, REPORT_COLUMNS),
                               stored(schema.COMMUNITY_REPORTS), REPORT_TEXTS),

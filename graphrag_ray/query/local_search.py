@@ -137,18 +137,29 @@ MOST_UNITS_TRIED = 1024
 
 def pack_units(unit_ids: list[str], data: LocalData, budget: int,
                encoding: str) -> tuple[TableSection, list[str]]:
-    """The Sources table: units in the order given while they fit, read from the index
-    `UNITS_READ_AT_ONCE` at a time until the budget is full or `MOST_UNITS_TRIED` were
+    """The Sources table: units in the order given while they fit, the texts read from the
+    index only for the units the budget could still hold by their token counts (`n_tokens`),
+    at most `UNITS_READ_AT_ONCE` at a time, until it is full or `MOST_UNITS_TRIED` were
     tried (a central entity of a large index has thousands of units; the budget holds a
     dozen). Returns the section and the texts of the units in it."""
     header = ["-----Sources-----", "id|text"]
     used = count_tokens("\n".join(header), encoding) + 1
     lines, keys, texts = [], [], []
-    tried = unit_ids[:MOST_UNITS_TRIED]
-    for start in range(0, len(tried), UNITS_READ_AT_ONCE):
-        if used >= budget:
+    n_tokens = data.units.rows.numbers("n_tokens")
+    candidates = iter(unit_ids[:MOST_UNITS_TRIED])
+    while used < budget:
+        window, room = [], budget - used
+        for unit in candidates:
+            tokens = int(n_tokens[data.units.row_of[unit]])
+            if tokens > 2 * (budget - used):
+                continue  # cannot fit in what is left, however its spaces are counted
+            window.append(unit)
+            room -= tokens
+            if room <= 0 or len(window) == UNITS_READ_AT_ONCE:
+                break
+        if not window:
             break
-        window = data.units.take(tried[start:start + UNITS_READ_AT_ONCE])
+        window = data.units.take(window)
         rows = [f"{u['human_readable_id']}|{cell(u['text'])}" for u in window]
         taken, used = take_within_budget(rows, budget, used, skip_misses=True,
                                          encoding=encoding)

@@ -42,6 +42,7 @@ class RowReader:
         counts = np.array([rows for _, _, rows in groups], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(counts)])
         self._cache: OrderedDict[tuple[int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._held = 0  # bytes in the cache
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -51,16 +52,19 @@ class RowReader:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         if len(rows) and (rows.min() < 0 or rows.max() >= len(self)):
             raise IndexError(f"row out of range 0..{len(self) - 1}")
-        groups = np.searchsorted(self._starts, rows, side="right") - 1
-        needed = list(dict.fromkeys(groups.tolist()))
-        pieces = [self._group(group, tuple(columns)) for group in needed]
-        if not pieces:
+        if not len(rows):
             return self._metadata[0].schema.to_arrow_schema().empty_table().select(columns)
-        # Each row's place in the concatenation of the groups read.
-        offset_of = dict(zip(needed, np.concatenate(
-            [[0], np.cumsum([p.num_rows for p in pieces])[:-1]]).tolist()))
-        places = np.array([offset_of[g] for g in groups.tolist()], dtype=np.int64)
-        return pa.concat_tables(pieces).take(pa.array(places + rows - self._starts[groups]))
+        groups = np.searchsorted(self._starts, rows, side="right") - 1
+        # Each group's rows taken from it (a take over many groups' chunks at once copied
+        # them all), then put in the order asked.
+        order = np.argsort(groups, kind="stable")
+        needed, starts = np.unique(groups[order], return_index=True)
+        pieces = [self._group(int(group), tuple(columns)).take(pa.array(
+                      rows[mine] - self._starts[group]))
+                  for group, mine in zip(needed, np.split(order, starts[1:]))]
+        places = np.empty(len(rows), dtype=np.int64)
+        places[order] = np.arange(len(rows))
+        return pa.concat_tables(pieces).combine_chunks().take(pa.array(places))
 
     def groups(self, columns: list[str]):
         """The whole table, a row group at a time (not kept)."""
@@ -76,11 +80,12 @@ class RowReader:
         part, number = self._groups[group]
         table = self._read_group(part, number, list(columns))
         with self._lock:
-            self._cache[key] = table
-            held = sum(t.nbytes for t in self._cache.values())
-            while held > self.cache_bytes and len(self._cache) > 1:
+            if key not in self._cache:
+                self._cache[key] = table
+                self._held += table.nbytes
+            while self._held > self.cache_bytes and len(self._cache) > 1:
                 _, dropped = self._cache.popitem(last=False)
-                held -= dropped.nbytes
+                self._held -= dropped.nbytes
         return table
 
     def _read_metadata(self, path: str) -> pq.FileMetaData:

@@ -23,7 +23,8 @@ def make_data() -> LocalData:
         "combined_degree": [5, 4, 5]})
     claims = pa.table({"id": ["c0"], "human_readable_id": ["0"], "subject_id": ["BOB"],
                        "type": ["x"], "status": ["TRUE"], "description": ["is poor"]})
-    units = pa.table({"id": ["u1", "u2"], "human_readable_id": [1, 2], "text": ["a", "b"]})
+    units = pa.table({"id": ["u1", "u2"], "human_readable_id": [1, 2], "text": ["a", "b"],
+                      "n_tokens": [1, 1]})
     reports = pa.table({"id": ["p0", "p1"], "community": [0, 1], "level": [0, 0],
                         "title": ["Office", "Home"], "summary": ["", ""],
                         "full_content": ["x", "y"], "rank": [1.0, 1.0]})
