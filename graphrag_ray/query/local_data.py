@@ -41,7 +41,7 @@ class Rows:
 
     def __init__(self, table: pa.Table, stored: RowReader | None = None,
                  stored_columns: tuple[str, ...] = ()):
-        self.table = table  # as read: one chunk per row group, never copied whole
+        self.table = table  # as the index holds it (`GraphIndex.table`: one chunk)
         self._numbers: dict[str, np.ndarray] = {}
         self.stored = stored
         self.stored_columns = list(stored_columns) if stored is not None else []
