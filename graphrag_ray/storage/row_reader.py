@@ -66,10 +66,18 @@ class RowReader:
         places[order] = np.arange(len(rows))
         return pa.concat_tables(pieces).combine_chunks().take(pa.array(places))
 
-    def groups(self, columns: list[str]):
-        """The whole table, a row group at a time (not kept)."""
+    def groups(self, columns: list[str], min_bytes: int = 0):
+        """The whole table, a row group at a time, or consecutive groups together until they
+        hold `min_bytes` (for work that costs as much per piece as per row); not kept."""
+        pending, held = [], 0
         for part, number in self._groups:
-            yield self._read_group(part, number, columns)
+            pending.append(self._read_group(part, number, columns))
+            held += pending[-1].nbytes
+            if held >= min_bytes:
+                yield pa.concat_tables(pending).combine_chunks()
+                pending, held = [], 0
+        if pending:
+            yield pa.concat_tables(pending).combine_chunks()
 
     def _group(self, group: int, columns: tuple[str, ...]) -> pa.Table:
         key = (group, columns)

@@ -13,10 +13,11 @@ the communities table: the LLM, the cache and the fan-out live in `test`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The community that holds the units no community of level 0 holds (passages whose names
 # met no one): a root like the others, so no passage is out of the search's reach.
@@ -39,23 +40,33 @@ class CommunityTree:
         return kids
 
 
-def community_tree(communities: pa.Table, unit_ids: list[str]) -> CommunityTree:
+def community_tree(communities: pa.Table | Iterable[pa.Table],
+                   unit_ids: list[str]) -> CommunityTree:
     """The hierarchy over the rows of `unit_ids` (communities read with community, level,
-    parent, children, text_unit_ids). Units no level-0 community holds form `OUTSIDE`."""
-    row_of = {unit: row for row, unit in enumerate(unit_ids)}
+    parent, children, text_unit_ids; whole, or piece by piece). Units no level-0 community
+    holds form `OUTSIDE`. Each community's units are found in Arrow and numpy: as Python
+    lists, a 100M-token index's were the most of a lazy question process's 2.8 GB."""
+    value_set = pa.array(unit_ids, pa.string())
     units, children, levels, roots = {}, {}, {}, []
     held = np.zeros(len(unit_ids), dtype=bool)
-    for record in communities.select(
-            ["community", "level", "parent", "children", "text_unit_ids"]).to_pylist():
-        number = record["community"]
-        rows = np.array(sorted({row_of[u] for u in record["text_unit_ids"] or [] if u in row_of}),
-                        dtype=np.int64)
-        units[number] = rows
-        children[number] = list(record["children"] or [])
-        levels[number] = record["level"]
-        if record["level"] == 0:
-            roots.append(number)
-            held[rows] = True
+    for piece in [communities] if isinstance(communities, pa.Table) else communities:
+        lists = piece.column("text_unit_ids").combine_chunks()
+        rows = pc.index_in(pc.list_flatten(lists), value_set=value_set)
+        owners = pc.list_parent_indices(lists).filter(pc.is_valid(rows)).to_numpy()
+        rows = rows.drop_null().to_numpy().astype(np.int64)
+        # Each community's rows, sorted and each once.
+        keys = np.unique(owners.astype(np.int64) * max(1, len(unit_ids)) + rows)
+        owners, rows = keys // max(1, len(unit_ids)), keys % max(1, len(unit_ids))
+        bounds = np.searchsorted(owners, np.arange(piece.num_rows + 1))
+        for k, (number, level, kids) in enumerate(zip(
+                piece.column("community").to_pylist(), piece.column("level").to_pylist(),
+                piece.column("children").to_pylist())):
+            units[number] = rows[bounds[k]:bounds[k + 1]]
+            children[number] = list(kids or [])
+            levels[number] = level
+            if level == 0:
+                roots.append(number)
+                held[units[number]] = True
     for number in list(children):
         children[number] = [c for c in children[number] if c in units]
     outside = np.flatnonzero(~held)

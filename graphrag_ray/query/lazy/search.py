@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, LLMError
@@ -209,9 +208,12 @@ def _similarities(index: OpenedIndex, row_of: dict[str, int], queries: list[str]
     return found
 
 
-def _communities(index: OpenedIndex) -> pa.Table:
-    return index.table(schema.COMMUNITIES, ["community", "level", "parent", "children",
-                                            "text_unit_ids"])
+def _communities(index: OpenedIndex):
+    """The communities table 64 MB at a time, not kept: its text-unit lists are needed once,
+    to build the tree (on a 100M-token index, 600 MB held for nothing); each piece looks its
+    units up in one hash of all units, built per piece."""
+    return index.rows(schema.COMMUNITIES).groups(
+        ["community", "level", "parent", "children", "text_unit_ids"], min_bytes=64 * 2 ** 20)
 
 
 def _titles(index: OpenedIndex) -> dict[int, str]:
