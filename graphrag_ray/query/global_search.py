@@ -78,7 +78,7 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
         dynamic["saved_tokens"] = dynamic["static_map_context_tokens"] - (
             outcome.map_context_tokens + dynamic["rating_context_tokens"])
     # Points cite reports by community number; a community number names one community.
-    result.sources = sources_of_reports(index.table, outcome.cited_ids)
+    result.sources = sources_of_reports(index.table, index.rows, outcome.cited_ids)
     return result
 
 
