@@ -29,6 +29,8 @@ from graphrag_ray.llm.embeddings import HASHING_MODEL, Embedder
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.distributed.fanout import FanOut
+from graphrag_ray.query.global_search import prepare_level
+from graphrag_ray.query.lazy.search import searchable_units
 from graphrag_ray.query.local_data import LocalData, local_data
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
@@ -177,25 +179,24 @@ class GraphIndex:
         return self._local
 
     def warm(self) -> None:
-        """Read now what questions would read first, so that none pays the load (a served
-        index): every table whole (a method's columns are then cut from it), but for the
-        documents only their ids and titles (their text is the text units' again), the text
-        units not at all (their texts are read when a question takes them, the rest with
-        local search's lookups) and the embeddings only as vector indexes (a matrix, or
-        searched on disk); then local search's lookups."""
-        for name in self.manifest.tables:
-            if name == schema.DOCUMENTS:
-                self.table(name, ["id", "title"])
-            elif name == schema.TEXT_UNITS or name.startswith("embeddings_"):
-                continue
-            elif self.store.has_table(name):
-                self.table(name)
+        """Work out now what questions would work out first, so that none pays the load (a
+        served index): the vector indexes; what each method builds once from the tables
+        (local search's rows and lookups, global search's default level rendered for the
+        map, lazy search's units and community tree) and the columns citations read. No
+        table is read whole: texts and lists are read when a question takes them (on a
+        100M-token index, reading every table whole held 3.9 GB)."""
         for name in self.manifest.tables:
             if name.startswith("embeddings_"):
                 self.vectors(name)
+        self.table(schema.DOCUMENTS, ["id", "title"])
+        self.table(schema.TEXT_UNITS, ["id", "document_id"])
         if schema.ENTITY_DESCRIPTION_EMBEDDINGS in self.manifest.tables:
             self.local_data()
             _ = self.embedder  # and, for an endpoint's embeddings, its budget
+        if self.levels and not self.config.global_search.dynamic.enabled:
+            prepare_level(self)  # the default level's rows, rendered for the map
+        if schema.TEXT_UNIT_EMBEDDINGS in self.manifest.tables:
+            searchable_units(self)
         _ = self.prompts  # read and kept
         get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
         config = self.config

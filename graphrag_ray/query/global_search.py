@@ -19,7 +19,7 @@ from graphrag_ray.query.dynamic_selection import (
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.question_focus import finding_kinds, question_focus
 from graphrag_ray.query.map_reduce import (
-    REPORT_CONTEXT_HEADER, MapCache, map_reduce, report_row)
+    REPORT_CONTEXT_HEADER, MapCache, findings_of, map_reduce, pack_report_batches, report_row)
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.tokens import count_tokens
@@ -39,20 +39,19 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
     if dynamic and not index.levels:
         raise GraphRagError("the index has no communities (no relationships were extracted)")
     level = None if dynamic else index.resolve_level(level)
-    reports = index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS)
     config, prompts, services, fan_out = (index.config, index.prompts, index.services,
                                           index.fan_out)
     result = SearchResult(method="global", answer="")
     if level is None:
-        rows, details, rating_usage = _dynamic_rows(question, reports, config, prompts,
-                                                    services, fan_out)
+        rows, details, rating_usage = _dynamic_rows(
+            question, index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS), config, prompts,
+            services, fan_out)
         result.usage.add(rating_usage)
         result.llm_calls += rating_usage.calls
         result.details["dynamic"] = details
         result.context_tokens += details["rating_context_tokens"]
     else:
-        rows = index.kept(f"global:level:{level}", lambda: reports.filter(
-            pc.equal(reports.column("level"), level)).to_pylist())
+        rows = level_rows(index, level)
         result.details["level"] = level
     # Offline, a question for a kind of entity ranks the findings about that kind.
     by_kind = not config.uses_llm(config.global_search.method) and \
@@ -61,7 +60,7 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
                          header=REPORT_CONTEXT_HEADER, services=services, fan_out=fan_out,
                          history=history, on_token=on_token,
                          kinds_of=finding_kinds(index.table) if by_kind else None,
-                         cache=index.kept("global:map", MapCache))
+                         cache=map_cache(index))
     result.answer = outcome.answer
     result.usage.add(outcome.usage)
     result.llm_calls += outcome.map_calls + outcome.reduce_calls
@@ -80,6 +79,32 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
     # Points cite reports by community number; a community number names one community.
     result.sources = sources_of_reports(index.table, index.rows, outcome.cited_ids)
     return result
+
+
+def level_rows(index: OpenedIndex, level: int) -> list[dict]:
+    """The reports of `level` as map-reduce rows, made once per open index."""
+    def make() -> list[dict]:
+        reports = index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS)
+        return reports.filter(pc.equal(reports.column("level"), level)).to_pylist()
+    return index.kept(f"global:level:{level}", make)
+
+
+def map_cache(index: OpenedIndex) -> MapCache:
+    return index.kept("global:map", MapCache)
+
+
+def prepare_level(index: OpenedIndex, level: int | None = None) -> None:
+    """What a global question over `level` (default: the configured one) works out whatever
+    the question, worked out now: the level's rows, their rendered map rows and, offline,
+    their findings' terms (a served index's `warm`: the first question on a 100M-token index
+    paid 15 s for them). No call."""
+    cfg = index.config.global_search
+    batches = pack_report_batches(level_rows(index, index.resolve_level(level)),
+                                  cfg.map_context_tokens, cfg.shuffle_seed,
+                                  index.config.tokenizer.encoding, REPORT_CONTEXT_HEADER,
+                                  map_cache(index))
+    if not index.config.uses_llm(cfg.method):
+        findings_of(batches, map_cache(index))
 
 
 def _dynamic_rows(question: str, reports: pa.Table, config: GraphRagConfig,

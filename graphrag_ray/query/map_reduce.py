@@ -174,6 +174,24 @@ def pack_reduce_context(points: list[Point], max_tokens: int,
 RELEVANCE_FLOOR = 0.3
 
 
+def findings_of(batches: list[list[tuple[dict, str, int]]], cache: MapCache | None = None
+                ) -> list[tuple[int, dict, int, str, tuple[str, ...]]]:
+    """Every finding of the batches' reports (a report without findings: its title and
+    summary) as (batch, report, place, text, its content terms), the terms kept in `cache`."""
+    known = {} if cache is None else cache.terms
+    findings = []
+    for number, batch in enumerate(batches):
+        for report, _, _ in batch:
+            for position, finding in enumerate(report["findings"] or [{
+                    "summary": report["title"], "explanation": report["summary"]}]):
+                text = f"{finding['summary']}: {finding['explanation']}"
+                key = (report["community"], position)
+                if key not in known:
+                    known[key] = tuple(sys.intern(t) for t in dict.fromkeys(content_terms(text)))
+                findings.append((number, report, position, text, known[key]))
+    return findings
+
+
 def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
                    label: str = "Reports",
                    kinds_of: Callable[[str], list[str]] | None = None,
@@ -189,18 +207,8 @@ def extractive_map(question: str, batches: list[list[tuple[dict, str, int]]],
     the answer surveys the communities. Returns the points and the answer's header, which
     says which of these it is."""
     focus = question_focus(question)
-    known = {} if cache is None else cache.terms
-    findings = []
-    for number, batch in enumerate(batches):
-        for report, _, _ in batch:
-            for position, finding in enumerate(report["findings"] or [{
-                    "summary": report["title"], "explanation": report["summary"]}]):
-                text = f"{finding['summary']}: {finding['explanation']}"
-                key = (report["community"], position)
-                if key not in known:
-                    known[key] = tuple(sys.intern(t) for t in dict.fromkeys(content_terms(text)))
-                findings.append((number, report, position, text,
-                                 focus.terms.intersection(known[key])))
+    findings = [(number, report, position, text, focus.terms.intersection(terms))
+                for number, report, position, text, terms in findings_of(batches, cache)]
     about = [0.0] * len(findings)
     if kinds_of and focus.kinds:
         for k, (*_, text, _) in enumerate(findings):

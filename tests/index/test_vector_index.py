@@ -43,7 +43,7 @@ def test_every_method_searches_the_approximate_index_and_an_update_extends_it(tm
     brute = load_config(None, ["runtime.engine=local"])
     exact = GraphIndex.open(index_url, config=brute)
     exact.manifest = exact.manifest.model_copy(update={"vector_stores": {}})
-    index.warm()  # a served index holds every table but those searched on disk
+    index.warm()  # a served index holds no table searched on disk
     assert not [key for key in index._tables if key.split(":")[0] in stores]
     for method in METHODS:
         answer = index.search(method, QUESTION)

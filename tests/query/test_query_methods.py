@@ -253,6 +253,18 @@ def test_unit_and_report_texts_are_read_for_the_rows_a_question_takes(offline_in
     assert not any(name.startswith("embeddings_") for name in held)  # only as matrices
 
 
+def test_a_warmed_index_has_its_default_level_rendered_for_global_search(offline_index):
+    from graphrag_ray.query.global_search import map_cache
+
+    warmed = GraphIndex.open(str(offline_index))
+    warmed.warm()
+    rendered = len(map_cache(warmed).rows)
+    assert rendered > 0
+    answer = warmed.global_search(QUESTION).answer
+    assert len(map_cache(warmed).rows) == rendered  # the question rendered nothing
+    assert answer == GraphIndex.open(str(offline_index)).global_search(QUESTION).answer
+
+
 def _table_of(path: str) -> str:
     """`.../<table>.parquet` or `.../<table>/part-N.parquet` -> table."""
     folder, name = path.rsplit("/", 2)[-2:]

@@ -55,7 +55,7 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
     result = SearchResult(method="lazy", answer="")
     if not use_llm:
         result.notes.append(OFFLINE_NOTE)
-    units: SearchableUnits = index.kept("lazy_units", lambda: SearchableUnits.of(index))
+    units = searchable_units(index)
     numbers, texts = units.numbers, units.texts
 
     # 1. Sub-questions.
@@ -147,6 +147,11 @@ def candidates(budget: int) -> int:
     """Units ranked by similarity per sub-question: every unit of an index up to 10,000
     units, and 20 per relevance test the budget allows."""
     return max(10_000, 20 * budget)
+
+
+def searchable_units(index: OpenedIndex) -> "SearchableUnits":
+    """`SearchableUnits` of `index`, made on first use and kept."""
+    return index.kept("lazy_units", lambda: SearchableUnits.of(index))
 
 
 @dataclass
