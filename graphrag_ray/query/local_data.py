@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray import schema
+from graphrag_ray.grouped import Grouped
 from graphrag_ray.query.citations import ReadTable
 from graphrag_ray.query.vectors import VectorIndex
 from graphrag_ray.storage.row_reader import RowReader
@@ -86,27 +87,6 @@ class RowsById:
 
     def take(self, keys: list[str]) -> list[dict]:
         return self.rows.take([self.row_of[key] for key in keys])
-
-
-class Grouped:
-    """Row numbers grouped by a key (entity title -> its relationships' rows, ...): one
-    array of rows sorted by key and the offsets of each key's run."""
-
-    def __init__(self, keys: pa.Array | pa.ChunkedArray, rows: np.ndarray):
-        if isinstance(keys, pa.ChunkedArray):
-            keys = keys.combine_chunks()
-        encoded = keys.dictionary_encode()
-        self.slot = {key: i for i, key in enumerate(encoded.dictionary.to_pylist())}
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        order = np.argsort(codes, kind="stable")
-        self.rows = np.asarray(rows, dtype=np.int64)[order]
-        self.offsets = np.searchsorted(codes[order], np.arange(len(self.slot) + 1))
-
-    def get(self, key, default=()) -> list[int]:
-        slot = self.slot.get(key)
-        if slot is None:
-            return list(default)
-        return self.rows[self.offsets[slot]:self.offsets[slot + 1]].tolist()
 
 
 @dataclass

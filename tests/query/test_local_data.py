@@ -5,7 +5,7 @@ id), made without turning every row into a Python dict."""
 import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.query.local_data import Grouped, LocalData, Rows, RowsById
+from graphrag_ray.query.local_data import LocalData, Rows, RowsById
 from graphrag_ray.query.local_search import named_entities
 from graphrag_ray.query.vectors import VectorTable
 
@@ -52,9 +52,3 @@ def test_lookups_give_row_numbers_and_rows_are_dicts_when_taken():
     assert "u2" in data.units and "u9" not in data.units and data.units["u2"]["text"] == "b"
     assert data.relationships.numbers("weight").tolist() == [1.0, 5.0, 2.0]
     assert data.by_id["e3"] == 3
-
-
-def test_grouped_keeps_each_keys_rows_in_their_order():
-    grouped = Grouped(pa.array(["b", "a", "b", "c", "a"]), np.array([10, 11, 12, 13, 14]))
-    assert (grouped.get("a"), grouped.get("b"), grouped.get("c")) == ([11, 14], [10, 12], [13])
-    assert Grouped(pa.array([], pa.string()), np.array([], dtype=np.int64)).get("a") == []

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
+from graphrag_ray.grouped import Grouped, ranges
 from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
@@ -122,12 +123,6 @@ def communities_table(communities: list[Community], entity_ids: pa.Array,
         "size": pa.array([len(c.members) for c in communities], pa.int64()),
     })
     return table.select(schema.COMMUNITY_COLUMNS)
-
-
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions start..start+length of every range, one after another."""
-    ends = np.cumsum(lengths)
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
 
 
 def gathered_lists(values: pa.Array, groups: list[np.ndarray]) -> pa.ListArray:
@@ -246,29 +241,18 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
 
 class ElementsByUnit:
     """The ids of the elements (entities, relationships, claims) found in each text unit, in
-    table order, as a list column for any units asked: grouped once in Arrow and numpy (as a
-    dict of Python lists, a 100M-token index's were a gigabyte of the driver)."""
+    table order, as a list column for any units asked: grouped once by unit, each pair
+    holding its element's row, not its id (as a dict of Python lists of ids, a 100M-token
+    index's were a gigabyte of the driver)."""
 
     def __init__(self, elements: pa.Table, unit_column: str):
         units = elements.column(unit_column).combine_chunks()
         self.ids = elements.column("id").combine_chunks()
-        owners = np.arange(len(units))  # each pair's element row, not its id: ints, not text
+        owners = np.arange(len(units))
         if pa.types.is_list(units.type):
             owners = pc.list_parent_indices(units).to_numpy()
             units = pc.list_flatten(units)
-        encoded = units.dictionary_encode()
-        self.slot = {unit: i for i, unit in enumerate(encoded.dictionary.to_pylist())}
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        order = np.argsort(codes, kind="stable")
-        self.owners = owners[order]
-        # One run past the last unit: the slot a missing unit borrows is never read past.
-        self.offsets = np.searchsorted(codes[order], np.arange(len(self.slot) + 2))
+        self.by_unit = Grouped(units, owners)
 
     def lists(self, units: list[str]) -> pa.ListArray:
-        slots = np.array([self.slot.get(u, -1) for u in units], dtype=np.int64)
-        found = slots >= 0
-        starts = np.where(found, self.offsets[np.maximum(slots, 0)], 0)
-        lengths = np.where(found, self.offsets[np.maximum(slots, 0) + 1] - starts, 0)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets), self.ids.take(
-            pa.array(self.owners[ranges(starts, lengths)])))
+        return self.by_unit.lists(units, self.ids)
