@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graphrag_ray.resources import rss_mb  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
+from graphrag_ray.testing.local_cluster import ClusterProcess  # noqa: E402
 from graphrag_ray.testing.synthetic_corpus import generate_corpus  # noqa: E402
 
 PODCAST = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "podcast" / "input"
@@ -100,12 +102,12 @@ def index_corpus(name: str, corpus: Path, out: Path, extra: list[str],
             **({"nodes": work_per_node(cluster, workers.peaks)} if cluster else {})}
 
 
+# The cluster's own dashboard, by its address: without one, Ray's state API asks the newest
+# Ray session on the machine, which may be another job's.
 _TASKS_BY_NODE = """
-import collections, json, sys
-import ray
+import json, sys
 from ray.util.state import list_tasks
-ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
-tasks = list_tasks(limit=1000000, raise_on_missing_output=False)
+tasks = list_tasks(address=sys.argv[1], limit=1000000, raise_on_missing_output=False)
 print(json.dumps([[t.node_id, t.worker_pid, t.name] for t in tasks]))
 """
 
@@ -113,7 +115,7 @@ print(json.dumps([[t.node_id, t.worker_pid, t.name] for t in tasks]))
 def work_per_node(cluster: dict, worker_peaks: dict[str, int]) -> dict[str, dict]:
     """Per node (head first): tasks and actor tasks run, the kinds most run, and its largest
     worker's peak RSS (the worker processes the tasks ran in, as sampled)."""
-    listed = subprocess.run([sys.executable, "-c", _TASKS_BY_NODE, cluster["gcs"]],
+    listed = subprocess.run([sys.executable, "-c", _TASKS_BY_NODE, cluster["dashboard"]],
                             capture_output=True, text=True, env={**os.environ, **cluster["env"]})
     if listed.returncode:
         return {"error": listed.stderr.strip().splitlines()[-1:]}
@@ -131,100 +133,15 @@ def work_per_node(cluster: dict, worker_peaks: dict[str, int]) -> dict[str, dict
     return nodes
 
 
-class LocalCluster:
-    """`--nodes N`: a Ray cluster of N one-CPU nodes on this machine
-    (`graphrag_ray.testing.local_cluster`), with token auth as Ray 2.60 wants it."""
-
-    def __init__(self, nodes: int):
-        import secrets
-
-        self.env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
-                    # Every task of a large build listed afterwards, not the last 10,000.
-                    "RAY_MAX_LIMIT_FROM_API_SERVER": "1000000",
-                    "RAY_task_events_max_num_task_in_gcs": "1000000"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
-             str(nodes - 1)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env={**os.environ, **self.env})
-        self.info = {**json.loads(self.process.stdout.readline()), "env": self.env}
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=120)
-
-
-QUESTIONS = ["Who are the main people and what do they do?",
-             "What projects are described and who leads them?",
-             "Which organizations work together?",
-             "What happened in the last meeting?",
-             "What are the main risks mentioned?", "Who is the chief executive?"]
-# One process per method: what opening the index and answering cost, alone.
-_MEASURE = """
-import json, sys, time
-started = time.perf_counter()
-from graphrag_ray import GraphIndex
-from graphrag_ray.resources import peak_rss_mb
-index = GraphIndex.open(sys.argv[1])
-opened = time.perf_counter() - started
-times = []
-for question in json.loads(sys.argv[3]):
-    began = time.perf_counter()
-    result = index.search(sys.argv[2], question)
-    assert result.answer.strip(), question
-    times.append(time.perf_counter() - began)
-later = sorted(times[1:])
-print(json.dumps({"open_s": round(opened, 2), "first_s": round(times[0], 2),
-                  "p50_s": round(later[len(later) // 2], 2), "peak_rss_mb": peak_rss_mb()}))
-"""
-
-
-def query_figures(index: Path, methods: list[str]) -> dict[str, dict]:
-    """Per method: the CLI's exit code and wall, then the API's open / first / p50 / RSS."""
-    figures = {}
-    for method in methods:
-        started = time.perf_counter()
-        cli = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index",
-                              str(index), "--method", method, QUESTIONS[0]],
-                             capture_output=True, text=True)
-        row = {"cli_exit": cli.returncode, "cli_s": round(time.perf_counter() - started, 1)}
-        measured = subprocess.run([sys.executable, "-c", _MEASURE, str(index), method,
-                                   json.dumps(QUESTIONS)], capture_output=True, text=True)
-        if measured.returncode == 0:
-            row.update(json.loads(measured.stdout.strip().splitlines()[-1]))
-        else:
-            row["error"] = measured.stderr.strip().splitlines()[-1:]
-        figures[method] = row
-        print(f"  query {method}: {json.dumps(row)}", flush=True)
-    return figures
-
-
-def planted_graph_leiden(nodes: int) -> dict:
-    """Leiden on a graph of ~50-node planted communities (4 edges per node inside, 1 across)."""
-    import numpy as np
-
-    from graphrag_ray.config import CommunitiesConfig
-    from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
-    from graphrag_ray.resources import PeakRss
-
-    rng = np.random.default_rng(0)
-    block = rng.integers(0, max(1, nodes // 50), nodes)
-    order = np.argsort(block, kind="stable")
-    members = np.split(order, np.cumsum(np.bincount(block))[:-1])
-    sources = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
-        [rng.integers(0, nodes, nodes)]
-    targets = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
-        [rng.integers(0, nodes, nodes)]
-    s, t = np.concatenate(sources), np.concatenate(targets)
-    keep = s != t
-    with PeakRss() as memory:
-        started = time.perf_counter()
-        graph = build_graph(nodes, s[keep], t[keep], rng.random(int(keep.sum())))
-        built = time.perf_counter()
-        communities = hierarchical_leiden(graph, CommunitiesConfig())
-    return {"nodes": nodes, "edges": int(keep.sum()), "build_s": round(built - started, 2),
-            "leiden_s": round(time.perf_counter() - built, 1), "communities": len(communities),
-            "levels": max(c.level for c in communities) + 1,
-            "rss_mb": f"{memory.before_mb} -> {memory.peak_mb}"}
+def start_cluster(nodes: int) -> ClusterProcess:
+    """`--nodes N`: a Ray cluster of N one-CPU nodes on this machine, with token auth as Ray
+    2.60 wants it, whose every task is listed afterwards (not the last 10,000)."""
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "RAY_MAX_LIMIT_FROM_API_SERVER": "1000000",
+           "RAY_task_events_max_num_task_in_gcs": "1000000"}
+    cluster = ClusterProcess(nodes - 1, env)
+    cluster.info["env"] = env
+    return cluster
 
 
 def main() -> int:
@@ -248,7 +165,7 @@ def main() -> int:
         if not corpus.exists():
             generated = generate_corpus(corpus, tokens)
             print(f"generated {corpus}: {len(generated.files)} documents", flush=True)
-        cluster = LocalCluster(args.nodes) if args.nodes > 1 else None
+        cluster = start_cluster(args.nodes) if args.nodes > 1 else None
         try:
             runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
                                      work / f"index-{tokens}", extra,

@@ -30,7 +30,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from graphrag_ray.testing.local_cluster import ClusterProcess, free_port  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "corpora"
 CAROL = SHARED / "christmas_carol" / "book.txt"
 PODCAST = SHARED / "podcast" / "input"
@@ -59,12 +62,6 @@ RUNS = {
     "instant-podcast": ("podcast", "instant"),
 }
 CHAT_MODEL, EMBEDDING_MODEL = "test-model", "test-embedding"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def make_corpus(name: str, folder: Path) -> Path | None:
@@ -246,15 +243,6 @@ def index_once(corpus: Path, output: Path, config: Path, env: dict, provider: Pr
     }
 
 
-def start_cluster(nodes: int, env: dict) -> tuple[subprocess.Popen, str]:
-    cluster = subprocess.Popen(
-        [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
-         str(nodes - 1), "--dashboard-port", str(free_port())],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    info = json.loads(cluster.stdout.readline())
-    return cluster, info["gcs"]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default="carol", help=f"comma-separated: {', '.join(RUNS)}")
@@ -279,8 +267,8 @@ def main() -> int:
     cluster = None
     if args.nodes > 1:
         env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
-        cluster, address = start_cluster(args.nodes, env)
-        env["RAY_ADDRESS"] = address
+        cluster = ClusterProcess(args.nodes - 1, env, cwd=ROOT)
+        env["RAY_ADDRESS"] = cluster.info["gcs"]
     try:
         for run in args.runs.split(","):
             corpus_name, profile_name = RUNS[run]
@@ -313,8 +301,7 @@ def main() -> int:
                     handle.write(line + "\n")
     finally:
         if cluster is not None:
-            cluster.stdin.close()
-            cluster.wait(timeout=120)
+            cluster.close()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

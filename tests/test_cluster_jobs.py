@@ -5,7 +5,6 @@ lost in the middle of extraction."""
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
@@ -19,32 +18,14 @@ from graphrag_ray import GraphIndex, schema
 from graphrag_ray.index.reports.report_worker import SMALL_COMMUNITY
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_ray.testing.local_cluster import ClusterProcess
 
-from conftest import (descendants, finish, free_port, kill_with_no_answer_in_transit, llm_config,
+from conftest import (descendants, finish, kill_with_no_answer_in_transit, llm_config,
                       repeated_calls, wait_for_calls)
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class LocalCluster:
-    def __init__(self, env: dict[str, str], workers: int = 1):
-        self.env = env
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers", str(workers),
-             "--dashboard-port", str(free_port())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
-        self.info = json.loads(self.process.stdout.readline())
-
-    def remove_worker(self) -> None:
-        self.process.stdin.write("remove-worker\n")
-        self.process.stdin.flush()
-        assert json.loads(self.process.stdout.readline()) == {"removed": True}
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
 
 
 @pytest.fixture
@@ -77,7 +58,7 @@ def _index_args(server, source: str, output: str) -> list[str]:
 def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_excerpt):
     source = _upload_corpus(s3_bucket, carol_excerpt)
     output = f"s3://{s3_bucket}/indexes/carol"
-    cluster = LocalCluster(cluster_env)
+    cluster = ClusterProcess(1, cluster_env, cwd=REPO)
     try:
         address = cluster.info["dashboard"]
         with run_test_server(latency_ms=20) as server:
@@ -114,16 +95,16 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
             assert failed.returncode != 0
             assert f"error: input not found: s3://{s3_bucket}/nothing/" in failed.stdout
     finally:
-        cluster.close()
+        cluster.close(timeout_s=60)
     assert IndexStore(output).versions() == [index.manifest.version]  # the failure published nothing
 
 
-def _extraction_actor_pids(cluster: "LocalCluster") -> list[int]:
+def _extraction_actor_pids(cluster: ClusterProcess) -> list[int]:
     return [pid for pid, command in descendants(cluster.process.pid).items()
             if command.startswith("ray::") and "ExtractionWorker" in command]
 
 
-def _kill_extraction_actor(cluster: "LocalCluster") -> None:
+def _kill_extraction_actor(cluster: ClusterProcess) -> None:
     """SIGKILL one of this cluster's extraction actors and wait until it is dead and its
     sockets are closed."""
     pids = _extraction_actor_pids(cluster)
@@ -153,7 +134,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
     Time: 31 s alone, up to 8 min beside two busy loops (Ray's workers run at nice 15); a
     run with more load than that took over 7 min after the kill with every actor still
     working (its stacks), hence 12 min for the driver to finish after it."""
-    cluster = LocalCluster(cluster_env)
+    cluster = ClusterProcess(1, cluster_env, cwd=REPO)
     output = tmp_path / "index"
     try:
         with run_test_server(latency_ms=150) as server:
@@ -173,7 +154,7 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
             stats = server.stats()
             repeats = repeated_calls(server, killed_at)
     finally:
-        cluster.close()
+        cluster.close(timeout_s=60)
     assert stats["repeated_successes"] == 0, repeats
     store = IndexStore(str(output)).open()
     units = store.read_table(schema.TEXT_UNITS)

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -101,6 +102,31 @@ def kill_at_once(pids: list[int], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+class ClusterProcess:
+    """This module's cluster run in a child process, for a test or a benchmark: `info` is its
+    JSON line (gcs, dashboard, nodes), `remove_worker()` loses a worker node, `close()`
+    shuts it down. Its dashboard takes a free port (another Ray on the machine has the
+    default); every node gets `env` (token auth, storage credentials)."""
+
+    def __init__(self, workers: int, env: dict[str, str], cwd: str | Path | None = None):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
+             str(workers), "--dashboard-port", str(free_port())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
+        self.info = json.loads(self.process.stdout.readline())
+
+    def remove_worker(self) -> None:
+        self.process.stdin.write("remove-worker\n")
+        self.process.stdin.flush()
+        reply = json.loads(self.process.stdout.readline())
+        if reply != {"removed": True}:
+            raise RuntimeError(f"the cluster did not remove a worker node: {reply}")
+
+    def close(self, timeout_s: float = 120) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:
