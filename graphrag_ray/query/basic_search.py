@@ -45,16 +45,14 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
 def nearest_units(index: OpenedIndex, ids: list[str]) -> dict[str, dict]:
     """The answerable units among `ids`, by id: their texts read from the index for these
     rows only (a 100M-token index holds a gigabyte of them)."""
-    units = index.kept("basic:unit_rows", lambda: UnitRows(answerable_units(index.table(
+    row_of = index.kept("basic:unit_rows", lambda: _rows_by_id(answerable_units(index.table(
         schema.TEXT_UNITS, ["id", "extraction_status"]))))
-    found = [i for i in dict.fromkeys(ids) if i in units.row_of]
-    taken = index.rows(schema.TEXT_UNITS).take([units.row_of[i] for i in found],
-                                                ["id", "human_readable_id", "text"])
+    taken = index.rows(schema.TEXT_UNITS).take(
+        [row_of[i] for i in dict.fromkeys(ids) if i in row_of],
+        ["id", "human_readable_id", "text"])
     return {row["id"]: row for row in taken.to_pylist()}
 
 
-class UnitRows:
-    """The stored row of each answerable unit, by id."""
-
-    def __init__(self, rows: pa.Table):
-        self.row_of = dict(zip(rows.column("id").to_pylist(), rows.column("row").to_pylist()))
+def _rows_by_id(units: pa.Table) -> dict[str, int]:
+    """Each answerable unit's stored row, by id."""
+    return dict(zip(units.column("id").to_pylist(), units.column("row").to_pylist()))

@@ -37,6 +37,15 @@ def documents_of(read: ReadTable, text_unit_ids: list[str]) -> list[dict]:
     return [{"id": d, "title": titles.get(d)} for d in document_ids]
 
 
+def row_numbers(read: ReadTable, name: str, key: str, wanted: list) -> list[int]:
+    """The row of each `wanted` key in table `name` (its first, in the order asked; a key
+    not there is left out), found by the key column alone: the rows' other columns are then
+    read by number (`OpenedIndex.rows`), not held."""
+    keys = read(name, [key]).column(key)
+    found = pc.index_in(pa.array(wanted, keys.type), value_set=keys).to_pylist()
+    return [row for row in found if row is not None]
+
+
 def sources_of_reports(read: ReadTable, stored: Callable[[str], RowReader],
                        communities: list[int], level: int | None = None) -> Sources:
     """Reports -> their communities -> entities, relationships, text units -> documents. The
@@ -44,10 +53,8 @@ def sources_of_reports(read: ReadTable, stored: Callable[[str], RowReader],
     whole, they were 630 MB of a global query process on a 100M-token index."""
     if not communities:
         return Sources()
-    numbers = read(schema.COMMUNITIES, ["community"]).column("community")
-    found = pc.index_in(pa.array(sorted(set(communities)), numbers.type), value_set=numbers)
     rows = stored(schema.COMMUNITIES).take(
-        sorted(row for row in found.to_pylist() if row is not None),  # in table order
+        sorted(row_numbers(read, schema.COMMUNITIES, "community", list(set(communities)))),
         ["community", "level", "entity_ids", "relationship_ids", "text_unit_ids"])
     if level is not None:
         rows = rows.filter(pc.equal(rows.column("level"), level))

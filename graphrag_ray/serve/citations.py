@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray import schema
+from graphrag_ray.query.citations import row_numbers
 from graphrag_ray.query.results import Sources
 from graphrag_ray.storage.row_reader import RowReader
 
@@ -26,9 +26,7 @@ def _rows(read: ReadTable, stored: StoredRows, name: str, key: str, wanted: list
     read from the index by row number: a served index never holds the passages' text."""
     if not wanted:
         return []
-    keys = read(name, [key]).column(key)
-    rows = pc.index_in(pa.array(wanted, keys.type), value_set=keys).to_pylist()
-    found = stored(name).take([row for row in rows if row is not None], columns).to_pylist()
+    found = stored(name).take(row_numbers(read, name, key, wanted), columns).to_pylist()
     for row in found:
         for column, value in row.items():
             if isinstance(value, str) and len(value) > text_chars:
