@@ -72,7 +72,7 @@ class Rows:
 
 
 class RowsById:
-    """A table's rows by id (`units[unit_id]`, `unit_id in units`, `units.take(ids)`)."""
+    """A table's rows by id (`unit_id in units`, `units.take(ids)`)."""
 
     def __init__(self, table: pa.Table, stored: RowReader | None = None,
                  stored_columns: tuple[str, ...] = ()):
@@ -81,9 +81,6 @@ class RowsById:
 
     def __contains__(self, key: str) -> bool:
         return key in self.row_of
-
-    def __getitem__(self, key: str) -> dict:
-        return self.rows[self.row_of[key]]
 
     def take(self, keys: list[str]) -> list[dict]:
         return self.rows.take([self.row_of[key] for key in keys])

@@ -49,6 +49,6 @@ def test_lookups_give_row_numbers_and_rows_are_dicts_when_taken():
     assert data.entities[2] == {"id": "e2", "human_readable_id": 2, "title": "BOB",
                                 "type": "PERSON", "description": "clerk",
                                 "text_unit_ids": ["u2"], "degree": 3}
-    assert "u2" in data.units and "u9" not in data.units and data.units["u2"]["text"] == "b"
+    assert "u2" in data.units and "u9" not in data.units and data.units.take(["u2"])[0]["text"] == "b"
     assert data.relationships.numbers("weight").tolist() == [1.0, 5.0, 2.0]
     assert data.by_id["e3"] == 3

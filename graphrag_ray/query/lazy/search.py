@@ -191,9 +191,6 @@ class StoredTexts:
     def many(self, units: list[int]) -> list[str]:
         return self.stored.take(self.rows[units], ["text"]).column("text").to_pylist()
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
 
 def _similarities(index: OpenedIndex, row_of: dict[str, int], queries: list[str],
                   budget: int) -> list[np.ndarray]:
