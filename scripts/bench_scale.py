@@ -10,9 +10,19 @@ process's peak RSS.
     python scripts/bench_scale.py --tokens 1000000 --no-podcast --leiden-nodes 100000
     python scripts/bench_scale.py --tokens 100000000 --no-podcast --leiden-nodes "" --queries
     python scripts/bench_scale.py --tokens 30000000 --no-podcast --leiden-nodes "" --nodes 2
+    python scripts/bench_scale.py --tokens 30000000 --no-podcast --leiden-nodes "" --llm
+    python scripts/bench_scale.py --tokens 100000000 --no-podcast --leiden-nodes "" \
+        --real-share 0.1 --document-tokens 800 --queries
 
 With `--nodes N` the build joins a local Ray cluster of N one-CPU nodes and the figures add,
-per node, the tasks it ran and its largest worker (the driver runs beside the head).
+per node, the tasks it ran and its largest worker (the driver runs beside the head). With
+`--llm` the build extracts, summarizes, reports and embeds through the project's test server
+in a process of its own, instant (no latency, no limits): only the endpoint is set, so the
+figures are the engine's own cost per call, and the server's counts (requests and tokens by
+kind) are printed. With `--real-share S` a share S of the tokens is real text (the podcast
+corpus and A Christmas Carol from ../shared, copied with a preamble per copy:
+`testing/real_text_mix`); `--document-tokens` sets the synthetic documents' size (800: about
+200,000 files at 100M tokens).
 """
 
 from __future__ import annotations
@@ -28,13 +38,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_throughput import CHAT_MODEL, EMBEDDING_MODEL, Provider  # noqa: E402
 
 from graphrag_ray.resources import rss_mb  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
 from graphrag_ray.testing.local_cluster import ClusterProcess  # noqa: E402
+from graphrag_ray.testing.real_text_mix import mix_real_text  # noqa: E402
 from graphrag_ray.testing.synthetic_corpus import generate_corpus  # noqa: E402
 
-PODCAST = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "podcast" / "input"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+PODCAST = SHARED / "podcast" / "input"
+CAROL = SHARED / "christmas_carol" / "book.txt"
 
 
 class RayWorkerPeaks:
@@ -144,6 +160,20 @@ def start_cluster(nodes: int) -> ClusterProcess:
     return cluster
 
 
+def make_corpus(corpus: Path, tokens: int, real_share: float, document_tokens: int) -> None:
+    real = int(tokens * real_share)
+    generated = generate_corpus(corpus, tokens - real, tokens_per_document=document_tokens)
+    print(f"generated {corpus}: {len(generated.files)} synthetic documents, "
+          f"{generated.tokens:,} tokens", flush=True)
+    if real:
+        if not (PODCAST.is_dir() and CAROL.is_file()):
+            raise SystemExit(f"--real-share needs {PODCAST} and {CAROL}")
+        mixed = mix_real_text(corpus, real, [PODCAST, CAROL])
+        print(f"  + {len(mixed.files)} real files, {mixed.tokens:,} tokens ({mixed.copies} "
+              f"copies of {mixed.source_files} files, {mixed.source_tokens:,} tokens)",
+              flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", default="1000000,3000000,10000000")
@@ -156,15 +186,37 @@ def main() -> int:
     parser.add_argument("--methods", default="local,basic,drift,lazy,global")
     parser.add_argument("--nodes", type=int, default=1,
                         help="build on a local cluster of this many one-CPU nodes")
+    parser.add_argument("--llm", action="store_true",
+                        help="the LLM method through the instant test server (see above)")
+    parser.add_argument("--real-share", type=float, default=0.0,
+                        help="share of the tokens that is real text (see above)")
+    parser.add_argument("--document-tokens", type=int, default=3000,
+                        help="the synthetic generator's document size")
     args = parser.parse_args()
     work = Path(args.workdir)
-    extra = [item for assignment in args.set for item in ("--set", assignment)]
+    provider = Provider({"latency_ms": 0, "per_token_ms": 0, "rpm": 0}) if args.llm else None
+    try:
+        return run(args, work, provider)
+    finally:
+        if provider:
+            provider.close()
+
+
+def run(args: argparse.Namespace, work: Path, provider: Provider | None) -> int:
+    assignments = list(args.set)
+    if provider:
+        assignments += ["extraction.method=llm", f"llm.api_base={provider.url}",
+                        f"llm.model={CHAT_MODEL}", f"embeddings.api_base={provider.url}",
+                        f"embeddings.model={EMBEDDING_MODEL}"]
+    extra = [item for assignment in assignments for item in ("--set", assignment)]
     runs = []
     for tokens in [int(t) for t in args.tokens.split(",") if t]:
-        corpus = work / f"corpus-{tokens}"
+        corpus = work / (f"corpus-{tokens}" + (f"-real{args.real_share:g}" if args.real_share
+                                               else "")
+                         + (f"-doc{args.document_tokens}" if args.document_tokens != 3000
+                            else ""))
         if not corpus.exists():
-            generated = generate_corpus(corpus, tokens)
-            print(f"generated {corpus}: {len(generated.files)} documents", flush=True)
+            make_corpus(corpus, tokens, args.real_share, args.document_tokens)
         cluster = start_cluster(args.nodes) if args.nodes > 1 else None
         try:
             runs.append(index_corpus(f"synthetic {tokens / 1e6:g}M", corpus,
@@ -175,6 +227,12 @@ def main() -> int:
                 cluster.close()
         print(json.dumps({k: v for k, v in runs[-1].items() if k != "manifest"}), flush=True)
         print(f"  vector stores: {json.dumps(runs[-1]['manifest'].vector_stores)}", flush=True)
+        if provider:
+            stats = provider.stats()
+            provider.reset()
+            runs[-1]["provider"] = {k: stats[k] for k in (
+                "requests", "by_kind", "by_status", "usage_by_model", "peak_in_flight")}
+            print(f"  test server: {json.dumps(runs[-1]['provider'])}", flush=True)
         if args.queries:
             runs[-1]["queries"] = query_figures(work / f"index-{tokens}",
                                                 args.methods.split(","))

@@ -50,7 +50,7 @@ class SyntheticCorpus:
     truth: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _word(rng: np.random.Generator, syllables: int) -> str:
+def invented_word(rng: np.random.Generator, syllables: int) -> str:
     parts = [rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
              for _ in range(syllables)]
     return "".join(parts).capitalize()
@@ -64,8 +64,9 @@ def _cast(rng: np.random.Generator, n_entities: int) -> dict[str, str]:
     while len(names) < n_entities:
         kind = kinds[rng.choice(len(kinds), p=weights / weights.sum())]
         template = _KINDS[kind][0]
-        names[template.format(first=_word(rng, 2), last=_word(rng, int(rng.integers(2, 4))),
-                              place=_word(rng, int(rng.integers(2, 4))),
+        names[template.format(first=invented_word(rng, 2),
+                              last=invented_word(rng, int(rng.integers(2, 4))),
+                              place=invented_word(rng, int(rng.integers(2, 4))),
                               org=rng.choice(_ORG_WORDS), event=rng.choice(_EVENT_WORDS))] = kind
     return names
 
@@ -112,7 +113,7 @@ class _Aliases:
         # Three-word organisations known by their acronym.
         for i in orgs[::3]:
             last, word = cast[i].split()
-            renamed = f"{last} {_word(rng, 2)} {word}"
+            renamed = f"{last} {invented_word(rng, 2)} {word}"
             acronym = "".join(w[0] for w in renamed.split()).upper()
             if renamed not in taken:
                 taken.add(renamed)
