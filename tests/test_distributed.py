@@ -156,3 +156,48 @@ def test_progress_on_ray_comes_from_the_workers_as_they_finish(ray_session):
     assert out.num_rows == 12 and bar.done == 12
     assert sum(n for _, n in Timed.seen) == 12
     assert Timed.seen[0][0] < ended - 1.0  # the first rows came while the stage ran
+
+
+class CountsCallsAtOnce:
+    """A call that waits on I/O (sleeps) and says how many calls of its actor were running
+    when it started, and how many rows it was given."""
+
+    def __init__(self):
+        import threading
+
+        self.lock, self.running = threading.Lock(), 0
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        with self.lock:
+            self.running += 1
+            at_start = self.running
+        time.sleep(0.5)
+        with self.lock:
+            self.running -= 1
+        return pa.table({"key": batch.column("key"),
+                         "in_flight": pa.array([at_start] * batch.num_rows, pa.int64()),
+                         "rows": pa.array([batch.num_rows] * batch.num_rows, pa.int64())})
+
+
+def _yield_in_blocks(batch: pa.Table, rows: int):
+    for start in range(0, batch.num_rows, rows):
+        yield batch.slice(start, rows)
+
+
+def test_an_io_bound_pool_runs_its_calls_at_once_in_blocks_of_several(ray_session):
+    """On Ray an I/O-bound pool gets blocks of several calls' rows (Ray Data's cost per block
+    was paid per LLM call), which an actor runs at once on the threads its shape gives it:
+    the calls in flight are the shape's, no more, and each call still gets its batch."""
+    from graphrag_ray.distributed import PoolShape, block_rows
+
+    shape = PoolShape(1, 6)
+    rows = block_rows(1, shape)
+    assert rows > 1 and block_rows(1, PoolShape(2)) == 1
+    out = map_table(pa.table({"key": pa.array(range(36), pa.int64())}), CountsCallsAtOnce, {},
+                    RuntimeConfig(engine="ray"), batch_size=1, shape=shape,
+                    output_schema=pa.schema([("key", pa.int64()), ("in_flight", pa.int64()),
+                                             ("rows", pa.int64())]),
+                    first=(_yield_in_blocks, {"rows": rows}, 36))
+    assert sorted(out.column("key").to_pylist()) == list(range(36))
+    assert set(out.column("rows").to_pylist()) == {1}
+    assert max(out.column("in_flight").to_pylist()) == 6

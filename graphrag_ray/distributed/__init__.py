@@ -7,9 +7,9 @@ With `runtime.engine: local` the same classes run in-process and give the same r
 from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.distributed.workers import (
-    PoolShape, WorkerPool, actors_that_fit, io_pool_shape, map_items, map_table,
+    PoolShape, WorkerPool, actors_that_fit, block_rows, io_pool_shape, map_items, map_table,
     open_worker_pool, split_table)
 
-__all__ = ["FanOut", "PoolShape", "WorkerPool", "actors_that_fit", "ensure_ray",
+__all__ = ["FanOut", "PoolShape", "WorkerPool", "actors_that_fit", "block_rows", "ensure_ray",
            "io_pool_shape", "map_items", "map_table", "open_worker_pool", "ray_initialized",
            "resolve_engine", "split_table"]

@@ -38,6 +38,13 @@ class PoolShape:
         return self.actors * self.per_actor
 
 
+# An I/O-bound pool on Ray gets its rows in blocks of this many worker calls' worth, which
+# an actor runs on its threads at once: Ray Data's cost per block (the reader's yield, the
+# block's serialization, its dispatch from the driver) was paid per LLM call when a block
+# was one call's row, and capped a 2-core build at ~50 calls/s against an instant endpoint.
+IO_CALLS_PER_BLOCK = 8
+
+
 def io_pool_shape(in_flight: int, per_actor: int) -> PoolShape:
     """`in_flight` batches at once for I/O-bound work (LLM calls), `per_actor` to an actor:
     the actor count follows the demand, so a larger rate limit asks a cluster for more."""
@@ -113,6 +120,14 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     ensure_ray(runtime)
     shape = shape or PoolShape(runtime.num_workers)
     io_bound = shape.per_actor > 1
+    # Blocks an actor runs at once: an I/O-bound actor's threads are shared by its blocks
+    # (`_calls_at_once`), twice as many blocks as fill them, so that a block waiting on its
+    # slowest call leaves no thread idle.
+    blocks_at_once = 2 * -(-shape.per_actor // IO_CALLS_PER_BLOCK) if io_bound else 1
+    rows_at_once = shape.per_actor * batch_size  # per actor
+    if io_bound:
+        worker_cls = _calls_at_once(worker_cls, batch_size, shape.per_actor)
+        batch_size = block_rows(batch_size, shape)
 
     def light_tasks(dataset, follow_up: FollowUp):
         fn, kwargs, size = follow_up
@@ -131,9 +146,8 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
             pool_size = shape.actors
         else:
-            blocks = split_table(table, batch_size)
-            dataset = ray.data.from_arrow(blocks)
-            pool_size = max(1, min(shape.actors, -(-len(blocks) // shape.per_actor)))
+            dataset = ray.data.from_arrow(split_table(table, batch_size))
+            pool_size = max(1, min(shape.actors, -(-table.num_rows // rows_at_once)))
         # Every actor that fits starts at once (an LLM-bound pool that grows one actor at a
         # time leaves the rate budget idle); the rest are asked of the cluster, and Ray Data
         # adds them as nodes join. A cluster that cannot grow keeps the pool that fits.
@@ -146,9 +160,9 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
                 min_size=starting, max_size=pool_size,
                 # Ray Data adds an actor when its actors hold 175% of what they run at once:
                 # a pool that may grow queues a batch behind each running one, so it can.
-                max_tasks_in_flight_per_actor=2 * shape.per_actor if starting < pool_size
-                else max(2, shape.per_actor),
-                max_concurrent_calls_per_actor=shape.per_actor,
+                max_tasks_in_flight_per_actor=2 * blocks_at_once if starting < pool_size
+                else max(2, blocks_at_once),
+                max_concurrent_calls_per_actor=blocks_at_once,
                 enable_true_multi_threading=io_bound),
             batch_size=batch_size,
             batch_format="pyarrow",
@@ -212,6 +226,31 @@ class _Drain:
             self._take()  # what the last batches reported
         except Exception:  # noqa: BLE001
             pass
+
+
+def block_rows(batch_size: int, shape: PoolShape | None) -> int:
+    """Rows per block that `map_table` hands a pool of `shape` on Ray (a `first` stage
+    yields blocks of this size): `IO_CALLS_PER_BLOCK` calls' worth for I/O-bound work."""
+    return batch_size * IO_CALLS_PER_BLOCK if shape and shape.per_actor > 1 else batch_size
+
+
+def _calls_at_once(worker_cls: type, batch_size: int, threads: int) -> type:
+    """`worker_cls` that runs a block's `batch_size`-row slices at once, on `threads` threads
+    the actor's concurrent blocks share (so its calls in flight stay those its shape
+    planned); the rows come back in the block's order."""
+    class CallsAtOnce(worker_cls):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._threads = ThreadPoolExecutor(threads, thread_name_prefix="calls")
+
+        def __call__(self, batch: pa.Table) -> pa.Table:
+            call = super().__call__
+            if batch.num_rows <= batch_size:
+                return call(batch)
+            return pa.concat_tables(self._threads.map(call, split_table(batch, batch_size)))
+
+    CallsAtOnce.__name__ = CallsAtOnce.__qualname__ = worker_cls.__name__
+    return CallsAtOnce
 
 
 def _reporting(worker_cls: type, inbox, columns: tuple[str, ...]) -> type:

@@ -18,12 +18,14 @@ import json
 import threading
 
 import fsspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.prompts_loader import prompt_version
-from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+from graphrag_ray.storage.parquet_io import parquet_parts, write_parquet
+from graphrag_ray.storage.row_reader import RowReader
 
 KEPT_EXTRACTIONS = "_extractions"
 # What is kept of an extraction row (`stage.EXTRACTION_SCHEMA`): not its usage, not its id.
@@ -64,25 +66,52 @@ def write_kept(rows: pa.Table, kept_url: str, name: str) -> None:
 
 
 class KeptExtractions:
-    """The previous version's kept rows, looked up by text hash. Read on first use, once per
-    worker (threads share it), since most chunks of an update are found here."""
+    """The previous version's kept rows, looked up by text hash without holding them: each
+    worker holds an index of the hashes (their first 8 bytes as sorted integers, with each
+    one's row number across the kept files: 16 bytes a chunk) and reads a row's Parquet row
+    group when a chunk needs it, the last 64 MB of groups kept (an update's chunks come in
+    corpus order, as the kept files were written, so a group serves its neighbours). Holding
+    every kept row as Python objects took ~24 KB a chunk in every worker: gigabytes at 100M
+    tokens. Built on first use, once per worker (threads share it)."""
 
     def __init__(self, kept_url: str):
         self.kept_url = kept_url
-        self._rows: dict[str, dict] | None = None
+        self._index: tuple[RowReader | None, np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> dict[str, dict]:
+    def _load(self) -> tuple[RowReader | None, np.ndarray, np.ndarray]:
         with self._lock:
-            if self._rows is None:
+            if self._index is None:
                 fs, root = fsspec.core.url_to_fs(self.kept_url)
-                rows: dict[str, dict] = {}
-                for part in parquet_parts(fs, root):
-                    for row in read_parquet(fs, part).to_pylist():
-                        rows[row.pop("text_hash")] = row
-                self._rows = rows
-            return self._rows
+                parts = parquet_parts(fs, root)
+                if not parts:
+                    self._index = (None, np.empty(0, np.uint64), np.empty(0, np.int64))
+                    return self._index
+                reader = RowReader(fs, parts)
+                keys = np.fromiter((_key(h) for group in reader.groups(["text_hash"])
+                                    for h in group.column("text_hash").to_pylist()),
+                                   dtype=np.uint64, count=len(reader))
+                order = np.argsort(keys, kind="stable")
+                self._index = (reader, keys[order], order)
+            return self._index
 
     def get(self, text: str) -> dict | None:
         """The kept extraction of a chunk with this text, or None."""
-        return self._load().get(text_hash(text))
+        reader, keys, rows = self._index or self._load()
+        if reader is None:
+            return None
+        wanted = text_hash(text)
+        key = _key(wanted)
+        at = int(np.searchsorted(keys, key))
+        # Rows whose hashes share the first 8 bytes (distinct texts: almost never) are told
+        # apart by the whole hash.
+        while at < len(keys) and keys[at] == key:
+            row = reader.take([int(rows[at])], KEPT_COLUMNS).to_pylist()[0]
+            if row.pop("text_hash") == wanted:
+                return row
+            at += 1
+        return None
+
+
+def _key(hex_hash: str) -> int:
+    return int(hex_hash[:16], 16)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_items, map_table
+from graphrag_ray.distributed import block_rows, map_items, map_table
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunks.read_and_chunk import (
     Reading, read_and_chunk, scan_passages, seq_file_index)
@@ -312,7 +312,9 @@ def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: l
     method = EXTRACTION_METHODS[config.extraction.method]
     pool = method.pool(ctx)
     reading = Reading(input_url, input_root, config.input, config.chunks, ctx.tokenizer,
-                      ctx.work_url, pool.get("batch_size", config.runtime.batch_size),
+                      ctx.work_url,
+                      block_rows(pool.get("batch_size", config.runtime.batch_size),
+                                 pool.get("shape")),
                       boilerplate=config.repeated_passages.enabled, repeated=repeated,
                       min_passage_chars=config.repeated_passages.min_chars
                       if repeated is not None else 0,
