@@ -221,8 +221,8 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     settings = ctx.config.repeated_passages
     if len(files) < settings.min_documents:
         return None
-    batches = [list(enumerate(files))[i:i + FILES_PER_READ]
-               for i in range(0, len(files), FILES_PER_READ)]
+    indexed = list(enumerate(files))
+    batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(files), FILES_PER_READ)]
     scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
                                          ctx.tokenizer, settings.min_chars)
                                         for batch in batches], ctx.config.runtime)
