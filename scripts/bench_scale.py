@@ -160,6 +160,80 @@ def start_cluster(nodes: int) -> ClusterProcess:
     return cluster
 
 
+QUESTIONS = ["Who are the main people and what do they do?",
+             "What projects are described and who leads them?",
+             "Which organizations work together?",
+             "What happened in the last meeting?",
+             "What are the main risks mentioned?", "Who is the chief executive?"]
+# One process per method: what opening the index and answering cost, alone.
+_MEASURE = """
+import json, sys, time
+started = time.perf_counter()
+from graphrag_ray import GraphIndex
+from graphrag_ray.resources import peak_rss_mb
+index = GraphIndex.open(sys.argv[1])
+opened = time.perf_counter() - started
+times = []
+for question in json.loads(sys.argv[3]):
+    began = time.perf_counter()
+    result = index.search(sys.argv[2], question)
+    assert result.answer.strip(), question
+    times.append(time.perf_counter() - began)
+later = sorted(times[1:])
+print(json.dumps({"open_s": round(opened, 2), "first_s": round(times[0], 2),
+                  "p50_s": round(later[len(later) // 2], 2), "peak_rss_mb": peak_rss_mb()}))
+"""
+
+
+def query_figures(index: Path, methods: list[str]) -> dict[str, dict]:
+    """Per method: the CLI's exit code and wall, then the API's open / first / p50 / RSS."""
+    figures = {}
+    for method in methods:
+        started = time.perf_counter()
+        cli = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index",
+                              str(index), "--method", method, QUESTIONS[0]],
+                             capture_output=True, text=True)
+        row = {"cli_exit": cli.returncode, "cli_s": round(time.perf_counter() - started, 1)}
+        measured = subprocess.run([sys.executable, "-c", _MEASURE, str(index), method,
+                                   json.dumps(QUESTIONS)], capture_output=True, text=True)
+        if measured.returncode == 0:
+            row.update(json.loads(measured.stdout.strip().splitlines()[-1]))
+        else:
+            row["error"] = measured.stderr.strip().splitlines()[-1:]
+        figures[method] = row
+        print(f"  query {method}: {json.dumps(row)}", flush=True)
+    return figures
+
+
+def planted_graph_leiden(nodes: int) -> dict:
+    """Leiden on a graph of ~50-node planted communities (4 edges per node inside, 1 across)."""
+    import numpy as np
+
+    from graphrag_ray.config import CommunitiesConfig
+    from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
+    from graphrag_ray.resources import PeakRss
+
+    rng = np.random.default_rng(0)
+    block = rng.integers(0, max(1, nodes // 50), nodes)
+    order = np.argsort(block, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(block))[:-1])
+    sources = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
+        [rng.integers(0, nodes, nodes)]
+    targets = [rng.choice(m, 4 * len(m)) for m in members if len(m) > 1] + \
+        [rng.integers(0, nodes, nodes)]
+    s, t = np.concatenate(sources), np.concatenate(targets)
+    keep = s != t
+    with PeakRss() as memory:
+        started = time.perf_counter()
+        graph = build_graph(nodes, s[keep], t[keep], rng.random(int(keep.sum())))
+        built = time.perf_counter()
+        communities = hierarchical_leiden(graph, CommunitiesConfig())
+    return {"nodes": nodes, "edges": int(keep.sum()), "build_s": round(built - started, 2),
+            "leiden_s": round(time.perf_counter() - built, 1), "communities": len(communities),
+            "levels": max(c.level for c in communities) + 1,
+            "rss_mb": f"{memory.before_mb} -> {memory.peak_mb}"}
+
+
 def make_corpus(corpus: Path, tokens: int, real_share: float, document_tokens: int) -> None:
     real = int(tokens * real_share)
     generated = generate_corpus(corpus, tokens - real, tokens_per_document=document_tokens)
