@@ -89,8 +89,8 @@ class RowsById:
 @dataclass
 class LocalData:
     """The tables local search reads, as rows and lookups (built once per index)."""
-    entities: Rows  # text_unit_ids stored
-    relationships: Rows
+    entities: Rows  # text_unit_ids and description stored
+    relationships: Rows  # description stored
     claims: Rows
     units: RowsById  # id, human_readable_id, n_tokens; text stored
     reports: RowsById  # id, community, level, title, rank; summary, full_content stored
@@ -167,12 +167,15 @@ def _report_members(memberships: pa.Table, report_communities: pa.ChunkedArray,
     return reports_of, members_of
 
 
-ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "description", "degree"]
-# An entity's text units: most of the entities table's bytes (a central entity is in
-# thousands), read for the dozen entities a question matches.
-ENTITY_STORED = ("text_unit_ids",)
-RELATIONSHIP_COLUMNS = ["id", "human_readable_id", "source", "target", "description",
-                        "weight", "combined_degree"]
+ENTITY_COLUMNS = ["id", "human_readable_id", "title", "type", "degree"]
+# An entity's text units and description: most of the entities table's bytes (a central
+# entity is in thousands of units), read for the dozen entities a question matches.
+ENTITY_STORED = ("text_unit_ids", "description")
+RELATIONSHIP_COLUMNS = ["id", "human_readable_id", "source", "target", "weight",
+                        "combined_degree"]
+# Read for the hundred relationships a question takes: reading 570,000 descriptions was
+# most of a 100M-token index's first local answer.
+RELATIONSHIP_STORED = ("description",)
 CLAIM_COLUMNS = ["id", "human_readable_id", "subject_id", "type", "status", "description"]
 REPORT_COLUMNS = ["id", "community", "level", "title", "rank"]
 REPORT_TEXTS = ("summary", "full_content")
@@ -189,7 +192,8 @@ def local_data(read: ReadTable, stored: Callable[[str], RowReader],
     aliases = read(schema.ENTITY_ALIASES, ["alias", "entity_id"]) if has_aliases else None
     return LocalData(Rows(read(schema.ENTITIES, ENTITY_COLUMNS), stored(schema.ENTITIES),
                           ENTITY_STORED),
-                     Rows(read(schema.RELATIONSHIPS, RELATIONSHIP_COLUMNS)),
+                     Rows(read(schema.RELATIONSHIPS, RELATIONSHIP_COLUMNS),
+                          stored(schema.RELATIONSHIPS), RELATIONSHIP_STORED),
                      Rows(claims),
                      RowsById(read(schema.TEXT_UNITS, ["id", "human_readable_id", "n_tokens"]),
                               stored(schema.TEXT_UNITS), ("text",)),

@@ -95,7 +95,7 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
             elif taken < top_k_relationships:
                 outside.append(i)
                 taken += 1
-    edge_rows = [data.relationships[i] for i in dict.fromkeys(inside + outside)]
+    edge_rows = data.relationships.take(list(dict.fromkeys(inside + outside)))
     claim_rows = [data.claims[i] for title in titles for i in data.claims_of.get(title, [])]
     edge_budget = local_budget - entity_section.tokens
     relationship_section = pack_table(
