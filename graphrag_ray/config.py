@@ -62,8 +62,9 @@ class RepeatedPassagesConfig(_Section):
     never extracted nor put in answer contexts (`index/chunks/repeated_passages.py`)."""
     enabled: bool = True
     min_documents: int = Field(3, ge=2, description="documents a passage must recur in")
-    # ... and this share of all documents: boilerplate recurs across a corpus, while a line
-    # repeated by a few overlapping excerpts of one text is content. 0 to catch a passage
+    # ... and, to be boilerplate (never extracted), this share of all documents: boilerplate
+    # recurs across a corpus, while a line repeated by a few overlapping excerpts of one text
+    # is content (extracted once; content needs only `min_documents`). 0 to catch boilerplate
     # particular to a few documents of a large corpus (one company's disclaimer).
     min_share: float = Field(0.01, ge=0, le=1)
     min_chars: int = Field(100, gt=0, description="shorter paragraphs never count")

@@ -2,6 +2,7 @@
 file name opening every part of a transcript): found, kept in the index once, never
 extracted, never in an answer; with an LLM, the extraction calls no longer carry them."""
 
+import random
 from pathlib import Path
 
 from graphrag_ray import schema
@@ -142,3 +143,23 @@ def test_a_file_name_opening_every_part_of_a_transcript_is_cut_once():
     split = split_repeated(parts[2], repeated, 2, 100)
     assert split.text == "SAM ALTMAN: Way before the iPhone." and split.homed == []
     assert split_repeated(parts[3], repeated, 3, 100).text == parts[3]  # only two open so
+
+
+def test_a_document_copied_a_few_times_in_a_large_corpus_is_extracted_once():
+    """Content repeats need `min_documents`, not `min_share` of the corpus: three copies of a
+    transcript among 400 documents (under 1%) were each extracted; a licence in as few
+    documents is still not boilerplate (never extracted: it must recur across the
+    corpus)."""
+    transcript = "\n\n".join(f"{story} They talked for an hour about it and more. " * 2
+                             for story in STORIES)
+    words = random.Random(0)
+    vocabulary = [f"word{chr(97 + a)}{chr(97 + b)}" for a in range(26) for b in range(26)]
+    unique = [" ".join(words.choices(vocabulary, k=30)) + "." for _ in range(397)]
+    copies = [f"Archive copy {n}.\n\n{transcript}" for n in range(3)]
+    licensed = [f"{text}\n\n{LICENCE.format(year=2020)}" for text in unique[:3]]
+    documents = licensed + unique[3:] + copies
+    found = RepeatedPassages.find([(i, document_passages(d, 100)) for i, d in
+                                   enumerate(documents)], min_documents=3, min_share=0.01)
+    assert len(found.documents_with) == len(STORIES)  # each passage of the transcript
+    assert set(found.content.values()) == set(found.documents_with)  # content, all of it
+    assert set(found.first.values()) == {len(documents) - 3}  # kept by the first copy
