@@ -201,3 +201,18 @@ def test_an_io_bound_pool_runs_its_calls_at_once_in_blocks_of_several(ray_sessio
     assert sorted(out.column("key").to_pylist()) == list(range(36))
     assert set(out.column("rows").to_pylist()) == {1}
     assert max(out.column("in_flight").to_pylist()) == 6
+
+
+def test_the_driver_joins_the_rows_an_io_bound_pool_sends_back(ray_session, monkeypatch):
+    """Such a pool's output reaches the driver a row per block, and a one-row table of
+    many columns holds tens of KB: the driver joins them as they come, so what it holds
+    grows with the rows' bytes, not with the number of blocks."""
+    from graphrag_ray.distributed import PoolShape, workers
+
+    monkeypatch.setattr(workers, "COMPACT_BLOCKS", 50)
+    out = map_table(pa.table({"key": pa.array(range(600), pa.int64())}), Doubler,
+                    {"factor": 2}, RuntimeConfig(engine="ray"), batch_size=1,
+                    shape=PoolShape(1, 4), output_schema=SCHEMA,
+                    first=(_yield_in_blocks, {"rows": 8}, 600))
+    assert sorted(out.column("value").to_pylist()) == [2 * k for k in range(600)]
+    assert out.column("value").num_chunks <= 600 // 50 + 50
