@@ -4,6 +4,7 @@ same classes in-process (`runtime.engine: local`). Both give the same rows."""
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections import deque
@@ -274,6 +275,13 @@ def _reporting(worker_cls: type, inbox, columns: tuple[str, ...]) -> type:
     return Reporting
 
 
+# What an I/O-bound pipeline's blocks may hold in the object store at once. Its blocks are
+# small (a few chunks) and Ray Data backpressures by bytes, so without a limit the readers
+# ran the whole corpus ahead of the LLM calls, and the driver held every waiting block's
+# reference and metadata: a 30M-token LLM build's driver grew 80 MB a minute while reading.
+IO_BOUND_OBJECT_STORE_BYTES = 128 * 2 ** 20
+
+
 @contextmanager
 def _block_per_yield(enabled: bool):
     """Every table a `first` stage yields stays a block of its own and goes on at once. Ray
@@ -281,20 +289,28 @@ def _block_per_yield(enabled: bool):
     (128 MiB), and holds a generator a few blocks ahead of its consumer: a read task's
     one-chunk blocks reached the extraction pool as one block, which one actor task ran chunk
     after chunk (1 call in flight under any budget). The generator buffer has no public
-    setting (Ray 2.x): its private attribute is set for the pipeline and restored after."""
+    setting (Ray 2.x): its private attribute is set for the pipeline and restored after. The
+    pipeline's object store use is capped (`IO_BOUND_OBJECT_STORE_BYTES`), so its readers
+    stay a bounded distance ahead of the calls."""
     if not enabled:
         yield
         return
     from ray.data import DataContext
 
     context = DataContext.get_current()
-    saved = context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer
+    saved = (context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer,
+             context.execution_options)
     context.target_max_block_size = 1
     context._max_num_blocks_in_streaming_gen_buffer = None
+    options = copy.deepcopy(context.execution_options)
+    options.resource_limits = options.resource_limits.copy(
+        object_store_memory=IO_BOUND_OBJECT_STORE_BYTES)
+    context.execution_options = options
     try:
         yield
     finally:
-        context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer = saved
+        (context.target_max_block_size, context._max_num_blocks_in_streaming_gen_buffer,
+         context.execution_options) = saved
 
 
 class ClusterDemand:
