@@ -236,12 +236,12 @@ def planted_graph_leiden(nodes: int) -> dict:
 
 def make_corpus(corpus: Path, tokens: int, real_share: float, document_tokens: int) -> None:
     real = int(tokens * real_share)
+    if real and not (PODCAST.is_dir() and CAROL.is_file()):
+        raise SystemExit(f"--real-share needs {PODCAST} and {CAROL}")
     generated = generate_corpus(corpus, tokens - real, tokens_per_document=document_tokens)
     print(f"generated {corpus}: {len(generated.files)} synthetic documents, "
           f"{generated.tokens:,} tokens", flush=True)
     if real:
-        if not (PODCAST.is_dir() and CAROL.is_file()):
-            raise SystemExit(f"--real-share needs {PODCAST} and {CAROL}")
         mixed = mix_real_text(corpus, real, [PODCAST, CAROL])
         print(f"  + {len(mixed.files)} real files, {mixed.tokens:,} tokens ({mixed.copies} "
               f"copies of {mixed.source_files} files, {mixed.source_tokens:,} tokens)",

@@ -143,7 +143,7 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     if inbox is not None:
         worker_cls = _reporting(worker_cls, inbox, progress.columns)
     drain = _Drain(inbox, progress) if inbox is not None else None
-    with _block_per_yield(io_bound), ClusterDemand(num_cpus) as demand:
+    with _io_bound_pipeline(io_bound), ClusterDemand(num_cpus) as demand:
         if first is not None:
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
             pool_size = shape.actors
@@ -283,7 +283,7 @@ IO_BOUND_OBJECT_STORE_BYTES = 128 * 2 ** 20
 
 
 @contextmanager
-def _block_per_yield(enabled: bool):
+def _io_bound_pipeline(enabled: bool):
     """Every table a `first` stage yields stays a block of its own and goes on at once. Ray
     Data otherwise merges a task's small yields into blocks of up to `target_max_block_size`
     (128 MiB), and holds a generator a few blocks ahead of its consumer: a read task's
