@@ -26,6 +26,8 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
+from graphrag_ray.index.carry_over import (
+    CarriedReading, has_reading, keep_reading, plan_carry_over)
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
@@ -61,6 +63,7 @@ class BuildState:
     feed: EmbeddingFeed | None = None
     text_units: TextUnitEmbeddings | None = None
     repeated: RepeatedPassages | None = None
+    carried: CarriedReading | None = None  # an update: the unchanged files' reading
     plan: ExtractionPlan | None = None
     extract_services: LLMServices | None = None
     extraction: pa.Table | None = None  # one status row per chunk
@@ -118,15 +121,25 @@ def _run_embedding_feed(ctx: BuildContext, state: BuildState) -> None:
     state.text_units = TextUnitEmbeddings(state.feed, ctx.work_url)
 
 
+def _run_carry_over(ctx: BuildContext, state: BuildState) -> None:
+    previous = state.update.version if state.update else None
+    if previous is None or not state.update.carry_reading or not has_reading(previous):
+        return
+    state.carried = plan_carry_over(previous, state.update.diff["unchanged"], state.files,
+                                    state.input_root)
+    state.shards = state.carried.shards  # the carried instances' partition
+
+
 def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
     state.repeated = find_repeated_passages(ctx, state.input_url, state.input_root,
-                                            state.files)
+                                            state.files, state.carried)
 
 
 def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
     state.plan = plan_extraction(ctx, state.input_url, state.input_root, state.files,
                                  state.repeated,
-                                 state.update.kept_extractions_url if state.update else None)
+                                 state.update.kept_extractions_url if state.update else None,
+                                 state.carried)
 
 
 def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -134,8 +147,12 @@ def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_extract(ctx: BuildContext, state: BuildState) -> None:
+    estimates = state.chunk_estimates
+    if state.carried is not None:  # the progress bar counts the files read
+        carried = state.carried.new_indexes()
+        estimates = [0 if i in carried else n for i, n in enumerate(estimates)]
     state.extraction = extract_chunks(ctx, state.plan, state.shards, state.extract_services,
-                                      state.chunk_estimates)
+                                      estimates)
     if state.text_units:
         state.text_units.reading_done.set()  # it submits the last pieces in the background
 
@@ -212,8 +229,9 @@ def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
     state.vector_stores = index_vectors(ctx, state.embedded)
 
 
-def _run_remove_work_area(ctx: BuildContext, state: BuildState) -> None:
-    ctx.staged.remove("_work")
+def _run_keep_reading(ctx: BuildContext, state: BuildState) -> None:
+    keep_reading(ctx.staged, state.files, state.input_root, state.extraction, state.repeated,
+                 state.shards)
 
 
 def _online_embeddings(config: GraphRagConfig) -> bool:
@@ -224,10 +242,14 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("embedding_feed", _run_embedding_feed, writes=("feed", "text_units"),
           calls="embeddings", when=_online_embeddings, timed=False,
           about="the embeddings endpoint's pool, embedding text units while extraction runs"),
-    Stage("repeated_passages", _run_repeated_passages, reads=("files",),
+    Stage("carry_over", _run_carry_over, reads=("files", "update"),
+          writes=("carried", "shards"),
+          about="an update: the unchanged files' documents, chunks and extractions, carried "
+                "over from the previous version"),
+    Stage("repeated_passages", _run_repeated_passages, reads=("files", "carried"),
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
-    Stage("plan_extraction", _run_plan_extraction, reads=("files", "repeated"),
+    Stage("plan_extraction", _run_plan_extraction, reads=("files", "repeated", "carried"),
           writes=("plan",), timed=False, about="how the files are read, chunked, extracted"),
     Stage("extract_batch", _run_extract_batch, reads=("plan",),
           writes=("extract_services",), calls="chat",
@@ -282,24 +304,26 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("vector_index", _run_vector_index, reads=("embedded",), writes=("vector_stores",),
           about="approximate indexes (Lance) of the embeddings tables past "
                 "vector_index.ann_min_rows rows"),
-    Stage("remove_work_area", _run_remove_work_area, timed=False,
-          about="the work area (documents, chunks, instances between stages) removed"),
+    Stage("keep_reading", _run_keep_reading, reads=("extraction", "repeated", "shards"),
+          about="the reading (documents, chunks, instances, passage scans) kept with the "
+                "version for the next update; the rest of the work area removed"),
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
           "report_inputs", "merge", "summaries_pool", "communities", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
-          "embed_batch", "embed", "vector_index", "remove_work_area"]
+          "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 
 PIPELINES: dict[str, list[str]] = {
     "standard": _BUILD,
     "nlp": _NLP,
-    # An update runs the same stages: what it reuses (kept extractions, the previous
-    # communities) the stages read from the state's `update`; `build` adds its figures.
-    "standard_update": _BUILD,
-    "nlp_update": _NLP,
+    # An update carries the unchanged files' reading over, then runs the same stages: what
+    # it reuses (kept extractions, the previous communities) the stages read from the
+    # state's `update`; `build` adds its figures.
+    "standard_update": ["carry_over", *_BUILD],
+    "nlp_update": ["carry_over", *_NLP],
     # The dry run's proxy graph: the offline build's own first stages.
     "dry_run": ["repeated_passages", "plan_extraction", "extract_nlp", "report_inputs", "merge",
                 "communities"],
@@ -333,7 +357,7 @@ def check_pipeline(names: list[str]) -> list[str]:
 
 # Products a stage may read when a stage turned off by config never wrote them: the stage
 # then does without (no repeated passages, services of the context, no feed).
-_OPTIONAL = {"repeated", "extract_services", "report_services", "embed_services", "feed",
+_OPTIONAL = {"repeated", "carried", "extract_services", "report_services", "embed_services", "feed",
              "text_units"}
 
 

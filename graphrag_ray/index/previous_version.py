@@ -79,6 +79,8 @@ class UpdateBase:
     version: IndexVersion  # the previous version
     diff: dict[str, list[str]]
     kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
+    # The same settings: the unchanged files' reading is carried over (`index/carry_over`).
+    carry_reading: bool = False
 
     @cached_property
     def manifest(self) -> Manifest:

@@ -82,7 +82,8 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     same_extraction = manifest.extraction_fingerprint == \
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, diff,
-                      previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None)
+                      previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
+                      carry_reading=same_settings)
     return build_index(input_url, index_url, config, progress=progress,
                        progress_bars=progress_bars, update=base)
 

@@ -118,6 +118,25 @@ def test_an_update_on_ray_reads_the_kept_extractions_in_its_workers(ray_session,
     _assert_partitions(index)
 
 
+def test_after_a_carried_update_other_settings_still_reuse_every_extraction(tmp_path):
+    """The update that carried a and b over (no call for them) kept their extractions with
+    its version too: the next update, with another setting and no response cache, calls
+    extraction for nothing."""
+    corpus = _staves(tmp_path / "corpus", ["a", "b"])
+    index, out = str(tmp_path / "index"), tmp_path / "index"
+    with run_test_server() as server:
+        build_index(str(corpus), index, _config(server, out), **QUIET)
+        _staves(corpus, ["c"])
+        update_index(index, str(corpus), _config(server, out), **QUIET)
+        server.reset()
+        other = llm_config(server, "runtime.engine=local", "cache.enabled=false",
+                           "summarize.max_length=200")
+        updated = update_index(index, str(corpus), other, **QUIET)
+        assert server.stats()["by_kind"].get("extract_graph", 0) == 0
+    assert updated.update["chunks"]["extracted"] == 0
+    _assert_partitions(index)
+
+
 def test_deleting_a_document_removes_what_only_it_mentioned(tmp_path):
     corpus = _staves(tmp_path / "corpus", ["a", "b", "c"])
     index, full = str(tmp_path / "index"), str(tmp_path / "full")

@@ -80,13 +80,16 @@ def chunk_seq(file_index: int, document: int, window: int) -> int:
     return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
 
 
-def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int]
-                  ) -> list[tuple[int, list]]:
+def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int, str]
+                  ) -> list[tuple[int, list, list[str]]]:
     """(files as (file index, path), input URL and root, input settings, tokenizer, passage
-    minimum) -> each document of the files as (corpus position, its passages' keys, MinHash
-    bands and tokens, its opening words): the pass before extraction that finds repeated
-    passages."""
-    files, input_url, input_root, input_config, tokenizer, min_chars = job
+    minimum, work area) -> each document of the files as (corpus position, its passages'
+    keys, MinHash bands and tokens, its opening words): the pass before extraction that
+    finds repeated passages. The scans are also written to the work area
+    (`passages/files-N.parquet`), kept with the version for the next update."""
+    from graphrag_ray.index.chunks.passage_scans import scan_table
+
+    files, input_url, input_root, input_config, tokenizer, min_chars, work_url = job
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     documents = []
     for file_index, path in files:
@@ -96,6 +99,9 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
             documents.append((chunk_seq(file_index, position, 0),
                               document_passages(body, min_chars, tokenizer),
                               opening_words(body)))
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    write_parquet(work_fs, f"{work_root}/passages/files-{files[0][0]:08d}.parquet",
+                  scan_table(documents))
     return documents
 
 
@@ -208,7 +214,8 @@ def read_and_chunk(files: pa.Table, reading: Reading) -> Iterator[pa.Table]:
             unit_ids.setdefault(document, []).append(unit)
         document_parts.append(documents.append_column("text_unit_ids", pa.array(
             [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
-            pa.list_(pa.string()))))
+            pa.list_(pa.string()))).append_column(  # which file: an update carries it
+            "file_index", pa.array([file_index] * documents.num_rows, pa.int64())))
     write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
         {"files": read, "skipped": skipped, "warnings": warnings,
          "kept_out": kept_out}).encode("utf-8"))

@@ -21,6 +21,8 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunks.read_and_chunk import (
     Reading, read_and_chunk, scan_passages, seq_file_index)
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
+from graphrag_ray.index.carry_over import (
+    CarriedReading, carry_reading, carry_scans, reading_differently)
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
@@ -213,22 +215,36 @@ def spill_instances(extraction: pa.Table, work_url: str, shards: int,
 # Input files per read task (documents and chunks are written by the readers).
 FILES_PER_READ = 32
 CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
+
+
 def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
-                           files: list[str]) -> RepeatedPassages | None:
+                           files: list[str], carried: CarriedReading | None = None
+                           ) -> RepeatedPassages | None:
     """A pass over the files (in tasks, `FILES_PER_READ` at a time) before extraction:
     the passages repeated across documents, with the manifest's figures for them. None
-    when the corpus has fewer files than a passage must recur in (nothing can repeat)."""
+    when the corpus has fewer files than a passage must recur in (nothing can repeat).
+    An update (`carried`) scans only the files it does not carry over, takes the others'
+    scans from the previous version, and reads again the carried files whose documents the
+    passages found now cut differently."""
     settings = ctx.config.repeated_passages
     if len(files) < settings.min_documents:
+        if carried is not None:
+            carried.read_again(set(range(len(carried.new_index))))
         return None
-    indexed = list(enumerate(files))
-    batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(files), FILES_PER_READ)]
-    scanned = map_items(scan_passages, [(batch, input_url, input_root, ctx.config.input,
-                                         ctx.tokenizer, settings.min_chars)
-                                        for batch in batches], ctx.config.runtime)
-    documents = [(position, passages) for batch in scanned for position, passages, _ in batch]
+    skip = carried.new_indexes() if carried is not None else set()
+    indexed = [(i, path) for i, path in enumerate(files) if i not in skip]
+    batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(indexed), FILES_PER_READ)]
+    scanned = [document for batch in map_items(
+        scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
+                         settings.min_chars, ctx.work_url) for batch in batches],
+        ctx.config.runtime) for document in batch]
+    kept = carry_scans(ctx, carried) if carried is not None else []
+    scans = sorted(scanned + [scan for _, scan in kept], key=lambda scan: scan[0])
+    documents = [(position, passages) for position, passages, _ in scans]
     repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share,
-                                     [words for batch in scanned for _, _, words in batch])
+                                     [words for _, _, words in scans])
+    if carried is not None:
+        carried.read_again(reading_differently(carried, kept, repeated))
     tokens = {key: n for _, passages in documents for key, _, n in passages if key}
     content = set(repeated.content.values())
     boilerplate = {k: n for k, n in repeated.documents_with.items() if k not in content}
@@ -251,7 +267,9 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
         # and the documents they were cut from.
         "openings": len(repeated.openings),
         "documents_with_openings": sum(n for _, _, n in repeated.openings.values()),
-        "documents_scanned": len(documents)}
+        "documents_scanned": len(scanned),
+        # An update: the unchanged files' scans, taken from the previous version.
+        **({"documents_carried": len(kept)} if carried is not None else {})}
     return repeated
 
 
@@ -299,6 +317,7 @@ class ExtractionPlan:
     reading: Reading
     pool: dict  # `map_table`'s pool arguments
     previous_kept_url: str | None = None
+    carried: CarriedReading | None = None  # an update: files not read again
 
     def worker_args(self, ctx: BuildContext, services: LLMServices) -> dict:
         return {"config": ctx.config, "prompts": ctx.prompts, "services": services,
@@ -307,7 +326,8 @@ class ExtractionPlan:
 
 def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
                     repeated: RepeatedPassages | None = None,
-                    previous_kept_url: str | None = None) -> ExtractionPlan:
+                    previous_kept_url: str | None = None,
+                    carried: CarriedReading | None = None) -> ExtractionPlan:
     config = ctx.config
     method = EXTRACTION_METHODS[config.extraction.method]
     pool = method.pool(ctx)
@@ -319,10 +339,12 @@ def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: l
                       min_passage_chars=config.repeated_passages.min_chars
                       if repeated is not None else 0,
                       names_of=method.names_of)
-    inputs = pa.table({"file_index": pa.array(range(len(files)), pa.int64()),
-                       "path": pa.array(files, pa.string())})
+    skip = carried.new_indexes() if carried is not None else set()
+    to_read = [i for i in range(len(files)) if i not in skip]
+    inputs = pa.table({"file_index": pa.array(to_read, pa.int64()),
+                       "path": pa.array([files[i] for i in to_read], pa.string())})
     return ExtractionPlan(method, inputs, reading, pool,
-                          previous_kept_url if method.calls_llm else None)
+                          previous_kept_url if method.calls_llm else None, carried)
 
 
 class _BatchPass(LLMExtractionWorker):
@@ -363,7 +385,12 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
     order; stops if every chunk failed. `services`: the context's, or those a batch pass
     returned; `chunk_estimates`: per file, for the progress bar."""
     with ctx.stage("extract"):
-        extraction = map_table(
+        carried = carry_reading(ctx, plan.carried, plan.previous_kept_url) \
+            if plan.carried is not None else CHUNK_STATUS_SCHEMA.empty_table()
+        if plan.carried is not None:
+            ctx.progress(f"{plan.carried.carried()} unchanged files carried over "
+                         f"({carried.num_rows} chunks); {plan.inputs.num_rows} to read")
+        extraction = carried if not plan.inputs.num_rows else map_table(
             plan.inputs, plan.method.worker, plan.worker_args(ctx, services or ctx.services),
             ctx.config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **plan.pool,
             first=(read_and_chunk, {"reading": plan.reading}, FILES_PER_READ),
@@ -373,6 +400,8 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
                 else None}, plan.method.instance_batch_chunks),
             progress=ChunkProgress("extract", chunk_estimates, seq_file_index)
             if ctx.progress_bars and chunk_estimates else None)
+        if plan.carried is not None and plan.inputs.num_rows:
+            extraction = pa.concat_tables([carried, extraction.cast(carried.schema)])
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.
     extraction = extraction.sort_by("seq")

@@ -1,0 +1,261 @@
+"""What an update carries over from the previous version for the files that did not change:
+their documents, chunks, extraction status and instances, so that only the added and changed
+files are read, chunked and extracted (offline extraction too, which keeps no per-chunk rows).
+
+A build keeps its reading with the version it publishes (`keep_reading`):
+
+    <version>/_reading/documents/files-N.parquet, chunks/, inputs/, shared_content/
+                      (the readers' output, `chunks/read_and_chunk`)
+    <version>/_reading/instances/...     (the extraction's instances, `extract/instance_shards`)
+    <version>/_reading/passages/...      (each document's scanned passages, `passage_scans`)
+    <version>/_reading/status.parquet    (one extraction status row per chunk)
+    <version>/_reading/files.parquet     (the listing: file index -> path under the input)
+    <version>/_reading/repeated.parquet, openings.parquet   (the repeated passages found)
+    <version>/_reading/reading.json      (the instances' shard count)
+
+An update with the same settings (`previous_version.settings_fingerprint`) carries an
+unchanged file over when its documents read the same against the repeated passages found now
+(`passage_scans.reading_signature`: a change elsewhere can make a passage repeated, or move
+its first home); the rest is read as in a build. Carried rows are written into the new work
+area with their positions (`seq`) renumbered to the current listing, so every later stage
+(the merge, Leiden, summaries, reports, tables, embeddings) runs as in a build of the whole
+corpus, on the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.distributed import map_items
+from graphrag_ray.index.chunks.passage_scans import (
+    FILE_SHIFT, Scan, reading_signature, remap_positions, repeated_from_tables,
+    repeated_table, scans_of)
+from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
+from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
+from graphrag_ray.llm.client import USAGE_FIELDS
+from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+
+READING = "_reading"
+# The work area's folders a version keeps for the next update.
+KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
+FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
+
+
+def relative_paths(files: list[str], input_root: str) -> list[str]:
+    """The listing's paths under the input root (what `_input_files` and the diff name)."""
+    return [p[len(input_root):].lstrip("/") if input_root and p.startswith(input_root) else p
+            for p in files]
+
+
+def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
+                 extraction: pa.Table, repeated: RepeatedPassages | None, shards: int) -> None:
+    """The work area's reading moved into the version (`_reading`), with what an update
+    needs to renumber and compare it; the rest of the work area removed."""
+    fs = staged.fs
+    work, kept = f"{staged.root}/_work", f"{staged.root}/{READING}"
+    staged.remove(READING)  # a resumed stage's half-kept reading
+    fs.makedirs(kept, exist_ok=True)
+    for folder in KEPT_FOLDERS:
+        if fs.exists(f"{work}/{folder}"):
+            fs.mv(f"{work}/{folder}", f"{kept}/{folder}", recursive=True)
+    staged.write_table(f"{READING}/status", extraction)
+    staged.write_table(f"{READING}/files", pa.table(
+        {"file_index": pa.array(range(len(files)), pa.int64()),
+         "path": pa.array(relative_paths(files, input_root), pa.string())},
+        schema=FILES_SCHEMA))
+    keys, openings = repeated_table(repeated)
+    staged.write_table(f"{READING}/repeated", keys)
+    staged.write_table(f"{READING}/openings", openings)
+    write_atomically(fs, f"{kept}/reading.json", json.dumps({"shards": shards}).encode())
+    staged.remove("_work")
+
+
+def has_reading(version: IndexVersion) -> bool:
+    return version.fs.exists(f"{version.root}/{READING}/reading.json")
+
+
+@dataclass
+class CarriedReading:
+    """The previous version's reading and which of its files an update carries over:
+    `new_index[old file index]` is the file's index in the current listing, -1 for a file
+    read again (changed, deleted, or reading differently now)."""
+    url: str
+    new_index: np.ndarray
+    paths: list[str]  # the previous listing, by old file index
+    shards: int
+
+    def carried(self) -> int:
+        return int((self.new_index >= 0).sum())
+
+    def read_again(self, old_indexes: set[int]) -> None:
+        for old in old_indexes:
+            self.new_index[old] = -1
+
+    def new_indexes(self) -> set[int]:
+        return set(self.new_index[self.new_index >= 0].tolist())
+
+
+def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[str],
+                    input_root: str) -> CarriedReading:
+    """Every unchanged file of the previous reading, at its place in the current listing."""
+    listing = previous.read_table(f"{READING}/files")
+    now = {path: i for i, path in enumerate(relative_paths(files, input_root))}
+    same = set(unchanged)
+    paths = listing.column("path").to_pylist()
+    new_index = np.full(len(paths), -1, dtype=np.int64)
+    for old, path in zip(listing.column("file_index").to_pylist(), paths):
+        if path in same and path in now:
+            new_index[old] = now[path]
+    # A file with a chunk whose extraction failed is read again: the chunk is tried again.
+    status = previous.read_table(f"{READING}/status", ["seq", "status"])
+    failed = pc.equal(status.column("status"), "failed")
+    new_index[np.unique(np.asarray(status.filter(failed).column("seq").to_numpy(),
+                                   np.int64) >> FILE_SHIFT)] = -1
+    settings = json.loads(previous.fs.cat_file(f"{previous.root}/{READING}/reading.json"))
+    return CarriedReading(previous.url_of(READING), new_index, paths, settings["shards"])
+
+
+def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
+    """The carried files' passage scans (tasks, one per kept part), written into the work
+    area renumbered; returns (previous position, scan at its current position) per
+    document."""
+    fs, root = fsspec.core.url_to_fs(carried.url)
+    parts = [p for p in _listing(fs, f"{root}/passages") if p.endswith(".parquet")]
+    return [pair for part in map_items(
+        _carry_scan_part, [(fs.unstrip_protocol(p), ctx.work_url) for p in parts],
+        ctx.config.runtime, shared=[carried.new_index]) for pair in part]
+
+
+def _carry_scan_part(job: tuple[str, str], new_index: np.ndarray) -> list[tuple[int, Scan]]:
+    url, work_url = job
+    fs, path = fsspec.core.url_to_fs(url)
+    table = read_parquet(fs, path)
+    keep, positions = remap_positions(table.column("position"), new_index)
+    if not keep.any():
+        return []
+    table = table.filter(pa.array(keep))
+    old = table.column("position").to_pylist()
+    table = table.set_column(0, "position", pa.array(positions, pa.int64()))
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    write_parquet(work_fs, f"{work_root}/passages/carried-{path.rsplit('/', 1)[-1]}", table)
+    return list(zip(old, scans_of(table)))
+
+
+def reading_differently(carried: CarriedReading, kept: list[tuple[int, Scan]],
+                        repeated: RepeatedPassages) -> set[int]:
+    """The carried files (previous indexes) with a document that the repeated passages
+    found now cut differently from those the previous version found."""
+    fs, root = fsspec.core.url_to_fs(carried.url)
+    before = repeated_from_tables(read_parquet(fs, f"{root}/repeated.parquet"),
+                                  read_parquet(fs, f"{root}/openings.parquet"))
+    return {old >> FILE_SHIFT for old, scan in kept
+            if reading_signature((old, *scan[1:]), before) != reading_signature(scan, repeated)}
+
+
+def carry_reading(ctx: BuildContext, carried: CarriedReading,
+                  kept_extractions_url: str | None = None) -> pa.Table:
+    """The carried files' documents, chunks, input reports and instances written into the
+    work area (renumbered), in parallel tasks; returns their chunks' extraction status rows
+    (marked reused, no usage). `kept_extractions_url`: the previous version's kept LLM
+    extractions, copied into this version's (the next update with other settings reuses
+    them)."""
+    fs, root = fsspec.core.url_to_fs(carried.url)
+    if kept_extractions_url:
+        kept_fs, kept_root = fsspec.core.url_to_fs(kept_extractions_url)
+        target = f"{ctx.staged.root}/{KEPT_EXTRACTIONS}"
+        kept_fs.makedirs(target, exist_ok=True)
+        for part in parquet_parts(kept_fs, kept_root):
+            kept_fs.copy(part, f"{target}/{part.rsplit('/', 1)[-1]}")
+    parts = [p.rsplit("/", 1)[-1][:-len(".json")] for p in _listing(fs, f"{root}/inputs")
+             if p.endswith(".json")]
+    pieces = [p[len(root) + 1:] for p in fs.find(f"{root}/instances") if p.endswith(".parquet")] \
+        if fs.exists(f"{root}/instances") else []
+    paths = {carried.paths[i]: int(carried.new_index[i])
+             for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
+    map_items(_carry_part, [(carried.url, name, ctx.work_url) for name in parts],
+              ctx.config.runtime, shared=[carried.new_index, paths])
+    map_items(_carry_piece, [(carried.url, piece, ctx.work_url) for piece in pieces],
+              ctx.config.runtime, shared=[carried.new_index])
+    status = read_parquet(fs, f"{root}/status.parquet")
+    keep, seq = remap_positions(status.column("seq"), carried.new_index)
+    status = status.filter(pa.array(keep))
+    status = status.set_column(status.column_names.index("seq"), "seq", pa.array(seq, pa.int64()))
+    status = status.set_column(status.column_names.index("reused"), "reused",
+                               pa.array(np.ones(status.num_rows, dtype=bool)))
+    for name in USAGE_FIELDS:
+        status = status.set_column(status.column_names.index(name), name,
+                                   pa.array(np.zeros(status.num_rows, dtype=np.int64)))
+    return status
+
+
+def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
+    try:
+        return sorted(fs.ls(folder, detail=False))
+    except FileNotFoundError:
+        return []
+
+
+def _carry_part(job: tuple[str, str, str], new_index: np.ndarray, paths: dict[str, int]
+                ) -> None:
+    """One read batch's documents, chunks, input report and shared content: the carried
+    files' rows, renumbered, under the name of the first of them in the current listing."""
+    url, name, work_url = job
+    fs, root = fsspec.core.url_to_fs(url)
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    report = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
+    report = {"files": [f for f in report["files"] if f["path"] in paths],
+              "skipped": [s for s in report["skipped"] if s["path"] in paths],
+              "warnings": [w for w in report["warnings"] if w.split(": ", 1)[0] in paths],
+              "kept_out": [k for k in report.get("kept_out", []) if k[0] in paths]}
+    if not report["files"]:
+        return
+    documents = chunks = None
+    if fs.exists(f"{root}/documents/{name}.parquet"):
+        documents = read_parquet(fs, f"{root}/documents/{name}.parquet")
+        files = new_index[np.asarray(documents.column("file_index").to_numpy(), np.int64)]
+        documents = documents.filter(pa.array(files >= 0)).set_column(
+            documents.column_names.index("file_index"), "file_index",
+            pa.array(files[files >= 0], pa.int64()))
+        chunks = read_parquet(fs, f"{root}/chunks/{name}.parquet")
+        keep, seq = remap_positions(chunks.column("seq"), new_index)
+        chunks = chunks.filter(pa.array(keep))
+        chunks = chunks.set_column(chunks.column_names.index("seq"), "seq",
+                                   pa.array(seq, pa.int64()))
+    target = f"files-{min(paths[f['path']] for f in report['files']):08d}"
+    write_atomically(work_fs, f"{work_root}/inputs/{target}.json",
+                     json.dumps(report).encode("utf-8"))
+    if documents is not None and documents.num_rows:
+        write_parquet(work_fs, f"{work_root}/documents/{target}.parquet", documents)
+        write_parquet(work_fs, f"{work_root}/chunks/{target}.parquet", chunks)
+        if fs.exists(f"{root}/shared_content/{name}.parquet"):
+            shared = read_parquet(fs, f"{root}/shared_content/{name}.parquet")
+            shared = shared.filter(pc.is_in(shared.column("document_id"),
+                                            value_set=documents.column("id")))
+            if shared.num_rows:
+                write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
+
+
+def _carry_piece(job: tuple[str, str, str], new_index: np.ndarray) -> None:
+    """One instance piece: the carried chunks' instances, renumbered (`carried-<name>`: a
+    batch extracted now may hold some of the same chunks)."""
+    url, piece, work_url = job
+    fs, root = fsspec.core.url_to_fs(url)
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    table = read_parquet(fs, f"{root}/{piece}")
+    keep, seq = remap_positions(table.column("seq"), new_index)
+    if not keep.any():
+        return
+    table = table.filter(pa.array(keep))
+    table = table.set_column(table.column_names.index("seq"), "seq", pa.array(seq, pa.int64()))
+    folder, name = piece.rsplit("/", 1)
+    write_parquet(work_fs, f"{work_root}/{folder}/carried-{name}", table)
+

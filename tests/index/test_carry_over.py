@@ -1,0 +1,108 @@
+"""An update carries the unchanged files' reading over (`index/carry_over`): only added and
+changed files are read, chunked and extracted, offline too, and the tables are those of a
+full build of the new corpus, also when a change elsewhere makes a passage of an unchanged
+file repeated (that file is read again)."""
+
+from pathlib import Path
+
+import pytest
+
+from graphrag_ray import schema
+from graphrag_ray.config import load_config
+from graphrag_ray.index.build import build_index
+from graphrag_ray.index.carry_over import READING
+from graphrag_ray.index.update import update_index
+from graphrag_ray.storage import IndexStore
+from graphrag_ray.testing.synthetic_corpus import generate_corpus
+
+DISCLAIMER = ("This transcript is provided for information only and may contain errors; "
+              "nothing in it is an offer, a recommendation or advice of any kind.")
+
+
+def _config():
+    return load_config(None, ["runtime.engine=local"])
+
+
+def _rows(url: str, name: str, key: str, columns: list[str]) -> dict:
+    """A table by `key`, list columns sorted (row order and human-readable ids depend on
+    the order parts were written in, not on content)."""
+    rows = {}
+    for row in IndexStore(url).open().read_table(name, [key, *columns]).to_pylist():
+        rows[row[key]] = tuple(sorted(v) if isinstance(v, list) else v
+                               for v in (row[c] for c in columns))
+    return rows
+
+
+TABLES = {
+    schema.ENTITIES: ("title", ["type", "description", "text_unit_ids"]),
+    schema.RELATIONSHIPS: ("id", ["source", "target", "description", "weight",
+                                  "text_unit_ids"]),
+    schema.TEXT_UNITS: ("id", ["text", "n_tokens", "document_ids", "entity_ids",
+                               "relationship_ids", "extraction_status"]),
+    schema.DOCUMENTS: ("id", ["title", "text", "text_unit_ids"]),
+}
+
+
+def _assert_same_tables(url: str, full: str) -> None:
+    for name, (key, columns) in TABLES.items():
+        assert _rows(url, name, key, columns) == _rows(full, name, key, columns), name
+
+
+def _update(index: str, corpus: Path) -> tuple[object, list[str]]:
+    lines: list[str] = []
+    return update_index(index, str(corpus), _config(), progress=lines.append), lines
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    folder = tmp_path / "corpus"
+    generate_corpus(folder, 24_000, seed=3, tokens_per_document=1_500)
+    return folder
+
+
+def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corpus, tmp_path):
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    files = sorted(corpus.glob("*.txt"))
+    # Inserted between two files (every later file's position moves), one changed, one gone.
+    (corpus / f"{files[3].stem}-b.txt").write_text(files[8].read_text()[:3000] + "\n\nJonas "
+                                                   "Pellew founded Quarry Lane Works.")
+    files[5].write_text(files[5].read_text() + "\n\nMarta Quill joined Quarry Lane Works.")
+    files[10].unlink()
+    manifest, lines = _update(index, corpus)
+    assert manifest.update["documents"] == {"added": 1, "changed": 1, "deleted": 1,
+                                            "unchanged": len(files) - 2}
+    carried = [line for line in lines if "carried over" in line]
+    assert carried == [f"{len(files) - 2} unchanged files carried over "
+                       f"({manifest.update['chunks']['reused']} chunks); 2 to read"]
+    assert manifest.repeated_passages["documents_scanned"] == 2
+    assert manifest.repeated_passages["documents_carried"] == len(files) - 2
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
+    version = IndexStore(index).open()
+    assert version.fs.exists(f"{version.root}/{READING}/status.parquet")
+    assert not version.fs.exists(f"{version.root}/_work")
+    # And again from the carried-over version: nothing changed, nothing to do.
+    assert _update(index, corpus)[0] == {"no_change": True, "version": version.version,
+                                         "documents": {"added": 0, "changed": 0,
+                                                       "deleted": 0,
+                                                       "unchanged": len(files)}}
+
+
+def test_a_passage_made_repeated_by_a_new_file_is_cut_from_the_unchanged_ones(corpus,
+                                                                              tmp_path):
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    files = sorted(corpus.glob("*.txt"))
+    for path in files[1:3]:  # in two documents: not yet repeated (three are needed)
+        path.write_text(path.read_text() + "\n\n" + DISCLAIMER)
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    (corpus / "zz-new.txt").write_text(files[6].read_text()[:4000] + "\n\n" + DISCLAIMER)
+    manifest, lines = _update(index, corpus)
+    # The two unchanged files holding it are read again, with the new one.
+    assert f"{len(files) - 2} unchanged files carried over" in " ".join(lines)
+    assert manifest.repeated_passages["boilerplate_passages"] == 1
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
+    units = IndexStore(index).open().read_table(schema.TEXT_UNITS, ["text"]).column(
+        "text").to_pylist()
+    assert sum(DISCLAIMER in text for text in units) == 1  # kept once, as its own unit
