@@ -88,10 +88,20 @@ class CarriedReading:
     """The previous version's reading and which of its files an update carries over:
     `new_index[old file index]` is the file's index in the current listing, -1 for a file
     read again (changed, deleted, or reading differently now)."""
-    url: str
+    previous: IndexVersion
     new_index: np.ndarray
     paths: list[str]  # the previous listing, by old file index
     shards: int
+
+    @property
+    def url(self) -> str:
+        return self.previous.url_of(READING)
+
+    def text_unit_ids(self) -> pa.ChunkedArray:
+        """The carried chunks' ids (once the files read again are settled)."""
+        status = self.previous.read_table(f"{READING}/status", ["seq", "text_unit_id"])
+        keep, _ = remap_positions(status.column("seq"), self.new_index)
+        return status.column("text_unit_id").filter(pa.array(keep))
 
     def carried(self) -> int:
         return int((self.new_index >= 0).sum())
@@ -121,7 +131,7 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
     new_index[np.unique(np.asarray(status.filter(failed).column("seq").to_numpy(),
                                    np.int64) >> FILE_SHIFT)] = -1
     settings = json.loads(previous.fs.cat_file(f"{previous.root}/{READING}/reading.json"))
-    return CarriedReading(previous.url_of(READING), new_index, paths, settings["shards"])
+    return CarriedReading(previous, new_index, paths, settings["shards"])
 
 
 def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
@@ -195,6 +205,31 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
         status = status.set_column(status.column_names.index(name), name,
                                    pa.array(np.zeros(status.num_rows, dtype=np.int64)))
     return status
+
+
+def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
+                  ids: pa.ChunkedArray, runtime) -> int:
+    """The previous version's vectors of `ids` in embeddings table `name`, written as parts
+    of the staged table (`part-carried-N`, after the parts embedded now in name order);
+    returns the rows written. The same settings, the same text (a text unit's id is its
+    text's), the same vector."""
+    fs, root = carried.previous.fs, carried.previous.root
+    parts = parquet_parts(fs, f"{root}/{name}") or (
+        [f"{root}/{name}.parquet"] if fs.exists(f"{root}/{name}.parquet") else [])
+    return sum(map_items(_carry_vector_part, [
+        (fs.unstrip_protocol(part), staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
+        for i, part in enumerate(parts)], runtime, shared=[ids]))
+
+
+def _carry_vector_part(job: tuple[str, str], ids: pa.ChunkedArray) -> int:
+    source, target = job
+    fs, path = fsspec.core.url_to_fs(source)
+    table = read_parquet(fs, path)
+    table = table.filter(pc.is_in(table.column("id"), value_set=ids.combine_chunks()))
+    if table.num_rows:
+        target_fs, target_path = fsspec.core.url_to_fs(target)
+        write_parquet(target_fs, target_path, table)
+    return table.num_rows
 
 
 def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

@@ -21,13 +21,14 @@ from typing import Callable
 
 import pyarrow as pa
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
-    CarriedReading, has_reading, keep_reading, plan_carry_over)
+    CarriedReading, carry_vectors, has_reading, keep_reading, plan_carry_over)
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
@@ -64,6 +65,7 @@ class BuildState:
     text_units: TextUnitEmbeddings | None = None
     repeated: RepeatedPassages | None = None
     carried: CarriedReading | None = None  # an update: the unchanged files' reading
+    carried_units: pa.ChunkedArray | None = None  # ... their chunks' ids
     plan: ExtractionPlan | None = None
     extract_services: LLMServices | None = None
     extraction: pa.Table | None = None  # one status row per chunk
@@ -140,6 +142,10 @@ def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
                                  state.repeated,
                                  state.update.kept_extractions_url if state.update else None,
                                  state.carried)
+    if state.carried is not None:  # settled: the files read again are known
+        state.carried_units = state.carried.text_unit_ids()
+        if state.text_units:
+            state.text_units.skip = state.carried_units
 
 
 def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -221,8 +227,13 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
     feed = state.feed or EmbeddingFeed(ctx.config, ctx.staged,
                                        state.embed_services or ctx.services,
                                        state.summaries_pool)
+    carried = {}
+    if state.carried is not None:
+        carried[schema.TEXT_UNIT_EMBEDDINGS] = carry_vectors(
+            state.carried, ctx.staged, schema.TEXT_UNIT_EMBEDDINGS, state.carried_units,
+            ctx.config.runtime)
     state.embedded, state.dimensions, state.embed_usage = embed_index(
-        ctx.staged, feed, state.feed is not None)
+        ctx.staged, feed, state.feed is not None, carried, state.carried_units)
 
 
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
@@ -249,8 +260,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("repeated_passages", _run_repeated_passages, reads=("files", "carried"),
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
-    Stage("plan_extraction", _run_plan_extraction, reads=("files", "repeated", "carried"),
-          writes=("plan",), timed=False, about="how the files are read, chunked, extracted"),
+    Stage("plan_extraction", _run_plan_extraction,
+          reads=("files", "repeated", "carried", "text_units"), writes=("plan", "carried_units"), timed=False, about="how the files are read, chunked, extracted"),
     Stage("extract_batch", _run_extract_batch, reads=("plan",),
           writes=("extract_services",), calls="chat",
           when=lambda config: bool(config.llm.batch),
@@ -298,7 +309,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("embed_batch", _run_embed_batch, reads=("counts",), writes=("embed_services",),
           calls="embeddings", when=lambda config: config.embeddings.batch,
           about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
-    Stage("embed", _run_embed, reads=("counts", "feed", "summaries_pool", "embed_services"),
+    Stage("embed", _run_embed, reads=("counts", "feed", "summaries_pool", "embed_services",
+                                      "carried", "carried_units"),
           writes=("embedded", "dimensions", "embed_usage"), calls="embeddings",
           about="embeddings of entities, reports, text units"),
     Stage("vector_index", _run_vector_index, reads=("embedded",), writes=("vector_stores",),
@@ -357,7 +369,7 @@ def check_pipeline(names: list[str]) -> list[str]:
 
 # Products a stage may read when a stage turned off by config never wrote them: the stage
 # then does without (no repeated passages, services of the context, no feed).
-_OPTIONAL = {"repeated", "carried", "extract_services", "report_services", "embed_services", "feed",
+_OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report_services", "embed_services", "feed",
              "text_units"}
 
 

@@ -43,9 +43,16 @@ TABLES = {
 }
 
 
+def _vectors(url: str) -> dict:
+    table = IndexStore(url).open().read_table(schema.TEXT_UNIT_EMBEDDINGS)
+    return dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
+
+
 def _assert_same_tables(url: str, full: str) -> None:
     for name, (key, columns) in TABLES.items():
         assert _rows(url, name, key, columns) == _rows(full, name, key, columns), name
+    # Carried text units keep their vectors (copied, not computed again): the same.
+    assert _vectors(url) == _vectors(full)
 
 
 def _update(index: str, corpus: Path) -> tuple[object, list[str]]:
@@ -77,11 +84,13 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
                        f"({manifest.update['chunks']['reused']} chunks); 2 to read"]
     assert manifest.repeated_passages["documents_scanned"] == 2
     assert manifest.repeated_passages["documents_carried"] == len(files) - 2
+    assert manifest.tables[schema.TEXT_UNIT_EMBEDDINGS] == manifest.tables[schema.TEXT_UNITS]
     build_index(str(corpus), full, _config(), progress=lambda _: None)
     _assert_same_tables(index, full)
     version = IndexStore(index).open()
     assert version.fs.exists(f"{version.root}/{READING}/status.parquet")
     assert not version.fs.exists(f"{version.root}/_work")
+    assert version.fs.glob(f"{version.root}/{schema.TEXT_UNIT_EMBEDDINGS}/part-carried-*")
     # And again from the carried-over version: nothing changed, nothing to do.
     assert _update(index, corpus)[0] == {"no_change": True, "version": version.version,
                                          "documents": {"added": 0, "changed": 0,

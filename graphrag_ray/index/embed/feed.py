@@ -18,6 +18,7 @@ from typing import Iterator
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
@@ -210,14 +211,16 @@ class EmbeddingFeed:
             "block": [position[id(handle)] for handle, _ in addresses],
             "row": [row for _, row in addresses]}), blocks=handles)
 
-    def finish(self, staged: IndexVersion) -> tuple[dict[str, int], int | None, Usage]:
-        """Sends what waits, waits for every part; returns the row counts per table, the
-        vector size and the usage. An empty table is written for each table with no row."""
+    def finish(self, staged: IndexVersion, carried: dict[str, int] | None = None
+               ) -> tuple[dict[str, int], int | None, Usage]:
+        """Sends what waits, waits for every part; returns the row counts per table (with
+        the `carried` rows an update wrote), the vector size and the usage. An empty table
+        is written for each table with no row."""
         self.queue.put(("finish", None, None, None, None))
         self.thread.join()
         if self.error is not None:
             raise self.error
-        counts = dict.fromkeys(EMBEDDING_TABLES, 0)
+        counts = {name: (carried or {}).get(name, 0) for name in EMBEDDING_TABLES}
         done = (pa.concat_tables(self.results) if self.results
                 else EMBEDDING_RESULT_SCHEMA.empty_table())
         for name, rows in zip(done.column("table").to_pylist(), done.column("rows").to_pylist()):
@@ -266,6 +269,8 @@ class TextUnitEmbeddings:
         self.poll_s = poll_s
         self.reading_done = threading.Event()
         self.error: BaseException | None = None
+        # An update: the carried chunks, whose vectors are the previous version's.
+        self.skip: pa.ChunkedArray | None = None
         self.thread = threading.Thread(target=self._run, name="embed-text-units", daemon=True)
         self.thread.start()
 
@@ -278,7 +283,8 @@ class TextUnitEmbeddings:
                 for piece in parquet_parts(self.fs, f"{self.root}/chunks"):
                     if piece not in seen:
                         seen.add(piece)
-                        chunks = read_parquet(self.fs, piece, ["id", "text", "seq"])
+                        chunks = without(read_parquet(self.fs, piece, ["id", "text", "seq"]),
+                                         self.skip)
                         seq = chunks.column("seq").to_pylist()
                         ids = chunks.column("id").to_pylist()
                         texts = chunks.column("text").to_pylist()
@@ -300,24 +306,37 @@ class TextUnitEmbeddings:
             raise self.error
 
 
-def texts_to_embed(staged: IndexVersion) -> Iterator[tuple[str, list[str], list[str]]]:
+def without(table: pa.Table, ids: pa.ChunkedArray | None) -> pa.Table:
+    """`table`'s rows whose id is not in `ids`."""
+    if ids is None or not table.num_rows:
+        return table
+    return table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids.combine_chunks())))
+
+
+def texts_to_embed(staged: IndexVersion, skip: pa.ChunkedArray | None = None
+                   ) -> Iterator[tuple[str, list[str], list[str]]]:
     """(table name, ids, texts) of every table to embed, read back from `staged` (entities
-    and text units a part at a time) once the stages have written them."""
+    and text units a part at a time) once the stages have written them; text units in
+    `skip` are not (an update carried their vectors over)."""
     texts = embedding_texts(staged.read_table(schema.COMMUNITY_REPORTS, ["id", "full_content"]),
                             staged.iter_table(schema.ENTITIES, ["id", "title", "description"]))
     text_units = ((schema.TEXT_UNIT_EMBEDDINGS, part.column("id").to_pylist(),
                    part.column("text").to_pylist())
-                  for part in staged.iter_table(schema.TEXT_UNITS, ["id", "text"]))
+                  for part in (without(p, skip) for p in staged.iter_table(
+                      schema.TEXT_UNITS, ["id", "text"])) if part.num_rows)
     return itertools.chain(texts, text_units)
 
 
-def embed_index(staged: IndexVersion, feed: EmbeddingFeed,
-                queued: bool) -> tuple[dict[str, int], int | None, Usage]:
+def embed_index(staged: IndexVersion, feed: EmbeddingFeed, queued: bool,
+                carried: dict[str, int] | None = None,
+                skip: pa.ChunkedArray | None = None) -> tuple[dict[str, int], int | None, Usage]:
     """Writes the embedding tables into `staged`; returns their row counts, the vector size
     and the usage. `queued`: the stages queued every text as it became final (an embeddings
-    endpoint); otherwise entities and text units are read back from `staged` now."""
+    endpoint); otherwise entities and text units are read back from `staged` now.
+    `carried`: rows per table an update carried over (written already); `skip`: the text
+    units among them."""
     if not queued:
-        for name, ids, values in texts_to_embed(staged):
+        for name, ids, values in texts_to_embed(staged, skip):
             feed.add(name, ids, values)
             feed.wait_for_room()
-    return feed.finish(staged)
+    return feed.finish(staged, carried)
