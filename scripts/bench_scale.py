@@ -22,7 +22,10 @@ figures are the engine's own cost per call, and the server's counts (requests an
 kind) are printed. With `--real-share S` a share S of the tokens is real text (the podcast
 corpus and A Christmas Carol from ../shared, copied with a preamble per copy:
 `testing/real_text_mix`); `--document-tokens` sets the synthetic documents' size (800: about
-200,000 files at 100M tokens).
+200,000 files at 100M tokens). With `--update-share S` each build is followed by an update
+that adds S of its tokens as new generated files (`added-*.txt`, another seed), run as a user
+runs `graphrag-ray update`, then the added files are removed from the corpus again: the
+update's wall time, stages and driver peak against the build's.
 """
 
 from __future__ import annotations
@@ -96,11 +99,14 @@ def directory_mb(path: Path) -> float:
 
 
 def index_corpus(name: str, corpus: Path, out: Path, extra: list[str],
-                 cluster: dict | None = None) -> dict:
+                 cluster: dict | None = None, update: bool = False) -> dict:
     """`cluster`: the `local_cluster` the build joins (its `gcs` address and `env`), whose
-    nodes' tasks and largest workers are then counted."""
-    command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
-               "--output", str(out), "--set", "runtime.engine=ray", *extra]
+    nodes' tasks and largest workers are then counted. `update`: `graphrag-ray update` of
+    the index at `out` instead of a build."""
+    command = [sys.executable, "-m", "graphrag_ray", "update", "--index", str(out),
+               "--input", str(corpus), "--set", "runtime.engine=ray", *extra] if update else \
+        [sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
+         "--output", str(out), "--set", "runtime.engine=ray", *extra]
     env = {**os.environ, **cluster["env"], "RAY_ADDRESS": cluster["gcs"]} if cluster else None
     started = time.perf_counter()
     with RayWorkerPeaks() as workers:
@@ -234,6 +240,25 @@ def planted_graph_leiden(nodes: int) -> dict:
             "rss_mb": f"{memory.before_mb} -> {memory.peak_mb}"}
 
 
+def add_and_update(name: str, corpus: Path, index: Path, tokens: int, extra: list[str]
+                   ) -> dict:
+    """`tokens` of new generated files added to `corpus`, the index updated, the files
+    removed again (the corpus stays what its name says)."""
+    scratch = corpus.parent / f"{corpus.name}-added"
+    generated = generate_corpus(scratch, tokens, seed=7, tokens_per_document=3000)
+    added = []
+    for path in sorted(scratch.glob("*.txt")):
+        added.append(corpus / f"added-{path.name}")
+        path.rename(added[-1])
+    scratch.rmdir()
+    print(f"added {len(added)} files ({generated.tokens:,} tokens) to {corpus}", flush=True)
+    try:
+        return index_corpus(name, corpus, index, extra, update=True)
+    finally:
+        for path in added:
+            path.unlink()
+
+
 def make_corpus(corpus: Path, tokens: int, real_share: float, document_tokens: int) -> None:
     real = int(tokens * real_share)
     if real and not (PODCAST.is_dir() and CAROL.is_file()):
@@ -266,6 +291,8 @@ def main() -> int:
                         help="share of the tokens that is real text (see above)")
     parser.add_argument("--document-tokens", type=int, default=3000,
                         help="the synthetic generator's document size")
+    parser.add_argument("--update-share", type=float, default=0.0,
+                        help="then an update adding this share of new tokens (see above)")
     args = parser.parse_args()
     work = Path(args.workdir)
     provider = Provider({"latency_ms": 0, "per_token_ms": 0, "rpm": 0}) if args.llm else None
@@ -310,6 +337,16 @@ def run(args: argparse.Namespace, work: Path, provider: Provider | None) -> int:
         if args.queries:
             runs[-1]["queries"] = query_figures(work / f"index-{tokens}",
                                                 args.methods.split(","))
+        if args.update_share:
+            build = runs[-1]
+            runs.append(add_and_update(f"update +{args.update_share:g} of {tokens / 1e6:g}M",
+                                       corpus, work / f"index-{tokens}",
+                                       int(tokens * args.update_share), extra))
+            print(json.dumps({k: v for k, v in runs[-1].items() if k != "manifest"}),
+                  flush=True)
+            print(f"  update: {json.dumps(runs[-1]['manifest'].update)}", flush=True)
+            print(f"time(update) / time(build) = {runs[-1]['wall_s'] / build['wall_s']:.3f}",
+                  flush=True)
     if not args.no_podcast and PODCAST.exists():
         runs.append(index_corpus("podcast", PODCAST, work / "index-podcast", extra))
 

@@ -47,6 +47,7 @@ from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_p
 READING = "_reading"
 # The work area's folders a version keeps for the next update.
 KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
+PARTS_PER_TASK = 16  # read batches carried per task (a 100M-token corpus has ~6,000)
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
 
@@ -156,7 +157,9 @@ def _carry_scan_part(job: tuple[str, str], new_index: np.ndarray) -> list[tuple[
     old = table.column("position").to_pylist()
     table = table.set_column(0, "position", pa.array(positions, pa.int64()))
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    write_parquet(work_fs, f"{work_root}/passages/carried-{path.rsplit('/', 1)[-1]}", table)
+    # Named, like the scans of the files read now, by its first file's current index.
+    first = int(positions.min()) >> FILE_SHIFT
+    write_parquet(work_fs, f"{work_root}/passages/files-{first:08d}.parquet", table)
     return list(zip(old, scans_of(table)))
 
 
@@ -187,13 +190,15 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
             kept_fs.copy(part, f"{target}/{part.rsplit('/', 1)[-1]}")
     parts = [p.rsplit("/", 1)[-1][:-len(".json")] for p in _listing(fs, f"{root}/inputs")
              if p.endswith(".json")]
-    pieces = [p[len(root) + 1:] for p in fs.find(f"{root}/instances") if p.endswith(".parquet")] \
-        if fs.exists(f"{root}/instances") else []
+    # Each folder of instance pieces (a kind's shard, the claims) becomes one piece.
+    folders = sorted({p[len(root) + 1:].rsplit("/", 1)[0] for p in fs.find(f"{root}/instances")
+                      if p.endswith(".parquet")}) if fs.exists(f"{root}/instances") else []
     paths = {carried.paths[i]: int(carried.new_index[i])
              for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
-    map_items(_carry_part, [(carried.url, name, ctx.work_url) for name in parts],
+    map_items(_carry_parts, [(carried.url, parts[i:i + PARTS_PER_TASK], ctx.work_url)
+                             for i in range(0, len(parts), PARTS_PER_TASK)],
               ctx.config.runtime, shared=[carried.new_index, paths])
-    map_items(_carry_piece, [(carried.url, piece, ctx.work_url) for piece in pieces],
+    map_items(_carry_pieces, [(carried.url, folder, ctx.work_url) for folder in folders],
               ctx.config.runtime, shared=[carried.new_index])
     status = read_parquet(fs, f"{root}/status.parquet")
     keep, seq = remap_positions(status.column("seq"), carried.new_index)
@@ -239,11 +244,17 @@ def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
         return []
 
 
-def _carry_part(job: tuple[str, str, str], new_index: np.ndarray, paths: dict[str, int]
-                ) -> None:
+def _carry_parts(job: tuple[str, list[str], str], new_index: np.ndarray,
+                 paths: dict[str, int]) -> None:
+    url, names, work_url = job
+    for name in names:
+        _carry_part(url, name, work_url, new_index, paths)
+
+
+def _carry_part(url: str, name: str, work_url: str, new_index: np.ndarray,
+                paths: dict[str, int]) -> None:
     """One read batch's documents, chunks, input report and shared content: the carried
     files' rows, renumbered, under the name of the first of them in the current listing."""
-    url, name, work_url = job
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     report = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
@@ -279,18 +290,21 @@ def _carry_part(job: tuple[str, str, str], new_index: np.ndarray, paths: dict[st
                 write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
 
 
-def _carry_piece(job: tuple[str, str, str], new_index: np.ndarray) -> None:
-    """One instance piece: the carried chunks' instances, renumbered (`carried-<name>`: a
-    batch extracted now may hold some of the same chunks)."""
-    url, piece, work_url = job
+def _carry_pieces(job: tuple[str, str, str], new_index: np.ndarray) -> None:
+    """One folder of instance pieces (a kind's shard, or the claims): the carried chunks'
+    instances, renumbered, as one piece (`carried.parquet`: a shard read back is sorted by
+    `seq`, so the pieces' number and order do not matter, and updates do not pile them up)."""
+    url, folder, work_url = job
     fs, root = fsspec.core.url_to_fs(url)
-    work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    table = read_parquet(fs, f"{root}/{piece}")
-    keep, seq = remap_positions(table.column("seq"), new_index)
-    if not keep.any():
-        return
-    table = table.filter(pa.array(keep))
-    table = table.set_column(table.column_names.index("seq"), "seq", pa.array(seq, pa.int64()))
-    folder, name = piece.rsplit("/", 1)
-    write_parquet(work_fs, f"{work_root}/{folder}/carried-{name}", table)
-
+    kept = []
+    for part in parquet_parts(fs, f"{root}/{folder}"):
+        table = read_parquet(fs, part)
+        keep, seq = remap_positions(table.column("seq"), new_index)
+        if keep.any():
+            table = table.filter(pa.array(keep))
+            kept.append(table.set_column(table.column_names.index("seq"), "seq",
+                                         pa.array(seq, pa.int64())))
+    if kept:
+        work_fs, work_root = fsspec.core.url_to_fs(work_url)
+        write_parquet(work_fs, f"{work_root}/{folder}/carried.parquet",
+                      pa.concat_tables(kept))

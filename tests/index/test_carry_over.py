@@ -96,6 +96,16 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
                                          "documents": {"added": 0, "changed": 0,
                                                        "deleted": 0,
                                                        "unchanged": len(files)}}
+    # A later update: each instance folder holds the carried piece and this update's own,
+    # however many updates came before.
+    (corpus / "zz-later.txt").write_text(files[2].read_text()[:2000])
+    _update(index, corpus)
+    version = IndexStore(index).open()
+    pieces: dict[str, list[str]] = {}
+    for path in version.fs.find(f"{version.root}/{READING}/instances"):
+        folder, name = path.rsplit("/", 1)
+        pieces.setdefault(folder, []).append(name)
+    assert pieces and all(len(names) <= 2 for names in pieces.values()), pieces
 
 
 def test_a_passage_made_repeated_by_a_new_file_is_cut_from_the_unchanged_ones(corpus,
