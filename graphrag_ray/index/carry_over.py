@@ -24,6 +24,7 @@ corpus, on the same rows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.chunks.passage_scans import (
     FILE_SHIFT, Scan, reading_signature, remap_positions, repeated_from_tables,
@@ -212,12 +214,51 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     return status
 
 
+# What each embeddings table embeds of which table (`embed/feed.embedding_texts`).
+EMBEDDED_TEXT = {schema.ENTITY_DESCRIPTION_EMBEDDINGS: (schema.ENTITIES, ["title", "description"]),
+                 schema.REPORT_EMBEDDINGS: (schema.COMMUNITY_REPORTS, ["full_content"])}
+
+
+def carry_embeddings(carried: CarriedReading, carried_units: pa.ChunkedArray,
+                     staged: IndexVersion, queued: bool, runtime
+                     ) -> tuple[dict[str, int], dict[str, pa.ChunkedArray]]:
+    """The vectors an update copies from the previous version instead of embedding again:
+    the carried text units' (a text unit's id is its text's), and, when the tables are
+    embedded once written (not `queued` as the stages make them), the entities and reports
+    whose embedded text is the previous version's. Returns the rows copied per table and
+    the ids copied per table."""
+    copied = {schema.TEXT_UNIT_EMBEDDINGS: carried_units}
+    if not queued:
+        for name, (table, columns) in EMBEDDED_TEXT.items():
+            copied[name] = same_texts(carried.previous, staged, table, columns)
+    return ({name: carry_vectors(carried, staged, name, ids, runtime)
+             for name, ids in copied.items()}, copied)
+
+
+def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns: list[str]
+               ) -> pa.ChunkedArray:
+    """Ids whose `columns` hold the same text in `staged` as in `previous` (compared by a
+    digest of each row, read a part at a time)."""
+    def digests(version: IndexVersion) -> dict[str, bytes]:
+        found = {}
+        for part in version.iter_table(table, ["id", *columns]):
+            ids = part.column("id").to_pylist()
+            values = zip(*(part.column(c).to_pylist() for c in columns))
+            found.update((i, hashlib.blake2b("\x00".join(v or "" for v in row).encode(),
+                                             digest_size=16).digest())
+                         for i, row in zip(ids, values))
+        return found
+
+    before = digests(previous)
+    return pa.chunked_array([pa.array([i for i, d in digests(staged).items()
+                                       if before.get(i) == d], pa.string())])
+
+
 def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
                   ids: pa.ChunkedArray, runtime) -> int:
     """The previous version's vectors of `ids` in embeddings table `name`, written as parts
     of the staged table (`part-carried-N`, after the parts embedded now in name order);
-    returns the rows written. The same settings, the same text (a text unit's id is its
-    text's), the same vector."""
+    returns the rows written."""
     fs, root = carried.previous.fs, carried.previous.root
     parts = parquet_parts(fs, f"{root}/{name}") or (
         [f"{root}/{name}.parquet"] if fs.exists(f"{root}/{name}.parquet") else [])

@@ -21,14 +21,13 @@ from typing import Callable
 
 import pyarrow as pa
 
-from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
-    CarriedReading, carry_vectors, has_reading, keep_reading, plan_carry_over)
+    CarriedReading, carry_embeddings, has_reading, keep_reading, plan_carry_over)
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
@@ -227,13 +226,11 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
     feed = state.feed or EmbeddingFeed(ctx.config, ctx.staged,
                                        state.embed_services or ctx.services,
                                        state.summaries_pool)
-    carried = {}
-    if state.carried is not None:
-        carried[schema.TEXT_UNIT_EMBEDDINGS] = carry_vectors(
-            state.carried, ctx.staged, schema.TEXT_UNIT_EMBEDDINGS, state.carried_units,
-            ctx.config.runtime)
+    queued = state.feed is not None
+    carried, skip = carry_embeddings(state.carried, state.carried_units, ctx.staged, queued,
+                                     ctx.config.runtime) if state.carried else ({}, {})
     state.embedded, state.dimensions, state.embed_usage = embed_index(
-        ctx.staged, feed, state.feed is not None, carried, state.carried_units)
+        ctx.staged, feed, queued, carried, skip)
 
 
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:

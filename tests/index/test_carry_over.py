@@ -43,16 +43,32 @@ TABLES = {
 }
 
 
-def _vectors(url: str) -> dict:
-    table = IndexStore(url).open().read_table(schema.TEXT_UNIT_EMBEDDINGS)
+EMBEDDINGS = [schema.TEXT_UNIT_EMBEDDINGS, schema.ENTITY_DESCRIPTION_EMBEDDINGS,
+              schema.REPORT_EMBEDDINGS]
+
+
+def _vectors(url: str, name: str) -> dict:
+    table = IndexStore(url).open().read_table(name)
     return dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
 
 
 def _assert_same_tables(url: str, full: str) -> None:
     for name, (key, columns) in TABLES.items():
         assert _rows(url, name, key, columns) == _rows(full, name, key, columns), name
-    # Carried text units keep their vectors (copied, not computed again): the same.
-    assert _vectors(url) == _vectors(full)
+    # Vectors copied from the previous version (carried text units, entities and reports
+    # whose text did not change) are those a full build computes.
+    for name in (schema.TEXT_UNIT_EMBEDDINGS, schema.ENTITY_DESCRIPTION_EMBEDDINGS):
+        assert _vectors(url, name) == _vectors(full, name), name
+    # Reports: the update's communities keep their ids (Leiden starts from the previous
+    # ones), so a report is compared with the full build's report of the same text.
+    by_text = [{text: vectors[i] for i, text in _rows(index, schema.COMMUNITY_REPORTS, "id",
+                                                      ["full_content"]).items()}
+               for index, vectors in ((u, _vectors(u, schema.REPORT_EMBEDDINGS))
+                                      for u in (url, full))]
+    assert _vectors(url, schema.REPORT_EMBEDDINGS).keys() == _rows(
+        url, schema.COMMUNITY_REPORTS, "id", ["full_content"]).keys()
+    shared = by_text[0].keys() & by_text[1].keys()
+    assert shared and all(by_text[0][t] == by_text[1][t] for t in shared)
 
 
 def _update(index: str, corpus: Path) -> tuple[object, list[str]]:
@@ -90,7 +106,8 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
     version = IndexStore(index).open()
     assert version.fs.exists(f"{version.root}/{READING}/status.parquet")
     assert not version.fs.exists(f"{version.root}/_work")
-    assert version.fs.glob(f"{version.root}/{schema.TEXT_UNIT_EMBEDDINGS}/part-carried-*")
+    for name in EMBEDDINGS:
+        assert version.fs.glob(f"{version.root}/{name}/part-carried-*"), name
     # And again from the carried-over version: nothing changed, nothing to do.
     assert _update(index, corpus)[0] == {"no_change": True, "version": version.version,
                                          "documents": {"added": 0, "changed": 0,

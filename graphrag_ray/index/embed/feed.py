@@ -313,28 +313,33 @@ def without(table: pa.Table, ids: pa.ChunkedArray | None) -> pa.Table:
     return table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids.combine_chunks())))
 
 
-def texts_to_embed(staged: IndexVersion, skip: pa.ChunkedArray | None = None
+def texts_to_embed(staged: IndexVersion, skip: dict[str, pa.ChunkedArray] | None = None
                    ) -> Iterator[tuple[str, list[str], list[str]]]:
     """(table name, ids, texts) of every table to embed, read back from `staged` (entities
-    and text units a part at a time) once the stages have written them; text units in
-    `skip` are not (an update carried their vectors over)."""
-    texts = embedding_texts(staged.read_table(schema.COMMUNITY_REPORTS, ["id", "full_content"]),
-                            staged.iter_table(schema.ENTITIES, ["id", "title", "description"]))
+    and text units a part at a time) once the stages have written them; not the ids in
+    `skip[table]` (an update copied their vectors)."""
+    skip = skip or {}
+    texts = embedding_texts(
+        without(staged.read_table(schema.COMMUNITY_REPORTS, ["id", "full_content"]),
+                skip.get(schema.REPORT_EMBEDDINGS)),
+        (without(part, skip.get(schema.ENTITY_DESCRIPTION_EMBEDDINGS))
+         for part in staged.iter_table(schema.ENTITIES, ["id", "title", "description"])))
+    units = (without(part, skip.get(schema.TEXT_UNIT_EMBEDDINGS))
+             for part in staged.iter_table(schema.TEXT_UNITS, ["id", "text"]))
     text_units = ((schema.TEXT_UNIT_EMBEDDINGS, part.column("id").to_pylist(),
-                   part.column("text").to_pylist())
-                  for part in (without(p, skip) for p in staged.iter_table(
-                      schema.TEXT_UNITS, ["id", "text"])) if part.num_rows)
+                   part.column("text").to_pylist()) for part in units if part.num_rows)
     return itertools.chain(texts, text_units)
 
 
 def embed_index(staged: IndexVersion, feed: EmbeddingFeed, queued: bool,
                 carried: dict[str, int] | None = None,
-                skip: pa.ChunkedArray | None = None) -> tuple[dict[str, int], int | None, Usage]:
+                skip: dict[str, pa.ChunkedArray] | None = None
+                ) -> tuple[dict[str, int], int | None, Usage]:
     """Writes the embedding tables into `staged`; returns their row counts, the vector size
     and the usage. `queued`: the stages queued every text as it became final (an embeddings
     endpoint); otherwise entities and text units are read back from `staged` now.
-    `carried`: rows per table an update carried over (written already); `skip`: the text
-    units among them."""
+    `carried`: rows per table an update copied from the previous version (written
+    already); `skip`: their ids per table."""
     if not queued:
         for name, ids, values in texts_to_embed(staged, skip):
             feed.add(name, ids, values)
