@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,7 +70,7 @@ def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
     fs.makedirs(kept, exist_ok=True)
     for folder in KEPT_FOLDERS:
         if fs.exists(f"{work}/{folder}"):
-            fs.mv(f"{work}/{folder}", f"{kept}/{folder}", recursive=True)
+            _move_tree(fs, f"{work}/{folder}", f"{kept}/{folder}")
     staged.write_table(f"{READING}/status", extraction)
     staged.write_table(f"{READING}/files", pa.table(
         {"file_index": pa.array(range(len(files)), pa.int64()),
@@ -80,6 +81,16 @@ def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
     staged.write_table(f"{READING}/openings", openings)
     write_atomically(fs, f"{kept}/reading.json", json.dumps({"shards": shards}).encode())
     staged.remove("_work")
+
+
+def _move_tree(fs: fsspec.AbstractFileSystem, source: str, target: str) -> None:
+    """A folder renamed on a local disk; on object storage (no folders to rename), moved
+    object by object."""
+    if isinstance(fs, LocalFileSystem):
+        fs.mv(source, target, recursive=True)
+        return
+    for path in fs.find(source):
+        fs.mv(path, target + path[len(source):])
 
 
 def has_reading(version: IndexVersion) -> bool:

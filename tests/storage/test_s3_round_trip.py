@@ -7,6 +7,7 @@ import pytest
 
 from graphrag_ray import GraphIndex
 from graphrag_ray.index.build import build_index
+from graphrag_ray.index.update import update_index
 from graphrag_ray.testing.llm_server import run_test_server
 
 from conftest import S3_SECRET, llm_config
@@ -43,6 +44,15 @@ def test_index_on_s3_round_trip(s3_bucket, carol_excerpt, caplog):
         assert index.manifest.input == source
         result = index.global_search("What happens to Scrooge?", level=0)
         assert result.answer and result.sources.reports
+
+        # An update on S3 carries the unchanged file's reading over (moved object by
+        # object into the version, `index/carry_over`) and reads only the new one.
+        fs.pipe(f"{s3_bucket}/corpus/marley.txt", b"Jacob Marley was Ebenezer Scrooge's "
+                b"partner in the counting-house. Marley was dead: to begin with.")
+        updated = update_index(index_url, source, config, progress=messages.append)
+        assert updated.update["documents"]["unchanged"] == 1
+        assert any(m.startswith("1 unchanged files carried over") for m in messages), messages[-30:]
+        assert fs.find(f"{s3_bucket}/indexes/carol/versions/{updated.version}/_reading/chunks")
 
     stored = b"".join(fs.cat_file(path) for path in fs.find(s3_bucket))
     logged = "\n".join(messages + [r.getMessage() for r in caplog.records])

@@ -227,10 +227,6 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     scans from the previous version, and reads again the carried files whose documents the
     passages found now cut differently."""
     settings = ctx.config.repeated_passages
-    if len(files) < settings.min_documents:
-        if carried is not None:
-            carried.read_again(set(range(len(carried.new_index))))
-        return None
     skip = carried.new_indexes() if carried is not None else set()
     indexed = [(i, path) for i, path in enumerate(files) if i not in skip]
     batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(indexed), FILES_PER_READ)]
@@ -239,6 +235,10 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
                          settings.min_chars, ctx.work_url) for batch in batches],
         ctx.config.runtime) for document in batch]
     kept = carry_scans(ctx, carried) if carried is not None else []
+    if len(files) < settings.min_documents:  # (scanned all the same, for the next update)
+        if carried is not None:
+            carried.read_again(reading_differently(carried, kept, RepeatedPassages()))
+        return None
     scans = sorted(scanned + [scan for _, scan in kept], key=lambda scan: scan[0])
     documents = [(position, passages) for position, passages, _ in scans]
     repeated = RepeatedPassages.find(documents, settings.min_documents, settings.min_share,
