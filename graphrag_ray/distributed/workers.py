@@ -11,7 +11,7 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
@@ -174,7 +174,7 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
             dataset = light_tasks(dataset, then)
         try:
             arrived: list[pa.Table] = []
-            for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for block in _output_blocks(dataset):
                 if block.num_rows:
                     arrived.append(block)
                 if len(arrived) >= COMPACT_BLOCKS:
@@ -188,6 +188,20 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     if progress:
         progress.close()
     return _as_schema(results, output_schema)
+
+
+def _output_blocks(dataset) -> Iterator[pa.Table]:
+    """The pipeline's output blocks as they come, read from their references. Not
+    `iter_batches`: it sends the run's whole statistics (every block's, growing with the
+    run) to Ray Data's stats actor every 5 s, and an I/O-bound pipeline's small blocks made
+    them 35 MB at 30M tokens, faster than the actor took them: 143 calls waited, holding 5.3
+    of the object store's 7.5 GB, and the actor grew to 6.8 GB."""
+    import ray
+
+    for bundle in dataset.iter_internal_ref_bundles():
+        for entry, piece in zip(bundle.blocks, bundle.slices):
+            block = ray.get(entry.ref)
+            yield block if piece is None else block.slice(piece.start_offset, piece.num_rows)
 
 
 class _ProgressInbox:
