@@ -48,9 +48,15 @@ from graphrag_ray.storage.atomic import write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 READING = "_reading"
+# The carrying tasks read and write files (no CPU to speak of) and run beside the pools,
+# whose actors hold the CPUs: tasks asking for a CPU waited 27 s for the summaries pool to
+# let go at 10M tokens. They ask for none, as the readers do, and are few (each carries
+# many parts): a task per part, asking for no CPU, started a process storm on 2 cores.
+CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
 KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
 PARTS_PER_TASK = 16  # read batches carried per task (a 100M-token corpus has ~6,000)
+VECTOR_PARTS_PER_TASK = 64  # embeddings parts carried per task, written as one
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
 
@@ -149,18 +155,26 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
 
 
 def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
-    """The carried files' passage scans (tasks, one per kept part), written into the work
-    area renumbered; returns (previous position, scan at its current position) per
+    """The carried files' passage scans (tasks of `PARTS_PER_TASK` kept parts), written into
+    the work area renumbered; returns (previous position, scan at its current position) per
     document."""
     fs, root = fsspec.core.url_to_fs(carried.url)
-    parts = [p for p in _listing(fs, f"{root}/passages") if p.endswith(".parquet")]
-    return [pair for part in map_items(
-        _carry_scan_part, [(fs.unstrip_protocol(p), ctx.work_url) for p in parts],
-        ctx.config.runtime, shared=[carried.new_index]) for pair in part]
+    parts = [fs.unstrip_protocol(p) for p in _listing(fs, f"{root}/passages")
+             if p.endswith(".parquet")]
+    return [pair for group in map_items(
+        _carry_scan_parts, [(parts[i:i + PARTS_PER_TASK], ctx.work_url)
+                            for i in range(0, len(parts), PARTS_PER_TASK)],
+        ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
+        for pair in group]
 
 
-def _carry_scan_part(job: tuple[str, str], new_index: np.ndarray) -> list[tuple[int, Scan]]:
-    url, work_url = job
+def _carry_scan_parts(job: tuple[list[str], str], new_index: np.ndarray
+                      ) -> list[tuple[int, Scan]]:
+    urls, work_url = job
+    return [pair for url in urls for pair in _carry_scan_part(url, work_url, new_index)]
+
+
+def _carry_scan_part(url: str, work_url: str, new_index: np.ndarray) -> list[tuple[int, Scan]]:
     fs, path = fsspec.core.url_to_fs(url)
     table = read_parquet(fs, path)
     keep, positions = remap_positions(table.column("position"), new_index)
@@ -210,9 +224,9 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
              for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
     map_items(_carry_parts, [(carried.url, parts[i:i + PARTS_PER_TASK], ctx.work_url)
                              for i in range(0, len(parts), PARTS_PER_TASK)],
-              ctx.config.runtime, shared=[carried.new_index, paths])
+              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index, paths])
     map_items(_carry_pieces, [(carried.url, folder, ctx.work_url) for folder in folders],
-              ctx.config.runtime, shared=[carried.new_index])
+              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
     status = read_parquet(fs, f"{root}/status.parquet")
     keep, seq = remap_positions(status.column("seq"), carried.new_index)
     status = status.filter(pa.array(keep))
@@ -273,20 +287,30 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     fs, root = carried.previous.fs, carried.previous.root
     parts = parquet_parts(fs, f"{root}/{name}") or (
         [f"{root}/{name}.parquet"] if fs.exists(f"{root}/{name}.parquet") else [])
-    return sum(map_items(_carry_vector_part, [
-        (fs.unstrip_protocol(part), staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
-        for i, part in enumerate(parts)], runtime, shared=[ids]))
+    groups = [parts[i:i + VECTOR_PARTS_PER_TASK]
+              for i in range(0, len(parts), VECTOR_PARTS_PER_TASK)]
+    return sum(map_items(_carry_vector_parts, [
+        ([fs.unstrip_protocol(part) for part in group],
+         staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
+        for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS, shared=[ids]))
 
 
-def _carry_vector_part(job: tuple[str, str], ids: pa.ChunkedArray) -> int:
-    source, target = job
-    fs, path = fsspec.core.url_to_fs(source)
-    table = read_parquet(fs, path)
-    table = table.filter(pc.is_in(table.column("id"), value_set=ids.combine_chunks()))
-    if table.num_rows:
+def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int:
+    """Parts of a previous embeddings table -> the rows of `ids`, as one part (a table of
+    small parts, one per read batch, is not carried part for part: 220 tasks of 100 rows
+    took 27 s at 10M tokens)."""
+    sources, target = job
+    wanted = ids.combine_chunks()
+    kept = []
+    for source in sources:
+        fs, path = fsspec.core.url_to_fs(source)
+        table = read_parquet(fs, path)
+        kept.append(table.filter(pc.is_in(table.column("id"), value_set=wanted)))
+    table = pa.concat_tables(kept) if kept else None
+    if table is not None and table.num_rows:
         target_fs, target_path = fsspec.core.url_to_fs(target)
         write_parquet(target_fs, target_path, table)
-    return table.num_rows
+    return table.num_rows if table is not None else 0
 
 
 def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
