@@ -50,13 +50,19 @@ from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_p
 READING = "_reading"
 # The carrying tasks read and write files (no CPU to speak of) and run beside the pools,
 # whose actors hold the CPUs: tasks asking for a CPU waited 27 s for the summaries pool to
-# let go at 10M tokens. They ask for none, as the readers do, and are few (each carries
-# many parts): a task per part, asking for no CPU, started a process storm on 2 cores.
+# let go at 10M tokens. They ask for none, as the readers do, and are few (`_shares`): a
+# task per part, asking for no CPU, started a process each on 2 cores.
 CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
 KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
-PARTS_PER_TASK = 16  # read batches carried per task (a 100M-token corpus has ~6,000)
-VECTOR_PARTS_PER_TASK = 64  # embeddings parts carried per task, written as one
+TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking its share
+
+
+def _shares(items: list, runtime) -> list[list]:
+    """`items` in a few consecutive shares, one per carrying task."""
+    n = max(1, min(len(items), TASKS_PER_WORKER * runtime.num_workers))
+    size = -(-len(items) // n) if items else 1
+    return [items[i:i + size] for i in range(0, len(items), size)]
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
 
@@ -155,15 +161,15 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
 
 
 def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
-    """The carried files' passage scans (tasks of `PARTS_PER_TASK` kept parts), written into
+    """The carried files' passage scans (a few tasks, each a share of the kept parts), written into
     the work area renumbered; returns (previous position, scan at its current position) per
     document."""
     fs, root = fsspec.core.url_to_fs(carried.url)
     parts = [fs.unstrip_protocol(p) for p in _listing(fs, f"{root}/passages")
              if p.endswith(".parquet")]
     return [pair for group in map_items(
-        _carry_scan_parts, [(parts[i:i + PARTS_PER_TASK], ctx.work_url)
-                            for i in range(0, len(parts), PARTS_PER_TASK)],
+        _carry_scan_parts, [(share, ctx.work_url)
+                            for share in _shares(parts, ctx.config.runtime)],
         ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
         for pair in group]
 
@@ -222,10 +228,11 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
                       if p.endswith(".parquet")}) if fs.exists(f"{root}/instances") else []
     paths = {carried.paths[i]: int(carried.new_index[i])
              for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
-    map_items(_carry_parts, [(carried.url, parts[i:i + PARTS_PER_TASK], ctx.work_url)
-                             for i in range(0, len(parts), PARTS_PER_TASK)],
+    map_items(_carry_parts, [(carried.url, share, ctx.work_url)
+                             for share in _shares(parts, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index, paths])
-    map_items(_carry_pieces, [(carried.url, folder, ctx.work_url) for folder in folders],
+    map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
+                              for share in _shares(folders, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
     status = read_parquet(fs, f"{root}/status.parquet")
     keep, seq = remap_positions(status.column("seq"), carried.new_index)
@@ -287,8 +294,7 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     fs, root = carried.previous.fs, carried.previous.root
     parts = parquet_parts(fs, f"{root}/{name}") or (
         [f"{root}/{name}.parquet"] if fs.exists(f"{root}/{name}.parquet") else [])
-    groups = [parts[i:i + VECTOR_PARTS_PER_TASK]
-              for i in range(0, len(parts), VECTOR_PARTS_PER_TASK)]
+    groups = _shares(parts, runtime)
     return sum(map_items(_carry_vector_parts, [
         ([fs.unstrip_protocol(part) for part in group],
          staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
@@ -297,8 +303,7 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
 
 def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int:
     """Parts of a previous embeddings table -> the rows of `ids`, as one part (a table of
-    small parts, one per read batch, is not carried part for part: 220 tasks of 100 rows
-    took 27 s at 10M tokens)."""
+    small parts, one per read batch, is not carried part for part)."""
     sources, target = job
     wanted = ids.combine_chunks()
     kept = []
@@ -366,11 +371,16 @@ def _carry_part(url: str, name: str, work_url: str, new_index: np.ndarray,
                 write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
 
 
-def _carry_pieces(job: tuple[str, str, str], new_index: np.ndarray) -> None:
+def _carry_pieces(job: tuple[str, list[str], str], new_index: np.ndarray) -> None:
+    url, folders, work_url = job
+    for folder in folders:
+        _carry_folder(url, folder, work_url, new_index)
+
+
+def _carry_folder(url: str, folder: str, work_url: str, new_index: np.ndarray) -> None:
     """One folder of instance pieces (a kind's shard, or the claims): the carried chunks'
     instances, renumbered, as one piece (`carried.parquet`: a shard read back is sorted by
     `seq`, so the pieces' number and order do not matter, and updates do not pile them up)."""
-    url, folder, work_url = job
     fs, root = fsspec.core.url_to_fs(url)
     kept = []
     for part in parquet_parts(fs, f"{root}/{folder}"):
