@@ -91,7 +91,12 @@ def test_several_actors_share_one_budget(ray_session):
                            catch_up_factor=1.0)
         limiter = cluster_rate_limiter(config, f"test-several-actors-{time.time()}")
         callers = [Caller.remote(config, limiter) for _ in range(actors)]
-        usages = ray.get([c.run.remote(calls_per_actor, f"actor{i}") for i, c in enumerate(callers)])
+        try:
+            usages = ray.get([c.run.remote(calls_per_actor, f"actor{i}")
+                              for i, c in enumerate(callers)])
+        finally:
+            for caller in callers:  # ours: gone with the test, not left to the session
+                ray.kill(caller)
         stats = server.stats()
         # Pacing is measured where the provider sees it: from first to last admission, so the
         # actors' start-up (process spawn, imports) on a busy machine does not count.

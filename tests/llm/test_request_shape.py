@@ -115,14 +115,19 @@ def test_what_one_ray_worker_learns_every_other_sends_from_its_first_request(ray
         config = load_config(None, [f"llm.api_base={server.url}", "llm.model=deployment-x",
                                     "llm.max_retries=0"]).llm
         limiter = cluster_rate_limiter(config, f"test-shape-{time.time()}")
+        callers = []
         try:
             first = Caller.remote(config, limiter)
+            callers.append(first)
             assert ray.get(first.run.remote("first"))
             after_first = len(server.stats()["chat_parameters"])
             others = [Caller.remote(config, limiter) for _ in range(2)]
+            callers += others
             assert all(ray.get([c.run.remote(f"other {i}") for i, c in enumerate(others)]))
             sent = server.stats()["chat_parameters"]
         finally:
+            for caller in callers:  # ours: gone with the test, not left to the session
+                ray.kill(caller)
             limiter.close()
     assert [status for status, _ in sent[:after_first]] == [400, 400, 200]
     assert sent[after_first:] == [(200, ("max_completion_tokens",))] * 2
