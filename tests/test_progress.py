@@ -29,7 +29,7 @@ def test_terminal_mode_rewrites_one_line():
 def test_chunk_totals_are_estimated_per_file_and_corrected_as_files_are_read():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq, seq_file_index
+    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_index
     from graphrag_ray.progress import ChunkProgress, estimated_chunks
 
     # Many small files: one window each, not the corpus's bytes over the window size.
@@ -74,7 +74,7 @@ def test_a_line_comes_every_interval_while_nothing_finishes():
 def test_chunk_progress_shows_calls_and_tokens():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.read_and_chunk import chunk_seq, seq_file_index
+    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_index
     from graphrag_ray.progress import ChunkProgress
 
     bar = ChunkProgress("extract", [2], seq_file_index, stream=io.StringIO(), log_every_s=60)

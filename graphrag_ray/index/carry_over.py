@@ -37,11 +37,12 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.chunks.passage_scans import (
-    FILE_SHIFT, Scan, reading_signature, remap_positions, repeated_from_tables,
-    repeated_table, scans_of)
+    Scan, reading_signature, remap_positions, repeated_from_tables, repeated_table, scans_of)
+from graphrag_ray.index.chunks.positions import FILE_SHIFT
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
+from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.atomic import write_atomically
@@ -56,6 +57,7 @@ CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
 KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
 TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking its share
+FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
 
 def _shares(items: list, runtime) -> list[list]:
@@ -63,13 +65,6 @@ def _shares(items: list, runtime) -> list[list]:
     n = max(1, min(len(items), TASKS_PER_WORKER * runtime.num_workers))
     size = -(-len(items) // n) if items else 1
     return [items[i:i + size] for i in range(0, len(items), size)]
-FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
-
-
-def relative_paths(files: list[str], input_root: str) -> list[str]:
-    """The listing's paths under the input root (what `_input_files` and the diff name)."""
-    return [p[len(input_root):].lstrip("/") if input_root and p.startswith(input_root) else p
-            for p in files]
 
 
 def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
@@ -78,7 +73,6 @@ def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
     needs to renumber and compare it; the rest of the work area removed."""
     fs = staged.fs
     work, kept = f"{staged.root}/_work", f"{staged.root}/{READING}"
-    staged.remove(READING)  # a resumed stage's half-kept reading
     fs.makedirs(kept, exist_ok=True)
     for folder in KEPT_FOLDERS:
         if fs.exists(f"{work}/{folder}"):
@@ -86,7 +80,7 @@ def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
     staged.write_table(f"{READING}/status", extraction)
     staged.write_table(f"{READING}/files", pa.table(
         {"file_index": pa.array(range(len(files)), pa.int64()),
-         "path": pa.array(relative_paths(files, input_root), pa.string())},
+         "path": pa.array([relative_path(p, input_root) for p in files], pa.string())},
         schema=FILES_SCHEMA))
     keys, openings = repeated_table(repeated)
     staged.write_table(f"{READING}/repeated", keys)
@@ -118,16 +112,23 @@ class CarriedReading:
     new_index: np.ndarray
     paths: list[str]  # the previous listing, by old file index
     shards: int
+    status: pa.Table  # the previous version's extraction status rows, one per chunk
 
     @property
     def url(self) -> str:
         return self.previous.url_of(READING)
 
+    def carried_status(self) -> pa.Table:
+        """The carried chunks' status rows, renumbered (once the files read again are
+        settled)."""
+        keep, seq = remap_positions(self.status.column("seq"), self.new_index)
+        status = self.status.filter(pa.array(keep))
+        return status.set_column(status.column_names.index("seq"), "seq",
+                                 pa.array(seq, pa.int64()))
+
     def text_unit_ids(self) -> pa.ChunkedArray:
-        """The carried chunks' ids (once the files read again are settled)."""
-        status = self.previous.read_table(f"{READING}/status", ["seq", "text_unit_id"])
-        keep, _ = remap_positions(status.column("seq"), self.new_index)
-        return status.column("text_unit_id").filter(pa.array(keep))
+        """The carried chunks' ids."""
+        return self.carried_status().column("text_unit_id")
 
     def carried(self) -> int:
         return int((self.new_index >= 0).sum())
@@ -144,7 +145,7 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
                     input_root: str) -> CarriedReading:
     """Every unchanged file of the previous reading, at its place in the current listing."""
     listing = previous.read_table(f"{READING}/files")
-    now = {path: i for i, path in enumerate(relative_paths(files, input_root))}
+    now = {relative_path(path, input_root): i for i, path in enumerate(files)}
     same = set(unchanged)
     paths = listing.column("path").to_pylist()
     new_index = np.full(len(paths), -1, dtype=np.int64)
@@ -152,18 +153,18 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
         if path in same and path in now:
             new_index[old] = now[path]
     # A file with a chunk whose extraction failed is read again: the chunk is tried again.
-    status = previous.read_table(f"{READING}/status", ["seq", "status"])
+    status = previous.read_table(f"{READING}/status")
     failed = pc.equal(status.column("status"), "failed")
     new_index[np.unique(np.asarray(status.filter(failed).column("seq").to_numpy(),
                                    np.int64) >> FILE_SHIFT)] = -1
     settings = json.loads(previous.fs.cat_file(f"{previous.root}/{READING}/reading.json"))
-    return CarriedReading(previous, new_index, paths, settings["shards"])
+    return CarriedReading(previous, new_index, paths, settings["shards"], status)
 
 
 def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
-    """The carried files' passage scans (a few tasks, each a share of the kept parts), written into
-    the work area renumbered; returns (previous position, scan at its current position) per
-    document."""
+    """The carried files' passage scans (a few tasks, each a share of the kept parts),
+    written into the work area renumbered; returns (previous position, scan at its current
+    position) per document."""
     fs, root = fsspec.core.url_to_fs(carried.url)
     parts = [fs.unstrip_protocol(p) for p in _listing(fs, f"{root}/passages")
              if p.endswith(".parquet")]
@@ -234,10 +235,7 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
                               for share in _shares(folders, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
-    status = read_parquet(fs, f"{root}/status.parquet")
-    keep, seq = remap_positions(status.column("seq"), carried.new_index)
-    status = status.filter(pa.array(keep))
-    status = status.set_column(status.column_names.index("seq"), "seq", pa.array(seq, pa.int64()))
+    status = carried.carried_status()
     status = status.set_column(status.column_names.index("reused"), "reused",
                                pa.array(np.ones(status.num_rows, dtype=bool)))
     for name in USAGE_FIELDS:
@@ -311,11 +309,11 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int
         fs, path = fsspec.core.url_to_fs(source)
         table = read_parquet(fs, path)
         kept.append(table.filter(pc.is_in(table.column("id"), value_set=wanted)))
-    table = pa.concat_tables(kept) if kept else None
-    if table is not None and table.num_rows:
+    table = pa.concat_tables(kept)  # a share holds at least one part
+    if table.num_rows:
         target_fs, target_path = fsspec.core.url_to_fs(target)
         write_parquet(target_fs, target_path, table)
-    return table.num_rows if table is not None else 0
+    return table.num_rows
 
 
 def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

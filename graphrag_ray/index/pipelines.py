@@ -258,7 +258,9 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
     Stage("plan_extraction", _run_plan_extraction,
-          reads=("files", "repeated", "carried", "text_units"), writes=("plan", "carried_units"), timed=False, about="how the files are read, chunked, extracted"),
+          reads=("files", "repeated", "carried", "text_units"),
+          writes=("plan", "carried_units"), timed=False,
+          about="how the files are read, chunked, extracted"),
     Stage("extract_batch", _run_extract_batch, reads=("plan",),
           writes=("extract_services",), calls="chat",
           when=lambda config: bool(config.llm.batch),
@@ -366,8 +368,8 @@ def check_pipeline(names: list[str]) -> list[str]:
 
 # Products a stage may read when a stage turned off by config never wrote them: the stage
 # then does without (no repeated passages, services of the context, no feed).
-_OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report_services", "embed_services", "feed",
-             "text_units"}
+_OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report_services",
+             "embed_services", "feed", "text_units"}
 
 
 def run_stages(ctx: BuildContext, state: BuildState, stages: list[Stage]) -> BuildState:

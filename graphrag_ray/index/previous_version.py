@@ -17,6 +17,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.storage import IndexVersion, Manifest
@@ -39,7 +40,7 @@ def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str
             raise InputError(f"cannot read input files under {root}: {exc}") from None
         for path in batch:
             data = contents[path]
-            rows.append({"path": path[len(root):].lstrip("/") if root else path,
+            rows.append({"path": relative_path(path, root),
                          "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     return pa.Table.from_pylist(rows, schema=INPUT_FILES_SCHEMA)
 

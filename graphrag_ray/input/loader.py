@@ -92,11 +92,17 @@ DOCUMENT_SCHEMA = pa.schema([("id", pa.string()), ("title", pa.string()), ("text
                              ("creation_date", pa.string()), ("metadata", pa.string())])
 
 
+def relative_path(path: str, root: str) -> str:
+    """A listed file's path under the input root: what a document's source and `update`
+    name it by."""
+    return path[len(root):].lstrip("/") if root and path.startswith(root) else path
+
+
 def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
               config: InputConfig) -> LoadedInput:
     """One input file's documents (in file order, without human_readable_id), or why it was
     skipped."""
-    relative = path[len(root):].lstrip("/") if root and path.startswith(root) else path
+    relative = relative_path(path, root)
     result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
     with fs.open(path, "rb") as handle:
         data = handle.read()

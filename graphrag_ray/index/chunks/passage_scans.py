@@ -2,7 +2,7 @@
 version, so that an update scans only the files that changed and still finds the passages
 repeated across the whole corpus (`RepeatedPassages.find` over the kept rows and the new).
 
-A row is a document: its corpus position (`read_and_chunk.chunk_seq` of its file and place
+A row is a document: its corpus position (`positions.chunk_seq` of its file and place
 in the file), its passages (key, MinHash bands, tokens; a null key for the rest of its text)
 and its opening words. The repeated passages found are kept too (`repeated_table`), so an
 update can tell which unchanged documents a change elsewhere reads differently
@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from graphrag_ray.index.chunks.repeated_passages import (
-    OPENING_WORDS, RepeatedPassages)
+from graphrag_ray.index.chunks.positions import FILE_SHIFT
+from graphrag_ray.index.chunks.repeated_passages import OPENING_WORDS, RepeatedPassages
 
 PASSAGE_STRUCT = pa.struct([("key", pa.string()), ("bands", pa.list_(pa.string())),
                             ("tokens", pa.int64())])
@@ -41,16 +40,12 @@ def scans_of(table: pa.Table) -> list[Scan]:
                 table.column("opening").to_pylist())]
 
 
-FILE_SHIFT = 40  # a position's file index: its bits above the document's and window's
-
-
 def remap_positions(positions: pa.Array | pa.ChunkedArray, new_index: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (or chunk `seq`s) of the previous corpus -> (which rows belong to a file that
     is carried over, their positions in the current corpus). `new_index[old file index]`
     is the file's index now, -1 when it is not carried."""
-    old = np.asarray(positions.to_numpy() if isinstance(positions, pa.Array)
-                     else pc.cast(positions, pa.int64()).to_numpy(), dtype=np.int64)
+    old = np.asarray(positions.to_numpy(), dtype=np.int64)
     files = old >> FILE_SHIFT
     mapped = np.full(len(old), -1, dtype=np.int64)
     inside = files < len(new_index)
@@ -93,13 +88,11 @@ def repeated_from_tables(keys: pa.Table, openings: pa.Table) -> RepeatedPassages
             "opening", "length", "first", "documents")))})
 
 
-def reading_signature(scan: Scan, repeated: RepeatedPassages | None) -> tuple:
+def reading_signature(scan: Scan, repeated: RepeatedPassages) -> tuple:
     """What `split_repeated` makes of a document, given the repeated passages: per passage,
     whether it is repeated, its content name and whether this document is its first home;
     and its opening's cut. Two readings of a document with the same signature cut and keep
     the same text (positions aside), so its chunks and extraction can be carried over."""
-    if repeated is None:
-        return ()
     position, passages, opening = scan
     shared = repeated.openings.get(" ".join(opening[:OPENING_WORDS])) \
         if len(opening) > OPENING_WORDS else None

@@ -6,7 +6,7 @@ build's work area, named by the batch's first file (`_work/documents/files-N.par
 `_work/chunks/files-N.parquet`, `_work/inputs/files-N.json` for the files' fingerprints,
 skipped files, decoding warnings and the files mostly kept out as boilerplate, and
 `_work/shared_content/files-N.parquet` for repeated content cut from a document), and the
-chunks flow on to extraction. `seq` orders chunks across the corpus: file,
+chunks flow on to extraction. `seq` (`positions`) orders chunks across the corpus: file,
 then document, then window.
 """
 
@@ -20,8 +20,9 @@ import fsspec
 import pyarrow as pa
 
 from graphrag_ray.config import ChunksConfig, InputConfig
-from graphrag_ray.errors import InputError
 from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
+from graphrag_ray.index.chunks.passage_scans import scan_table
+from graphrag_ray.index.chunks.positions import chunk_seq
 from graphrag_ray.index.chunks.repeated_passages import (
     RepeatedPassages, document_passages, framed_boilerplate, opening_words, split_repeated)
 from graphrag_ray.input.loader import load_file
@@ -34,7 +35,6 @@ from graphrag_ray.tokens import count_tokens
 CHUNK_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()),
                           ("document_id", pa.string()), ("seq", pa.int64()),
                           ("file_chunks", pa.int64()), ("repeated_passage", pa.bool_())])
-_POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
 
 
 # Repeated content (`repeated_passages.RepeatedPassages.content`): per passage, the chunks of
@@ -69,17 +69,6 @@ def _content_chunks(documents: pa.Table, units: pa.Table,
     return rows
 
 
-def seq_file_index(seq: int) -> int:
-    return seq >> 2 * _POSITION_BITS
-
-
-def chunk_seq(file_index: int, document: int, window: int) -> int:
-    if document >> _POSITION_BITS or window >> _POSITION_BITS:
-        raise InputError(f"input file {file_index} has more than {1 << _POSITION_BITS:,} "
-                         "documents, or a document more than that many chunks; split it")
-    return (file_index << 2 * _POSITION_BITS) | (document << _POSITION_BITS) | window
-
-
 def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int, str]
                   ) -> list[tuple[int, list, list[str]]]:
     """(files as (file index, path), input URL and root, input settings, tokenizer, passage
@@ -87,8 +76,6 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
     keys, MinHash bands and tokens, its opening words): the pass before extraction that
     finds repeated passages. The scans are also written to the work area
     (`passages/files-N.parquet`), kept with the version for the next update."""
-    from graphrag_ray.index.chunks.passage_scans import scan_table
-
     files, input_url, input_root, input_config, tokenizer, min_chars, work_url = job
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     documents = []

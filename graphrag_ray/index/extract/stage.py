@@ -18,8 +18,8 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import block_rows, map_items, map_table
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.read_and_chunk import (
-    Reading, read_and_chunk, scan_passages, seq_file_index)
+from graphrag_ray.index.chunks.positions import seq_file_index
+from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
     CarriedReading, carry_reading, carry_scans, reading_differently)
