@@ -337,19 +337,22 @@ def _carry_part(url: str, name: str, work_url: str, new_index: np.ndarray,
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     report = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
-    report = {"files": [f for f in report["files"] if f["path"] in paths],
+    files = [f for f in report["files"] if f["path"] in paths]
+    # A reader's warning opens with its file's path (which may itself hold ": ").
+    owners = tuple(f"{f['path']}: " for f in files)
+    report = {"files": files,
               "skipped": [s for s in report["skipped"] if s["path"] in paths],
-              "warnings": [w for w in report["warnings"] if w.split(": ", 1)[0] in paths],
+              "warnings": [w for w in report["warnings"] if owners and w.startswith(owners)],
               "kept_out": [k for k in report.get("kept_out", []) if k[0] in paths]}
     if not report["files"]:
         return
     documents = chunks = None
     if fs.exists(f"{root}/documents/{name}.parquet"):
         documents = read_parquet(fs, f"{root}/documents/{name}.parquet")
-        files = new_index[np.asarray(documents.column("file_index").to_numpy(), np.int64)]
-        documents = documents.filter(pa.array(files >= 0)).set_column(
+        now = new_index[np.asarray(documents.column("file_index").to_numpy(), np.int64)]
+        documents = documents.filter(pa.array(now >= 0)).set_column(
             documents.column_names.index("file_index"), "file_index",
-            pa.array(files[files >= 0], pa.int64()))
+            pa.array(now[now >= 0], pa.int64()))
         chunks = read_parquet(fs, f"{root}/chunks/{name}.parquet")
         keep, seq = remap_positions(chunks.column("seq"), new_index)
         chunks = chunks.filter(pa.array(keep))

@@ -125,6 +125,21 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
     assert pieces and all(len(names) <= 2 for names in pieces.values()), pieces
 
 
+def test_a_carried_files_reading_warning_stays_with_the_index(corpus, tmp_path):
+    """What the readers said of a file (here: bytes that are not UTF-8) is said again by
+    the update that carries the file over, also when its name holds ": "."""
+    index = str(tmp_path / "index")
+    odd = corpus / "notes: draft.txt"
+    odd.write_bytes(sorted(corpus.glob("doc-*.txt"))[0].read_bytes()[:2000] + b"\xff\xfe ok")
+    built = build_index(str(corpus), index, _config(), progress=lambda _: None)
+    warned = [w for w in built.input_warnings if w.startswith("notes: draft.txt: ")]
+    assert warned
+    (corpus / "zz-new.txt").write_text("Jonas Pellew founded Quarry Lane Works.")
+    manifest, lines = _update(index, corpus)
+    assert any("unchanged files carried over" in line for line in lines)
+    assert [w for w in manifest.input_warnings if w.startswith("notes: draft.txt: ")] == warned
+
+
 def test_a_passage_made_repeated_by_a_new_file_is_cut_from_the_unchanged_ones(corpus,
                                                                               tmp_path):
     index, full = str(tmp_path / "index"), str(tmp_path / "full")
