@@ -51,7 +51,7 @@ from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_p
 READING = "_reading"
 # The carrying tasks read and write files (no CPU to speak of) and run beside the pools,
 # whose actors hold the CPUs: tasks asking for a CPU waited 27 s for the summaries pool to
-# let go at 10M tokens. They ask for none, as the readers do, and are few (`_shares`): a
+# let go at 10M tokens. They ask for none, as the readers do, and are few (`in_shares`): a
 # task per part, asking for no CPU, started a process each on 2 cores.
 CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
@@ -60,7 +60,7 @@ TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking it
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
 
-def _shares(items: list, runtime) -> list[list]:
+def in_shares(items: list, runtime) -> list[list]:
     """`items` in a few consecutive shares, one per carrying task."""
     n = max(1, min(len(items), TASKS_PER_WORKER * runtime.num_workers))
     size = -(-len(items) // n) if items else 1
@@ -170,7 +170,7 @@ def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, S
              if p.endswith(".parquet")]
     return [pair for group in map_items(
         _carry_scan_parts, [(share, ctx.work_url)
-                            for share in _shares(parts, ctx.config.runtime)],
+                            for share in in_shares(parts, ctx.config.runtime)],
         ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
         for pair in group]
 
@@ -230,10 +230,10 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     paths = {carried.paths[i]: int(carried.new_index[i])
              for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
     map_items(_carry_parts, [(carried.url, share, ctx.work_url)
-                             for share in _shares(parts, ctx.config.runtime)],
+                             for share in in_shares(parts, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index, paths])
     map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
-                              for share in _shares(folders, ctx.config.runtime)],
+                              for share in in_shares(folders, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
     status = carried.carried_status()
     status = status.set_column(status.column_names.index("reused"), "reused",
@@ -289,13 +289,9 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     """The previous version's vectors of `ids` in embeddings table `name`, written as parts
     of the staged table (`part-carried-N`, after the parts embedded now in name order);
     returns the rows written."""
-    fs, root = carried.previous.fs, carried.previous.root
-    parts = parquet_parts(fs, f"{root}/{name}") or (
-        [f"{root}/{name}.parquet"] if fs.exists(f"{root}/{name}.parquet") else [])
-    groups = _shares(parts, runtime)
+    groups = in_shares(carried.previous.table_urls(name), runtime)
     return sum(map_items(_carry_vector_parts, [
-        ([fs.unstrip_protocol(part) for part in group],
-         staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
+        (group, staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
         for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS, shared=[ids]))
 
 

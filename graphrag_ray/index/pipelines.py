@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig
@@ -41,6 +42,7 @@ from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.index.reports.kept_reports import keep_reports
+from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.tables import write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -73,6 +75,7 @@ class BuildState:
     graph: Graph | None = None
     communities: list[Community] | None = None
     kept_reports: dict[int, dict] = field(default_factory=dict)  # community -> its report
+    kept_summaries: np.ndarray | None = None  # an update: element keys summarized as before
     report_services: LLMServices | None = None
     described: SummariesAndReports | None = None
     counts: dict[str, int] = field(default_factory=dict)  # rows per table written
@@ -171,6 +174,10 @@ def _run_merge(ctx: BuildContext, state: BuildState) -> None:
     state.graph = merge_graph(ctx, state.shards)
 
 
+def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:
+    state.kept_summaries = keep_summaries(ctx, state.graph, state.update)
+
+
 def _run_summaries_pool(ctx: BuildContext, state: BuildState) -> None:
     state.summaries_pool = summaries_pool(ctx.config, ctx.prompts)
     state.pools.append(state.summaries_pool)
@@ -196,14 +203,16 @@ def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:
         ctx, "summaries_and_reports", frozenset({"summarize", "reports"}),
         lambda deferring: summarize_and_report(ctx, state.graph, state.communities,
                                                state.summaries_pool, services=deferring,
-                                               batch_pass=True, kept=state.kept_reports))
+                                               batch_pass=True, kept=state.kept_reports,
+                                               kept_summaries=state.kept_summaries))
 
 
 def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
     state.described = summarize_and_report(
         ctx, state.graph, state.communities, state.summaries_pool,
         FinalTextsToEmbed(state.feed, state.graph.entities, state.graph.addresses)
-        if state.feed else None, services=state.report_services, kept=state.kept_reports)
+        if state.feed else None, services=state.report_services, kept=state.kept_reports,
+        kept_summaries=state.kept_summaries)
 
 
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
@@ -278,6 +287,10 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("merge", _run_merge, reads=("extraction", "shards"), writes=("graph",),
           calls="chat", timed=False,
           about="instances merged per shard (and entities resolved, when enabled)"),
+    Stage("kept_summaries", _run_kept_summaries, reads=("graph", "update"),
+          writes=("kept_summaries",),
+          about="an update: the summaries of elements whose descriptions did not change, "
+                "read from the previous version"),
     # After the merge, whose Ray tasks need the CPUs its actors would hold; before Leiden,
     # so the actors start while it runs.
     Stage("summaries_pool", _run_summaries_pool, writes=("summaries_pool",), timed=False,
@@ -290,13 +303,13 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("layout", _run_layout, reads=("graph",), timed=False,
           about="entity positions for the explorer"),
     Stage("summaries_and_reports_batch", _run_reports_batch,
-          reads=("graph", "communities", "summaries_pool", "kept_reports"),
+          reads=("graph", "communities", "summaries_pool", "kept_reports", "kept_summaries"),
           writes=("report_services",),
           calls="chat", when=lambda config: config.llm.batch is True and uses_chat_llm(config),
           about="llm.batch: true: summaries and reports by the Batch API, level by level"),
     Stage("summaries_and_reports", _run_summaries_and_reports,
           reads=("graph", "communities", "summaries_pool", "feed", "report_services",
-                 "kept_reports"),
+                 "kept_reports", "kept_summaries"),
           writes=("described",),
           calls="chat", about="element summaries and community reports, one schedule"),
     Stage("write_graph_tables", _run_write_graph_tables,
@@ -321,7 +334,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
-          "report_inputs", "merge", "summaries_pool", "communities", "kept_reports", "layout",
+          "report_inputs", "merge", "kept_summaries", "summaries_pool", "communities", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
           "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD

@@ -138,6 +138,13 @@ class IndexVersion:
         for part in parquet_parts(self.fs, self._path(name)):
             yield read_parquet(self.fs, part, columns)
 
+    def table_urls(self, name: str) -> list[str]:
+        """The files that hold the table (one if it was written whole), as URLs a worker
+        opens; none when the version has no such table."""
+        whole = self._path(f"{name}.parquet")
+        files = [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
+        return [self.fs.unstrip_protocol(path) for path in files]
+
     def row_reader(self, name: str) -> RowReader:
         """The table's rows by number, read a row group at a time (`RowReader`)."""
         whole = self._path(f"{name}.parquet")

@@ -1,7 +1,8 @@
 """An update carries the unchanged files' reading over (`index/carry_over`): only added and
-changed files are read, chunked and extracted, offline too, and the tables are those of a
-full build of the new corpus, also when a change elsewhere makes a passage of an unchanged
-file repeated (that file is read again)."""
+changed files are read, chunked and extracted, offline too, and the summaries of unchanged
+elements are kept (`reports/kept_summaries`); the tables are those of a full build of the
+new corpus, also when a change elsewhere makes a passage of an unchanged file repeated (that
+file is read again)."""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.carry_over import READING
+from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.testing.synthetic_corpus import generate_corpus
@@ -101,8 +103,16 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
     assert manifest.repeated_passages["documents_scanned"] == 2
     assert manifest.repeated_passages["documents_carried"] == len(files) - 2
     assert manifest.tables[schema.TEXT_UNIT_EMBEDDINGS] == manifest.tables[schema.TEXT_UNITS]
-    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    # Elements whose description lists did not change keep their summaries.
+    assert manifest.summaries["kept"] > 0
+    full_manifest = build_index(str(corpus), full, _config(), progress=lambda _: None)
+    assert manifest.summaries["summarized"] + manifest.summaries["kept"] == \
+        full_manifest.summaries["summarized"]
+    assert manifest.summaries["summarized"] < full_manifest.summaries["summarized"] / 2
     _assert_same_tables(index, full)
+    # What the next update keeps is what a full build would have kept.
+    assert _rows(index, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"]) == \
+        _rows(full, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"])
     version = IndexStore(index).open()
     assert version.fs.exists(f"{version.root}/{READING}/status.parquet")
     assert not version.fs.exists(f"{version.root}/_work")

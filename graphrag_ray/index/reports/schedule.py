@@ -35,6 +35,7 @@ from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
     GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys, sub_reports_needed)
+from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
 from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content
 from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
 from graphrag_ray.llm.accounting import table_usage
@@ -79,11 +80,15 @@ def report_id(community_id: int, title: str) -> str:
 def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Community],
                          pool: WorkerPool, final: FinalTexts | None = None,
                          services: LLMServices | None = None, batch_pass: bool = False,
-                         kept: dict[int, dict] | None = None) -> SummariesAndReports | None:
+                         kept: dict[int, dict] | None = None,
+                         kept_summaries: np.ndarray | None = None
+                         ) -> SummariesAndReports | None:
     """Every summary, and each community's report when it may start (`_Schedule`), on
     `pool`; the summaries' blocks are added to `graph.addresses`. `final` hears of each
     entity description and report as it becomes final. `kept` (an update): community ->
-    the previous report it keeps (`kept_reports`), done before anything is requested.
+    the previous report it keeps (`kept_reports`), done before anything is requested;
+    `kept_summaries`: the element keys whose description is the previous version's summary
+    (`kept_summaries`), already at their addresses, not summarized again.
 
     `batch_pass` (`llm.batch: true`, with `services` that defer): a pass of a batch round.
     A summary or report whose request was deferred holds back every report that needs it
@@ -99,9 +104,12 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     n_entities = entities.num_rows
     counts = np.concatenate([entities.column("description_count").to_numpy(),
                              relationships.column("description_count").to_numpy()])
-    todo = np.flatnonzero(counts > 1)
+    kept_summaries = np.empty(0, np.int64) if kept_summaries is None else kept_summaries
+    final_already = counts <= 1
+    final_already[kept_summaries] = True
+    todo = np.flatnonzero(~final_already)
     if final is not None:
-        final.entities_final(np.flatnonzero(counts[:n_entities] <= 1).tolist())
+        final.entities_final(np.flatnonzero(final_already[:n_entities]).tolist())
     elements = _graph_elements(entities, relationships, graph.endpoints, claims, ctx.tokenizer)
     by_id = {c.id: c for c in communities}
     budget = config.reports.max_input_tokens
@@ -137,6 +145,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     reports: dict[int, dict] = {}
     generation: dict[int, str] = {}
     fallbacks: list[str] = []
+    fell_back: set[int] = set()  # element keys whose summary is a fallback (not kept)
     joined_count = 0
     mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
     # With the LLM, community by community, the tallest trees of reports first, so reports
@@ -222,9 +231,11 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             for key, result in pool.completed():
                 if key == summary_key:
                     summarize_usage.add(table_usage(result))
-                    fallbacks.extend(e for e in result.column("error").to_pylist() if e)
-                    joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
                     keys = result.column("key").to_pylist()
+                    errors = result.column("error").to_pylist()
+                    fallbacks.extend(e for e in errors if e)
+                    fell_back.update(k for k, e in zip(keys, errors) if e)
+                    joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
                     if batch_pass:
                         for element, error in zip(keys, result.column("error").to_pylist()):
                             if error and DEFERRED in error:
@@ -264,9 +275,13 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     missing = [c.id for c in communities if c.id not in reports]
     if missing:
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
+    ctx.staged.write_table(ELEMENT_DIGESTS, element_digests(
+        entities, relationships, np.concatenate([elements.entity_tokens, elements.edge_tokens]),
+        fell_back, ctx.tokenizer), config.output.rows_per_part)
     return SummariesAndReports(
         reports=_reports_table(communities, reports, generation),
-        summaries={"summarized": len(todo), "joined_without_llm": joined_count,
+        summaries={"summarized": len(todo), "kept": len(kept_summaries),
+                   "joined_without_llm": joined_count,
                    "extractive_fallbacks": len(fallbacks),
                    "first_fallback_reasons": fallbacks[:5]},
         reports_kept=sum(1 for c in communities if c.id in kept),
