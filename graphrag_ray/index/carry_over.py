@@ -41,6 +41,7 @@ from graphrag_ray.index.chunks.passage_scans import (
 from graphrag_ray.index.chunks.positions import FILE_SHIFT
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.instance_shards import CARRIED_PIECE, KEY_COLUMNS, write_dropped
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
 from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
@@ -55,7 +56,8 @@ READING = "_reading"
 # task per part, asking for no CPU, started a process each on 2 cores.
 CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
-KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages")
+KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages",
+                "merged")
 TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking its share
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
@@ -379,15 +381,20 @@ def _carry_folder(url: str, folder: str, work_url: str, new_index: np.ndarray) -
     instances, renumbered, as one piece (`carried.parquet`: a shard read back is sorted by
     `seq`, so the pieces' number and order do not matter, and updates do not pile them up)."""
     fs, root = fsspec.core.url_to_fs(url)
-    kept = []
+    kept, dropped = [], []
     for part in parquet_parts(fs, f"{root}/{folder}"):
         table = read_parquet(fs, part)
         keep, seq = remap_positions(table.column("seq"), new_index)
+        if not keep.all():
+            dropped.append(table.filter(pa.array(~keep)))
         if keep.any():
             table = table.filter(pa.array(keep))
             kept.append(table.set_column(table.column_names.index("seq"), "seq",
                                          pa.array(seq, pa.int64())))
     if kept:
         work_fs, work_root = fsspec.core.url_to_fs(work_url)
-        write_parquet(work_fs, f"{work_root}/{folder}/carried.parquet",
+        write_parquet(work_fs, f"{work_root}/{folder}/{CARRIED_PIECE}",
                       pa.concat_tables(kept))
+    kind, _, shard = folder.removeprefix("instances/").partition("/shard-")
+    if dropped and kind in KEY_COLUMNS:  # (claims are not merged by key)
+        write_dropped(work_url, kind, int(shard), pa.concat_tables(dropped))

@@ -171,7 +171,8 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
-    state.graph = merge_graph(ctx, state.shards)
+    state.graph = merge_graph(ctx, state.shards,
+                              state.carried.url if state.carried is not None else None)
 
 
 def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:
@@ -284,7 +285,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
-    Stage("merge", _run_merge, reads=("extraction", "shards"), writes=("graph",),
+    Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("graph",),
           calls="chat", timed=False,
           about="instances merged per shard (and entities resolved, when enabled)"),
     Stage("kept_summaries", _run_kept_summaries, reads=("graph", "update"),

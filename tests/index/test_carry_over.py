@@ -110,11 +110,15 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
         full_manifest.summaries["summarized"]
     assert manifest.summaries["summarized"] < full_manifest.summaries["summarized"] / 2
     _assert_same_tables(index, full)
+    # The merge merged again only what the changes touched; its figures are the whole
+    # graph's.
+    assert manifest.merge == full_manifest.merge
     # What the next update keeps is what a full build would have kept.
     assert _rows(index, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"]) == \
         _rows(full, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"])
     version = IndexStore(index).open()
     assert version.fs.exists(f"{version.root}/{READING}/status.parquet")
+    assert version.fs.glob(f"{version.root}/{READING}/merged/block-*.parquet")
     assert not version.fs.exists(f"{version.root}/_work")
     for name in EMBEDDINGS:
         assert version.fs.glob(f"{version.root}/{name}/part-carried-*"), name

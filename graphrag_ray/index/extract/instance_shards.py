@@ -10,6 +10,11 @@ piece per shard and kind, named after the chunks in the batch:
 Instances carry `seq`, their chunk's position in the corpus; a shard read back is sorted by it
 (stably), which restores chunk order: exactly the shard a whole-table partition gives, hence
 the same merge. A retried batch rewrites the same names whole, so nothing is counted twice.
+
+An update writes the unchanged files' instances as one piece per folder (`CARRIED_PIECE`),
+and the keys of the previous instances it did not carry (files changed, deleted, read again)
+under `<work>/dropped/<kind>/shard-NNNNN.parquet`: with the pieces extracted now, they are
+what changed in each shard (`read_changes`), which the merge merges again (`touched_merge`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ from graphrag_ray.index.graph.merge import Pieces
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 KINDS = ("entities", "mentions", "relationships")
+# What identifies an instance's element: an entity's (or a mention's) title, a relationship's
+# endpoints.
+KEY_COLUMNS = {"entities": ("title",), "mentions": ("title",),
+               "relationships": ("source", "target")}
+CARRIED_PIECE = "carried.parquet"
+DROPPED = "dropped"
 
 
 def piece_name(chunk_ids: list[str]) -> str:
@@ -57,3 +68,29 @@ def read_shard(work_url: str, shard: int, schemas: tuple[pa.Schema, pa.Schema, p
 def read_claims(work_url: str, schema: pa.Schema) -> pa.Table:
     fs, root = fsspec.core.url_to_fs(work_url)
     return _read_dir(fs, f"{root}/instances/claims", schema)
+
+
+def write_dropped(work_url: str, kind: str, shard: int, table: pa.Table) -> None:
+    """The keys of a shard's previous instances that an update did not carry."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    write_parquet(fs, f"{root}/{DROPPED}/{kind}/shard-{shard:05d}.parquet",
+                  table.select(list(KEY_COLUMNS[kind])))
+
+
+def read_changes(work_url: str, shard: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """Per kind, the keys (`KEY_COLUMNS`) of the shard's instances that differ from the
+    previous version's: those extracted now (every piece but the carried one) and those
+    the carry dropped."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    changes = []
+    for kind in KINDS:
+        columns = list(KEY_COLUMNS[kind])
+        paths = [p for p in parquet_parts(fs, f"{root}/instances/{kind}/shard-{shard:05d}")
+                 if not p.endswith(f"/{CARRIED_PIECE}")]
+        dropped = f"{root}/{DROPPED}/{kind}/shard-{shard:05d}.parquet"
+        if fs.exists(dropped):
+            paths.append(dropped)
+        tables = [read_parquet(fs, path, columns) for path in paths]
+        changes.append(pa.concat_tables(tables) if tables else pa.table(
+            {c: pa.array([], pa.string()) for c in columns}))
+    return tuple(changes)

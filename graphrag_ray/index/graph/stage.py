@@ -18,7 +18,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.index.extract.instance_shards import read_shard
+from graphrag_ray.index.extract.instance_shards import read_changes, read_shard
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.claims import build_covariates
@@ -30,6 +30,7 @@ from graphrag_ray.index.graph.layout import layout_positions
 from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.graph.provenance import Provenance
+from graphrag_ray.index.graph.touched_merge import merge_touched
 from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
@@ -51,21 +52,42 @@ class Graph:
 MERGED = "merged"
 
 
-def merge_stored_shard(shard: tuple[str, int, str]) -> tuple[MergeStats, pa.Table]:
-    """One shard (work URL, number, tokenizer) read from storage and merged: its structure
-    written to the work area for the driver, and its description text as a block that stays
-    with the workers. The driver reads the structure from storage, not from the object
-    store: object-store pages a process has read stay in its RSS (on a 100M-token build,
-    800 MB of the driver's)."""
-    work_url, number, encoding = shard
-    entities, relationships, stats = merge_shard(read_shard(work_url, number, (
-        ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)))
-    entities, relationships, block = split_descriptions(entities, relationships, number,
-                                                        encoding)
+def merge_stored_shard(shard: tuple[str, int, str, str | None]) -> tuple[MergeStats, pa.Table]:
+    """One shard (work URL, number, tokenizer, the previous reading's URL when an update
+    merges only what it touched: `touched_merge`) read from storage and merged: its
+    structure written to the work area for the driver, with its block for the next update,
+    and its description text as a block that stays with the workers. The driver reads the
+    structure from storage, not from the object store: object-store pages a process has read
+    stay in its RSS (on a 100M-token build, 800 MB of the driver's)."""
+    work_url, number, encoding, previous_url = shard
+    pieces = read_shard(work_url, number, (
+        ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
+    if previous_url is None:
+        entities, relationships, stats = merge_shard(pieces)
+        entities, relationships, block = split_descriptions(entities, relationships, number,
+                                                            encoding)
+    else:
+        entities, relationships, block, stats = merge_touched(
+            pieces, read_changes(work_url, number), _read_merged_shard(previous_url, number),
+            number, encoding)
     fs, root = fsspec.core.url_to_fs(work_url)
-    for kind, table in (("entities", entities), ("relationships", relationships)):
+    for kind, table in (("entities", entities), ("relationships", relationships),
+                        ("block", block)):
         write_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet", table)
     return stats, block
+
+
+def _read_merged_shard(url: str, number: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+    fs, root = fsspec.core.url_to_fs(url)
+    return tuple(read_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet")
+                 for kind in ("entities", "relationships", "block"))
+
+
+def merged_shards_kept(url: str, shards: int) -> bool:
+    """Whether the reading at `url` (a previous version's) kept all `shards` merged shards."""
+    fs, root = fsspec.core.url_to_fs(url)
+    return all(fs.exists(f"{root}/{MERGED}/block-{number:05d}.parquet")
+               for number in range(shards))
 
 
 def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
@@ -75,13 +97,17 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
                   for kind in ("entities", "relationships")) for number in range(shards)]
 
 
-def merge_graph(ctx: BuildContext, shards: int) -> Graph:
+def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None) -> Graph:
     """Each shard merged by its own task (parallel on Ray), the driver getting the structure
     in its final order and the address of every element's description; the covariates
-    written by a worker when claims are kept."""
+    written by a worker when claims are kept. `previous_url` (an update that carried the
+    unchanged files over): the previous reading, whose merged shards are merged again only
+    where the update touched them, when it kept them."""
     config = ctx.config
+    if previous_url is not None and not merged_shards_kept(previous_url, shards):
+        previous_url = None
     with ctx.stage("merge"):
-        merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer)
+        merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer, previous_url)
                                                 for k in range(shards)],
                            config.runtime, keep_blocks=True)
         entities, relationships, stats = combine_shards([

@@ -1,0 +1,109 @@
+"""An update's merge of one shard: only the elements its changes touch are merged again.
+
+A build keeps each shard's merged structure and description block (`merged/` in the
+version's reading). An update knows what changed in the shard (`instance_shards.read_changes`:
+the instances extracted now and the keys of those it did not carry): an entity is touched
+when an instance or mention of its title changed, a relationship when an instance of its
+endpoint pair did. Touched elements are merged again from all their instances (the carried
+ones with the new), exactly as `merge.merge_shard` merges them; every other element keeps
+its previous row, digest and token counts, and its description list moves to the new block.
+The result is the shard a full merge gives (rows in title order within their kind; the
+block's rows in another order, which the structure's `description_row` follows).
+
+The merge's figures (`MergeStats`) are counted over all the shard's instances, by vectorized
+group-bys rather than the per-instance loop: they must be the whole shard's, not the
+touched part's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.index.graph.description_blocks import split_descriptions
+from graphrag_ray.index.graph.merge import (
+    MergeStats, Pieces, merge_entities, merge_relationships)
+
+
+def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Each relationship's unordered endpoint pair as one string (`merge._pair_key`;
+    UTF-8 bytes order as code points do)."""
+    source, target = relationships.column("source"), relationships.column("target")
+    first = pc.less_equal(source, target)
+    return pc.binary_join_element_wise(pc.if_else(first, source, target),
+                                       pc.if_else(first, target, source), "\x00")
+
+
+def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array, pa.Array]:
+    """(entity titles, relationship pair keys) that the changes touch."""
+    entities, mentions, relationships = changes
+    titles = pc.unique(pa.chunked_array(entities.column("title").chunks +
+                                        mentions.column("title").chunks,
+                                        type=pa.string()))
+    return titles, pc.unique(pa.chunked_array(
+        [pair_keys(relationships)] if relationships.num_rows else [], type=pa.string()))
+
+
+def shard_stats(pieces: Pieces) -> MergeStats:
+    """What `merge.merge_shard` counts, over all of a shard's instances."""
+    entities, mentions, relationships = pieces
+    loops = pc.sum(pc.equal(relationships.column("source"),
+                            relationships.column("target"))).as_py() or 0
+    mentioned = pc.unique(mentions.column("title"))
+    only_mentioned = pc.sum(pc.invert(pc.is_in(
+        mentioned, value_set=pc.unique(entities.column("title"))))).as_py() or 0
+    typed = entities.filter(pc.and_(pc.is_valid(entities.column("type")),
+                                    pc.not_equal(entities.column("type"), "")))
+    types = typed.group_by("title").aggregate([("type", "count_distinct")])
+    conflicts = pc.sum(pc.greater(types.column("type_count_distinct"), 1)).as_py() or 0
+    return MergeStats(entity_instances=entities.num_rows,
+                      relationship_instances=relationships.num_rows,
+                      self_loops_dropped=loops,
+                      entities_added_from_relationships=only_mentioned,
+                      type_conflicts=conflicts)
+
+
+def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
+                  previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str
+                  ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats]:
+    """The shard's (entities, relationships) structure and block, as
+    `description_blocks.split_descriptions` gives them after a full merge, from `previous`
+    (the last version's structure and block of this shard) and the touched elements merged
+    again."""
+    entities, mentions, relationships = pieces
+    titles, pairs = touched_keys(changes)
+    merged_entities, _ = merge_entities(
+        entities.filter(pc.is_in(entities.column("title"), value_set=titles)),
+        mentions.filter(pc.is_in(mentions.column("title"), value_set=titles)))
+    merged_relationships, _ = merge_relationships(relationships.filter(
+        pc.is_in(pair_keys(relationships), value_set=pairs)) if relationships.num_rows
+        else relationships)
+    new_entities, new_relationships, new_block = split_descriptions(
+        merged_entities, merged_relationships, shard, encoding)
+    old_entities, old_relationships, old_block = previous
+    old_entities = old_entities.filter(pc.invert(pc.is_in(old_entities.column("title"),
+                                                          value_set=titles)))
+    if old_relationships.num_rows:
+        old_relationships = old_relationships.filter(pc.invert(pc.is_in(
+            pair_keys(old_relationships), value_set=pairs)))
+    kept_rows = np.concatenate([old_entities.column("description_row").to_numpy(),
+                                old_relationships.column("description_row").to_numpy()])
+    block = pa.concat_tables([old_block.take(pa.array(kept_rows, pa.int64())), new_block])
+    # The kept rows first (in that order), then the new block's.
+    n_old_entities, n_kept = old_entities.num_rows, len(kept_rows)
+    old_entities = _placed(old_entities, np.arange(n_old_entities))
+    old_relationships = _placed(old_relationships, np.arange(n_old_entities, n_kept))
+    new_entities = _placed(new_entities, n_kept + new_entities.column(
+        "description_row").to_numpy())
+    new_relationships = _placed(new_relationships, n_kept + new_relationships.column(
+        "description_row").to_numpy())
+    return (pa.concat_tables([old_entities, new_entities]).sort_by("title"),
+            pa.concat_tables([old_relationships, new_relationships]).sort_by(
+                [("source", "ascending"), ("target", "ascending")]),
+            block, shard_stats(pieces))
+
+
+def _placed(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    return table.set_column(table.column_names.index("description_row"), "description_row",
+                            pa.array(np.asarray(rows, np.int64), pa.int64()))

@@ -1,0 +1,95 @@
+"""An update's merge of a shard (`touched_merge`): the previous merged shard, with the
+elements its changes touch merged again, is the shard a full merge of the new instances
+gives, figures included."""
+
+import random
+from dataclasses import asdict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.index.graph.description_blocks import split_descriptions
+from graphrag_ray.index.graph.merge import endpoint_mentions, merge_shard
+from graphrag_ray.index.graph.touched_merge import merge_touched, pair_keys, shard_stats
+
+NAMES = ["ADA", "BOB", "CARL", "DORA", "ÉMILE", "FAY", "GUS", "HAL", "Zoë", "zed"]
+TYPES = ["PERSON", "ORGANIZATION", "", "GEO"]
+
+
+def _instances(rng: random.Random, files: range) -> tuple[pa.Table, pa.Table]:
+    """Entity and relationship instances of some files, in chunk (`seq`) order: names and
+    descriptions repeat across files, so merged elements hold several of each."""
+    entities, relationships = [], []
+    for file in files:
+        for chunk in range(3):
+            seq, unit = file * 100 + chunk, f"u{file}-{chunk}"
+            for _ in range(rng.randint(1, 4)):
+                entities.append({"title": rng.choice(NAMES), "type": rng.choice(TYPES),
+                                 "description": f"d{rng.randint(0, 5)}",
+                                 "text_unit_id": unit, "seq": seq})
+            for _ in range(rng.randint(0, 3)):
+                relationships.append({"source": rng.choice(NAMES + ["ONLY LINKED"]),
+                                      "target": rng.choice(NAMES), "strength": 1.0,
+                                      "description": f"r{rng.randint(0, 3)}",
+                                      "text_unit_id": unit, "seq": seq})
+    return (pa.Table.from_pylist(entities), pa.Table.from_pylist(relationships))
+
+
+def _pieces(entities: pa.Table, relationships: pa.Table):
+    return entities, endpoint_mentions(relationships), relationships
+
+
+def _by_element(structure: pa.Table, block: pa.Table, key: str) -> dict:
+    rows = structure.drop_columns(["description_row"]).to_pylist()
+    lists = block.take(structure.column("description_row")).to_pylist()
+    return {tuple(row[k] for k in key.split(",")): (row, text) for row, text in zip(rows, lists)}
+
+
+def _keys(table: pa.Table, columns: list[str]) -> pa.Table:
+    return table.select(columns)
+
+
+def test_a_touched_merge_equals_a_full_merge_of_the_new_instances():
+    for seed in range(6):
+        rng = random.Random(seed)
+        entities, relationships = _instances(rng, range(12))
+        previous = split_descriptions(*merge_shard(_pieces(entities, relationships))[:2], 3,
+                                      "cl100k_base")
+        # Files 4 and 9 changed (their instances dropped, new ones extracted), file 12 added.
+        gone = lambda table: pc.is_in(pc.divide(table.column("seq"), 100),  # noqa: E731
+                                      value_set=pa.array([4, 9]))
+        added_entities, added_relationships = _instances(rng, range(4, 13, 4))
+        now_entities = pa.concat_tables([entities.filter(pc.invert(gone(entities))),
+                                         added_entities]).sort_by("seq")
+        now_relationships = pa.concat_tables([
+            relationships.filter(pc.invert(gone(relationships))),
+            added_relationships]).sort_by("seq")
+        dropped_relationships = relationships.filter(gone(relationships))
+        changes = (
+            pa.concat_tables([_keys(entities.filter(gone(entities)), ["title"]),
+                              _keys(added_entities, ["title"])]),
+            _keys(pa.concat_tables([endpoint_mentions(dropped_relationships),
+                                    endpoint_mentions(added_relationships)]), ["title"]),
+            pa.concat_tables([_keys(dropped_relationships, ["source", "target"]),
+                              _keys(added_relationships, ["source", "target"])]))
+        pieces = _pieces(now_entities, now_relationships)
+        full_entities, full_relationships, full_stats = merge_shard(pieces)
+        full = split_descriptions(full_entities, full_relationships, 3, "cl100k_base")
+        touched = merge_touched(pieces, changes, previous, 3, "cl100k_base")
+        assert touched[0].column("title").to_pylist() == full[0].column("title").to_pylist()
+        assert _by_element(touched[0], touched[2], "title") == \
+            _by_element(full[0], full[2], "title")
+        assert _by_element(touched[1], touched[2], "source,target") == \
+            _by_element(full[1], full[2], "source,target")
+        assert asdict(touched[3]) == asdict(full_stats)
+
+
+def test_shard_figures_count_what_the_merge_loop_counts():
+    entities, relationships = _instances(random.Random(7), range(20))
+    pieces = _pieces(entities, relationships)
+    assert asdict(shard_stats(pieces)) == asdict(merge_shard(pieces)[2])
+
+
+def test_pair_keys_are_unordered():
+    table = pa.table({"source": ["B", "A", "É"], "target": ["A", "B", "Z"]})
+    assert pair_keys(table).to_pylist() == ["A\x00B", "A\x00B", "Z\x00É"]
