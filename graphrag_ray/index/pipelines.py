@@ -196,7 +196,7 @@ def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_layout(ctx: BuildContext, state: BuildState) -> None:
-    lay_out(ctx, state.graph)
+    lay_out(ctx, state.graph, state.update.version if state.update else None)
 
 
 def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -301,8 +301,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("kept_reports", _run_kept_reports, reads=("graph", "communities"),
           writes=("kept_reports",), about="what each community's report reads, digested; "
           "an update keeps the reports whose inputs did not change"),
-    Stage("layout", _run_layout, reads=("graph",), timed=False,
-          about="entity positions for the explorer"),
+    Stage("layout", _run_layout, reads=("graph", "update"), timed=False,
+          about="entity positions for the explorer (an update places its new entities)"),
     Stage("summaries_and_reports_batch", _run_reports_batch,
           reads=("graph", "communities", "summaries_pool", "kept_reports", "kept_summaries"),
           writes=("report_services",),

@@ -88,6 +88,7 @@ def corpus(tmp_path) -> Path:
 def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corpus, tmp_path):
     index, full = str(tmp_path / "index"), str(tmp_path / "full")
     build_index(str(corpus), index, _config(), progress=lambda _: None)
+    positions = _rows(index, schema.ENTITIES, "id", ["x", "y"])
     files = sorted(corpus.glob("*.txt"))
     # Inserted between two files (every later file's position moves), one changed, one gone.
     (corpus / f"{files[3].stem}-b.txt").write_text(files[8].read_text()[:3000] + "\n\nJonas "
@@ -111,8 +112,11 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
     assert manifest.summaries["summarized"] < full_manifest.summaries["summarized"] / 2
     _assert_same_tables(index, full)
     # The merge merged again only what the changes touched; its figures are the whole
-    # graph's.
+    # graph's. The entities there before keep their places in the layout.
     assert manifest.merge == full_manifest.merge
+    after = _rows(index, schema.ENTITIES, "id", ["x", "y"])
+    assert after.keys() - positions.keys()
+    assert all(after[i] == positions[i] for i in after.keys() & positions.keys())
     # What the next update keeps is what a full build would have kept.
     assert _rows(index, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"]) == \
         _rows(full, ELEMENT_DIGESTS, "id", ["digest", "inner_tokens"])

@@ -60,6 +60,12 @@ class WarmStart(Protocol):
     def left_out(self) -> np.ndarray | None:
         """A mask of the nodes that are in no community; None: every node is in one."""
 
+    def settled(self, level: int, nodes: np.ndarray, small: np.ndarray) -> np.ndarray | None:
+        """Per node of `nodes` (the clustered members of a community being split into
+        `level`; `small`: the graph's nodes in small components), the previous community it
+        keeps there, untouched by the update, or -1 where Leiden places it; None: Leiden
+        places every node."""
+
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
         """Kept: whether a community of `nodes` is split into `level` as before (True: they
         were in several communities there; False: they were in one community above and
@@ -110,6 +116,30 @@ def _leiden(graph: ig.Graph, config: CommunitiesConfig, level: int,
     optimiser.optimise_partition(partition, n_iterations=config.leiden_iterations,
                                  is_membership_fixed=fixed)
     return np.asarray(partition.membership)
+
+
+def _leiden_around(graph: ig.Graph, settled: np.ndarray, initial: list[int],
+                   config: CommunitiesConfig, level: int) -> np.ndarray:
+    """Leiden for the nodes an update touched (`settled` -1), around the communities it did
+    not (`settled` their label), each of which is one vertex that keeps its community: the
+    touched nodes may join one, or form communities of their own. A settled community as one
+    vertex (its inner edges a loop of their summed weight) counts in modularity as its nodes
+    do, so this finds what Leiden on the whole graph with those nodes fixed would, at the
+    cost of the touched part. (Leiden on the touched nodes alone would split them more
+    finely with every update: a subgraph taken out of its graph is always worth splitting.)
+    `initial`: the touched nodes' starting communities."""
+    groups, group_of = np.unique(settled[settled >= 0], return_inverse=True)
+    moving = np.flatnonzero(settled < 0)
+    vertex = np.empty(len(settled), dtype=np.int64)
+    vertex[settled >= 0] = group_of
+    vertex[moving] = len(groups) + np.arange(len(moving))
+    contracted = graph.copy()
+    contracted.contract_vertices(vertex.tolist())
+    contracted.simplify(multiple=True, loops=False, combine_edges={"weight": "sum"})
+    start = list(range(len(groups))) + [len(groups) + k for k in initial]
+    fixed = [True] * len(groups) + [False] * len(moving)
+    found = _leiden(contracted, config, level, start, fixed)
+    return found[vertex]
 
 
 def _groups(members: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
@@ -204,10 +234,16 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
     clustered = members[~small[members]]
     parts: list[np.ndarray] = []
     if len(clustered):
-        labels = _leiden(graph.induced_subgraph(clustered.tolist()), config, level,
-                         *((previous.initial_membership(level, clustered),
-                            previous.fixed_membership(level, clustered)) if previous
-                           else (None, None)))
+        labels = previous.settled(level, clustered, small) if previous is not None else None
+        if labels is None:
+            labels = _leiden(graph.induced_subgraph(clustered.tolist()), config, level,
+                             *((previous.initial_membership(level, clustered),
+                                previous.fixed_membership(level, clustered)) if previous
+                               else (None, None)))
+        elif (labels < 0).any():
+            labels = _leiden_around(graph.induced_subgraph(clustered.tolist()), labels,
+                                    previous.initial_membership(level, clustered[labels < 0]),
+                                    config, level)
         parts = _groups(clustered, labels)
     part_of = np.full(graph.vcount(), -1, dtype=np.int64)
     for k, part in enumerate(parts):

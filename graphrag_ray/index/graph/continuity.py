@@ -23,7 +23,7 @@ in both (adjusted Rand index).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -39,13 +39,19 @@ class PreviousPartition:
     levels: dict[int, list[int]]  # level -> its previous communities
     # Kept, not refined: the nodes the previous version had in no community (else None).
     out: np.ndarray | None = None
+    # An update that merged only what it touched: the nodes it touched (`Graph.touched`).
+    touched: np.ndarray | None = None
+    # level -> (per previous community: whole and untouched; its clustered nodes now)
+    _untouched: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_tables(cls, communities: pa.Table, entity_ids: list[str],
-                    kept_of: set[str] | None = None) -> "PreviousPartition":
+                    kept_of: set[str] | None = None, touched: np.ndarray | None = None
+                    ) -> "PreviousPartition":
         """`communities`: the previous version's communities table (community, level,
         entity_ids); `entity_ids`: the current graph's entity ids, by node; `kept_of`: the
-        previous version's entity ids, when its partition is kept rather than refined."""
+        previous version's entity ids, when its partition is kept rather than refined;
+        `touched`: the nodes an update touched, when it knows (`settled`)."""
         node_of = {entity_id: node for node, entity_id in enumerate(entity_ids)}
         labels: dict[int, np.ndarray] = {}
         sizes: dict[int, int] = {}
@@ -62,7 +68,7 @@ class PreviousPartition:
         if kept_of is not None:
             known = np.fromiter((e in kept_of for e in entity_ids), bool, len(entity_ids))
             out = known & (labels[0] < 0) if 0 in labels else known
-        return cls(labels, sizes, levels, out)
+        return cls(labels, sizes, levels, out, touched)
 
     def fixed_membership(self, level: int, nodes: np.ndarray) -> list[bool] | None:
         """Kept: the nodes that had a community at `level` stay in it."""
@@ -72,6 +78,33 @@ class PreviousPartition:
 
     def left_out(self) -> np.ndarray | None:
         return self.out
+
+    def settled(self, level: int, nodes: np.ndarray, small: np.ndarray) -> np.ndarray | None:
+        """A previous community at `level` whose every entity is still in the graph, none
+        touched by the update, and whose clustered entities are all among `nodes`, keeps
+        them: its induced subgraph and its neighbourhood did not change (a touched
+        relationship touches both its ends), so Leiden would only find it again, at a cost
+        in proportion to the graph. The other nodes (new, or in a community the update
+        touched) are for Leiden. None: nothing settled, or no touched set (a build, entity
+        resolution, a partition kept rather than refined)."""
+        if self.touched is None or self.out is not None or level not in self.labels:
+            return None
+        if level not in self._untouched:  # per level once: settled calls come by thousands
+            ids, size = self.labels[level], max(self.sizes) + 1
+            known = ids >= 0
+            sizes = np.zeros(size, dtype=np.int64)
+            sizes[list(self.sizes)] = list(self.sizes.values())
+            self._untouched[level] = (
+                (np.bincount(ids[known], minlength=size) == sizes) &
+                (np.bincount(ids[known & self.touched], minlength=size) == 0),
+                np.bincount(ids[known & ~small], minlength=size))
+        untouched, clustered = self._untouched[level]
+        labels = self.labels[level][nodes].copy()
+        known = labels >= 0
+        communities, here = np.unique(labels[known], return_counts=True)
+        kept = communities[untouched[communities] & (here == clustered[communities])]
+        labels[~np.isin(labels, kept)] = -1
+        return labels if len(kept) else None
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
         if self.out is None:

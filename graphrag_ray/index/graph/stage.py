@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
@@ -26,13 +28,14 @@ from graphrag_ray.index.graph.communities import Community, build_graph, hierarc
 from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, level0_similarity
 from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
-from graphrag_ray.index.graph.layout import layout_positions
+from graphrag_ray.index.graph.layout import layout_positions, place_new
 from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.graph.touched_merge import merge_touched
 from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
 from graphrag_ray.resources import PeakRss
+from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 
 
@@ -46,35 +49,42 @@ class Graph:
     claims: pa.Table  # id, subject_id, text_unit_id, row_tokens
     claims_block: object  # the claims' context fields, in the object store
     aliases: pa.Table  # entity_aliases (empty unless resolution is enabled)
+    # An update that merged only what it touched: per entity row, whether its merged row or
+    # one of its relationships may have changed (None: a build, or anything may have).
+    touched: np.ndarray | None = None
 
 
 # The merged shards' structure, in the work area, for the driver.
 MERGED = "merged"
 
 
-def merge_stored_shard(shard: tuple[str, int, str, str | None]) -> tuple[MergeStats, pa.Table]:
+def merge_stored_shard(shard: tuple[str, int, str, str | None]
+                       ) -> tuple[tuple[MergeStats, pa.Array | None], pa.Table]:
     """One shard (work URL, number, tokenizer, the previous reading's URL when an update
     merges only what it touched: `touched_merge`) read from storage and merged: its
     structure written to the work area for the driver, with its block for the next update,
-    and its description text as a block that stays with the workers. The driver reads the
+    and its description text as a block that stays with the workers; with the figures, the
+    titles of the entities an update touched (`touched_merge`; None for a full merge). The
+    driver reads the
     structure from storage, not from the object store: object-store pages a process has read
     stay in its RSS (on a 100M-token build, 800 MB of the driver's)."""
     work_url, number, encoding, previous_url = shard
     pieces = read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
+    touched = None
     if previous_url is None:
         entities, relationships, stats = merge_shard(pieces)
         entities, relationships, block = split_descriptions(entities, relationships, number,
                                                             encoding)
     else:
-        entities, relationships, block, stats = merge_touched(
+        entities, relationships, block, stats, touched = merge_touched(
             pieces, read_changes(work_url, number), _read_merged_shard(previous_url, number),
             number, encoding)
     fs, root = fsspec.core.url_to_fs(work_url)
     for kind, table in (("entities", entities), ("relationships", relationships),
                         ("block", block)):
         write_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet", table)
-    return stats, block
+    return (stats, touched), block
 
 
 def _read_merged_shard(url: str, number: int) -> tuple[pa.Table, pa.Table, pa.Table]:
@@ -112,10 +122,14 @@ def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None)
                            config.runtime, keep_blocks=True)
         entities, relationships, stats = combine_shards([
             (shard_entities, shard_relationships, shard_stats) for
-            (shard_entities, shard_relationships), (shard_stats, _) in zip(
+            (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(
                 read_merged(ctx.work_url, shards), merged)])
     entities, relationships, blocks, aliases = resolve_entities(
         ctx, entities, relationships, [block for _, block in merged])
+    touched = None
+    if previous_url is not None and not config.resolution.enabled:  # (resolution renames)
+        titles = pa.chunked_array([t for (_, t), _ in merged], type=pa.string())
+        touched = pc.is_in(entities.column("title"), value_set=titles).to_numpy()
     entities, relationships, addresses = place_blocks(entities, relationships, blocks)
     (claims, claims_block), = map_items(build_covariates, [(
         ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
@@ -126,7 +140,7 @@ def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None)
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, aliases)
+                 claims, claims_block, aliases, touched)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
@@ -139,7 +153,8 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
     what was kept in `ctx.figures.community_changes`."""
     with ctx.stage("communities"):
         previous = None if previous_communities is None else PreviousPartition.from_tables(
-            previous_communities, graph.entities.column("id").to_pylist(), kept_of)
+            previous_communities, graph.entities.column("id").to_pylist(), kept_of,
+            graph.touched)
         communities = detect_communities(
             graph.entities, graph.relationships, graph.endpoints, ctx.config,
             ctx.figures.leiden, previous,
@@ -152,14 +167,24 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
         return communities
 
 
-def lay_out(ctx: BuildContext, graph: Graph) -> None:
+def lay_out(ctx: BuildContext, graph: Graph, previous: IndexVersion | None = None) -> None:
     """`entities.x`/`y` from a layout of the graph (`layout.py`), on the driver, which holds
-    the structure; timed as the `layout` stage."""
+    the structure; timed as the `layout` stage. `previous` (an update that merged only what
+    it touched): the version whose positions the entities it had keep (`layout.place_new`)."""
     with ctx.stage("layout"):
         sources, targets = graph.endpoints
-        positions = layout_positions(build_graph(
-            graph.entities.num_rows, sources, targets,
-            graph.relationships.column("weight").to_numpy()), ctx.config.layout)
+        entity_graph = build_graph(graph.entities.num_rows, sources, targets,
+                                   graph.relationships.column("weight").to_numpy())
+        if previous is not None and graph.touched is not None:
+            before = previous.read_table(schema.ENTITIES, ["id", "x", "y"])
+            where = pc.index_in(graph.entities.column("id"), value_set=before.column("id"))
+            placed = pc.is_valid(where).to_numpy()
+            rows = where.fill_null(0).to_numpy()
+            positions = place_new(entity_graph, before.column("x").to_numpy()[rows],
+                                  before.column("y").to_numpy()[rows], placed,
+                                  ctx.config.layout)
+        else:
+            positions = layout_positions(entity_graph, ctx.config.layout)
         for name, values in zip(("x", "y"), positions):
             graph.entities = graph.entities.append_column(name, pa.array(values, pa.float64()))
 

@@ -66,13 +66,17 @@ def shard_stats(pieces: Pieces) -> MergeStats:
 
 def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
                   previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str
-                  ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats]:
+                  ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats, pa.Array]:
     """The shard's (entities, relationships) structure and block, as
     `description_blocks.split_descriptions` gives them after a full merge, from `previous`
     (the last version's structure and block of this shard) and the touched elements merged
-    again."""
+    again; and the titles of the entities touched, or at an end of a touched relationship
+    (the nodes whose neighbourhood in the graph may have changed: `continuity`)."""
     entities, mentions, relationships = pieces
     titles, pairs = touched_keys(changes)
+    ends = changes[2]
+    nodes = pc.unique(pa.chunked_array([titles, *ends.column("source").chunks,
+                                        *ends.column("target").chunks], type=pa.string()))
     merged_entities, _ = merge_entities(
         entities.filter(pc.is_in(entities.column("title"), value_set=titles)),
         mentions.filter(pc.is_in(mentions.column("title"), value_set=titles)))
@@ -101,7 +105,7 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
     return (pa.concat_tables([old_entities, new_entities]).sort_by("title"),
             pa.concat_tables([old_relationships, new_relationships]).sort_by(
                 [("source", "ascending"), ("target", "ascending")]),
-            block, shard_stats(pieces))
+            block, shard_stats(pieces), nodes)
 
 
 def _placed(table: pa.Table, rows: np.ndarray) -> pa.Table:

@@ -117,3 +117,33 @@ def test_a_kept_community_that_grew_past_the_limit_is_split():
     assert (top.id, top.members.tolist()) == (0, [0, 1, 2, 3, 4, 5])
     assert sorted(c.members.tolist() for c in communities if c.level == 1) == \
         [[0, 1, 4], [2, 3, 5]]
+
+
+def test_an_update_reclusters_only_the_communities_it_touched():
+    """Three dense groups; the previous partition cut group A in two (not Leiden's optimum,
+    which a warm start on the whole graph would mend). The update touched a node of group B
+    and added a node linked to it: B is clustered again and takes the new node; A's two
+    halves and C, untouched, keep their communities without Leiden looking at them."""
+    groups = [range(0, 8), range(8, 16), range(16, 24)]
+    edges = [(i, j) for group in groups for i in group for j in group if i < j]
+    edges += [(0, 8), (8, 16), (24, 9), (24, 10)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    graph = build_graph(25, sources, targets, np.ones(len(edges)))
+    ids = [f"e{i}" for i in range(25)]
+    name = lambda nodes: [ids[n] for n in nodes]  # noqa: E731
+    table = pa.table({"community": [0, 1, 2, 3], "level": [0, 0, 0, 0],
+                      "entity_ids": [name(range(0, 4)), name(range(4, 8)), name(range(8, 16)),
+                                     name(range(16, 24))]})
+    touched = np.zeros(25, dtype=bool)
+    touched[[9, 10, 24]] = True  # B's two nodes at the ends of new relationships; the new one
+    config = CommunitiesConfig(max_cluster_size=100)
+    previous = PreviousPartition.from_tables(table, ids, touched=touched)
+    communities = hierarchical_leiden(graph, config, previous)
+    figures = carry_ids(communities, previous)
+    members = sorted(c.members.tolist() for c in communities)
+    assert members == [list(range(0, 4)), list(range(4, 8)), list(range(8, 16)) + [24],
+                       list(range(16, 24))]
+    assert figures["0"] == {"kept": 3, "changed": 1, "new": 0, "gone": 0}
+    # Without the touched set, the warm start on the whole graph mends A's cut.
+    whole = hierarchical_leiden(graph, config, PreviousPartition.from_tables(table, ids))
+    assert list(range(0, 8)) in [c.members.tolist() for c in whole]

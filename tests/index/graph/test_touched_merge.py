@@ -82,6 +82,17 @@ def test_a_touched_merge_equals_a_full_merge_of_the_new_instances():
         assert _by_element(touched[1], touched[2], "source,target") == \
             _by_element(full[1], full[2], "source,target")
         assert asdict(touched[3]) == asdict(full_stats)
+        # Every entity whose row changed, or whose relationships did, is among the touched.
+        before = _by_element(previous[0], previous[2], "title")
+        after = _by_element(full[0], full[2], "title")
+        changed = {t for (t,) in before.keys() | after.keys()
+                   if before.get((t,)) != after.get((t,))}
+        edges_before = {e for e in zip(*(previous[1].column(c).to_pylist() for c in (
+            "source", "target", "instance_count")))}
+        edges_after = {e for e in zip(*(full[1].column(c).to_pylist() for c in (
+            "source", "target", "instance_count")))}
+        changed |= {end for e in edges_before ^ edges_after for end in e[:2]}
+        assert changed and changed <= set(touched[4].to_pylist())
 
 
 def test_shard_figures_count_what_the_merge_loop_counts():
