@@ -53,6 +53,10 @@ def test_index_on_s3_round_trip(s3_bucket, carol_excerpt, caplog):
         assert updated.update["documents"]["unchanged"] == 1
         assert any(m.startswith("1 unchanged files carried over") for m in messages), messages[-30:]
         assert fs.find(f"{s3_bucket}/indexes/carol/versions/{updated.version}/_reading/chunks")
+        # ... merges only what the new file touched (the merged shards are kept on S3 too)
+        # and keeps the summaries of the elements it did not.
+        assert fs.find(f"{s3_bucket}/indexes/carol/versions/{updated.version}/_reading/merged")
+        assert updated.summaries["kept"] > 0
 
     stored = b"".join(fs.cat_file(path) for path in fs.find(s3_bucket))
     logged = "\n".join(messages + [r.getMessage() for r in caplog.records])
