@@ -289,29 +289,47 @@ def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns
 def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
                   ids: pa.ChunkedArray, runtime) -> int:
     """The previous version's vectors of `ids` in embeddings table `name`, written as parts
-    of the staged table (`part-carried-N`, after the parts embedded now in name order);
+    of the staged table (`part-carried-N-M`, after the parts embedded now in name order);
     returns the rows written."""
     groups = in_shares(carried.previous.table_urls(name), runtime)
     return sum(map_items(_carry_vector_parts, [
-        (group, staged.url_of(f"{name}/part-carried-{i:05d}.parquet"))
+        (group, staged.url_of(f"{name}/part-carried-{i:05d}"))
         for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS, shared=[ids]))
 
 
+# Bytes of vectors per carried part. One part per share held half a 100M-token index's
+# text-unit vectors (~450 MB): the update's vector index read it whole, and its driver
+# peaked at 4.1 GB against the build's 2.9.
+CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
+
+
 def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int:
-    """Parts of a previous embeddings table -> the rows of `ids`, as one part (a table of
-    small parts, one per read batch, is not carried part for part)."""
+    """Parts of a previous embeddings table -> the rows of `ids`, gathered into parts of
+    about `CARRIED_VECTOR_PART_BYTES` (a table of small parts, one per read batch, is not
+    carried part for part; nor in one part, which a reader would hold whole)."""
     sources, target = job
     wanted = ids.combine_chunks()
-    kept = []
+    kept, size, written, rows = [], 0, 0, 0
+
+    def flush() -> None:
+        nonlocal kept, size, written
+        target_fs, target_path = fsspec.core.url_to_fs(f"{target}-{written:04d}.parquet")
+        write_parquet(target_fs, target_path, pa.concat_tables(kept))
+        kept, size, written = [], 0, written + 1
+
     for source in sources:
         fs, path = fsspec.core.url_to_fs(source)
         table = read_parquet(fs, path)
-        kept.append(table.filter(pc.is_in(table.column("id"), value_set=wanted)))
-    table = pa.concat_tables(kept)  # a share holds at least one part
-    if table.num_rows:
-        target_fs, target_path = fsspec.core.url_to_fs(target)
-        write_parquet(target_fs, target_path, table)
-    return table.num_rows
+        table = table.filter(pc.is_in(table.column("id"), value_set=wanted))
+        if table.num_rows:
+            kept.append(table)
+            size += table.nbytes
+            rows += table.num_rows
+        if size >= CARRIED_VECTOR_PART_BYTES:
+            flush()
+    if kept:
+        flush()
+    return rows
 
 
 def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

@@ -175,3 +175,32 @@ def test_a_passage_made_repeated_by_a_new_file_is_cut_from_the_unchanged_ones(co
     units = IndexStore(index).open().read_table(schema.TEXT_UNITS, ["text"]).column(
         "text").to_pylist()
     assert sum(DISCLAIMER in text for text in units) == 1  # kept once, as its own unit
+
+
+def test_carried_vectors_come_in_parts_of_bounded_size(tmp_path, monkeypatch):
+    """A reader holds a part whole: the carried vectors are written in parts of about
+    `CARRIED_VECTOR_PART_BYTES`, not one per share."""
+    import fsspec
+    import numpy as np
+    import pyarrow as pa
+
+    from graphrag_ray.index import carry_over
+    from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+
+    fs = fsspec.filesystem("file")
+    sources = []
+    for part in range(6):
+        ids = [f"u{part}-{k}" for k in range(100)]
+        vectors = pa.array(list(np.ones((100, 32), np.float32)), pa.list_(pa.float32(), 32))
+        sources.append(str(tmp_path / f"previous-{part}.parquet"))
+        write_parquet(fs, sources[-1], pa.table({"id": ids, "vector": vectors}))
+    wanted = pa.chunked_array([pa.array([f"u{p}-{k}" for p in range(6)
+                                         for k in range(0, 100, 2)])])
+    monkeypatch.setattr(carry_over, "CARRIED_VECTOR_PART_BYTES", 2 * 50 * 32 * 4)
+    (tmp_path / "staged").mkdir()
+    target = str(tmp_path / "staged" / "part-carried-00000")
+    rows = carry_over._carry_vector_parts((sources, target), wanted)
+    parts = parquet_parts(fs, str(tmp_path / "staged"))
+    assert rows == 300 and len(parts) == 3
+    carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
+    assert sorted(carried.column("id").to_pylist()) == sorted(wanted.to_pylist())
