@@ -164,3 +164,24 @@ def test_a_context_waits_only_for_the_reports_it_may_substitute():
     # A context that needs a report not written says so.
     without_hub = [(7, children[0][1], None), children[1]]
     assert select_with_sub_reports(elements, np.arange(5), without_hub, everything - 20) is None
+
+
+def test_edges_within_a_community_are_those_with_both_ends_in_it_by_combined_degree():
+    """From each member's own edges (an index by node), the same edges in the same order
+    as a scan of every edge gives."""
+    rng = np.random.default_rng(1)
+    nodes, count = 400, 2500
+    sources, targets = rng.integers(0, nodes, count), rng.integers(0, nodes, count)
+    combined = rng.integers(0, 20, count)
+    elements = GraphElements(
+        titles=[str(i) for i in range(nodes)], types=["X"] * nodes,
+        degree=np.zeros(nodes, np.int64), edge_source=sources, edge_target=targets,
+        combined_degree=combined, claims_by_entity={}, claim_tokens={},
+        entity_tokens=np.ones(nodes, np.int64), edge_tokens=np.ones(count, np.int64))
+    for size in (0, 1, 7, 60, 399, 400):
+        members = rng.choice(nodes, size=size, replace=False)  # in no particular order
+        inside = np.zeros(nodes, dtype=bool)
+        inside[members] = True
+        expected = np.flatnonzero(inside[sources] & inside[targets])
+        expected = expected[np.lexsort((expected, -combined[expected]))]
+        assert elements.edges_within(members).tolist() == expected.tolist()
