@@ -65,9 +65,8 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     structure written to the work area for the driver, with its block for the next update,
     and its description text as a block that stays with the workers; with the figures, the
     titles of the entities an update touched (`touched_merge`; None for a full merge). The
-    driver reads the
-    structure from storage, not from the object store: object-store pages a process has read
-    stay in its RSS (on a 100M-token build, 800 MB of the driver's)."""
+    driver reads the structure from storage, not from the object store: object-store pages
+    a process has read stay in its RSS (on a 100M-token build, 800 MB of the driver's)."""
     work_url, number, encoding, previous_url = shard
     pieces = read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
