@@ -298,8 +298,9 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
 
 
 # Bytes of vectors per carried part. One part per share held half a 100M-token index's
-# text-unit vectors (~450 MB): the update's vector index read it whole, and its driver
-# peaked at 4.1 GB against the build's 2.9.
+# text-unit vectors (~450 MB), which every reader of the table (the vector index's sync, a
+# brute-force search) holds whole. (The update's driver peak in the sync, 4.1 GB, was 3.95
+# GB with these parts: the sync itself holds more; see the note.)
 CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 
 
