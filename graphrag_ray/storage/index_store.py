@@ -138,17 +138,19 @@ class IndexVersion:
         for part in parquet_parts(self.fs, self._path(name)):
             yield read_parquet(self.fs, part, columns)
 
-    def table_urls(self, name: str) -> list[str]:
-        """The files that hold the table (one if it was written whole), as URLs a worker
-        opens; none when the version has no such table."""
+    def _table_files(self, name: str) -> list[str]:
+        """The files that hold the table (one if it was written whole; none when the version
+        has no such table)."""
         whole = self._path(f"{name}.parquet")
-        files = [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
-        return [self.fs.unstrip_protocol(path) for path in files]
+        return [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
+
+    def table_urls(self, name: str) -> list[str]:
+        """`_table_files` as URLs a worker opens."""
+        return [self.fs.unstrip_protocol(path) for path in self._table_files(name)]
 
     def row_reader(self, name: str) -> RowReader:
         """The table's rows by number, read a row group at a time (`RowReader`)."""
-        whole = self._path(f"{name}.parquet")
-        files = [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
+        files = self._table_files(name)
         if not files:
             raise IndexNotFoundError(
                 f"table {name!r} is missing from version {self.version} of {self.url}")

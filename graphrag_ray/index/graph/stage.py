@@ -82,28 +82,32 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     fs, root = fsspec.core.url_to_fs(work_url)
     for kind, table in (("entities", entities), ("relationships", relationships),
                         ("block", block)):
-        write_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet", table)
+        write_parquet(fs, _merged_path(root, kind, number), table)
     return (stats, touched), block
 
 
-def _read_merged_shard(url: str, number: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+def _merged_path(root: str, kind: str, number: int) -> str:
+    return f"{root}/{MERGED}/{kind}-{number:05d}.parquet"
+
+
+def _read_merged_shard(url: str, number: int,
+                       kinds: tuple[str, ...] = ("entities", "relationships", "block")
+                       ) -> tuple[pa.Table, ...]:
     fs, root = fsspec.core.url_to_fs(url)
-    return tuple(read_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet")
-                 for kind in ("entities", "relationships", "block"))
+    return tuple(read_parquet(fs, _merged_path(root, kind, number)) for kind in kinds)
 
 
 def merged_shards_kept(url: str, shards: int) -> bool:
     """Whether the reading at `url` (a previous version's) kept all `shards` merged shards."""
     fs, root = fsspec.core.url_to_fs(url)
-    return all(fs.exists(f"{root}/{MERGED}/block-{number:05d}.parquet")
+    return all(fs.exists(_merged_path(root, "block", number))
                for number in range(shards))
 
 
 def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
     """The shards' structure (`merge_stored_shard`), in shard order."""
-    fs, root = fsspec.core.url_to_fs(work_url)
-    return [tuple(read_parquet(fs, f"{root}/{MERGED}/{kind}-{number:05d}.parquet")
-                  for kind in ("entities", "relationships")) for number in range(shards)]
+    return [_read_merged_shard(work_url, number, ("entities", "relationships"))
+            for number in range(shards)]
 
 
 def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None) -> Graph:

@@ -237,7 +237,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                     fell_back.update(k for k, e in zip(keys, errors) if e)
                     joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
                     if batch_pass:
-                        for element, error in zip(keys, result.column("error").to_pylist()):
+                        for element, error in zip(keys, errors):
                             if error and DEFERRED in error:
                                 held_back.update(schedule.holding.get(element, []))
                     # Into the object store; the driver keeps no summary text.
