@@ -35,7 +35,7 @@ COMMUNITY_REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "pa
                             "rating_explanation", "findings", "full_content_json", "period",
                             "size", "generation"]
 ENTITY_ALIAS_COLUMNS = ["alias", "alias_entity_id", "entity_id", "entity_title", "score", "method",
-                        "evidence"]
+                        "evidence", "document_ids"]
 COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "description",
                      "subject_id", "object_id", "status", "start_date", "end_date",
                      "source_text", "text_unit_id"]

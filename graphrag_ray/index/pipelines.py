@@ -171,7 +171,7 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
-    state.graph = merge_graph(ctx, state.shards,
+    state.graph = merge_graph(ctx, state.shards, state.extraction,
                               state.carried.url if state.carried is not None else None)
 
 

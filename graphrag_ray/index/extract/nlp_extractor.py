@@ -153,7 +153,7 @@ gentlemen ladies mistress servant married
 
 # Given names common in the languages the extractor reads: a lone one opening a sentence is a
 # name even where the chunk never writes it mid-sentence ("Alice met Bob in Paris.").
-_GIVEN_NAMES = set("""
+GIVEN_NAMES = set("""
 aaron adam adrian aisha alan albert alex alexander alexandra alexis alfred alice alicia alison
 amanda amelia amy ana andrea andrew angela anna anne annie anthony antoine antonio arthur
 ashley barbara beatrice ben benjamin bernard beth betty bill bob bruno camille carl carla carlos
@@ -267,7 +267,7 @@ def find_entities(sentence: str, lowercase_words: set[str],
             if word.lower() in lowercase_words and not word.isupper():
                 continue
             if at_start and (following in _COMMAND_OBJECTS or (
-                    word not in midsentence_words and word.lower() not in _GIVEN_NAMES
+                    word not in midsentence_words and word.lower() not in GIVEN_NAMES
                     and following not in _NAME_VERB_CUES)):
                 continue
             if word.upper() in _HONORIFICS or word.lower() in _NOT_NAMES_ALONE:
@@ -304,7 +304,7 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
         return "OTHER", False
     if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
         return "PERSON", True
-    if len(words) == 1 and words[0].lower() in _GIVEN_NAMES:
+    if len(words) == 1 and words[0].lower() in GIVEN_NAMES:
         return "PERSON", True
     if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or \
             (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):

@@ -4,6 +4,8 @@ claim's context row tokens); the report workers read the claims from a block."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import fsspec
 import pyarrow as pa
 
@@ -13,6 +15,9 @@ from graphrag_ray.index.extract.instance_shards import read_claims
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.reports.context import CLAIM_FIELDS, row_tokens_without_id
 from graphrag_ray.storage import IndexVersion
+
+if TYPE_CHECKING:
+    from graphrag_ray.index.resolve.fold import Renames
 
 
 def covariates_table(claims: pa.Table) -> pa.Table:
@@ -31,20 +36,21 @@ def covariates_table(claims: pa.Table) -> pa.Table:
     return table.select(schema.COVARIATE_COLUMNS)
 
 
-def build_covariates(job: tuple[str, str | None, int, str, dict[str, str]]
+def build_covariates(job: tuple[str, str | None, int, str, Renames]
                      ) -> tuple[pa.Table, pa.Table]:
     """(work URL, the index version's URL to write the table to or None when claims are not
-    kept, rows per part, tokenizer, alias -> canonical name) -> the structure for the driver
+    kept, rows per part, tokenizer, the resolution's renames) -> the structure for the driver
     (id, subject_id, text_unit_id, row_tokens without the id) and the claims' context fields
-    as a block. A claim about an alias is about its canonical entity."""
-    work_url, version_url, rows_per_part, encoding, canonical = job
+    as a block. A claim about an alias is about its canonical entity (in the text units
+    where it was resolved, for a short name resolved per document)."""
+    work_url, version_url, rows_per_part, encoding, renames = job
     claims = read_claims(work_url, CLAIM_INSTANCE_SCHEMA).drop_columns(["seq"])
-    if canonical:
+    if renames:
+        units = claims.column("text_unit_id").to_pylist()
         for name in ("subject_id", "object_id"):
             claims = claims.set_column(
                 claims.column_names.index(name), name,
-                pa.array([canonical.get(v, v) for v in claims.column(name).to_pylist()],
-                         pa.string()))
+                pa.array(renames.rename(claims.column(name).to_pylist(), units), pa.string()))
     covariates = covariates_table(claims)
     if version_url is not None:
         fs, root = fsspec.core.url_to_fs(version_url)

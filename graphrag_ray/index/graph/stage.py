@@ -33,7 +33,7 @@ from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.graph.touched_merge import merge_touched
-from graphrag_ray.index.resolve.stage import canonical_names, resolve_entities
+from graphrag_ray.index.resolve.stage import resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
@@ -110,10 +110,12 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
             for number in range(shards)]
 
 
-def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None) -> Graph:
+def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
+                previous_url: str | None = None) -> Graph:
     """Each shard merged by its own task (parallel on Ray), the driver getting the structure
     in its final order and the address of every element's description; the covariates
-    written by a worker when claims are kept. `previous_url` (an update that carried the
+    written by a worker when claims are kept. `extraction`: the extraction's status rows
+    (which document each text unit is of, for resolution). `previous_url` (an update that carried the
     unchanged files over): the previous reading, whose merged shards are merged again only
     where the update touched them, when it kept them."""
     config = ctx.config
@@ -127,8 +129,9 @@ def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None)
             (shard_entities, shard_relationships, shard_stats) for
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(
                 read_merged(ctx.work_url, shards), merged)])
-    entities, relationships, blocks, aliases = resolve_entities(
-        ctx, entities, relationships, [block for _, block in merged])
+    resolved = resolve_entities(ctx, entities, relationships, [block for _, block in merged],
+                                extraction)
+    entities, relationships, blocks = resolved.entities, resolved.relationships, resolved.handles
     touched = None
     if previous_url is not None and not config.resolution.enabled:  # (resolution renames)
         titles = pa.chunked_array([t for (_, t), _ in merged], type=pa.string())
@@ -136,14 +139,14 @@ def merge_graph(ctx: BuildContext, shards: int, previous_url: str | None = None)
     entities, relationships, addresses = place_blocks(entities, relationships, blocks)
     (claims, claims_block), = map_items(build_covariates, [(
         ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
-        config.output.rows_per_part, ctx.tokenizer, canonical_names(aliases))],
+        config.output.rows_per_part, ctx.tokenizer, resolved.renames)],
         config.runtime, keep_blocks=True)
     entities, relationships = add_degrees(entities, relationships)
     ctx.figures.merge = asdict(stats)
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, aliases, touched)
+                 claims, claims_block, resolved.aliases, touched)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,

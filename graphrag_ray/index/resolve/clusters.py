@@ -22,7 +22,8 @@ import pyarrow as pa
 from graphrag_ray.index.extract.tuples import normalize_name
 from graphrag_ray.index.resolve.names import (
     content_tokens, is_short_side, name_relation, name_tokens)
-from graphrag_ray.index.resolve.scoring import types_conflict
+from graphrag_ray.index.resolve.scoring import (
+    organization_names, rules_out_short_form, types_conflict)
 
 # Clusters larger than this take no more members (a guard against a pathological chain).
 MAX_CLUSTER_SIZE = 64
@@ -75,24 +76,42 @@ def _rows_by_title(titles: list[str], names: list[list[str]]) -> list[list[int]]
             for group in names]
 
 
+class PairRules:
+    """What rules two rows out of one cluster whatever their score: a forbidden merge, types
+    that disagree, names that say they differ (`names.name_relation`), a short form that
+    names another thing (`scoring.names_another_thing`). A forced alias's name (BOZ for
+    CHARLES DICKENS) is the user's word: it rules no one out by name."""
+
+    def __init__(self, titles: list[str], types: list[str], force: list[list[str]] = (),
+                 forbid: list[list[str]] = (), common: frozenset[str] = frozenset()):
+        """`common`: the corpus's lower-case words (`scoring.names_another_thing`)."""
+        self.titles, self.types, self.common = titles, types, common
+        self.forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
+                          for i, a in enumerate(group) for b in group[i + 1:]}
+        self.forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
+        self.vouched = {r for g in self.forced_groups for r in g[1:]}
+        self.organizations = organization_names(titles, types)
+
+    def apart(self, a: int, b: int) -> bool:
+        if frozenset((a, b)) in self.forbidden or types_conflict(self.types[a], self.types[b]):
+            return True
+        if a in self.vouched or b in self.vouched:
+            return False
+        relation = name_relation(self.titles[a], self.titles[b])
+        return relation is None or relation[0] == "short_form" and rules_out_short_form(
+            self.titles, self.types, a, b, self.organizations, self.common)
+
+
 def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], pairs: pa.Table,
                      threshold: float, force: list[list[str]] = (),
-                     forbid: list[list[str]] = (), confirmed: set[tuple[int, int]] = frozenset()
-                     ) -> Resolution:
+                     forbid: list[list[str]] = (), confirmed: set[tuple[int, int]] = frozenset(),
+                     common: frozenset[str] = frozenset()) -> Resolution:
     """`pairs` (a, b, score, kind, evidence): the candidates at least at the review threshold;
     those at `threshold` or above are accepted, and those below it only if in `confirmed`
     (the LLM said yes); all of them count as evidence of ambiguity."""
-    forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
-                 for i, a in enumerate(group) for b in group[i + 1:]}
-    forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
+    rules = PairRules(titles, types, force, forbid, common)
+    forbidden, forced_groups, apart = rules.forbidden, rules.forced_groups, rules.apart
     forced_rows = {r for g in forced_groups for r in g}
-    # A forced alias's name (BOZ for CHARLES DICKENS) is the user's word: it rules no one out.
-    vouched = {r for g in forced_groups for r in g[1:]}
-
-    def apart(a: int, b: int) -> bool:
-        return (frozenset((a, b)) in forbidden or types_conflict(types[a], types[b])
-                or (a not in vouched and b not in vouched
-                    and name_relation(titles[a], titles[b]) is None))
 
     candidates = sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
                             pairs.column("score").to_pylist(), pairs.column("kind").to_pylist(),

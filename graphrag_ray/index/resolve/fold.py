@@ -1,169 +1,152 @@
-"""A resolution applied to the merged graph's structure and descriptions.
+"""A resolution applied to the merged graph: the aliases' mentions renamed, then what the
+renaming touched merged again from its instances.
 
-Each alias's entity row goes; its canonical entity takes its text units and description
-list (the canonical's first) and lists its aliases. A relationship with an alias at one end
-moves to the canonical entity; two that now join the same pair become one (instance counts
-added, descriptions and text units joined); one that now joins an entity to itself goes.
-Weights are normalised again over the whole graph.
+An alias's mentions (its entity instances, the ends of its relationship instances, the text
+units its relationships give it) take its canonical entity's name: all of them for an alias
+merged whole, only those in the text units given for a short name resolved document by
+document (`mentions.py`). The touched elements (the aliases, their canonical entities, the
+relationships with an alias at one end and those they now join) are merged again from their
+renamed instances exactly as the merge merges, so every description, text unit and type vote
+follows its mention; a relationship that now joins an entity to itself goes, and an alias
+left with no mention goes. Weights are normalised again over the whole graph.
 
-The driver changes the structure (`fold_structure`); one task joins the changed elements'
-description lists into a new block (`fold_descriptions`), so the text stays in the object
-store. Changed elements point at the new block's rows.
+Each merge shard's task renames its own touched instances (`renamed_pieces`); one task merges
+them into a new description block (`merge_renamed`); the driver swaps the rows
+(`swap_rows`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.index.graph.description_blocks import merged_block
+from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    _ordered_pair, _unique, description_digest, element_id, with_weights)
-from graphrag_ray.index.reports.context import inner_cells_tokens
-from graphrag_ray.index.resolve.clusters import Resolution
-from graphrag_ray.index.resolve.scoring import UNTYPED
+    MergeStats, Pieces, _pair_key, merge_shard, with_weights)
+from graphrag_ray.index.graph.touched_merge import pair_keys
 
 
 @dataclass
-class FoldWork:
-    """The changed elements, entities first, in the new block's row order: their context
-    cells and the (shard block, row) of each description list they join."""
-    cells: list[dict] = field(default_factory=list)
-    sources: list[list[tuple[int, int]]] = field(default_factory=list)
+class Renames:
+    """Which mentions take another name: an alias's everywhere, or a short name's in given
+    text units."""
+    everywhere: dict[str, str] = field(default_factory=dict)  # alias -> canonical title
+    in_units: dict[str, dict[str, str]] = field(default_factory=dict)  # alias -> unit -> title
+
+    def __bool__(self) -> bool:
+        return bool(self.everywhere or self.in_units)
+
+    def aliases(self) -> set[str]:
+        return set(self.everywhere) | set(self.in_units)
+
+    def canonicals(self) -> set[str]:
+        return set(self.everywhere.values()) | {
+            title for units in self.in_units.values() for title in units.values()}
+
+    def names_of(self, title: str) -> set[str]:
+        """Every name a mention of `title` may have after renaming."""
+        if title in self.everywhere:
+            return {self.everywhere[title]}
+        return {title, *self.in_units.get(title, {}).values()}
+
+    def rename(self, titles: list[str], units: list[str]) -> list[str]:
+        renamed = []
+        for title, unit in zip(titles, units):
+            if title in self.everywhere:
+                renamed.append(self.everywhere[title])
+            else:
+                scoped = self.in_units.get(title)
+                renamed.append(scoped.get(unit, title) if scoped else title)
+        return renamed
 
 
 @dataclass
 class FoldStats:
-    entities_merged: int = 0
+    entities_merged: int = 0  # aliases left with no mention of their own
     relationships_merged: int = 0
     self_loops_dropped: int = 0
 
 
-def _addresses(table: pa.Table) -> list[tuple[int, int]]:
-    return list(zip(table.column("description_shard").to_pylist(),
-                    table.column("description_row").to_pylist()))
+def renamed_keys(relationships: pa.Table, renames: Renames) -> tuple[set[str], set[str]]:
+    """The entity titles and relationship pair keys (`merge._pair_key`) the renaming
+    touches: the aliases and their canonical entities; every relationship with an alias at
+    one end and every pair it may now join."""
+    titles = renames.aliases() | renames.canonicals()
+    aliases = pa.array(sorted(renames.aliases()), pa.string())
+    moving = relationships.filter(pc.or_(
+        pc.is_in(relationships.column("source"), value_set=aliases),
+        pc.is_in(relationships.column("target"), value_set=aliases)))
+    pairs = set(pair_keys(moving).to_pylist())
+    for source, target in zip(moving.column("source").to_pylist(),
+                              moving.column("target").to_pylist()):
+        pairs.update(_pair_key(s, t) for s in renames.names_of(source)
+                     for t in renames.names_of(target) if s != t)
+    return titles, pairs
 
 
-def fold_structure(entities: pa.Table, relationships: pa.Table, resolution: Resolution,
-                   new_block: int) -> tuple[pa.Table, pa.Table, FoldWork, FoldStats]:
-    """`new_block`: the shard number the joined descriptions will have. The changed rows'
-    `inner_tokens`, `description_count` and `description_digest` are placeholders until
-    `with_folded_counts`."""
-    work, stats = FoldWork(), FoldStats()
-    titles = entities.column("title").to_pylist()
-    members: dict[int, list[int]] = {}
-    for alias in resolution.aliases:
-        members.setdefault(alias.canonical, [alias.canonical]).append(alias.row)
-    stats.entities_merged = len(resolution.aliases)
-    alias_title = {titles[a.row]: titles[a.canonical] for a in resolution.aliases}
-
-    units = entities.column("text_unit_ids").to_pylist()
-    types = entities.column("type").to_pylist()
-    addresses = _addresses(entities)
-    shard = entities.column("description_shard").to_numpy().copy()
-    row = entities.column("description_row").to_numpy().copy()
-    frequency = entities.column("frequency").to_numpy().copy()
-    aliases: list[list[str]] = [[] for _ in titles]
-    for canonical, rows in sorted(members.items()):
-        joined = _unique([u for r in rows for u in units[r]])
-        units[canonical] = joined
-        frequency[canonical] = len(joined)
-        if types[canonical] in UNTYPED:
-            types[canonical] = next((types[r] for r in rows if types[r] not in UNTYPED),
-                                    types[canonical])
-        aliases[canonical] = sorted(titles[r] for r in rows[1:])
-        shard[canonical], row[canonical] = new_block, len(work.cells)
-        work.cells.append({"title": titles[canonical], "type": types[canonical]})
-        work.sources.append([addresses[r] for r in rows])
-    keep = np.ones(len(titles), dtype=bool)
-    keep[[a.row for a in resolution.aliases]] = False
-    order = entities.column_names + ["aliases"]
-    entities = entities.drop_columns(
-        ["type", "text_unit_ids", "frequency", "description_shard", "description_row"]
-    ).append_column("type", pa.array(types, pa.string())).append_column(
-        "text_unit_ids", pa.array(units, pa.list_(pa.string()))).append_column(
-        "frequency", pa.array(frequency, pa.int64())).append_column(
-        "description_shard", pa.array(shard)).append_column(
-        "description_row", pa.array(row)).append_column(
-        "aliases", pa.array(aliases, pa.list_(pa.string()))).filter(pa.array(keep)).select(order)
-
-    touched = pc.or_(pc.is_in(relationships.column("source"), pa.array(list(alias_title))),
-                     pc.is_in(relationships.column("target"), pa.array(list(alias_title))))
-    moved, unmoved = relationships.filter(touched), relationships.filter(pc.invert(touched))
-    existing = {pair: i for i, pair in enumerate(zip(unmoved.column("source").to_pylist(),
-                                                     unmoved.column("target").to_pylist()))}
-    groups: dict[tuple[str, str], list[int]] = {}  # new pair -> moved rows
-    for i, (s, t) in enumerate(zip(moved.column("source").to_pylist(),
-                                   moved.column("target").to_pylist())):
-        s, t = alias_title.get(s, s), alias_title.get(t, t)
-        if s == t:
-            stats.self_loops_dropped += 1
-            continue
-        groups.setdefault(_ordered_pair(s, t), []).append(i)
-    absorbed = [existing[p] for p in groups if p in existing]
-    keep_unmoved = np.ones(unmoved.num_rows, dtype=bool)
-    keep_unmoved[absorbed] = False
-    stats.relationships_merged = moved.num_rows - stats.self_loops_dropped - len(groups) \
-        + len(absorbed)
-    moved_units = moved.column("text_unit_ids").to_pylist()
-    moved_counts = moved.column("instance_count").to_pylist()
-    moved_addresses = _addresses(moved)
-    unmoved_units = unmoved.column("text_unit_ids").to_pylist()
-    unmoved_counts = unmoved.column("instance_count").to_pylist()
-    unmoved_addresses = _addresses(unmoved)
-    new_rows = []
-    for (s, t), rows in sorted(groups.items()):
-        parts_units = [moved_units[r] for r in rows]
-        parts_count = [moved_counts[r] for r in rows]
-        parts_addresses = [moved_addresses[r] for r in rows]
-        if (s, t) in existing:  # the canonical pair's own row comes first
-            j = existing[(s, t)]
-            parts_units.insert(0, unmoved_units[j])
-            parts_count.insert(0, unmoved_counts[j])
-            parts_addresses.insert(0, unmoved_addresses[j])
-        new_rows.append({"id": element_id("relationship", s, t), "source": s, "target": t,
-                         "text_unit_ids": _unique([u for us in parts_units for u in us]),
-                         "instance_count": sum(parts_count), "description_count": 0,
-                         "inner_tokens": 0, "description_digest": 0,
-                         "description_shard": new_block,
-                         "description_row": len(work.cells)})
-        work.cells.append({"source": s, "target": t})
-        work.sources.append(parts_addresses)
-    columns = [c for c in relationships.column_names if c != "weight"]
-    relationships = pa.concat_tables([
-        unmoved.filter(pa.array(keep_unmoved)).select(columns),
-        pa.Table.from_pylist(new_rows, schema=relationships.select(columns).schema)]).sort_by(
-        [("source", "ascending"), ("target", "ascending")])
-    return entities, with_weights(relationships), work, stats
-
-
-def fold_descriptions(work: FoldWork, encoding: str, *blocks: pa.Table
-                      ) -> tuple[dict[str, list[int]], pa.Table]:
-    """The changed elements' description lists joined (the new block), and each one's figures
-    by column: context row tokens, description count, digest."""
-    lists = [_unique([d for shard, row in sources
-                      for d in blocks[shard].column("descriptions")[row].as_py()])
-             for sources in work.sources]
-    block = merged_block(lists)
-    current = block.column("description").to_pylist()
-    inner = [inner_cells_tokens({**cells, "description": d}, encoding)
-             for cells, d in zip(work.cells, current)]
-    return {"inner_tokens": inner, "description_count": [len(d) for d in lists],
-            "description_digest": [description_digest(tuple(cells.values()), d)
-                                   for cells, d in zip(work.cells, lists)]}, block
-
-
-def with_folded_counts(table: pa.Table, new_block: int, figures: dict[str, list[int]]
-                       ) -> pa.Table:
-    """The changed rows (those in `new_block`) get their figures (`fold_descriptions`)."""
-    changed = table.column("description_shard").to_numpy() == new_block
-    at = table.column("description_row").to_numpy()[changed]
-    for name, values in figures.items():
-        column = table.column(name).to_numpy().copy()
-        column[changed] = np.asarray(values, dtype=np.int64)[at]
-        table = table.set_column(table.column_names.index(name), name,
-                                 pa.array(column, pa.int64()))
+def _renamed(table: pa.Table, renames: Renames, columns: tuple[str, ...]) -> pa.Table:
+    units = table.column("text_unit_id").to_pylist()
+    for name in columns:
+        table = table.set_column(table.column_names.index(name), name, pa.array(
+            renames.rename(table.column(name).to_pylist(), units), pa.string()))
     return table
+
+
+def renamed_pieces(pieces: Pieces, renames: Renames, titles: set[str], pairs: set[str]
+                   ) -> Pieces:
+    """A shard's instances of the touched elements, renamed."""
+    entity_instances, mentions, relationship_instances = pieces
+    title_set = pa.array(sorted(titles), pa.string())
+    entity_instances = entity_instances.filter(
+        pc.is_in(entity_instances.column("title"), value_set=title_set))
+    mentions = mentions.filter(pc.is_in(mentions.column("title"), value_set=title_set))
+    relationship_instances = relationship_instances.filter(pc.is_in(
+        pair_keys(relationship_instances), value_set=pa.array(sorted(pairs), pa.string())))
+    return (_renamed(entity_instances, renames, ("title",)),
+            _renamed(mentions, renames, ("title",)),
+            _renamed(relationship_instances, renames, ("source", "target")))
+
+
+def merge_renamed(shards: list[Pieces], block_number: int, encoding: str
+                  ) -> tuple[pa.Table, pa.Table, MergeStats, pa.Table]:
+    """Every shard's renamed instances merged, in chunk order: the touched elements' rows
+    (structure) and their description block, numbered `block_number`."""
+    pieces = tuple(pa.concat_tables([shard[kind] for shard in shards]).sort_by("seq")
+                   for kind in range(3))
+    entities, relationships, stats = merge_shard(pieces)
+    entities, relationships, block = split_descriptions(entities, relationships, block_number,
+                                                        encoding)
+    return entities, relationships, stats, block
+
+
+def swap_rows(entities: pa.Table, relationships: pa.Table, merged_entities: pa.Table,
+              merged_relationships: pa.Table, titles: set[str], pairs: set[str],
+              renames: Renames) -> tuple[pa.Table, pa.Table, FoldStats]:
+    """The graph with the touched rows replaced by their merge again (`merge_renamed`),
+    in the merge's order, with each canonical entity's `aliases` listed."""
+    stats = FoldStats()
+    keep = pc.invert(pc.is_in(entities.column("title"),
+                              value_set=pa.array(sorted(titles), pa.string())))
+    entities = pa.concat_tables([
+        entities.filter(keep),
+        merged_entities.select(entities.column_names).cast(entities.schema)]).sort_by("title")
+    present = set(merged_entities.column("title").to_pylist())
+    stats.entities_merged = len(renames.aliases() - present)
+    listed: dict[str, set[str]] = {}
+    for alias in renames.aliases():
+        for name in renames.names_of(alias) - {alias}:
+            listed.setdefault(name, set()).add(alias)
+    entities = entities.append_column("aliases", pa.array(
+        [sorted(listed.get(t, ())) for t in entities.column("title").to_pylist()],
+        pa.list_(pa.string())))
+
+    columns = [c for c in relationships.column_names if c != "weight"]
+    touched = pc.is_in(pair_keys(relationships), value_set=pa.array(sorted(pairs), pa.string()))
+    stats.relationships_merged = pc.sum(touched).as_py() - merged_relationships.num_rows
+    relationships = pa.concat_tables([
+        relationships.filter(pc.invert(touched)).select(columns),
+        merged_relationships.select(columns).cast(relationships.select(columns).schema)
+    ]).sort_by([("source", "ascending"), ("target", "ascending")])
+    return entities, with_weights(relationships), stats

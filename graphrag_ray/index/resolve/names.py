@@ -31,6 +31,9 @@ _TOKEN = re.compile(r"[^\W_]+")
 TYPO_MIN_LENGTH = 5
 # Acronyms and single-token names this short are matched as acronyms.
 ACRONYM_LENGTHS = range(2, 7)
+# Names written run together match their spaced form (BEHINDTHETECH, BEHIND THE TECH) from
+# this many letters: shorter runs meet by chance (AT T, ATT).
+JOINED_MIN_LENGTH = 6
 
 
 # Words that name a kind of thing: a name with one of these that a shorter name lacks is
@@ -83,13 +86,16 @@ def acronym_of(tokens: tuple[str, ...]) -> str | None:
 
 
 def blocking_keys(title: str) -> set[str]:
-    """Keys two names that may be one share: the normalised name (`n:`), each content token
-    (`t:`, short forms), the acronym or a short single token (`a:`), and each long token's
-    one-deletion variants (`d:`: two tokens one edit apart share one)."""
+    """Keys two names that may be one share: the normalised name (`n:`), its letters run
+    together (`j:`, a name written as one word), each content token (`t:`, short forms), the
+    acronym or a short single token (`a:`), and each long token's one-deletion variants
+    (`d:`: two tokens one edit apart share one)."""
     tokens = name_tokens(title)
     if not tokens:
         return set()
     keys = {"n:" + " ".join(tokens)}
+    if len("".join(tokens)) >= JOINED_MIN_LENGTH:
+        keys.add("j:" + "".join(tokens))
     words = content_tokens(tokens)
     keys.update("t:" + w for w in words if len(w) >= 2)
     initials = acronym_of(tokens)
@@ -149,6 +155,9 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
         return "same_name", 1.0
+    if len(ta) != len(tb) and "".join(ta) == "".join(tb) and \
+            len("".join(ta)) >= JOINED_MIN_LENGTH:
+        return "joined", 0.9
     if _initials_match(ca, cb):
         return "initials", 0.8
     for one, other in ((ca, cb), (cb, ca)):
@@ -173,6 +182,25 @@ def _typo_of(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if not differing or len(a) == 1 and min(len(a[0]), len(b[0])) < 2 * TYPO_MIN_LENGTH - 2:
         return False
     return all(_same_word(x, y) for x, y in differing)
+
+
+def placement(short: str, full: str) -> str:
+    """Where the shorter name's words sit in the longer one's: `prefix` (ROBLOX in ROBLOX
+    STUDIO, KEVIN in KEVIN SCOTT), `suffix` (LINUX in AZURE LINUX, SCOTT in KEVIN SCOTT) or
+    `inside` (DOCKER in COMMERCIALLY SUPPORTED DOCKER ENGINE, or scattered)."""
+    s, f = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
+    if f[:len(s)] == s:
+        return "prefix"
+    if f[len(f) - len(s):] == s:
+        return "suffix"
+    return "inside"
+
+
+def leading_words(short: str, full: str) -> str:
+    """The longer name's words before the shorter one's, when it ends the longer name
+    (MICROSOFT of MICROSOFT AZURE), as a name."""
+    s, f = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
+    return " ".join(f[:len(f) - len(s)])
 
 
 def is_short_side(title: str, other: str) -> bool:

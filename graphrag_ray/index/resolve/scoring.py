@@ -8,6 +8,15 @@ disagree (both specific, not the same) rule a pair out.
 A same-name pair (honorifics, suffixes) starts at 1; a short form at 0.6 needs a context
 of about 0.4 to pass the default threshold (0.75). Overlaps are against the smaller side
 (a short form's few text units are all inside the full name's many).
+
+A person's name is made of names: its first word or its last is a short form of it (KEVIN,
+SCOTT of KEVIN SCOTT). Other things are not: a longer name that starts with a shorter one is
+something named after it (ROBLOX STUDIO, TEXAS INSTRUMENTS, MICROSOFT RESEARCH), and one that
+ends with it is a kind of it (AZURE LINUX is a Linux, not Linux) unless the words before it
+name an organization, its owner (MICROSOFT AZURE is Azure): `names_another_thing`. A name
+typed PERSON is taken for a person's only when its first word is a given name or a word the
+corpus never writes in lower case: offline extraction guesses PERSON for any two or three
+capitalised words (SUN MICROSYSTEMS, NORTH CAROLINA, WHEREAS YOUTUBE).
 """
 
 from __future__ import annotations
@@ -18,12 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.index.resolve.names import name_relation, name_tokens
+from graphrag_ray.index.extract.nlp_extractor import GIVEN_NAMES
+from graphrag_ray.index.resolve.names import (
+    content_tokens, is_short_side, leading_words, name_relation, name_tokens, placement)
 
 UNTYPED = frozenset({"", "OTHER", "UNKNOWN"})
 CONTEXT_WEIGHTS = {"shared_text_units": 0.45, "shared_neighbours": 0.3,
                    "description_overlap": 0.25}
 _WORD = re.compile(r"[^\W\d_]{4,}")
+_LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z]+(?![\w'’-])")
 # Words that say nothing about which thing a description is of.
 _COMMON = frozenset("""
 that this with from have were been they their there which would about into than them then
@@ -34,6 +46,47 @@ being after before while these those through again under could should because ea
 
 def types_conflict(type_a: str, type_b: str) -> bool:
     return type_a not in UNTYPED and type_b not in UNTYPED and type_a != type_b
+
+
+def lower_case_words(descriptions: list[list[str]]) -> set[str]:
+    """The words written in lower case in these descriptions (`names_another_thing`)."""
+    return {w for texts in descriptions for text in texts or ()
+            for w in _LOWER_CASE_WORD.findall(text)}
+
+
+def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:
+    """Typed PERSON, and its first word a given name or no common word (see the module's
+    docstring)."""
+    words = content_tokens(name_tokens(title))
+    first = words[0].lower() if words else ""
+    return kind == "PERSON" and (first in GIVEN_NAMES or first not in common)
+
+
+def names_another_thing(short: str, short_type: str, full: str, full_type: str,
+                        organizations: frozenset[tuple[str, ...]],
+                        common: frozenset[str] = frozenset()) -> bool:
+    """Whether a short form names something other than the longer name (see the module's
+    docstring). `organizations`: the name tokens of the graph's ORGANIZATION entities;
+    `common`: the corpus's lower-case words."""
+    person = full_type if full_type not in UNTYPED else short_type
+    if is_person_name(full, person, common):
+        return False
+    if placement(short, full) == "suffix":
+        return name_tokens(leading_words(short, full)) not in organizations
+    return True
+
+
+def rules_out_short_form(titles: list[str], types: list[str], a: int, b: int,
+                         organizations: frozenset[tuple[str, ...]],
+                         common: frozenset[str] = frozenset()) -> bool:
+    """`names_another_thing` for rows `a` and `b` of a short-form pair, the shorter first."""
+    short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
+    return names_another_thing(titles[short], types[short], titles[full], types[full],
+                               organizations, common)
+
+
+def organization_names(titles: list[str], types: list[str]) -> frozenset[tuple[str, ...]]:
+    return frozenset(name_tokens(t) for t, kind in zip(titles, types) if kind == "ORGANIZATION")
 
 
 @dataclass
@@ -48,10 +101,11 @@ class Profiles:
     description words, the sets made on first use (a task scores few of the rows)."""
 
     def __init__(self, entities: pa.Table, neighbour_offsets: np.ndarray,
-                 neighbours: np.ndarray, descriptions):
+                 neighbours: np.ndarray, descriptions, common: frozenset[str] = frozenset()):
         """`entities`: title, type, text_unit_ids in row order; neighbours in CSR form
         (row r's are `neighbours[offsets[r]:offsets[r + 1]]`); `descriptions(row)` -> the
-        row's description list."""
+        row's description list; `common`: the corpus's lower-case words."""
+        self.common = common
         self.titles = entities.column("title").to_pylist()
         self.types = entities.column("type").to_pylist()
         self._units = entities.column("text_unit_ids")
@@ -60,6 +114,13 @@ class Profiles:
         self._unit_sets: dict[int, frozenset] = {}
         self._neighbour_sets: dict[int, frozenset] = {}
         self._word_sets: dict[int, frozenset] = {}
+        self._organizations: frozenset | None = None
+
+    @property
+    def organizations(self) -> frozenset[tuple[str, ...]]:
+        if self._organizations is None:
+            self._organizations = organization_names(self.titles, self.types)
+        return self._organizations
 
     def units(self, row: int) -> frozenset:
         if row not in self._unit_sets:
@@ -94,6 +155,9 @@ def score_pair(profiles: Profiles, a: int, b: int) -> PairScore | None:
     if relation is None:
         return None
     kind, name = relation
+    if kind == "short_form" and rules_out_short_form(
+            profiles.titles, profiles.types, a, b, profiles.organizations, profiles.common):
+        return None
     words_a, words_b = profiles.words(a), profiles.words(b)
     features = {
         "shared_text_units": _overlap(profiles.units(a), profiles.units(b)),

@@ -4,17 +4,20 @@
     -> pairs scored per partition (one task each; only pairs worth a look come back)
     -> uncertain pairs confirmed by the LLM (`resolution.confirm_with_llm`)
     -> clusters and canonical entities (driver: the accepted pairs and the names)
-    -> the graph folded (driver: structure; one task: the joined description lists)
+    -> short names resolved document by document (driver: `mentions.py`)
+    -> the aliases' mentions renamed (one task per merge shard) and what that touched merged
+       again (one task: `fold.py`)
 
-What it returns replaces the merge's entities, relationships and description blocks, and adds
-the `entity_aliases` table. Off, entities get an empty `aliases` column and nothing else
-changes.
+What it returns replaces the merge's entities, relationships and description blocks, adds
+the `entity_aliases` table (a short name resolved per document has a row per full name, with
+its documents), and says how claims' subjects and objects are renamed. Off, entities get an
+empty `aliases` column and nothing else changes.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -24,16 +27,22 @@ from graphrag_ray import schema
 from graphrag_ray.config import ResolutionConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
+from graphrag_ray.index.extract.instance_shards import read_shard
+from graphrag_ray.index.extract.stage import (
+    ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.merge import edge_endpoints
+from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.candidates import (
     PAIR_SCHEMA, key_rows, neighbour_lists, score_partition)
-from graphrag_ray.index.resolve.clusters import Resolution, resolve_clusters
+from graphrag_ray.index.resolve.clusters import PairRules, Resolution, resolve_clusters
 from graphrag_ray.index.resolve.confirm import confirm_pairs
-from graphrag_ray.index.resolve.fold import fold_descriptions, fold_structure, with_folded_counts
-from graphrag_ray.index.resolve.scoring import Profiles
+from graphrag_ray.index.resolve.fold import (
+    Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
+from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
+from graphrag_ray.index.resolve.scoring import Profiles, lower_case_words
 
-ALIAS_SCHEMA = pa.schema([(name, pa.float64() if name == "score" else pa.string())
-                          for name in schema.ENTITY_ALIAS_COLUMNS])
+ALIAS_SCHEMA = pa.schema([(name, {"score": pa.float64(), "document_ids": pa.list_(pa.string())}
+                           .get(name, pa.string())) for name in schema.ENTITY_ALIAS_COLUMNS])
 PROFILE_COLUMNS = ["title", "type", "text_unit_ids", "description_shard", "description_row"]
 
 
@@ -44,7 +53,8 @@ def _keys_task(item: tuple[list[str], int, int]) -> tuple[int, pa.Table]:
 
 
 def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: np.ndarray,
-                neighbours: np.ndarray, *blocks: pa.Table) -> tuple[pa.Table, dict]:
+                neighbours: np.ndarray, common: frozenset[str], *blocks: pa.Table
+                ) -> tuple[pa.Table, dict]:
     """`blocks`: the key tables (`item[1]` of them), then the merge's description blocks."""
     partition, n_key_tables, max_block_size, review_threshold = item
     key_tables, description_blocks = blocks[:n_key_tables], blocks[n_key_tables:]
@@ -55,17 +65,45 @@ def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: n
         return description_blocks[shards[row]].column("descriptions")[int(rows[row])].as_py()
 
     return score_partition(partition, key_tables,
-                           Profiles(profile, offsets, neighbours, descriptions),
+                           Profiles(profile, offsets, neighbours, descriptions, common),
                            max_block_size, review_threshold)
 
 
-def _fold_task(item, *blocks: pa.Table):
-    work, encoding = item
-    return fold_descriptions(work, encoding, *blocks)
+def _lower_case_words_task(number: int, *blocks: pa.Table) -> set[str]:
+    return lower_case_words(blocks[number].column("descriptions").to_pylist())
+
+
+def _rename_task(item: tuple[str, int], renames: Renames, titles: set[str], pairs: set[str]):
+    work_url, shard = item
+    pieces = read_shard(work_url, shard, (ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA,
+                                          RELATIONSHIP_INSTANCE_SCHEMA))
+    return renamed_pieces(pieces, renames, titles, pairs)
+
+
+def _merge_renamed_task(item):
+    shards, block_number, encoding = item
+    entities, relationships, stats, block = merge_renamed(shards, block_number, encoding)
+    return (entities, relationships, stats), block
+
+
+@dataclass
+class Resolved:
+    """The graph after resolution, and how claims' subjects and objects are renamed."""
+    entities: pa.Table
+    relationships: pa.Table
+    handles: list
+    aliases: pa.Table  # entity_aliases
+    renames: Renames
+
+
+def common_words(ctx: BuildContext, handles: list) -> frozenset[str]:
+    """The words the corpus's descriptions write in lower case (one task per block)."""
+    return frozenset().union(*map_items(_lower_case_words_task, list(range(len(handles))),
+                                        ctx.config.runtime, shared=handles))
 
 
 def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
-                    handles: list) -> tuple[pa.Table, dict]:
+                    handles: list, common: frozenset[str]) -> tuple[pa.Table, dict]:
     """Every pair worth a look (score >= review threshold), found and scored in tasks."""
     config: ResolutionConfig = ctx.config.resolution
     n = entities.num_rows
@@ -80,7 +118,8 @@ def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Tab
     scored = map_items(
         _score_task, [(p, len(key_tables), config.max_block_size, config.review_threshold)
                       for p in range(partitions)], ctx.config.runtime,
-        shared=[entities.select(PROFILE_COLUMNS), offsets, neighbours, *key_tables, *handles])
+        shared=[entities.select(PROFILE_COLUMNS), offsets, neighbours, common, *key_tables,
+                *handles])
     counts = Counter({"partitions": partitions, "blocking_keys": sum(k for k, _ in keyed)})
     for _, part_counts in scored:
         counts.update(part_counts)
@@ -89,38 +128,54 @@ def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Tab
 
 
 def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
-                     handles: list) -> tuple[pa.Table, pa.Table, list, pa.Table]:
-    """(entities, relationships, description block handles, entity_aliases)."""
+                     handles: list, extraction: pa.Table) -> Resolved:
+    """`extraction`: the extraction's status rows (text_unit_id, document_id, seq), which say
+    in which document each mention is."""
     config: ResolutionConfig = ctx.config.resolution
     if not config.enabled or entities.num_rows < 2:
-        return _without_aliases(entities), relationships, handles, ALIAS_SCHEMA.empty_table()
+        return Resolved(_without_aliases(entities), relationships, handles,
+                        ALIAS_SCHEMA.empty_table(), Renames())
     with ctx.stage("resolve"):
-        pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
+        common = common_words(ctx, handles)
+        pairs, counts = candidate_pairs(ctx, entities, relationships, handles, common)
         titles = entities.column("title").to_pylist()
+        types = entities.column("type").to_pylist()
         uncertain = pairs.filter(pc.less(pairs.column("score"), config.threshold))
         confirmed, confirm_usage = set(), None
         if config.confirm_with_llm and uncertain.num_rows:
             confirmed, confirm_usage = confirm_pairs(ctx, entities, uncertain, handles)
         resolution = resolve_clusters(
-            titles, entities.column("type").to_pylist(), entities.column("frequency").to_pylist(),
-            pairs, config.threshold, config.force_merge, config.forbid_merge, confirmed)
-        aliases = alias_table(titles, entities.column("id").to_pylist(), resolution)
+            titles, types, entities.column("frequency").to_pylist(),
+            pairs, config.threshold, config.force_merge, config.forbid_merge, confirmed, common)
+        provenance = Provenance.from_tables(entities, extraction)
+        in_documents = resolve_mentions(titles, pairs, resolution, provenance, PairRules(
+            titles, types, config.force_merge, config.forbid_merge, common).apart)
+        units = extraction.column("text_unit_id").to_pylist()
+        documents = pc.dictionary_encode(
+            extraction.column("document_id").combine_chunks()).dictionary.to_pylist()
+        renames = renames_of(titles, units, resolution, in_documents)
+        aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
+                              in_documents, documents)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
                    "uncertain_pairs": uncertain.num_rows, "confirmed_by_llm": len(confirmed),
                    "aliases": len(resolution.aliases),
                    "ambiguous_names": len(resolution.ambiguous),
                    "ambiguous_examples": [titles[r] for r in resolution.ambiguous[:20]],
-                   "by_method": dict(Counter(a.method for a in resolution.aliases))}
+                   "by_method": dict(Counter(a.method for a in resolution.aliases)),
+                   "resolved_in_documents": {
+                       "short_names": len({m.row for m in in_documents}),
+                       "full_names": len(in_documents),
+                       "mentions": sum(len(m.units) for m in in_documents)}}
         if confirm_usage is not None:
             figures["llm_usage"] = confirm_usage
-        if resolution.aliases:
+        if renames:
             entities, relationships, handles, fold = _fold(ctx, entities, relationships,
-                                                           handles, resolution)
+                                                           handles, renames)
             figures.update(asdict(fold))
         else:
             entities = _without_aliases(entities)
         ctx.figures.resolution = figures
-        return entities, relationships, handles, aliases
+        return Resolved(entities, relationships, handles, aliases, renames)
 
 
 def _without_aliases(entities: pa.Table) -> pa.Table:
@@ -128,28 +183,42 @@ def _without_aliases(entities: pa.Table) -> pa.Table:
                                                       pa.list_(pa.string())))
 
 
-def _fold(ctx: BuildContext, entities, relationships, handles, resolution: Resolution):
-    new_block = len(handles)
-    entities, relationships, work, stats = fold_structure(entities, relationships, resolution,
-                                                          new_block)
-    (figures, block), = map_items(_fold_task, [(work, ctx.tokenizer)],
-                                  ctx.config.runtime, keep_blocks=True, shared=handles)
-    entities = with_folded_counts(entities, new_block, figures)
-    relationships = with_folded_counts(relationships, new_block, figures)
+def _fold(ctx: BuildContext, entities, relationships, handles, renames: Renames):
+    """The aliases' mentions renamed in every merge shard (one block of handles per shard),
+    the touched elements merged again into a new block (`fold.py`)."""
+    titles, pairs = renamed_keys(relationships, renames)
+    shards = map_items(_rename_task, [(ctx.work_url, k) for k in range(len(handles))],
+                       ctx.config.runtime, shared=[renames, titles, pairs])
+    ((merged_entities, merged_relationships, merge_stats), block), = map_items(
+        _merge_renamed_task, [(shards, len(handles), ctx.tokenizer)], ctx.config.runtime,
+        keep_blocks=True)
+    entities, relationships, stats = swap_rows(entities, relationships, merged_entities,
+                                               merged_relationships, titles, pairs, renames)
+    stats.self_loops_dropped = merge_stats.self_loops_dropped
     return entities, relationships, handles + [block], stats
 
 
-def canonical_names(aliases: pa.Table) -> dict[str, str]:
-    """Alias title -> its canonical entity's title (claims' subjects and objects follow)."""
-    return dict(zip(aliases.column("alias").to_pylist(),
-                    aliases.column("entity_title").to_pylist()))
+def renames_of(titles: list[str], units: list[str], resolution: Resolution,
+               in_documents: list[MentionAlias]) -> Renames:
+    """`units`: text unit ids by `Provenance` unit index."""
+    renames = Renames({titles[a.row]: titles[a.canonical] for a in resolution.aliases})
+    for alias in in_documents:
+        renames.in_units.setdefault(titles[alias.row], {}).update(
+            (units[u], titles[alias.canonical]) for u in alias.units)
+    return renames
 
 
-def alias_table(titles: list[str], ids: list[str], resolution: Resolution) -> pa.Table:
-    """One row per alias: its title and former id, its canonical entity, how it was matched."""
-    return pa.Table.from_pylist([
-        {"alias": titles[a.row], "alias_entity_id": ids[a.row],
-         "entity_id": ids[a.canonical], "entity_title": titles[a.canonical], "score": a.score,
-         "method": a.method, "evidence": a.evidence} for a in resolution.aliases],
-        schema=ALIAS_SCHEMA)
-
+def alias_table(titles: list[str], ids: list[str], resolution: Resolution,
+                in_documents: list[MentionAlias], documents: list[str]) -> pa.Table:
+    """One row per alias: its title and former id, its canonical entity, how it was matched,
+    and the documents it was resolved in (none: everywhere). `documents`: document ids by
+    `Provenance` document index."""
+    rows = [{"alias": titles[a.row], "alias_entity_id": ids[a.row],
+             "entity_id": ids[a.canonical], "entity_title": titles[a.canonical],
+             "score": a.score, "method": a.method, "evidence": a.evidence, "document_ids": []}
+            for a in resolution.aliases]
+    rows += [{"alias": titles[m.row], "alias_entity_id": ids[m.row],
+              "entity_id": ids[m.canonical], "entity_title": titles[m.canonical],
+              "score": m.score, "method": m.method, "evidence": m.evidence,
+              "document_ids": [documents[d] for d in m.documents]} for m in in_documents]
+    return pa.Table.from_pylist(rows, schema=ALIAS_SCHEMA)

@@ -1,58 +1,92 @@
-"""A resolution folded into the merged graph: the alias's row goes, its relationships move to
-the canonical entity (joining one that already exists, or vanishing as a self-loop), and the
-joined description lists are built from the merge's blocks."""
+"""A resolution folded into the merged graph by renaming mentions: an alias merged whole
+goes, its relationships move to the canonical entity (joining one that already exists, or
+vanishing as a self-loop); a short name resolved in some text units keeps the others, and
+each description, text unit and relationship follows its mention."""
 
 import pyarrow as pa
 
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import combine_shards, merge_shard, partition_instances
-from graphrag_ray.index.resolve.clusters import Alias, Resolution
-from graphrag_ray.index.resolve.fold import fold_descriptions, fold_structure, with_folded_counts
+from graphrag_ray.index.resolve.fold import (
+    Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
 
 
-def merged_graph():
+def instances():
     entities = pa.table({
-        "title": ["SHERLOCK HOLMES", "HOLMES", "WATSON", "HUDSON"],
-        "type": ["PERSON", "OTHER", "PERSON", "PERSON"],
-        "description": ["the detective", "smokes a pipe", "a doctor", "the landlady"],
-        "text_unit_id": ["t1", "t2", "t1", "t3"]})
+        "title": ["SHERLOCK HOLMES", "HOLMES", "WATSON", "HUDSON", "HOLMES", "MYCROFT HOLMES"],
+        "type": ["PERSON", "OTHER", "PERSON", "PERSON", "PERSON", "PERSON"],
+        "description": ["the detective", "smokes a pipe", "a doctor", "the landlady",
+                        "the elder brother", "works for the government"],
+        "text_unit_id": ["t1", "t2", "t1", "t3", "t4", "t4"], "seq": [1, 2, 1, 3, 4, 4]})
     relationships = pa.table({
-        "source": ["SHERLOCK HOLMES", "HOLMES", "HOLMES", "HOLMES"],
-        "target": ["WATSON", "WATSON", "HUDSON", "SHERLOCK HOLMES"],
-        "description": ["friends", "shares rooms", "tenant", "one and the same"],
-        "text_unit_id": ["t1", "t2", "t3", "t2"], "strength": [1.0] * 4})
-    e, r, stats = merge_shard(partition_instances(entities, relationships, 1)[0])
-    e, r, block = split_descriptions(e, r, 0, "cl100k_base")
-    e, r, _ = combine_shards([(e, r, stats)])
-    return e, r, [block]
+        "source": ["SHERLOCK HOLMES", "HOLMES", "HOLMES", "HOLMES", "HOLMES"],
+        "target": ["WATSON", "WATSON", "HUDSON", "SHERLOCK HOLMES", "WATSON"],
+        "description": ["friends", "shares rooms", "tenant", "one and the same", "met once"],
+        "text_unit_id": ["t1", "t2", "t3", "t2", "t4"], "strength": [1.0] * 5,
+        "seq": [1, 2, 3, 2, 4]})
+    return partition_instances(entities, relationships, 2)
 
 
-def test_an_alias_folds_into_its_canonical_entity():
-    entities, relationships, blocks = merged_graph()
-    titles = entities.column("title").to_pylist()
-    resolution = Resolution([Alias(titles.index("HOLMES"), titles.index("SHERLOCK HOLMES"),
-                                   0.9, "short_form", "")])
-    entities, relationships, work, stats = fold_structure(entities, relationships, resolution, 1)
-    figures, block = fold_descriptions(work, "cl100k_base", *blocks)
-    entities = with_folded_counts(entities, 1, figures)
-    relationships = with_folded_counts(relationships, 1, figures)
+def fold(renames):
+    shards = instances()
+    merged = []
+    for number, pieces in enumerate(shards):
+        e, r, stats = merge_shard(pieces)
+        e, r, block = split_descriptions(e, r, number, "cl100k_base")
+        merged.append(((e, r, stats), block))
+    entities, relationships, _ = combine_shards([m for m, _ in merged])
+    titles, pairs = renamed_keys(relationships, renames)
+    renamed = [renamed_pieces(pieces, renames, titles, pairs) for pieces in shards]
+    new_entities, new_relationships, stats, block = merge_renamed(renamed, 2, "cl100k_base")
+    entities, relationships, fold_stats = swap_rows(
+        entities, relationships, new_entities, new_relationships, titles, pairs, renames)
+    blocks = [b for _, b in merged] + [block]
+    return ({e["title"]: e for e in entities.to_pylist()},
+            {(r["source"], r["target"]): r for r in relationships.to_pylist()},
+            blocks, fold_stats, stats)
 
-    rows = {e["title"]: e for e in entities.to_pylist()}
-    assert set(rows) == {"SHERLOCK HOLMES", "WATSON", "HUDSON"}
-    holmes = rows["SHERLOCK HOLMES"]
+
+def descriptions(blocks, row):
+    return blocks[row["description_shard"]].column("descriptions")[
+        row["description_row"]].as_py()
+
+
+def test_an_alias_merged_whole_folds_into_its_canonical_entity():
+    entities, edges, blocks, stats, merge_stats = fold(
+        Renames(everywhere={"HOLMES": "SHERLOCK HOLMES"}))
+    assert set(entities) == {"SHERLOCK HOLMES", "WATSON", "HUDSON", "MYCROFT HOLMES"}
+    holmes = entities["SHERLOCK HOLMES"]
     assert holmes["aliases"] == ["HOLMES"] and holmes["type"] == "PERSON"
-    # Its own and its relationships' text units.
-    assert holmes["text_unit_ids"] == ["t1", "t2", "t3"] and holmes["frequency"] == 3
-    assert holmes["description_count"] == 2
-    assert block.column("descriptions")[holmes["description_row"]].as_py() == [
-        "the detective", "smokes a pipe"]  # the canonical's own first
+    assert sorted(holmes["text_unit_ids"]) == ["t1", "t2", "t3", "t4"]
+    assert holmes["frequency"] == 4
+    assert descriptions(blocks, holmes) == ["the detective", "smokes a pipe",
+                                            "the elder brother"]  # in chunk order
+    assert entities["WATSON"]["aliases"] == []
 
-    edges = {(r["source"], r["target"]): r for r in relationships.to_pylist()}
     assert set(edges) == {("HUDSON", "SHERLOCK HOLMES"), ("SHERLOCK HOLMES", "WATSON")}
     both = edges[("SHERLOCK HOLMES", "WATSON")]
-    assert both["instance_count"] == 2 and both["weight"] == 1.0
-    assert block.column("descriptions")[both["description_row"]].as_py() == [
-        "friends", "shares rooms"]
-    assert edges[("HUDSON", "SHERLOCK HOLMES")]["weight"] == 0.5
-    assert (stats.entities_merged, stats.relationships_merged, stats.self_loops_dropped) == \
-        (1, 1, 1)
+    assert both["instance_count"] == 3 and both["weight"] == 1.0
+    assert descriptions(blocks, both) == ["friends", "shares rooms", "met once"]
+    assert edges[("HUDSON", "SHERLOCK HOLMES")]["weight"] == 1 / 3
+    assert (stats.entities_merged, stats.relationships_merged) == (1, 2)
+    assert merge_stats.self_loops_dropped == 1
+
+
+def test_a_short_name_resolved_in_some_units_keeps_the_others():
+    # HOLMES in t4 is Mycroft (that text unit names him); elsewhere it is Sherlock.
+    entities, edges, blocks, stats, _ = fold(Renames(in_units={"HOLMES": {
+        "t2": "SHERLOCK HOLMES", "t3": "SHERLOCK HOLMES", "t4": "MYCROFT HOLMES"}}))
+    assert "HOLMES" not in entities and stats.entities_merged == 1
+    assert entities["MYCROFT HOLMES"]["text_unit_ids"] == ["t4"]
+    assert descriptions(blocks, entities["MYCROFT HOLMES"]) == [
+        "the elder brother", "works for the government"]
+    assert sorted(entities["SHERLOCK HOLMES"]["text_unit_ids"]) == ["t1", "t2", "t3"]
+    assert entities["SHERLOCK HOLMES"]["aliases"] == entities["MYCROFT HOLMES"]["aliases"] \
+        == ["HOLMES"]
+    assert edges[("MYCROFT HOLMES", "WATSON")]["text_unit_ids"] == ["t4"]
+    assert edges[("SHERLOCK HOLMES", "WATSON")]["instance_count"] == 2
+
+    entities, edges, blocks, _, _ = fold(Renames(in_units={"HOLMES": {"t4": "MYCROFT HOLMES"}}))
+    assert sorted(entities["HOLMES"]["text_unit_ids"]) == ["t2", "t3"]  # not resolved
+    assert descriptions(blocks, entities["HOLMES"]) == ["smokes a pipe"]
+    assert ("HOLMES", "SHERLOCK HOLMES") in edges and ("HOLMES", "WATSON") in edges

@@ -17,6 +17,8 @@ from graphrag_ray.index.resolve.names import blocking_keys, name_relation, name_
     ("TOBI LÜTKE", "TOBI LUTKE", "same_name"),  # accents
     ("KRAKEN", "SEATTLE KRAKEN", "short_form"),
     ("QUOC", "QUOC LE", "short_form"),  # a last word is a word, joiner or not
+    ("BEHINDTHETECH", "BEHIND THE TECH", "joined"),  # written as one word
+    ("FEIFEI LI", "FEI-FEI LI", "joined"),
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -54,5 +56,6 @@ def test_keys_meet_where_names_relate():
     assert share("IBM", "INTERNATIONAL BUSINESS MACHINES")
     assert share("EBENEZER SCROOGE", "EBENEZER SCROGOE")
     assert share("CHARLES DICKENS", "CHARLES DIKCENS")
+    assert share("BEHINDTHETECH", "BEHIND THE TECH")
     assert not share("BOB CRATCHIT", "TINY TIM")
     assert "t:OF" not in blocking_keys("BANK OF ENGLAND")  # joiners open no block

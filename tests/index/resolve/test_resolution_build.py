@@ -128,8 +128,11 @@ def test_a_question_naming_an_alias_finds_the_canonical_entity(holmes):
 
 def test_uncertain_pairs_are_confirmed_by_the_llm(holmes, llm_server, tmp_path):
     # Everything is uncertain (nothing reaches 0.99): each pair is put to the LLM, whose
-    # test stand-in says yes when one name's words are all in the other's.
+    # test stand-in says yes when one name's words are all in the other's. Extracted
+    # offline: the test server's entity types are drawn at random, and types that disagree
+    # rule pairs out before any question.
     config = llm_config(llm_server, "runtime.engine=local", "resolution.enabled=true",
+                        "extraction.method=nlp",
                         "resolution.confirm_with_llm=true", "resolution.threshold=0.99",
                         f"cache.url={tmp_path}/cache")
     manifest = build_index(str(holmes / "input"), str(tmp_path / "index"), config, **QUIET)

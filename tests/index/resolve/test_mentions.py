@@ -1,0 +1,67 @@
+"""Short names resolved document by document: to the one full name a document names; in a
+document naming two, by the text unit, else by the one it names most; left alone where no
+full name is named."""
+
+import numpy as np
+import pyarrow as pa
+
+from graphrag_ray.index.graph.provenance import Provenance
+from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
+from graphrag_ray.index.resolve.clusters import Alias, PairRules, Resolution
+from graphrag_ray.index.resolve.mentions import resolve_mentions
+
+TITLES = ["ELIZABETH", "ELIZABETH BENNET", "ELIZABETH ELLIOT", "LIZZY BENNET"]
+
+
+def provenance(units_by_row: list[list[int]], documents: list[int]) -> Provenance:
+    offsets = np.cumsum([0] + [len(u) for u in units_by_row])
+    return Provenance(unit_offsets=offsets.astype(np.int64),
+                      units=np.array([u for units in units_by_row for u in units], np.int64),
+                      unit_document=np.array(documents, np.int64),
+                      unit_seq=np.arange(len(documents), dtype=np.int64))
+
+
+def pairs(items):
+    return pa.table({f.name: pa.array([item[k] for item in items], f.type)
+                     for k, f in enumerate(PAIR_SCHEMA)}, schema=PAIR_SCHEMA)
+
+
+def resolved(units_by_row, documents, resolution=Resolution(), types=None):
+    types = types or ["PERSON"] * len(TITLES)
+    found = resolve_mentions(
+        TITLES, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.65, "short_form", "")]),
+        resolution, provenance(units_by_row, documents), PairRules(TITLES, types).apart)
+    return {(TITLES[m.row], TITLES[m.canonical]): (m.units, m.documents) for m in found}
+
+
+def test_each_document_gives_the_short_name_to_the_full_name_it_names():
+    # Units 0-2: a novel naming Elizabeth Bennet; 3-4: one naming Elizabeth Elliot; 5: a
+    # document naming neither.
+    documents = [0, 0, 0, 1, 1, 2]
+    found = resolved([[0, 1, 3, 5], [2], [4], []], documents)
+    assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0, 1], [0]),
+                     ("ELIZABETH", "ELIZABETH ELLIOT"): ([3], [1])}
+
+
+def test_a_document_naming_both_resolves_by_text_unit_or_by_the_one_it_names_most():
+    # One document, both full names: unit 0 names Bennet with the short name, unit 1 names
+    # neither (1 mention each: no one dominates), so it stays.
+    assert resolved([[0, 1], [0], [2], []], [0, 0, 0]) == {
+        ("ELIZABETH", "ELIZABETH BENNET"): ([0], [0])}
+    # Bennet named in five units, Elliot in one: the document's other mentions are Bennet's.
+    found = resolved([[0, 6], [1, 2, 3, 4, 5], [6], []], [0] * 7)
+    assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0], [0]),
+                     ("ELIZABETH", "ELIZABETH ELLIOT"): ([6], [0])}
+
+
+def test_a_full_name_merged_whole_is_resolved_to_as_its_canonical_entity():
+    # LIZZY BENNET was merged into ELIZABETH BENNET: naming it names the canonical entity.
+    found = resolved([[0, 1], [], [2], [0]], [0, 0, 1],
+                     Resolution([Alias(3, 1, 0.9, "forced", "")]))
+    assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0, 1], [0])}
+
+
+def test_types_that_disagree_rule_a_full_name_out():
+    found = resolved([[0, 3], [1], [4], []], [0, 0, 1, 1, 1],
+                     types=["PERSON", "PERSON", "GEO", "PERSON"])
+    assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0], [0])}

@@ -1,0 +1,23 @@
+"""A short form of a person's name is a name of that person; a short form of anything else
+is often something else: a thing named after it, or a broader thing."""
+
+import pytest
+
+from graphrag_ray.index.resolve.scoring import names_another_thing
+
+OWNERS = frozenset({("MICROSOFT",)})
+
+
+@pytest.mark.parametrize("short, short_type, full, full_type, other", [
+    ("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", False),  # first name
+    ("SCOTT", "OTHER", "KEVIN SCOTT", "PERSON", False),  # surname
+    ("CHRISTINA", "PERSON", "CHRISTINA WARREN", "OTHER", False),  # the full name untyped
+    ("ROBLOX", "ORGANIZATION", "ROBLOX STUDIO", "OTHER", True),  # named after it
+    ("TEXAS", "GEO", "TEXAS INSTRUMENTS", "OTHER", True),
+    ("LINUX", "OTHER", "AZURE LINUX", "OTHER", True),  # a kind of it
+    ("IOT", "OTHER", "AZURE IOT", "OTHER", True),
+    ("AZURE", "OTHER", "MICROSOFT AZURE", "OTHER", False),  # its owner's name first
+    ("DOCKER", "OTHER", "COMMERCIALLY SUPPORTED DOCKER ENGINE", "OTHER", True),
+])
+def test_what_a_short_form_names(short, short_type, full, full_type, other):
+    assert names_another_thing(short, short_type, full, full_type, OWNERS) is other
