@@ -12,6 +12,7 @@ import re
 from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
+from graphrag_ray.index.graph.merge import GUESSED_TYPE
 from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
 from graphrag_ray.sentences import split_at
 
@@ -130,8 +131,9 @@ ceo cto cfo coo cio cmo cso vp svp evp phd mba bsc msc tv pc cd dvd rom cpu gpu 
 iq faq pdf am pm
 """.split())
 # Abbreviations of fields and technologies (AI, VR, API): names of things, of no type a cue
-# could give ("in AI" is no place, "AI announced" no company).
-_CONCEPT_ABBREVIATIONS = {"AI", "ML", "VR", "AR", "XR", "API", "APIS", "SQL", "HTML", "DNA",
+# could give ("in AI" is no place, "AI announced" no company), and no initials of whatever
+# longer name they match (entity resolution: VR is not VPL RESEARCH).
+CONCEPT_ABBREVIATIONS = {"AI", "ML", "VR", "AR", "XR", "API", "APIS", "SQL", "HTML", "DNA",
                           "RNA", "GPS", "IOT", "NLP", "UI", "UX", "OS", "LLM", "LLMS", "AGI"}
 
 
@@ -300,14 +302,13 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
     """The type one mention suggests, and whether something in the text says so (a title, a
     kind word, a cue around it) or it is only a guess from the name's shape."""
     upper = [w.upper().strip(".") for w in words]
-    if len(upper) == 1 and upper[0] in _CONCEPT_ABBREVIATIONS:
+    if len(upper) == 1 and upper[0] in CONCEPT_ABBREVIATIONS:
         return "OTHER", False
     if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
         return "PERSON", True
     if len(words) == 1 and words[0].lower() in GIVEN_NAMES:
         return "PERSON", True
-    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS) or \
-            (len(words) == 1 and words[0].isupper() and len(words[0]) <= 6):
+    if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS):
         return "ORGANIZATION", True
     if upper[-1] in _PLACE_WORDS or (len(words) > 1 and upper[0] in _PLACE_WORDS):
         return "GEO", True
@@ -324,6 +325,10 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
     if before_word in _ORG_BEFORE or after_word in _ORG_AFTER or \
             (before_word == "at" and two_before in _WORK_VERBS):
         return "ORGANIZATION", True
+    if len(words) == 1 and words[0].isupper() and len(words[0]) <= 6:
+        # An acronym is often a company's (NASA, IBM), as often a field's or a disease's
+        # (STEM, COVID): a guess, which a cue elsewhere in the corpus outvotes.
+        return "ORGANIZATION", False
     if before_word in _PLACE_PREPOSITIONS and not sentence[end:end + 2].startswith(("'", "’")):
         # "in" also comes before fields, products and companies (in Roblox, in computer
         # science): a place only when nothing else is said of the name.
@@ -335,12 +340,14 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
 
 
 def voted_type(votes: list[tuple[str, bool]]) -> str:
-    """A name's type from its mentions: the most frequent type the text supports (ties: the
-    first seen), else the most frequent guess, else OTHER."""
+    """A name's type from its mentions in the chunk: the most frequent type the text supports
+    (ties: the first seen), else the most frequent guess marked as one (`GUESSED_TYPE`: the
+    merge counts guesses only where no chunk has evidence), else OTHER."""
     for strong in (True, False):
         kinds = [kind for kind, evidence in votes if evidence == strong and kind != "OTHER"]
         if kinds:
-            return max(dict.fromkeys(kinds), key=kinds.count)
+            kind = max(dict.fromkeys(kinds), key=kinds.count)
+            return kind if strong else kind + GUESSED_TYPE
     return "OTHER"
 
 

@@ -48,10 +48,20 @@ def _unique(values: list[str]) -> list[str]:
     return [v for v in dict.fromkeys(v.strip() for v in values if v and v.strip())]
 
 
+# Marks an instance's type as an extractor's guess (offline extraction: from the name's shape
+# or one preposition before it, `nlp_extractor._guess_type`): it counts only for an entity
+# no instance gives a type it has evidence for.
+GUESSED_TYPE = "?"
+
+
 def _majority(types: list[str]) -> str:
-    """The most frequent type (ties: alphabetical); OTHER and UNKNOWN only when no instance
-    gave a type of its own."""
-    counts = Counter(t for t in types if t and t not in ("OTHER", "UNKNOWN")) or \
+    """The most frequent type with evidence, else the most frequent guess (ties:
+    alphabetical); OTHER and UNKNOWN only when no instance gave a type of its own. So the
+    whole corpus votes: ROBLOX guessed GEO in the chunks that say "in Roblox" is an
+    ORGANIZATION where one says "worked at Roblox"."""
+    counts = Counter(t for t in types if t and t not in ("OTHER", "UNKNOWN")
+                     and not t.endswith(GUESSED_TYPE)) or \
+        Counter(t[:-1] for t in types if t and t.endswith(GUESSED_TYPE)) or \
         Counter(t for t in types if t)
     if not counts:
         return "UNKNOWN"

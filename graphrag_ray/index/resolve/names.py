@@ -15,13 +15,16 @@ from functools import lru_cache
 
 from rapidfuzz.distance import OSA
 
+from graphrag_ray.index.extract.nlp_extractor import CONCEPT_ABBREVIATIONS
+
+# (Not SAINT, ST, GENERAL, MAJOR, MASTER: they open names of places and things as often as
+# titles of people: ST LOUIS is not LOUIS, GENERAL ENGINEERING not ENGINEERING.)
 HONORIFICS = frozenset({
     "MR", "MRS", "MS", "MISS", "MX", "DR", "SIR", "DAME", "LADY", "LORD", "MADAM", "MADAME",
     "MONSIEUR", "MME", "MLLE", "HERR", "FRAU", "SENOR", "SEÑOR", "SENORA", "SEÑORA", "DON",
-    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL",
-    "MAJOR", "SGT",
-    "REV", "REVEREND", "FATHER", "SISTER", "SAINT", "ST", "PRESIDENT", "SENATOR", "GOVERNOR",
-    "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MASTER", "MISTER"})
+    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "SGT",
+    "REV", "REVEREND", "FATHER", "SISTER", "PRESIDENT", "SENATOR", "GOVERNOR",
+    "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MISTER"})
 JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
                      "FOR", "IN", "ON", "AT", "Y"})
 # Suffixes that say nothing about identity: "ACME CORP" is "ACME".
@@ -161,7 +164,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     if _initials_match(ca, cb):
         return "initials", 0.8
     for one, other in ((ca, cb), (cb, ca)):
-        if len(one) == 1 and len(one[0]) in ACRONYM_LENGTHS and acronym_of(other) == one[0]:
+        if len(one) == 1 and len(one[0]) in ACRONYM_LENGTHS and acronym_of(other) == one[0] \
+                and one[0] not in CONCEPT_ABBREVIATIONS:
             return "acronym", 0.7
     short, full = (ca, cb) if len(ca) < len(cb) else (cb, ca)
     full_tokens = tb if full is cb else ta

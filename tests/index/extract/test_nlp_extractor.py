@@ -98,7 +98,7 @@ def test_names_in_other_languages_keep_their_joiners_and_lose_leading_prepositio
     assert kinds["LA FÊTE DES LUMIÈRES"] == "EVENT"
     assert "REVUE D'HISTOIRE DES SCIENCES" in kinds
     assert kinds["HÔTEL DE VILLE"] == "GEO" and kinds["UNIVERSITÉ DE LYON"] == "ORGANIZATION"
-    assert kinds["KARIM BENALI"] == "PERSON"
+    assert kinds["KARIM BENALI"] == "PERSON?"  # a guess from the name's shape, marked
     assert not {"CEO", "PHD", "SELON KARIM BENALI", "HISTOIRE", "LUMIÈRES"} & set(kinds)
 
 
@@ -110,7 +110,7 @@ def test_names_that_open_sentences_are_names():
         "Alice met Bob in Paris. ALICE said nothing. François dit bonjour à Marie. "
         "Nemo said so. Come in, Father. Bring me the lamp.").entities}
     assert kinds["ALICE"] == kinds["BOB"] == kinds["FRANÇOIS"] == kinds["MARIE"] == "PERSON"
-    assert kinds["PARIS"] == "GEO" and "NEMO" in kinds
+    assert kinds["PARIS"] == "GEO?" and "NEMO" in kinds  # "in Paris": a guess, marked
     assert not {"COME", "BRING", "FATHER"} & set(kinds)
 
 

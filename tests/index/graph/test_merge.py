@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from graphrag_ray.index.graph.merge import add_degrees, merge_elements
+from graphrag_ray.index.graph.merge import _majority, add_degrees, merge_elements
 
 
 def _entities(rows):
@@ -80,3 +80,11 @@ def test_other_loses_to_any_type_an_instance_gave():
     assert _majority(["OTHER", "OTHER", "ORGANIZATION"]) == "ORGANIZATION"
     assert _majority(["OTHER", "UNKNOWN"]) == "OTHER"
     assert _majority(["", None]) == "UNKNOWN"
+
+
+def test_a_type_with_evidence_outvotes_more_guesses():
+    # ROBLOX guessed GEO in three chunks ("in Roblox"), said ORGANIZATION in one ("worked at
+    # Roblox"): the evidence wins; guesses decide only where nothing else is said.
+    assert _majority(["GEO?", "GEO?", "GEO?", "ORGANIZATION"]) == "ORGANIZATION"
+    assert _majority(["GEO?", "GEO?", "PERSON?", "OTHER"]) == "GEO"
+    assert _majority(["OTHER", "OTHER"]) == "OTHER"

@@ -1,0 +1,92 @@
+"""Entity resolution measured against hand labels of a real corpus
+(`tests/data/resolution_labels/*.json`): which pairs of its most frequent entities are one
+thing (`same`), which short names are a full name where a document names it
+(`same_where_named`), which are never one (`different`), and the right types of the most
+frequent entities.
+
+- precision: of the index's merges (an `entity_aliases` row, whole or per document) between
+  two labelled names, the share labelled one thing; a merge of a pair no label judges is
+  listed as unjudged;
+- recall: of the pairs labelled one thing, the share the index made one (merged directly,
+  per document, or in one cluster of whole merges);
+- wrong types: of the labelled types, the share the index gives otherwise (an entity merged
+  away is judged by its canonical entity's type).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "resolution_labels"
+
+
+def load_labels(name: str) -> dict:
+    return json.loads((LABELS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _pairs(items: list[list[str]]) -> set[frozenset[str]]:
+    return {frozenset(pair) for pair in items}
+
+
+class _Groups:
+    def __init__(self):
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        self.parent.setdefault(name, name)
+        while self.parent[name] != name:
+            name = self.parent[name] = self.parent[self.parent[name]]
+        return name
+
+    def join(self, a: str, b: str) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def merge_quality(aliases: list[dict], labels: dict) -> dict:
+    """`aliases`: `entity_aliases` rows (alias, entity_title, document_ids)."""
+    same, where_named = _pairs(labels["same"]), _pairs(labels["same_where_named"])
+    different = _pairs(labels["different"])
+    truth = _Groups()
+    for a, b in labels["same"]:
+        truth.join(a, b)
+    merged = _Groups()
+    links = set()
+    for row in aliases:
+        links.add(frozenset((row["alias"], row["entity_title"])))
+        if not row.get("document_ids"):
+            merged.join(row["alias"], row["entity_title"])
+    right, wrong, unjudged = [], [], []
+    for link in sorted(links, key=sorted):
+        a, b = sorted(link)
+        if link in where_named or truth.find(a) == truth.find(b):
+            right.append((a, b))
+        elif link in different:
+            wrong.append((a, b))
+        else:
+            unjudged.append((a, b))
+    one_thing = same | where_named
+    found = [pair for pair in one_thing if pair in links or
+             merged.find(sorted(pair)[0]) == merged.find(sorted(pair)[1])]
+    judged = len(right) + len(wrong)
+    return {"precision": round(len(right) / judged, 3) if judged else None,
+            "recall": round(len(found) / len(one_thing), 3) if one_thing else None,
+            "merges_judged": judged, "wrong_merges": wrong,
+            "missed": sorted(sorted(p) for p in one_thing - set(found)),
+            "unjudged_merges": len(unjudged)}
+
+
+def type_quality(entity_types: dict[str, str], aliases: list[dict], labels: dict) -> dict:
+    """`entity_types`: title -> type of the index's entities."""
+    canonical = {row["alias"]: row["entity_title"] for row in aliases
+                 if not row.get("document_ids")}
+    wrong, judged = [], 0
+    for title, allowed in sorted(labels["types"].items()):
+        kind = entity_types.get(title, entity_types.get(canonical.get(title, "")))
+        if kind is None:
+            continue
+        judged += 1
+        if kind not in allowed:
+            wrong.append((title, kind, allowed))
+    return {"wrong_type_share": round(len(wrong) / judged, 3) if judged else None,
+            "types_judged": judged, "wrong_types": wrong}
