@@ -5,9 +5,12 @@ recall, what resolution did to the communities (and so the reports), and what it
     python scripts/resolution_quality.py --tokens 300000
     python scripts/resolution_quality.py --tokens 10000000 --engine ray --json out.json
     python scripts/resolution_quality.py --input ../shared/corpora/podcast/input --top 40
+    python scripts/resolution_quality.py --input ../shared/corpora/podcast/input --labels podcast
 
 With `--input` (a corpus without truth) it indexes with resolution on and prints the top
-merges for a reader to judge.
+merges for a reader to judge; with `--labels NAME` also the merges' precision and recall and
+the share of wrong types against the hand labels `tests/data/resolution_labels/NAME.json`
+(`testing/resolution_labels.py`), and with resolution off the types alone.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graphrag_ray import schema  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
+from graphrag_ray.testing import resolution_labels  # noqa: E402
 from graphrag_ray.testing.synthetic_corpus import generate_corpus, merge_quality  # noqa: E402
 
 
@@ -49,6 +53,7 @@ def main() -> int:
     parser.add_argument("--engine", default="local", choices=["local", "ray", "auto"])
     parser.add_argument("--input", help="a corpus without truth: list its top merges")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--labels", help="with --input: hand labels to measure against")
     parser.add_argument("--work", help="folder for the corpus and indexes (default: temp)")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
@@ -61,6 +66,16 @@ def main() -> int:
         figures = {"wall_s": round(wall, 1), "resolution": manifest.resolution,
                    "top_merges": [(r["alias"], r["entity_title"], r["score"], r["method"])
                                   for r in rows[:args.top]]}
+        if args.labels:
+            labels = resolution_labels.load_labels(args.labels)
+            figures["labelled"] = resolution_labels.merge_quality(rows, labels)
+            for name in ("on", "off"):
+                if name == "off":
+                    build(Path(args.input), work / "off", args.engine, False)
+                types = tables(work / name, schema.ENTITIES, ["title", "type"]).to_pylist()
+                figures[f"types_resolution_{name}"] = resolution_labels.type_quality(
+                    {e["title"]: e["type"] for e in types}, rows if name == "on" else [],
+                    labels)
     else:
         corpus = generate_corpus(work / "corpus", args.tokens, args.seed, aliases=True)
         runs = {}

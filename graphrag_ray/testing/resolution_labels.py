@@ -25,6 +25,15 @@ def load_labels(name: str) -> dict:
     return json.loads((LABELS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def restricted(labels: dict, names: set[str]) -> dict:
+    """The labels of pairs (and types) whose names are all in `names`: for a corpus built
+    from part of the labelled one."""
+    kept = {kind: [p for p in labels[kind] if set(p) <= names]
+            for kind in ("same", "same_where_named", "different")}
+    return {**labels, **kept,
+            "types": {t: k for t, k in labels["types"].items() if t in names}}
+
+
 def _pairs(items: list[list[str]]) -> set[frozenset[str]]:
     return {frozenset(pair) for pair in items}
 

@@ -48,9 +48,9 @@ def types_conflict(type_a: str, type_b: str) -> bool:
     return type_a not in UNTYPED and type_b not in UNTYPED and type_a != type_b
 
 
-def lower_case_words(descriptions: list[list[str]]) -> set[str]:
-    """The words written in lower case in these descriptions (`names_another_thing`)."""
-    return {w for texts in descriptions for text in texts or ()
+def lower_case_words(texts: list[list[str]]) -> set[str]:
+    """The words written in lower case in these texts (`names_another_thing`)."""
+    return {w for group in texts for text in group or ()
             for w in _LOWER_CASE_WORD.findall(text)}
 
 

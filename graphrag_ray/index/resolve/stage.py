@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,10 +41,12 @@ from graphrag_ray.index.resolve.fold import (
     Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
 from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
 from graphrag_ray.index.resolve.scoring import Profiles, lower_case_words
+from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
 ALIAS_SCHEMA = pa.schema([(name, {"score": pa.float64(), "document_ids": pa.list_(pa.string())}
                            .get(name, pa.string())) for name in schema.ENTITY_ALIAS_COLUMNS])
 PROFILE_COLUMNS = ["title", "type", "text_unit_ids", "description_shard", "description_row"]
+CHUNK_PARTS_PER_TASK = 64
 
 
 def _keys_task(item: tuple[list[str], int, int]) -> tuple[int, pa.Table]:
@@ -69,8 +72,11 @@ def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: n
                            max_block_size, review_threshold)
 
 
-def _lower_case_words_task(number: int, *blocks: pa.Table) -> set[str]:
-    return lower_case_words(blocks[number].column("descriptions").to_pylist())
+def _lower_case_words_task(item: tuple[str, list[str]]) -> set[str]:
+    work_url, parts = item
+    fs, _ = fsspec.core.url_to_fs(work_url)
+    return lower_case_words([read_parquet(fs, part, ["text"]).column("text").to_pylist()
+                             for part in parts])
 
 
 def _rename_task(item: tuple[str, int], renames: Renames, titles: set[str], pairs: set[str]):
@@ -96,10 +102,15 @@ class Resolved:
     renames: Renames
 
 
-def common_words(ctx: BuildContext, handles: list) -> frozenset[str]:
-    """The words the corpus's descriptions write in lower case (one task per block)."""
-    return frozenset().union(*map_items(_lower_case_words_task, list(range(len(handles))),
-                                        ctx.config.runtime, shared=handles))
+def common_words(ctx: BuildContext) -> frozenset[str]:
+    """The words the corpus's text units write in lower case (tasks over the stored chunks,
+    `CHUNK_PARTS_PER_TASK` parts each)."""
+    fs, root = fsspec.core.url_to_fs(ctx.work_url)
+    parts = parquet_parts(fs, f"{root}/chunks")
+    return frozenset().union(*map_items(
+        _lower_case_words_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK])
+                                 for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
+        ctx.config.runtime))
 
 
 def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
@@ -136,7 +147,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         return Resolved(_without_aliases(entities), relationships, handles,
                         ALIAS_SCHEMA.empty_table(), Renames())
     with ctx.stage("resolve"):
-        common = common_words(ctx, handles)
+        common = common_words(ctx)
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles, common)
         titles = entities.column("title").to_pylist()
         types = entities.column("type").to_pylist()

@@ -82,9 +82,10 @@ def test_other_loses_to_any_type_an_instance_gave():
     assert _majority(["", None]) == "UNKNOWN"
 
 
-def test_a_type_with_evidence_outvotes_more_guesses():
-    # ROBLOX guessed GEO in three chunks ("in Roblox"), said ORGANIZATION in one ("worked at
-    # Roblox"): the evidence wins; guesses decide only where nothing else is said.
-    assert _majority(["GEO?", "GEO?", "GEO?", "ORGANIZATION"]) == "ORGANIZATION"
+def test_a_type_with_evidence_outweighs_a_few_guesses():
+    # Guessed GEO in two chunks ("in Roblox"), said ORGANIZATION in one ("worked at Roblox"):
+    # the evidence wins; many more guesses ("in China" against one "China said") win back.
+    assert _majority(["GEO?", "GEO?", "ORGANIZATION"]) == "ORGANIZATION"
+    assert _majority(["GEO?"] * 4 + ["PERSON"]) == "GEO"
     assert _majority(["GEO?", "GEO?", "PERSON?", "OTHER"]) == "GEO"
     assert _majority(["OTHER", "OTHER"]) == "OTHER"
