@@ -25,6 +25,16 @@ HONORIFICS = frozenset({
     "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "SGT",
     "REV", "REVEREND", "FATHER", "SISTER", "PRESIDENT", "SENATOR", "GOVERNOR",
     "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MISTER"})
+# Who an honorific says its bearer is: MR and MRS BENNET, MRS and MISS DASHWOOD, MR and MISS
+# DARCY are one family's different people, whatever else their names share. MS, LADY, AUNT
+# and the like say a woman, married or not (AUNT REED is MRS REED).
+HONORIFIC_BEARERS = {
+    **dict.fromkeys(["MR", "MISTER", "SIR", "LORD", "KING", "PRINCE", "HERR", "MONSIEUR",
+                     "SENOR", "SEÑOR", "DON", "UNCLE", "FATHER"], "man"),
+    **dict.fromkeys(["MRS", "MADAME", "MME", "SENORA", "SEÑORA", "FRAU"], "married woman"),
+    **dict.fromkeys(["MISS", "MLLE"], "unmarried woman"),
+    **dict.fromkeys(["MS", "LADY", "DAME", "QUEEN", "PRINCESS", "AUNT", "SISTER", "MADAM"],
+                    "woman")}
 JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
                      "FOR", "IN", "ON", "AT", "Y"})
 # Suffixes that say nothing about identity: "ACME CORP" is "ACME".
@@ -73,6 +83,26 @@ def name_tokens(title: str) -> tuple[str, ...]:
     while end > start + 1 and tokens[end - 1] in SUFFIXES:
         end -= 1
     return tokens[start:end]
+
+
+@lru_cache(maxsize=200_000)
+def bearer(title: str) -> str | None:
+    """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any."""
+    said = set()
+    for token in [t.upper() for t in _TOKEN.findall(_folded(title))][:-1]:
+        if token not in HONORIFICS and token not in HONORIFIC_BEARERS:
+            break
+        if token in HONORIFIC_BEARERS:
+            said.add(HONORIFIC_BEARERS[token])
+    return said.pop() if len(said) == 1 else None
+
+
+def bearers_differ(a: str, b: str) -> bool:
+    """MR and MRS, MRS and MISS: different people (see `HONORIFIC_BEARERS`)."""
+    ba, bb = bearer(a), bearer(b)
+    if ba is None or bb is None or ba == bb:
+        return False
+    return "man" in (ba, bb) or {ba, bb} == {"married woman", "unmarried woman"}
 
 
 def content_tokens(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -153,7 +183,7 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     """How two titles relate by name alone, with a strength in (0, 1]; None when the names
     say they are different things (which also forbids them in one cluster)."""
     ta, tb = name_tokens(a), name_tokens(b)
-    if not ta or not tb:
+    if not ta or not tb or bearers_differ(a, b):
         return None
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty

@@ -19,6 +19,7 @@ from graphrag_ray.index.resolve.names import blocking_keys, name_relation, name_
     ("QUOC", "QUOC LE", "short_form"),  # a last word is a word, joiner or not
     ("BEHINDTHETECH", "BEHIND THE TECH", "joined"),  # written as one word
     ("FEIFEI LI", "FEI-FEI LI", "joined"),
+    ("AUNT REED", "MRS REED", "same_name"),  # both say a woman
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -38,6 +39,12 @@ def test_related_names(a, b, kind):
     ("MERRICK", "MERRICK LIBRARY"),
     ("ADMOB", "CEO OF ADMOB"),
     ("PALO ALTO", "PALO ALTO RESEARCH CENTER"),
+    # Honorifics that say different people: a husband and wife, a mother and daughter.
+    ("MR BENNET", "MRS BENNET"),
+    ("MRS DASHWOOD", "MISS DASHWOOD"),
+    ("MR DARCY", "MISS DARCY"),
+    ("MISS ELLIOT", "SIR WALTER ELLIOT"),
+    ("VR", "VPL RESEARCH"),  # a field's abbreviation is no acronym alias
 ])
 def test_unrelated_names(a, b):
     assert name_relation(a, b) is None

@@ -18,6 +18,8 @@ OWNERS = frozenset({("MICROSOFT",)})
     ("IOT", "OTHER", "AZURE IOT", "OTHER", True),
     ("AZURE", "OTHER", "MICROSOFT AZURE", "OTHER", False),  # its owner's name first
     ("DOCKER", "OTHER", "COMMERCIALLY SUPPORTED DOCKER ENGINE", "OTHER", True),
+    # GENERAL is no honorific here: the engineering a degree is in is not engineering.
+    ("ENGINEERING", "OTHER", "GENERAL ENGINEERING", "GEO", True),
 ])
 def test_what_a_short_form_names(short, short_type, full, full_type, other):
     assert names_another_thing(short, short_type, full, full_type, OWNERS) is other
