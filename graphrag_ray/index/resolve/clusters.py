@@ -5,7 +5,8 @@ out (a forbidden merge, types that disagree, names that say they differ: FANNY P
 FANNY DASHWOOD), so a chain of plausible pairs cannot carry one person into another.
 A short name whose strong-enough partners include two that cannot be one (FANNY, between
 FANNY PRICE and FANNY DASHWOOD; WASHINGTON the person and the state) is ambiguous: it joins
-neither. Forced merges come first and override every rule; forbidden merges are never made.
+neither; so is a bare surname between two honorifics that say different people (BINGLEY,
+between MR BINGLEY and MISS BINGLEY). Forced merges come first and override every rule; forbidden merges are never made.
 The canonical entity of a cluster is its forced first name, else its most frequent name of
 two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
 run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alphabetically.
@@ -21,7 +22,7 @@ import pyarrow as pa
 
 from graphrag_ray.index.extract.tuples import normalize_name
 from graphrag_ray.index.resolve.names import (
-    content_tokens, is_short_side, name_relation, name_tokens)
+    bearer, content_tokens, is_short_side, name_relation, name_tokens)
 from graphrag_ray.index.resolve.scoring import (
     organization_names, rules_out_short_form, types_conflict)
 
@@ -121,7 +122,10 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
     partners: dict[int, set[int]] = defaultdict(set)
     for a, b, _, _, _ in candidates:
         for short, other in ((a, b), (b, a)):
-            if is_short_side(titles[short], titles[other]):
+            # A short form, or a bare name beside one with an honorific (BINGLEY of MR
+            # BINGLEY, and of MISS BINGLEY).
+            if is_short_side(titles[short], titles[other]) or \
+                    bearer(titles[short]) is None and bearer(titles[other]) is not None:
                 partners[short].add(other)
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
         apart(p, q) for p, q in combinations(sorted(others), 2))}

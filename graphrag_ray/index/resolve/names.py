@@ -29,8 +29,11 @@ HONORIFICS = frozenset({
 # DARCY are one family's different people, whatever else their names share. MS, LADY, AUNT
 # and the like say a woman, married or not (AUNT REED is MRS REED).
 HONORIFIC_BEARERS = {
+    # (Ranks too: in the novels and histories that use them with surnames, COLONEL FORSTER
+    # and MRS FORSTER are a man and his wife.)
     **dict.fromkeys(["MR", "MISTER", "SIR", "LORD", "KING", "PRINCE", "HERR", "MONSIEUR",
-                     "SENOR", "SEÑOR", "DON", "UNCLE", "FATHER"], "man"),
+                     "SENOR", "SEÑOR", "DON", "UNCLE", "FATHER", "CAPTAIN", "CAPT", "COLONEL",
+                     "COL", "SGT"], "man"),
     **dict.fromkeys(["MRS", "MADAME", "MME", "SENORA", "SEÑORA", "FRAU"], "married woman"),
     **dict.fromkeys(["MISS", "MLLE"], "unmarried woman"),
     **dict.fromkeys(["MS", "LADY", "DAME", "QUEEN", "PRINCESS", "AUNT", "SISTER", "MADAM"],

@@ -77,3 +77,11 @@ def test_uncertain_pairs_merge_only_when_confirmed():
     assert resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)]).aliases == []
     confirmed = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)], confirmed={(0, 1)})
     assert [a.method for a in confirmed.aliases] == ["llm:short_form"]
+
+
+def test_a_bare_surname_between_two_family_members_joins_neither():
+    titles = ["BINGLEY", "MISS BINGLEY", "MR BINGLEY"]
+    resolution = resolve(titles, [("BINGLEY", "MR BINGLEY", 1.0),
+                                  ("BINGLEY", "MISS BINGLEY", 1.0)])
+    assert resolution.aliases == []
+    assert [titles[r] for r in resolution.ambiguous] == ["BINGLEY"]

@@ -65,3 +65,12 @@ def test_types_that_disagree_rule_a_full_name_out():
     found = resolved([[0, 3], [1], [4], []], [0, 0, 1, 1, 1],
                      types=["PERSON", "PERSON", "GEO", "PERSON"])
     assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0], [0])}
+
+
+def test_a_short_name_with_an_honorific_is_not_resolved_by_document():
+    # MRS BENNET is not Elizabeth Bennet, though the novel names her: a family's surname.
+    titles = ["MRS BENNET", "ELIZABETH BENNET"]
+    found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
+                             provenance([[0, 1], [1]], [0, 0]),
+                             PairRules(titles, ["PERSON"] * 2).apart)
+    assert found == []
