@@ -114,21 +114,32 @@ def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], 
     forbidden, forced_groups, apart = rules.forbidden, rules.forced_groups, rules.apart
     forced_rows = {r for g in forced_groups for r in g}
 
-    candidates = sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
-                            pairs.column("score").to_pylist(), pairs.column("kind").to_pylist(),
-                            pairs.column("evidence").to_pylist()),
-                        key=lambda p: (-p[2], p[0], p[1]))
+    candidates = list(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
+                          pairs.column("score").to_pylist(), pairs.column("kind").to_pylist(),
+                          pairs.column("evidence").to_pylist()))
     resolution = Resolution()
     partners: dict[int, set[int]] = defaultdict(set)
+    honoured: dict[int, set[int]] = defaultdict(set)  # a bare name's partners with honorifics
     for a, b, _, _, _ in candidates:
         for short, other in ((a, b), (b, a)):
-            # A short form, or a bare name beside one with an honorific (BINGLEY of MR
-            # BINGLEY, and of MISS BINGLEY).
-            if is_short_side(titles[short], titles[other]) or \
-                    bearer(titles[short]) is None and bearer(titles[other]) is not None:
+            if is_short_side(titles[short], titles[other]):
                 partners[short].add(other)
+            elif bearer(titles[short]) is None and bearer(titles[other]) is not None:
+                honoured[short].add(other)
+    men = {row: {o for o in others if bearer(titles[o]) == "man"}
+           for row, others in honoured.items()}
+    for row, others in honoured.items():
+        # A bare surname is the man's where the family has one (BINGLEY is MR BINGLEY, not
+        # MISS BINGLEY); between women only (MRS and MISS DASHWOOD) it cannot say.
+        partners[row] |= men[row] or others
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
         apart(p, q) for p, q in combinations(sorted(others), 2))}
+
+    def womans(a: int, b: int) -> bool:
+        """A bare name paired with a woman's honorific where it has a man's (joined last)."""
+        return any(row in men and men[row] and other not in men[row]
+                   for row, other in ((a, b), (b, a)))
+    candidates.sort(key=lambda p: (womans(p[0], p[1]), -p[2], p[0], p[1]))
     resolution.ambiguous = sorted(ambiguous)
 
     clusters = _Clusters()

@@ -6,7 +6,9 @@ Elliot in two novels) usually can be given one in each document: the episode tha
 names Kevin Scott, the novel that says ELIZABETH names Elizabeth Bennet. So, for a short name
 not merged whole (`clusters.py`), each mention is resolved by its document:
 
-- a document that names exactly one of its full names: every mention there is that one;
+- a document that names exactly one of its full names: every mention there is that one,
+  if the document names it at least `NAMED_SHARE` as often as it says the short name (a
+  novel that says MARY 27 times and MARY KING three means another Mary, never named in full);
 - one that names several: a mention goes to the one named in the same text unit when only
   one is, else to the one the document names most when it has at least `DOMINANT_SHARE` of
   their mentions there;
@@ -36,6 +38,9 @@ from graphrag_ray.index.resolve.names import bearer, is_short_side
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
 DOMINANT_SHARE = 0.8
+# How often a document must name a full name, against the short name, to give it the short
+# name's mentions without a text unit naming it.
+NAMED_SHARE = 0.2
 RESOLVED_BY_DOCUMENT = ("short_form", "initials")
 
 
@@ -95,11 +100,11 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
             if not counts:
                 continue
             top = max(sorted(counts), key=counts.get)
-            dominant = top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) else None
+            dominant = top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and \
+                counts[top] >= NAMED_SHARE * (documents == document).sum() else None
             for unit in units[documents == document].tolist():
                 here = [full for full in counts if _has(named[full], unit)]
-                choice = here[0] if len(here) == 1 else (
-                    next(iter(counts)) if len(counts) == 1 else dominant)
+                choice = here[0] if len(here) == 1 else dominant
                 if choice is not None:
                     given[choice].append(unit)
         for full, given_units in sorted(given.items()):

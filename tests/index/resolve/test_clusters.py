@@ -79,9 +79,13 @@ def test_uncertain_pairs_merge_only_when_confirmed():
     assert [a.method for a in confirmed.aliases] == ["llm:short_form"]
 
 
-def test_a_bare_surname_between_two_family_members_joins_neither():
+def test_a_bare_surname_is_the_mans_of_the_family_and_between_women_no_ones():
     titles = ["BINGLEY", "MISS BINGLEY", "MR BINGLEY"]
     resolution = resolve(titles, [("BINGLEY", "MR BINGLEY", 1.0),
                                   ("BINGLEY", "MISS BINGLEY", 1.0)])
-    assert resolution.aliases == []
-    assert [titles[r] for r in resolution.ambiguous] == ["BINGLEY"]
+    assert {frozenset(pair) for pair in merged(titles, resolution)} == {
+        frozenset(("BINGLEY", "MR BINGLEY"))}
+    titles = ["DASHWOOD", "MISS DASHWOOD", "MRS DASHWOOD"]
+    resolution = resolve(titles, [("DASHWOOD", "MRS DASHWOOD", 1.0),
+                                  ("DASHWOOD", "MISS DASHWOOD", 1.0)])
+    assert resolution.aliases == [] and [titles[r] for r in resolution.ambiguous] == ["DASHWOOD"]

@@ -74,3 +74,10 @@ def test_a_short_name_with_an_honorific_is_not_resolved_by_document():
                              provenance([[0, 1], [1]], [0, 0]),
                              PairRules(titles, ["PERSON"] * 2).apart)
     assert found == []
+
+
+def test_a_document_that_names_the_full_name_rarely_means_someone_else():
+    # The novel says ELIZABETH in ten text units and ELIZABETH BENNET in one, elsewhere: its
+    # Elizabeth may be another, never named in full; only the unit naming her is resolved.
+    found = resolved([list(range(10)) + [10], [10], [], []], [0] * 11)
+    assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([10], [0])}
