@@ -202,8 +202,11 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
             return "acronym", 0.7
     short, full = (ca, cb) if len(ca) < len(cb) else (cb, ca)
     full_tokens = tb if full is cb else ta
+    full_title = b if full is cb else a
     if len(short) < len(full) and _is_subsequence(short, full) and max(map(len, short)) >= 3 \
-            and "OF" not in full_tokens and not (set(full) - set(short)) & KIND_WORDS:
+            and "OF" not in full_tokens and not (set(full) - set(short)) & KIND_WORDS \
+            and not (bearer(full_title) == "married woman" and full[:len(short)] == short):
+        # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers.)
         return "short_form", 0.6
     if len(ca) == len(cb) and _typo_of(ca, cb):
         # A slip in one word of several is believable; a one-word slip needs the contexts to

@@ -44,6 +44,7 @@ def test_related_names(a, b, kind):
     ("MRS DASHWOOD", "MISS DASHWOOD"),
     ("MR DARCY", "MISS DARCY"),
     ("MISS ELLIOT", "SIR WALTER ELLIOT"),
+    ("JOHN", "MRS JOHN DASHWOOD"),  # her husband's name
     ("VR", "VPL RESEARCH"),  # a field's abbreviation is no acronym alias
 ])
 def test_unrelated_names(a, b):
