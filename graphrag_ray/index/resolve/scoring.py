@@ -101,11 +101,10 @@ class Profiles:
     description words, the sets made on first use (a task scores few of the rows)."""
 
     def __init__(self, entities: pa.Table, neighbour_offsets: np.ndarray,
-                 neighbours: np.ndarray, descriptions, common: frozenset[str] = frozenset()):
+                 neighbours: np.ndarray, descriptions):
         """`entities`: title, type, text_unit_ids in row order; neighbours in CSR form
         (row r's are `neighbours[offsets[r]:offsets[r + 1]]`); `descriptions(row)` -> the
-        row's description list; `common`: the corpus's lower-case words."""
-        self.common = common
+        row's description list."""
         self.titles = entities.column("title").to_pylist()
         self.types = entities.column("type").to_pylist()
         self._units = entities.column("text_unit_ids")
@@ -114,13 +113,6 @@ class Profiles:
         self._unit_sets: dict[int, frozenset] = {}
         self._neighbour_sets: dict[int, frozenset] = {}
         self._word_sets: dict[int, frozenset] = {}
-        self._organizations: frozenset | None = None
-
-    @property
-    def organizations(self) -> frozenset[tuple[str, ...]]:
-        if self._organizations is None:
-            self._organizations = organization_names(self.titles, self.types)
-        return self._organizations
 
     def units(self, row: int) -> frozenset:
         if row not in self._unit_sets:
@@ -148,16 +140,16 @@ def _overlap(a: frozenset, b: frozenset) -> float:
 
 
 def score_pair(profiles: Profiles, a: int, b: int) -> PairScore | None:
-    """None when the names are unrelated or the types disagree."""
+    """None when the names are unrelated or the types disagree. A short form that names
+    another thing (`names_another_thing`) is scored all the same: it never merges
+    (`clusters.PairRules`), but it says its short name is not one thing's (ROBLOX of ROBLOX
+    STUDIO and of ROBLOX CORPORATION)."""
     if types_conflict(profiles.types[a], profiles.types[b]):
         return None
     relation = name_relation(profiles.titles[a], profiles.titles[b])
     if relation is None:
         return None
     kind, name = relation
-    if kind == "short_form" and rules_out_short_form(
-            profiles.titles, profiles.types, a, b, profiles.organizations, profiles.common):
-        return None
     words_a, words_b = profiles.words(a), profiles.words(b)
     features = {
         "shared_text_units": _overlap(profiles.units(a), profiles.units(b)),

@@ -56,8 +56,7 @@ def _keys_task(item: tuple[list[str], int, int]) -> tuple[int, pa.Table]:
 
 
 def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: np.ndarray,
-                neighbours: np.ndarray, common: frozenset[str], *blocks: pa.Table
-                ) -> tuple[pa.Table, dict]:
+                neighbours: np.ndarray, *blocks: pa.Table) -> tuple[pa.Table, dict]:
     """`blocks`: the key tables (`item[1]` of them), then the merge's description blocks."""
     partition, n_key_tables, max_block_size, review_threshold = item
     key_tables, description_blocks = blocks[:n_key_tables], blocks[n_key_tables:]
@@ -68,7 +67,7 @@ def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: n
         return description_blocks[shards[row]].column("descriptions")[int(rows[row])].as_py()
 
     return score_partition(partition, key_tables,
-                           Profiles(profile, offsets, neighbours, descriptions, common),
+                           Profiles(profile, offsets, neighbours, descriptions),
                            max_block_size, review_threshold)
 
 
@@ -114,7 +113,7 @@ def common_words(ctx: BuildContext) -> frozenset[str]:
 
 
 def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
-                    handles: list, common: frozenset[str]) -> tuple[pa.Table, dict]:
+                    handles: list) -> tuple[pa.Table, dict]:
     """Every pair worth a look (score >= review threshold), found and scored in tasks."""
     config: ResolutionConfig = ctx.config.resolution
     n = entities.num_rows
@@ -129,8 +128,7 @@ def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Tab
     scored = map_items(
         _score_task, [(p, len(key_tables), config.max_block_size, config.review_threshold)
                       for p in range(partitions)], ctx.config.runtime,
-        shared=[entities.select(PROFILE_COLUMNS), offsets, neighbours, common, *key_tables,
-                *handles])
+        shared=[entities.select(PROFILE_COLUMNS), offsets, neighbours, *key_tables, *handles])
     counts = Counter({"partitions": partitions, "blocking_keys": sum(k for k, _ in keyed)})
     for _, part_counts in scored:
         counts.update(part_counts)
@@ -147,11 +145,15 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         return Resolved(_without_aliases(entities), relationships, handles,
                         ALIAS_SCHEMA.empty_table(), Renames())
     with ctx.stage("resolve"):
+        pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
         common = common_words(ctx)
-        pairs, counts = candidate_pairs(ctx, entities, relationships, handles, common)
         titles = entities.column("title").to_pylist()
         types = entities.column("type").to_pylist()
+        rules = PairRules(titles, types, config.force_merge, config.forbid_merge, common)
         uncertain = pairs.filter(pc.less(pairs.column("score"), config.threshold))
+        # (A pair no answer could merge is not asked about.)
+        uncertain = uncertain.filter(pa.array([not rules.apart(a, b) for a, b in zip(
+            uncertain.column("a").to_pylist(), uncertain.column("b").to_pylist())], pa.bool_()))
         confirmed, confirm_usage = set(), None
         if config.confirm_with_llm and uncertain.num_rows:
             confirmed, confirm_usage = confirm_pairs(ctx, entities, uncertain, handles)
@@ -159,8 +161,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
             titles, types, entities.column("frequency").to_pylist(),
             pairs, config.threshold, config.force_merge, config.forbid_merge, confirmed, common)
         provenance = Provenance.from_tables(entities, extraction)
-        in_documents = resolve_mentions(titles, pairs, resolution, provenance, PairRules(
-            titles, types, config.force_merge, config.forbid_merge, common).apart)
+        in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart)
         units = extraction.column("text_unit_id").to_pylist()
         documents = pc.dictionary_encode(
             extraction.column("document_id").combine_chunks()).dictionary.to_pylist()

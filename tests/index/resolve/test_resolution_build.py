@@ -59,14 +59,20 @@ def test_planted_aliases_merge_and_homonyms_do_not(planted):
                             corpus.truth)
     assert quality["precision"] >= MIN_PRECISION, quality
     assert quality["recall"] >= MIN_RECALL, quality
-    # Two people who share a first name and are called by it: the first name joins neither.
-    first_names = {name for name, meanings in corpus.truth.items()
+    # Two people who share a first name and are called by it: the first name joins neither
+    # whole; where a document names one of them, its mentions there are that one's.
+    first_names = {name: meanings for name, meanings in corpus.truth.items()
                    if len(meanings) == 2 and all(len(m.split()) == 2 for m in meanings)}
-    assert first_names & set(titles)
-    assert not first_names & {a["alias"] for a in aliases}
-    assert set(manifest.resolution["ambiguous_examples"]) & first_names
+    assert set(first_names) & set(titles)
+    assert set(manifest.resolution["ambiguous_examples"]) & set(first_names)
+    for alias in aliases:
+        if alias["alias"] in first_names:
+            assert alias["document_ids"] and alias["entity_title"] in {
+                m.upper() for m in first_names[alias["alias"]]}, alias
+    on_titles = {e["title"] for e in _read(folder / "on", schema.ENTITIES, ["title"])}
+    gone = {a["alias"] for a in aliases} - on_titles
     off_entities = IndexStore(str(folder / "off")).read_manifest().tables[schema.ENTITIES]
-    assert manifest.tables[schema.ENTITIES] == off_entities - len(aliases)
+    assert manifest.tables[schema.ENTITIES] == off_entities - len(gone)
 
 
 @pytest.mark.slow  # the same two builds (the module's fixture)
@@ -76,20 +82,29 @@ def test_the_aliases_table_and_the_folded_graph_agree(planted):
     entities = {e["title"]: e for e in _read(folder / "on", schema.ENTITIES)}
     assert aliases and list(aliases[0]) == schema.ENTITY_ALIAS_COLUMNS
     assert manifest.tables[schema.ENTITY_ALIASES] == len(aliases)
+    whole = [a for a in aliases if not a["document_ids"]]
     for alias in aliases:
         canonical = entities[alias["entity_title"]]
-        assert alias["alias"] not in entities
         assert canonical["id"] == alias["entity_id"]
         assert alias["alias"] in canonical["aliases"]
+        assert alias["evidence"]
+    for alias in whole:
+        assert alias["alias"] not in entities
         assert alias["method"] in {"short_form", "typo", "acronym", "initials", "same_name"}
-        assert alias["score"] >= 0.75 and alias["evidence"]
-    # Every description and text unit of an alias now belongs to its canonical entity.
+        assert alias["score"] >= 0.75
+    # Every description and text unit of an alias merged whole now belongs to its canonical
+    # entity; a short name resolved per document shares its text units out.
     off = {e["title"]: e for e in _read(folder / "off", schema.ENTITIES)}
-    for alias in aliases:
+    for alias in whole:
         canonical = entities[alias["entity_title"]]
         assert set(off[alias["alias"]]["descriptions"]) <= set(canonical["descriptions"])
         assert set(off[alias["alias"]]["text_unit_ids"]) <= set(canonical["text_unit_ids"])
         assert canonical["frequency"] == len(canonical["text_unit_ids"])
+    for name in {a["alias"] for a in aliases if a["document_ids"]}:
+        given = set().union(*(entities[a["entity_title"]]["text_unit_ids"] for a in aliases
+                              if a["alias"] == name))
+        kept = set(entities[name]["text_unit_ids"]) if name in entities else set()
+        assert set(off[name]["text_unit_ids"]) <= given | kept
     relationships = _read(folder / "on", schema.RELATIONSHIPS)
     pairs = [(r["source"], r["target"]) for r in relationships]
     assert len(pairs) == len(set(pairs)) and all(s < t for s, t in pairs)
