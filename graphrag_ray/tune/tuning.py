@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.extract.nlp_extractor import extract_nlp
+from graphrag_ray.index.graph.merge import GUESSED_TYPE
 from graphrag_ray.index.extract.tuples import Delimiters, ParsedRecords, parse_graph_records
 from graphrag_ray.llm.client import ChatClient, MalformedReply
 from graphrag_ray.prompts_loader import render
@@ -152,7 +153,7 @@ def tune_offline(config: GraphRagConfig, texts: list[str], language: str,
     """From the offline extractor's statistics and records; no model is asked."""
     votes: Counter = Counter()
     for text in texts:
-        votes.update(e["type"].lower() for e in extract_nlp(text).entities)
+        votes.update(_type_of(e).lower() for e in extract_nlp(text).entities)
     types = [t for t, _ in votes.most_common(MAX_TYPES) if t != "other"] \
         or list(config.extraction.entity_types)
     if domain is None:  # the names the sample mentions most, else its commonest words
@@ -177,6 +178,12 @@ def tune_offline(config: GraphRagConfig, texts: list[str], language: str,
                   [] if examples else [NO_EXAMPLE])
 
 
+def _type_of(entity: dict) -> str:
+    """An offline record's type without the mark of a guess (`merge.GUESSED_TYPE`): a prompt
+    shows types as the model should write them."""
+    return entity["type"].removesuffix(GUESSED_TYPE)
+
+
 def _example(passage: str, records: ParsedRecords) -> Example | None:
     """A worked example from a passage's records: its first entities and the relationships
     between them; None unless it shows at least one relationship."""
@@ -186,8 +193,8 @@ def _example(passage: str, records: ParsedRecords) -> Example | None:
                      if r["source"] in names and r["target"] in names][:EXAMPLE_RELATIONSHIPS]
     if not relationships:
         return None
-    return Example(passage, [{k: e[k] for k in ("title", "type", "description")}
-                             for e in entities],
+    return Example(passage, [{"title": e["title"], "type": _type_of(e),
+                              "description": e["description"]} for e in entities],
                    [{"source": r["source"], "target": r["target"],
                      "description": r["description"], "strength": r.get("strength") or 1}
                     for r in relationships])

@@ -115,9 +115,9 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
     """Each shard merged by its own task (parallel on Ray), the driver getting the structure
     in its final order and the address of every element's description; the covariates
     written by a worker when claims are kept. `extraction`: the extraction's status rows
-    (which document each text unit is of, for resolution). `previous_url` (an update that carried the
-    unchanged files over): the previous reading, whose merged shards are merged again only
-    where the update touched them, when it kept them."""
+    (which document each text unit is of, for resolution). `previous_url` (an update that
+    carried the unchanged files over): the previous reading, whose merged shards are merged
+    again only where the update touched them, when it kept them."""
     config = ctx.config
     if previous_url is not None and not merged_shards_kept(previous_url, shards):
         previous_url = None

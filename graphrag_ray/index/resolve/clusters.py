@@ -5,8 +5,10 @@ out (a forbidden merge, types that disagree, names that say they differ: FANNY P
 FANNY DASHWOOD), so a chain of plausible pairs cannot carry one person into another.
 A short name whose strong-enough partners include two that cannot be one (FANNY, between
 FANNY PRICE and FANNY DASHWOOD; WASHINGTON the person and the state) is ambiguous: it joins
-neither; so is a bare surname between two honorifics that say different people (BINGLEY,
-between MR BINGLEY and MISS BINGLEY). Forced merges come first and override every rule; forbidden merges are never made.
+neither. A bare surname beside honorifics that say different people is the family's man's
+(BINGLEY joins MR BINGLEY, not MISS BINGLEY), and between women only it is ambiguous (MRS
+and MISS DASHWOOD). Forced merges come first and override every rule; forbidden merges are
+never made.
 The canonical entity of a cluster is its forced first name, else its most frequent name of
 two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
 run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alphabetically.
