@@ -69,13 +69,11 @@ def main() -> int:
         if args.labels:
             labels = resolution_labels.load_labels(args.labels)
             figures["labelled"] = resolution_labels.merge_quality(rows, labels)
-            for name in ("on", "off"):
-                if name == "off":
-                    build(Path(args.input), work / "off", args.engine, False)
+            build(Path(args.input), work / "off", args.engine, False)
+            for name, aliases in (("on", rows), ("off", [])):
                 types = tables(work / name, schema.ENTITIES, ["title", "type"]).to_pylist()
                 figures[f"types_resolution_{name}"] = resolution_labels.type_quality(
-                    {e["title"]: e["type"] for e in types}, rows if name == "on" else [],
-                    labels)
+                    {e["title"]: e["type"] for e in types}, aliases, labels)
     else:
         corpus = generate_corpus(work / "corpus", args.tokens, args.seed, aliases=True)
         runs = {}

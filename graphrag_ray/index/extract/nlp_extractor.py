@@ -12,8 +12,8 @@ import re
 from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
-from graphrag_ray.index.graph.merge import GUESSED_TYPE
 from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
+from graphrag_ray.index.graph.merge import GUESSED_TYPE
 from graphrag_ray.sentences import split_at
 
 
@@ -134,7 +134,7 @@ iq faq pdf am pm
 # could give ("in AI" is no place, "AI announced" no company), and no initials of whatever
 # longer name they match (entity resolution: VR is not VPL RESEARCH).
 CONCEPT_ABBREVIATIONS = {"AI", "ML", "VR", "AR", "XR", "API", "APIS", "SQL", "HTML", "DNA",
-                          "RNA", "GPS", "IOT", "NLP", "UI", "UX", "OS", "LLM", "LLMS", "AGI"}
+                         "RNA", "GPS", "IOT", "NLP", "UI", "UX", "OS", "LLM", "LLMS", "AGI"}
 
 
 # Prepositions of other languages that open sentences but never a name (articles may: La Paz,
@@ -342,7 +342,7 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
 def voted_type(votes: list[tuple[str, bool]]) -> str:
     """A name's type from its mentions in the chunk: the most frequent type the text supports
     (ties: the first seen), else the most frequent guess marked as one (`GUESSED_TYPE`: the
-    merge counts guesses only where no chunk has evidence), else OTHER."""
+    merge weighs a guess less than a type with evidence), else OTHER."""
     for strong in (True, False):
         kinds = [kind for kind, evidence in votes if evidence == strong and kind != "OTHER"]
         if kinds:

@@ -26,6 +26,7 @@ class Provenance:
     units: np.ndarray
     unit_document: np.ndarray  # per unit, its document (an index)
     unit_seq: np.ndarray  # per unit, its chunk's place in the corpus
+    document_ids: list[str] | None = None  # by document index, when built from tables
 
     def __post_init__(self) -> None:
         owners = np.repeat(np.arange(len(self.unit_offsets) - 1), np.diff(self.unit_offsets))
@@ -57,7 +58,8 @@ class Provenance:
             unit_offsets=np.searchsorted(owners, np.arange(len(lists) + 1)).astype(np.int64),
             units=found.filter(known).to_numpy().astype(np.int64),
             unit_document=documents.indices.to_numpy(zero_copy_only=False).astype(np.int64),
-            unit_seq=chunks.column("seq").to_numpy().astype(np.int64))
+            unit_seq=chunks.column("seq").to_numpy().astype(np.int64),
+            document_ids=documents.dictionary.to_pylist())
 
     def units_of(self, nodes: np.ndarray) -> np.ndarray:
         return np.unique(np.concatenate([self.units[self.unit_offsets[n]:self.unit_offsets[n + 1]]

@@ -105,14 +105,13 @@ class PairRules:
             self.titles, self.types, a, b, self.organizations, self.common)
 
 
-def resolve_clusters(titles: list[str], types: list[str], frequency: list[int], pairs: pa.Table,
-                     threshold: float, force: list[list[str]] = (),
-                     forbid: list[list[str]] = (), confirmed: set[tuple[int, int]] = frozenset(),
-                     common: frozenset[str] = frozenset()) -> Resolution:
+def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
+                     threshold: float, rules: PairRules,
+                     confirmed: set[tuple[int, int]] = frozenset()) -> Resolution:
     """`pairs` (a, b, score, kind, evidence): the candidates at least at the review threshold;
     those at `threshold` or above are accepted, and those below it only if in `confirmed`
-    (the LLM said yes); all of them count as evidence of ambiguity."""
-    rules = PairRules(titles, types, force, forbid, common)
+    (the LLM said yes); all of them count as evidence of ambiguity. `rules`: the forced and
+    forbidden merges and what keeps two rows apart (`PairRules`, over the same rows)."""
     forbidden, forced_groups, apart = rules.forbidden, rules.forced_groups, rules.apart
     forced_rows = {r for g in forced_groups for r in g}
 

@@ -6,13 +6,12 @@ Elliot in two novels) usually can be given one in each document: the episode tha
 names Kevin Scott, the novel that says ELIZABETH names Elizabeth Bennet. So, for a short name
 not merged whole (`clusters.py`), each mention is resolved by its document:
 
-- a document that names exactly one of its full names: every mention there is that one,
-  if the document names it at least `NAMED_SHARE` as often as it says the short name (a
-  novel that says MARY 27 times and MARY KING three means another Mary, never named in full);
-- one that names several: a mention goes to the one named in the same text unit when only
-  one is, else to the one the document names most when it has at least `DOMINANT_SHARE` of
-  their mentions there;
-- one that names none: the mention stays the short name's own.
+- a mention in a text unit that names exactly one of its full names is that one;
+- any other, in a document that names its full names, is the one the document names most,
+  if that one has `DOMINANT_SHARE` of their mentions there and is named at least
+  `NAMED_SHARE` as often as the short name (a novel that says MARY 27 times and MARY KING
+  three means another Mary, never named in full);
+- the rest stay the short name's own.
 
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
 AI in a document that names the Allen Institute is still AI) that no rule keeps apart, each

@@ -157,17 +157,14 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         confirmed, confirm_usage = set(), None
         if config.confirm_with_llm and uncertain.num_rows:
             confirmed, confirm_usage = confirm_pairs(ctx, entities, uncertain, handles)
-        resolution = resolve_clusters(
-            titles, types, entities.column("frequency").to_pylist(),
-            pairs, config.threshold, config.force_merge, config.forbid_merge, confirmed, common)
+        resolution = resolve_clusters(titles, entities.column("frequency").to_pylist(), pairs,
+                                      config.threshold, rules, confirmed)
         provenance = Provenance.from_tables(entities, extraction)
         in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart)
-        units = extraction.column("text_unit_id").to_pylist()
-        documents = pc.dictionary_encode(
-            extraction.column("document_id").combine_chunks()).dictionary.to_pylist()
-        renames = renames_of(titles, units, resolution, in_documents)
+        renames = renames_of(titles, extraction.column("text_unit_id").to_pylist(),
+                             resolution, in_documents)
         aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
-                              in_documents, documents)
+                              in_documents, provenance.document_ids)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
                    "uncertain_pairs": uncertain.num_rows, "confirmed_by_llm": len(confirmed),
                    "aliases": len(resolution.aliases),

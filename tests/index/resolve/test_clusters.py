@@ -4,7 +4,7 @@ names shared by two entities left alone, forced and forbidden merges obeyed."""
 import pyarrow as pa
 
 from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
-from graphrag_ray.index.resolve.clusters import resolve_clusters
+from graphrag_ray.index.resolve.clusters import PairRules, resolve_clusters
 
 
 def pairs(titles, scored):
@@ -18,10 +18,12 @@ def merged(titles, resolution):
     return {(titles[a.row], titles[a.canonical]) for a in resolution.aliases}
 
 
-def resolve(titles, scored, types=None, frequency=None, **kwargs):
+def resolve(titles, scored, types=None, frequency=None, force=(), forbid=(),
+            confirmed=frozenset()):
     types = types or ["PERSON"] * len(titles)
     frequency = frequency or [1] * len(titles)
-    return resolve_clusters(titles, types, frequency, pairs(titles, scored), 0.75, **kwargs)
+    return resolve_clusters(titles, frequency, pairs(titles, scored), 0.75,
+                            PairRules(titles, types, force, forbid), confirmed)
 
 
 def test_a_short_form_joins_its_full_name_which_is_canonical():
