@@ -133,6 +133,10 @@ class ResolutionConfig(_Section):
     # `confirm_with_llm`, and in any case evidence that a short name is ambiguous.
     review_threshold: float = Field(0.6, gt=0, le=1)
     confirm_with_llm: bool = False
+    # A person's single name whose documents share no context (JANE in Pride and Prejudice
+    # and in Jane Eyre) becomes one entity per context (`resolve/homonyms.py`). Off until
+    # measured on more than the novels.
+    split_homonyms: bool = False
     pairs_per_call: int = Field(20, gt=0, description="uncertain pairs per confirmation call")
     # A blocking key shared by more entities than this pairs only its one-word names.
     max_block_size: int = Field(100, gt=1)

@@ -6,11 +6,14 @@ recall, what resolution did to the communities (and so the reports), and what it
     python scripts/resolution_quality.py --tokens 10000000 --engine ray --json out.json
     python scripts/resolution_quality.py --input ../shared/corpora/podcast/input --top 40
     python scripts/resolution_quality.py --input ../shared/corpora/podcast/input --labels podcast
+    python scripts/resolution_quality.py --input novels/ --labels novels \
+        --set resolution.split_homonyms=true
 
 With `--input` (a corpus without truth) it indexes with resolution on and prints the top
 merges for a reader to judge; with `--labels NAME` also the merges' precision and recall and
 the share of wrong types against the hand labels `tests/data/resolution_labels/NAME.json`
-(`testing/resolution_labels.py`), and with resolution off the types alone.
+(`testing/resolution_labels.py`), the homonym splits' precision and recall where the labels
+judge them, and with resolution off the types alone. `--set` passes settings to the builds.
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from graphrag_ray.testing import resolution_labels  # noqa: E402
 from graphrag_ray.testing.synthetic_corpus import generate_corpus, merge_quality  # noqa: E402
 
 
-def build(corpus: Path, out: Path, engine: str, resolution: bool) -> tuple[dict, float]:
+def build(corpus: Path, out: Path, engine: str, resolution: bool,
+          settings: list[str] = ()) -> tuple[dict, float]:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "graphrag_ray", "index", "--input", str(corpus),
                     "--output", str(out), "--set", f"runtime.engine={engine}",
-                    "--set", f"resolution.enabled={str(resolution).lower()}"],
+                    "--set", f"resolution.enabled={str(resolution).lower()}",
+                    *[arg for setting in settings for arg in ("--set", setting)]],
                    check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     return IndexStore(str(out)).read_manifest(), wall
@@ -56,20 +61,28 @@ def main() -> int:
     parser.add_argument("--labels", help="with --input: hand labels to measure against")
     parser.add_argument("--work", help="folder for the corpus and indexes (default: temp)")
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--set", action="append", default=[], help="a setting for the builds")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="resolution-quality-"))
     figures: dict = {}
     if args.input:
-        manifest, wall = build(Path(args.input), work / "on", args.engine, True)
+        manifest, wall = build(Path(args.input), work / "on", args.engine, True, args.set)
         aliases = tables(work / "on", schema.ENTITY_ALIASES, schema.ENTITY_ALIAS_COLUMNS)
         rows = sorted(aliases.to_pylist(), key=lambda r: -r["score"])
+        documents = tables(work / "on", schema.DOCUMENTS, ["id", "title"])
+        title_of = dict(zip(documents.column("id").to_pylist(),
+                            documents.column("title").to_pylist()))
+        for row in rows:  # (labels name documents by their titles)
+            row["document_ids"] = [title_of.get(d, d) for d in row["document_ids"]]
         figures = {"wall_s": round(wall, 1), "resolution": manifest.resolution,
                    "top_merges": [(r["alias"], r["entity_title"], r["score"], r["method"])
                                   for r in rows[:args.top]]}
         if args.labels:
             labels = resolution_labels.load_labels(args.labels)
             figures["labelled"] = resolution_labels.merge_quality(rows, labels)
-            build(Path(args.input), work / "off", args.engine, False)
+            if "homonyms" in labels:
+                figures["homonym_splits"] = resolution_labels.split_quality(rows, labels)
+            build(Path(args.input), work / "off", args.engine, False, args.set)
             for name, aliases in (("on", rows), ("off", [])):
                 types = tables(work / name, schema.ENTITIES, ["title", "type"]).to_pylist()
                 figures[f"types_resolution_{name}"] = resolution_labels.type_quality(

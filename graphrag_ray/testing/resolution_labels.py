@@ -10,7 +10,12 @@ frequent entities.
 - recall: of the pairs labelled one thing, the share the index made one (merged directly,
   per document, or in one cluster of whole merges);
 - wrong types: of the labelled types, the share the index gives otherwise (an entity merged
-  away is judged by its canonical entity's type).
+  away is judged by its canonical entity's type);
+- homonym splits (`homonyms`: a name -> the groups of documents where it is one bearer;
+  `one_across_documents`: names that are one thing wherever written): over pairs of labelled
+  documents of a name, the share of those the index put in different entities that are
+  different bearers (precision), and of the pairs of different bearers, the share it put
+  apart (recall); a split of a name that is one thing is wrong.
 """
 
 from __future__ import annotations
@@ -99,3 +104,31 @@ def type_quality(entity_types: dict[str, str], aliases: list[dict], labels: dict
             wrong.append((title, kind, allowed))
     return {"wrong_type_share": round(len(wrong) / judged, 3) if judged else None,
             "types_judged": judged, "wrong_types": wrong}
+
+
+def split_quality(aliases: list[dict], labels: dict) -> dict:
+    """`aliases`: `entity_aliases` rows (alias, entity_title, method, document_ids)."""
+    moved: dict[str, dict[str, str]] = {}
+    for row in aliases:
+        if row["method"] == "homonym_split":
+            moved.setdefault(row["alias"], {}).update(
+                dict.fromkeys(row["document_ids"], row["entity_title"]))
+    apart_right = apart_wrong = missed = 0
+    for title, groups in labels.get("homonyms", {}).items():
+        bearer = {document: k for k, group in enumerate(groups) for document in group}
+        entity = {document: moved.get(title, {}).get(document, title) for document in bearer}
+        documents = sorted(bearer)
+        for i, a in enumerate(documents):
+            for b in documents[i + 1:]:
+                different, split = bearer[a] != bearer[b], entity[a] != entity[b]
+                apart_right += different and split
+                apart_wrong += split and not different
+                missed += different and not split
+    wrong_splits = sorted(set(moved) & set(labels.get("one_across_documents", [])))
+    judged = apart_right + apart_wrong + len(wrong_splits)
+    return {"split_precision": round(apart_right / judged, 3) if judged else None,
+            "split_recall": round(apart_right / (apart_right + missed), 3)
+            if apart_right + missed else None,
+            "names_split": len(moved), "wrong_splits": wrong_splits,
+            "unjudged_splits": sorted(set(moved) - set(labels.get("homonyms", {}))
+                                      - set(wrong_splits))}

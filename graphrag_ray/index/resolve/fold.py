@@ -4,11 +4,12 @@ renaming touched merged again from its instances.
 An alias's mentions (its entity instances, the ends of its relationship instances, the text
 units its relationships give it) take its canonical entity's name: all of them for an alias
 merged whole, only those in the text units given for a short name resolved document by
-document (`mentions.py`). The touched elements (the aliases, their canonical entities, the
-relationships with an alias at one end and those they now join) are merged again from their
-renamed instances exactly as the merge merges, so every description, text unit and type vote
-follows its mention; a relationship that now joins an entity to itself goes, and an alias
-left with no mention goes. Weights are normalised again over the whole graph.
+document (`mentions.py`); a name split between homonyms (`homonyms.py`) then gives its
+mentions in each other context that context's name. The touched elements (the aliases, their
+canonical entities, the relationships with an alias at one end and those they now join) are
+merged again from their renamed instances exactly as the merge merges, so every description,
+text unit and type vote follows its mention; a relationship that now joins an entity to
+itself goes, and an alias left with no mention goes. Weights are normalised again over the whole graph.
 
 Each merge shard's task renames its own touched instances (`renamed_pieces`); one task merges
 them into a new description block (`merge_renamed`); the driver swaps the rows
@@ -31,34 +32,41 @@ from graphrag_ray.index.graph.touched_merge import pair_keys
 @dataclass
 class Renames:
     """Which mentions take another name: an alias's everywhere, or a short name's in given
-    text units."""
+    text units; then, where a name is split between homonyms (`homonyms.py`), the mentions
+    that name ends with in given text units take the split's name."""
     everywhere: dict[str, str] = field(default_factory=dict)  # alias -> canonical title
     in_units: dict[str, dict[str, str]] = field(default_factory=dict)  # alias -> unit -> title
+    split: dict[str, dict[str, str]] = field(default_factory=dict)  # title -> unit -> title
 
     def __bool__(self) -> bool:
-        return bool(self.everywhere or self.in_units)
+        return bool(self.everywhere or self.in_units or self.split)
 
     def aliases(self) -> set[str]:
-        return set(self.everywhere) | set(self.in_units)
+        return set(self.everywhere) | set(self.in_units) | set(self.split)
 
     def canonicals(self) -> set[str]:
         return set(self.everywhere.values()) | {
-            title for units in self.in_units.values() for title in units.values()}
+            title for scoped in (*self.in_units.values(), *self.split.values())
+            for title in scoped.values()}
 
     def names_of(self, title: str) -> set[str]:
         """Every name a mention of `title` may have after renaming."""
         if title in self.everywhere:
-            return {self.everywhere[title]}
-        return {title, *self.in_units.get(title, {}).values()}
+            names = {self.everywhere[title]}
+        else:
+            names = {title, *self.in_units.get(title, {}).values()}
+        return names.union(*(self.split.get(name, {}).values() for name in names))
 
     def rename(self, titles: list[str], units: list[str]) -> list[str]:
         renamed = []
         for title, unit in zip(titles, units):
             if title in self.everywhere:
-                renamed.append(self.everywhere[title])
+                title = self.everywhere[title]
             else:
                 scoped = self.in_units.get(title)
-                renamed.append(scoped.get(unit, title) if scoped else title)
+                title = scoped.get(unit, title) if scoped else title
+            split = self.split.get(title)
+            renamed.append(split.get(unit, title) if split else title)
         return renamed
 
 

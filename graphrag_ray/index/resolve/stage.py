@@ -5,12 +5,14 @@
     -> uncertain pairs confirmed by the LLM (`resolution.confirm_with_llm`)
     -> clusters and canonical entities (driver: the accepted pairs and the names)
     -> short names resolved document by document (driver: `mentions.py`)
+    -> a person's single name split between contexts that share nothing
+       (`resolution.split_homonyms`; driver: `homonyms.py`)
     -> the aliases' mentions renamed (one task per merge shard) and what that touched merged
        again (one task: `fold.py`)
 
 What it returns replaces the merge's entities, relationships and description blocks, adds
 the `entity_aliases` table (a short name resolved per document has a row per full name, with
-its documents), and says how claims' subjects and objects are renamed. Off, entities get an
+its documents; a split name a row per new entity, with its documents), and says how claims' subjects and objects are renamed. Off, entities get an
 empty `aliases` column and nothing else changes.
 """
 
@@ -31,7 +33,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import read_shard
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
-from graphrag_ray.index.graph.merge import edge_endpoints
+from graphrag_ray.index.graph.merge import edge_endpoints, element_id
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.candidates import (
     PAIR_SCHEMA, key_rows, neighbour_lists, score_partition)
@@ -39,6 +41,7 @@ from graphrag_ray.index.resolve.clusters import PairRules, Resolution, resolve_c
 from graphrag_ray.index.resolve.confirm import confirm_pairs
 from graphrag_ray.index.resolve.fold import (
     Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
+from graphrag_ray.index.resolve.homonyms import Split, split_homonyms
 from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
 from graphrag_ray.index.resolve.scoring import Profiles, lower_case_words
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
@@ -161,10 +164,16 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                                       config.threshold, rules, confirmed)
         provenance = Provenance.from_tables(entities, extraction)
         in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart)
-        renames = renames_of(titles, extraction.column("text_unit_id").to_pylist(),
-                             resolution, in_documents)
+        unit_ids = extraction.column("text_unit_id").to_pylist()
+        renames = renames_of(titles, unit_ids, resolution, in_documents)
+        splits = []
+        if config.split_homonyms:
+            splits = split_homonyms(titles, types, provenance, unit_ids, renames)
+            for split in splits:
+                renames.split.setdefault(split.title, {}).update(
+                    (unit_ids[u], split.new_title) for u in split.units)
         aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
-                              in_documents, provenance.document_ids)
+                              in_documents, splits, provenance.document_ids)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
                    "uncertain_pairs": uncertain.num_rows, "confirmed_by_llm": len(confirmed),
                    "aliases": len(resolution.aliases),
@@ -174,7 +183,10 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                    "resolved_in_documents": {
                        "short_names": len({m.row for m in in_documents}),
                        "full_names": len(in_documents),
-                       "mentions": sum(len(m.units) for m in in_documents)}}
+                       "mentions": sum(len(m.units) for m in in_documents)},
+                   "homonyms_split": {split.title: [s.new_title for s in splits
+                                                    if s.title == split.title]
+                                      for split in splits}}
         if confirm_usage is not None:
             figures["llm_usage"] = confirm_usage
         if renames:
@@ -218,10 +230,13 @@ def renames_of(titles: list[str], units: list[str], resolution: Resolution,
 
 
 def alias_table(titles: list[str], ids: list[str], resolution: Resolution,
-                in_documents: list[MentionAlias], documents: list[str]) -> pa.Table:
+                in_documents: list[MentionAlias], splits: list[Split],
+                documents: list[str]) -> pa.Table:
     """One row per alias: its title and former id, its canonical entity, how it was matched,
-    and the documents it was resolved in (none: everywhere). `documents`: document ids by
+    and the documents it was resolved in (none: everywhere). A split name has a row per new
+    entity it gave mentions to (method `homonym_split`). `documents`: document ids by
     `Provenance` document index."""
+    row_of = {title: row for row, title in enumerate(titles)}
     rows = [{"alias": titles[a.row], "alias_entity_id": ids[a.row],
              "entity_id": ids[a.canonical], "entity_title": titles[a.canonical],
              "score": a.score, "method": a.method, "evidence": a.evidence, "document_ids": []}
@@ -230,4 +245,8 @@ def alias_table(titles: list[str], ids: list[str], resolution: Resolution,
               "entity_id": ids[m.canonical], "entity_title": titles[m.canonical],
               "score": m.score, "method": m.method, "evidence": m.evidence,
               "document_ids": [documents[d] for d in m.documents]} for m in in_documents]
+    rows += [{"alias": s.title, "alias_entity_id": ids[row_of[s.title]],
+              "entity_id": element_id("entity", s.new_title), "entity_title": s.new_title,
+              "score": 1.0, "method": "homonym_split", "evidence": s.evidence,
+              "document_ids": [documents[d] for d in s.documents]} for s in splits]
     return pa.Table.from_pylist(rows, schema=ALIAS_SCHEMA)

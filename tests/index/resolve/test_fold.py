@@ -90,3 +90,20 @@ def test_a_short_name_resolved_in_some_units_keeps_the_others():
     assert sorted(entities["HOLMES"]["text_unit_ids"]) == ["t2", "t3"]  # not resolved
     assert descriptions(blocks, entities["HOLMES"]) == ["smokes a pipe"]
     assert ("HOLMES", "SHERLOCK HOLMES") in edges and ("HOLMES", "WATSON") in edges
+
+
+def test_a_split_name_gives_its_mentions_in_another_context_a_name_of_their_own():
+    # WATSON in t4 is another Watson: split after HOLMES is merged into SHERLOCK HOLMES.
+    renames = Renames(everywhere={"HOLMES": "SHERLOCK HOLMES"},
+                      split={"WATSON": {"t4": "WATSON (2)"}})
+    assert renames.rename(["WATSON", "WATSON", "HOLMES"], ["t1", "t4", "t4"]) == [
+        "WATSON", "WATSON (2)", "SHERLOCK HOLMES"]
+    assert renames.names_of("WATSON") == {"WATSON", "WATSON (2)"}
+    entities, edges, blocks, stats, _ = fold(renames)
+    assert stats.entities_merged == 1  # HOLMES; WATSON keeps its other mentions
+    assert entities["WATSON"]["text_unit_ids"] == ["t1", "t2"]  # (t2: a relationship's)
+    assert entities["WATSON (2)"]["text_unit_ids"] == ["t4"]
+    assert entities["WATSON (2)"]["aliases"] == ["WATSON"]
+    assert descriptions(blocks, entities["WATSON"]) == ["a doctor"]
+    assert edges[("SHERLOCK HOLMES", "WATSON (2)")]["text_unit_ids"] == ["t4"]
+    assert edges[("SHERLOCK HOLMES", "WATSON")]["text_unit_ids"] == ["t1", "t2"]

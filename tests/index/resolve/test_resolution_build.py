@@ -1,7 +1,7 @@
 """Entity resolution in real builds: planted aliases merge and planted homonyms do not, the
 `entity_aliases` table and the folded graph agree, forced and forbidden merges are obeyed,
-queries find entities by their aliases, uncertain pairs go to the LLM, and the Ray and
-local engines resolve alike."""
+queries find entities by their aliases, uncertain pairs go to the LLM, the Ray and local
+engines resolve alike, and a homonym in two unrelated documents splits when asked."""
 
 import pytest
 
@@ -29,6 +29,29 @@ Hudson cooked. Holmes and Watson walked to London.
 Fanny Price lived at Mansfield Park with Edmund Bertram. Fanny loved Edmund deeply.
 Fanny Dashwood lived at Norland Park with John Dashwood. Fanny argued with John Dashwood.
 """
+
+# Two Janes, each called by her first name only, in documents that share no other name.
+TWO_JANES = {
+    "pride.txt": """Jane walked to Netherfield with Elizabeth Bennet. Mr. Bingley greeted Jane warmly,
+and Mr. Darcy watched Elizabeth.
+
+Jane smiled at Mr. Bingley. Caroline Bingley and Mr. Darcy spoke of Pemberley while Jane
+listened.
+
+Later Jane wrote to Elizabeth Bennet about Mr. Bingley. Mr. Darcy left Netherfield for London.
+
+Jane hoped Mr. Bingley would return. Elizabeth Bennet told Jane that Mr. Darcy was proud.
+""",
+    "eyre.txt": """Jane arrived at Thornfield Hall. Mrs. Fairfax showed Jane the library, and Adele
+Varens sang for her.
+
+Jane met Mr. Rochester on the road. Mr. Rochester fell from his horse, and Jane helped him.
+
+At Thornfield Hall, Jane taught Adele Varens. Mrs. Fairfax said Mr. Rochester was often away.
+
+Grace Poole laughed in the attic. Jane asked Mrs. Fairfax, and Mr. Rochester said nothing to
+Jane.
+"""}
 
 
 def _config(engine="local", *overrides):
@@ -175,3 +198,36 @@ def test_ray_and_local_engines_resolve_alike(ray_session, llm_server, tmp_path):
     aliases = tables["local"][0]
     assert aliases and any(a["method"].startswith("llm:") for a in aliases)
     assert tables["ray"] == tables["local"]
+
+
+def test_a_homonym_in_two_unrelated_documents_splits_when_asked(tmp_path):
+    (tmp_path / "input").mkdir()
+    for name, text in TWO_JANES.items():
+        (tmp_path / "input" / name).write_text(text, encoding="utf-8")
+    small_chunks = ["chunks.size=40", "chunks.overlap=0"]  # a few text units per document
+    build_index(str(tmp_path / "input"), str(tmp_path / "off"), _config("local", *small_chunks),
+                **QUIET)
+    assert "JANE (2)" not in {e["title"] for e in _read(tmp_path / "off", schema.ENTITIES)}
+
+    build_index(str(tmp_path / "input"), str(tmp_path / "on"), _config(
+        "local", *small_chunks, "resolution.split_homonyms=true"), **QUIET)
+    entities = {e["title"]: e for e in _read(tmp_path / "on", schema.ENTITIES)}
+    documents = {d["id"]: d["title"] for d in _read(tmp_path / "on", schema.DOCUMENTS)}
+    units = {u["id"]: documents[u["document_id"]]
+             for u in _read(tmp_path / "on", schema.TEXT_UNITS, ["id", "document_id"])}
+    assert {units[u] for u in entities["JANE"]["text_unit_ids"]} == {"eyre.txt"}
+    assert {units[u] for u in entities["JANE (2)"]["text_unit_ids"]} == {"pride.txt"}
+    assert "Bingley" in entities["JANE (2)"]["description"]
+    assert "Bingley" not in entities["JANE"]["description"]
+    assert entities["JANE (2)"]["aliases"] == ["JANE"]
+    split, = [a for a in _read(tmp_path / "on", schema.ENTITY_ALIASES)
+              if a["method"] == "homonym_split"]
+    assert (split["alias"], split["entity_title"]) == ("JANE", "JANE (2)")
+    assert split["entity_id"] == entities["JANE (2)"]["id"]
+    assert [documents[d] for d in split["document_ids"]] == ["pride.txt"]
+    neighbours = {title: {r["source"] if r["target"] == title else r["target"]
+                          for r in _read(tmp_path / "on", schema.RELATIONSHIPS)
+                          if title in (r["source"], r["target"])}
+                  for title in ("JANE", "JANE (2)")}
+    assert "ROCHESTER" in neighbours["JANE"] and "BINGLEY" not in neighbours["JANE"]
+    assert "BINGLEY" in neighbours["JANE (2)"] and "ROCHESTER" not in neighbours["JANE (2)"]
