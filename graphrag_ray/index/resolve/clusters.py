@@ -6,9 +6,17 @@ FANNY DASHWOOD), so a chain of plausible pairs cannot carry one person into anot
 A short name whose strong-enough partners include two that cannot be one (FANNY, between
 FANNY PRICE and FANNY DASHWOOD; WASHINGTON the person and the state) is ambiguous: it joins
 neither. A bare surname beside honorifics that say different people is the family's man's
-(BINGLEY joins MR BINGLEY, not MISS BINGLEY), and between women only it is ambiguous (MRS
-and MISS DASHWOOD). Forced merges come first and override every rule; forbidden merges are
-never made.
+(BINGLEY joins MR BINGLEY, not MISS BINGLEY; WICKHAM, beside GEORGE and LYDIA WICKHAM, joins
+MR WICKHAM alone), and between women only it is ambiguous (MRS and MISS DASHWOOD).
+
+A person's one-word short name whose only partner is one full name (DREW, whose corpus names
+no other Drew) takes it below the threshold too, where the corpus names the full name at
+least `SOLE_NAMED_SHARE` as often and the pair has some evidence of its own
+(`SOLE_MIN_SCORE`): scattered mentions seldom share enough text units and neighbours to reach
+the threshold, and nothing says it is anyone else. (Not other things: GITHUB and GITHUB
+COPILOT, ARCTIC and ARCTIC CIRCLE are each other's only partners too.) Forced merges come
+first and override every rule; forbidden merges are never made.
+
 The canonical entity of a cluster is its forced first name, else its most frequent name of
 two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
 run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alphabetically.
@@ -24,12 +32,21 @@ import pyarrow as pa
 
 from graphrag_ray.index.extract.tuples import normalize_name
 from graphrag_ray.index.resolve.names import (
-    bearer, content_tokens, is_short_side, name_relation, name_tokens)
+    bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens)
 from graphrag_ray.index.resolve.scoring import (
-    organization_names, rules_out_short_form, types_conflict)
+    UNTYPED, is_person_name, organization_names, rules_out_short_form, types_conflict)
 
 # Clusters larger than this take no more members (a guard against a pathological chain).
 MAX_CLUSTER_SIZE = 64
+# How often the corpus must name a short name's only full name, against the short name, for
+# the pair to merge below the threshold (a novel saying MARY 27 times and MARY KING three
+# means another Mary; `mentions.NAMED_SHARE` is the same rule per document).
+SOLE_NAMED_SHARE = 0.2
+# A short form scores 0.6 on the names alone: this much means the two share some text units,
+# neighbours or description words. Measured on the podcast corpus: every sole pair from 0.65
+# up was right; below it were JAY KREPS and SATYA NADELLA, and pairs of unrelated names a
+# slip apart (FALCON, JIMMY FALLON) with no shared context at all (0.6).
+SOLE_MIN_SCORE = 0.65
 
 
 @dataclass
@@ -37,7 +54,8 @@ class Alias:
     row: int  # the alias's entity row
     canonical: int  # its canonical entity's row
     score: float
-    method: str  # forced | <name relation> (rules) | llm:<name relation>
+    # forced | <name relation> (rules) | llm:<name relation> | sole:<name relation>
+    method: str
     evidence: str
 
 
@@ -95,6 +113,16 @@ class PairRules:
         self.vouched = {r for g in self.forced_groups for r in g[1:]}
         self.organizations = organization_names(titles, types)
 
+    def persons_short_name(self, short: int, full: int) -> bool:
+        """One word of a person's name, written exactly (DREW of DREW ENDY); a surname only
+        without an honorific (MRS CROFT is not ADMIRAL CROFT: a family shares its surname)."""
+        words = content_tokens(name_tokens(self.titles[short]))
+        return len(words) == 1 and words[0] in content_tokens(name_tokens(self.titles[full])) \
+            and not family_name(self.titles[short], self.titles[full]) \
+            and self.types[full] == "PERSON" and self.types[short] in ("PERSON", *UNTYPED) \
+            and (self.types[short] == "PERSON" or
+                 is_person_name(self.titles[full], "PERSON", self.common))
+
     def apart(self, a: int, b: int) -> bool:
         if frozenset((a, b)) in self.forbidden or types_conflict(self.types[a], self.types[b]):
             return True
@@ -135,6 +163,15 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         partners[row] |= men[row] or others
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
         apart(p, q) for p, q in combinations(sorted(others), 2))}
+    # ... where the family's full names make it so, it is still its man's (WICKHAM beside
+    # GEORGE and LYDIA WICKHAM is MR WICKHAM), and joins no one else.
+    mans_only = {row for row in ambiguous if men.get(row) and not any(
+        apart(p, q) for p, q in combinations(sorted(men[row]), 2))}
+    ambiguous -= mans_only
+    sole = {frozenset((row, *others)) for row, others in partners.items()
+            if len(others) == 1 and row not in ambiguous
+            and rules.persons_short_name(row, next(iter(others)))
+            and frequency[next(iter(others))] >= SOLE_NAMED_SHARE * frequency[row]}
 
     def womans(a: int, b: int) -> bool:
         """A bare name paired with a woman's honorific where it has a man's (joined last)."""
@@ -153,8 +190,10 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     direct: dict[tuple[int, int], tuple[float, str, str]] = {}
     best: dict[int, tuple[float, str, str, int]] = {}
     for a, b, score, kind, evidence in candidates:
-        accepted = score >= threshold or (a, b) in confirmed
-        if not accepted or a in ambiguous or b in ambiguous:
+        accepted = score >= threshold or (a, b) in confirmed or \
+            score >= SOLE_MIN_SCORE and frozenset((a, b)) in sole
+        if not accepted or a in ambiguous or b in ambiguous or \
+                any(row in mans_only and other not in men[row] for row, other in ((a, b), (b, a))):
             continue
         ra, rb = clusters.find(a), clusters.find(b)
         if ra == rb:
@@ -174,7 +213,8 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         clusters.union(a, b)
         if canonical is not None:
             forced_canonical[clusters.find(a)] = canonical
-        method = kind if score >= threshold else f"llm:{kind}"
+        method = kind if score >= threshold else f"llm:{kind}" if (a, b) in confirmed \
+            else f"sole:{kind}"
         direct[(a, b)] = (score, method, evidence)
         for row, partner in ((a, b), (b, a)):
             if row not in best or score > best[row][0]:

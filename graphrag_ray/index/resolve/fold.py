@@ -9,7 +9,8 @@ mentions in each other context that context's name. The touched elements (the al
 canonical entities, the relationships with an alias at one end and those they now join) are
 merged again from their renamed instances exactly as the merge merges, so every description,
 text unit and type vote follows its mention; a relationship that now joins an entity to
-itself goes, and an alias left with no mention goes. Weights are normalised again over the whole graph.
+itself goes, and an alias left with no mention goes. Weights are normalised again over the
+whole graph. A short name left with no type of its own takes its full names' type.
 
 Each merge shard's task renames its own touched instances (`renamed_pieces`); one task merges
 them into a new description block (`merge_renamed`); the driver swaps the rows
@@ -18,6 +19,7 @@ them into a new description block (`merge_renamed`); the driver swaps the rows
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -27,6 +29,7 @@ from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
     MergeStats, Pieces, _pair_key, merge_shard, with_weights)
 from graphrag_ray.index.graph.touched_merge import pair_keys
+from graphrag_ray.index.resolve.scoring import UNTYPED
 
 
 @dataclass
@@ -129,6 +132,27 @@ def merge_renamed(shards: list[Pieces], block_number: int, encoding: str
     return entities, relationships, stats, block
 
 
+def _typed_by_their_full_names(entities: pa.Table, renames: Renames) -> pa.Table:
+    """A short name left with no type of its own (its cues went with the mentions documents
+    resolved: NEIL's "Neil said" to NEIL DEGRASSE TYSON) takes the type most of the full
+    names it was resolved to have: a name that is a person in some documents is a person's."""
+    titles = entities.column("title").to_pylist()
+    types = entities.column("type").to_pylist()
+    type_of = dict(zip(titles, types))
+    changed = False
+    for row, (title, kind) in enumerate(zip(titles, types)):
+        if kind in UNTYPED and title in renames.in_units:
+            votes = Counter(type_of.get(name) for name in renames.in_units[title].values())
+            votes = Counter({k: n for k, n in votes.items() if k and k not in UNTYPED})
+            if votes:
+                types[row] = max(sorted(votes), key=votes.get)
+                changed = True
+    if not changed:
+        return entities
+    return entities.set_column(entities.column_names.index("type"), "type",
+                               pa.array(types, entities.schema.field("type").type))
+
+
 def swap_rows(entities: pa.Table, relationships: pa.Table, merged_entities: pa.Table,
               merged_relationships: pa.Table, titles: set[str], pairs: set[str],
               renames: Renames) -> tuple[pa.Table, pa.Table, FoldStats]:
@@ -142,6 +166,7 @@ def swap_rows(entities: pa.Table, relationships: pa.Table, merged_entities: pa.T
         merged_entities.select(entities.column_names).cast(entities.schema)]).sort_by("title")
     present = set(merged_entities.column("title").to_pylist())
     stats.entities_merged = len(renames.aliases() - present)
+    entities = _typed_by_their_full_names(entities, renames)
     listed: dict[str, set[str]] = {}
     for alias in renames.aliases():
         for name in renames.names_of(alias) - {alias}:

@@ -15,10 +15,11 @@ not merged whole (`clusters.py`), each mention is resolved by its document:
 
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
 AI in a document that names the Allen Institute is still AI) that no rule keeps apart, each
-taken as its cluster's canonical entity. A short name with an honorific (MRS FERRARS, MISS
+taken as its cluster's canonical entity. A surname with an honorific (MRS FERRARS, MISS
 ELLIOT) is not resolved so: a family shares its surname, and the novel that names Edward
-Ferrars and Anne Elliot says MRS FERRARS of his mother and MISS ELLIOT of Anne's sister. The
-short name stays an entity with the mentions no document resolved.
+Ferrars and Anne Elliot says MRS FERRARS of his mother and MISS ELLIOT of Anne's sister
+(`names.family_name`); a given name with one is (MISS ANNE is Anne Elliot's). The short name
+stays an entity with the mentions no document resolved.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pyarrow as pa
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
-from graphrag_ray.index.resolve.names import bearer, is_short_side
+from graphrag_ray.index.resolve.names import family_name, is_short_side
 
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
@@ -70,8 +71,8 @@ def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
             continue
         short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
         canonical = canonical_of.get(full, full)
-        if short in merged or bearer(titles[short]) is not None or apart(short, full) or \
-                apart(short, canonical):
+        if short in merged or family_name(titles[short], titles[canonical]) or \
+                apart(short, full) or apart(short, canonical):
             continue
         if score > found[short].get(canonical, (0.0, ""))[0]:
             found[short][canonical] = (score, kind)

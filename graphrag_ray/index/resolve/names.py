@@ -182,11 +182,22 @@ def _is_subsequence(short: tuple[str, ...], full: tuple[str, ...]) -> bool:
     return position == len(short)
 
 
+def eldest_and_younger(a: str, b: str) -> bool:
+    """MISS ELLIOT and MISS ANNE ELLIOT: where both are written, the surname alone is the
+    eldest unmarried daughter's and a given name marks a younger sister (Persuasion's
+    Elizabeth and Anne, Sense and Sensibility's Anne and Lucy Steele)."""
+    if bearer(a) != "unmarried woman" or bearer(b) != "unmarried woman":
+        return False
+    ca, cb = content_tokens(name_tokens(a)), content_tokens(name_tokens(b))
+    short, full = (ca, cb) if len(ca) < len(cb) else (cb, ca)
+    return len(short) == 1 and len(full) >= 2 and full[-1] == short[0]
+
+
 def name_relation(a: str, b: str) -> tuple[str, float] | None:
     """How two titles relate by name alone, with a strength in (0, 1]; None when the names
     say they are different things (which also forbids them in one cluster)."""
     ta, tb = name_tokens(a), name_tokens(b)
-    if not ta or not tb or bearers_differ(a, b):
+    if not ta or not tb or bearers_differ(a, b) or eldest_and_younger(a, b):
         return None
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
@@ -241,6 +252,13 @@ def leading_words(short: str, full: str) -> str:
     (MICROSOFT of MICROSOFT AZURE), as a name."""
     s, f = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
     return " ".join(f[:len(f) - len(s)])
+
+
+def family_name(short: str, full: str) -> bool:
+    """A short name with an honorific that is not the longer name's opening words: MRS
+    FERRARS of EDWARD FERRARS (his mother: a family shares its surname), unlike MISS ANNE of
+    ANNE ELLIOT or SIR JOHN of SIR JOHN MIDDLETON, which a given name makes one person's."""
+    return bearer(short) is not None and placement(short, full) != "prefix"
 
 
 def is_short_side(title: str, other: str) -> bool:

@@ -12,8 +12,9 @@
 
 What it returns replaces the merge's entities, relationships and description blocks, adds
 the `entity_aliases` table (a short name resolved per document has a row per full name, with
-its documents; a split name a row per new entity, with its documents), and says how claims' subjects and objects are renamed. Off, entities get an
-empty `aliases` column and nothing else changes.
+its documents; a split name a row per new entity, with its documents), and says how claims'
+subjects and objects are renamed. Off, entities get an empty `aliases` column and nothing
+else changes.
 """
 
 from __future__ import annotations

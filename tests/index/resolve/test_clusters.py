@@ -74,11 +74,24 @@ def test_forbidden_merges_are_never_made():
     assert resolution.forbidden_pairs_kept_apart == 1
 
 
-def test_uncertain_pairs_merge_only_when_confirmed():
-    titles = ["HOLMES", "SHERLOCK HOLMES"]
-    assert resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)]).aliases == []
-    confirmed = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)], confirmed={(0, 1)})
+def test_uncertain_pairs_merge_when_confirmed():
+    # HOLMES said 30 times, SHERLOCK HOLMES twice: maybe another Holmes; the LLM can say.
+    titles, frequency = ["HOLMES", "SHERLOCK HOLMES"], [30, 2]
+    assert resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)], frequency=frequency
+                   ).aliases == []
+    confirmed = resolve(titles, [("HOLMES", "SHERLOCK HOLMES", 0.7)], frequency=frequency,
+                        confirmed={(0, 1)})
     assert [a.method for a in confirmed.aliases] == ["llm:short_form"]
+
+
+def test_an_uncertain_short_name_takes_its_only_full_name_when_that_is_named_enough():
+    titles = ["SATYA", "SATYA NADELLA"]
+    sole = resolve(titles, [("SATYA", "SATYA NADELLA", 0.65)], frequency=[9, 6])
+    assert [(titles[a.row], a.method) for a in sole.aliases] == [("SATYA", "sole:short_form")]
+    assert resolve(titles, [("SATYA", "SATYA NADELLA", 0.65)], frequency=[9, 1]).aliases == []
+    titles = ["SATYA", "SATYA NADELLA", "SATYA PATEL"]  # two of them: ambiguous
+    assert resolve(titles, [("SATYA", "SATYA NADELLA", 0.65), ("SATYA", "SATYA PATEL", 0.62)],
+                   frequency=[9, 6, 6]).aliases == []
 
 
 def test_a_bare_surname_is_the_mans_of_the_family_and_between_women_no_ones():

@@ -89,6 +89,9 @@ def test_a_short_name_resolved_in_some_units_keeps_the_others():
     entities, edges, blocks, _, _ = fold(Renames(in_units={"HOLMES": {"t4": "MYCROFT HOLMES"}}))
     assert sorted(entities["HOLMES"]["text_unit_ids"]) == ["t2", "t3"]  # not resolved
     assert descriptions(blocks, entities["HOLMES"]) == ["smokes a pipe"]
+    # Its one PERSON mention went to Mycroft: what is left has no type of its own and takes
+    # the type of the full name it was resolved to.
+    assert entities["HOLMES"]["type"] == "PERSON"
     assert ("HOLMES", "SHERLOCK HOLMES") in edges and ("HOLMES", "WATSON") in edges
 
 

@@ -67,13 +67,15 @@ def test_types_that_disagree_rule_a_full_name_out():
     assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([0], [0])}
 
 
-def test_a_short_name_with_an_honorific_is_not_resolved_by_document():
+def test_a_surname_with_an_honorific_is_not_resolved_by_document_a_given_name_is():
     # MRS BENNET is not Elizabeth Bennet, though the novel names her: a family's surname.
-    titles = ["MRS BENNET", "ELIZABETH BENNET"]
-    found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
-                             provenance([[0, 1], [1]], [0, 0]),
-                             PairRules(titles, ["PERSON"] * 2).apart)
-    assert found == []
+    # MISS ELIZABETH is: a given name.
+    for short, resolved in (("MRS BENNET", False), ("MISS ELIZABETH", True)):
+        titles = [short, "ELIZABETH BENNET"]
+        found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
+                                 provenance([[0, 1], [1]], [0, 0]),
+                                 PairRules(titles, ["PERSON"] * 2).apart)
+        assert bool(found) == resolved, short
 
 
 def test_a_document_that_names_the_full_name_rarely_means_someone_else():

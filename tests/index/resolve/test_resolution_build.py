@@ -32,8 +32,8 @@ Fanny Dashwood lived at Norland Park with John Dashwood. Fanny argued with John 
 
 # Two Janes, each called by her first name only, in documents that share no other name.
 TWO_JANES = {
-    "pride.txt": """Jane walked to Netherfield with Elizabeth Bennet. Mr. Bingley greeted Jane warmly,
-and Mr. Darcy watched Elizabeth.
+    "pride.txt": """Jane walked to Netherfield with Elizabeth Bennet.
+Mr. Bingley greeted Jane warmly, and Mr. Darcy watched Elizabeth.
 
 Jane smiled at Mr. Bingley. Caroline Bingley and Mr. Darcy spoke of Pemberley while Jane
 listened.
