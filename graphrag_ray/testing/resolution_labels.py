@@ -8,7 +8,7 @@ frequent entities.
   two labelled names, the share labelled one thing; a merge of a pair no label judges is
   listed as unjudged;
 - recall: of the pairs labelled one thing, the share the index made one (merged directly,
-  per document, or in one cluster of whole merges);
+  per document, in one cluster of whole merges, or both given one entity in a document);
 - wrong types: of the labelled types, the share the index gives otherwise (an entity merged
   away is judged by its canonical entity's type);
 - homonym splits (`homonyms`: a name -> the groups of documents where it is one bearer;
@@ -79,9 +79,21 @@ def merge_quality(aliases: list[dict], labels: dict) -> dict:
             wrong.append((a, b))
         else:
             unjudged.append((a, b))
+    # Names given to one entity in a document they are both resolved in are one there too
+    # (ANNE and MISS ANNE, both Anne Elliot's in Persuasion).
+    targets: dict[str, list[tuple[str, frozenset]]] = {}
+    for row in aliases:
+        if row.get("document_ids"):
+            targets.setdefault(row["alias"], []).append(
+                (merged.find(row["entity_title"]), frozenset(row["document_ids"])))
+
+    def resolved_alike(a: str, b: str) -> bool:
+        return any(ta == tb and da & db for ta, da in targets.get(a, [])
+                   for tb, db in targets.get(b, []))
     one_thing = same | where_named
     found = [pair for pair in one_thing if pair in links or
-             merged.find(sorted(pair)[0]) == merged.find(sorted(pair)[1])]
+             merged.find(sorted(pair)[0]) == merged.find(sorted(pair)[1]) or
+             resolved_alike(*sorted(pair))]
     judged = len(right) + len(wrong)
     return {"precision": round(len(right) / judged, 3) if judged else None,
             "recall": round(len(found) / len(one_thing), 3) if one_thing else None,

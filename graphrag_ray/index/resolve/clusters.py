@@ -164,7 +164,8 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
         apart(p, q) for p, q in combinations(sorted(others), 2))}
     # ... where the family's full names make it so, it is still its man's (WICKHAM beside
-    # GEORGE and LYDIA WICKHAM is MR WICKHAM), and joins no one else.
+    # GEORGE and LYDIA WICKHAM is MR WICKHAM, however ambiguous MR WICKHAM is), and joins no
+    # one else.
     mans_only = {row for row in ambiguous if men.get(row) and not any(
         apart(p, q) for p, q in combinations(sorted(men[row]), 2))}
     ambiguous -= mans_only
@@ -192,8 +193,9 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     for a, b, score, kind, evidence in candidates:
         accepted = score >= threshold or (a, b) in confirmed or \
             score >= SOLE_MIN_SCORE and frozenset((a, b)) in sole
-        if not accepted or a in ambiguous or b in ambiguous or \
-                any(row in mans_only and other not in men[row] for row, other in ((a, b), (b, a))):
+        mans = [row in mans_only and other in men[row] for row, other in ((a, b), (b, a))]
+        if not accepted or (a in ambiguous or b in ambiguous) and not any(mans) or any(
+                row in mans_only and not is_mans for row, is_mans in zip((a, b), mans)):
             continue
         ra, rb = clusters.find(a), clusters.find(b)
         if ra == rb:

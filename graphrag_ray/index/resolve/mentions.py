@@ -6,7 +6,9 @@ Elliot in two novels) usually can be given one in each document: the episode tha
 names Kevin Scott, the novel that says ELIZABETH names Elizabeth Bennet. So, for a short name
 not merged whole (`clusters.py`), each mention is resolved by its document:
 
-- a mention in a text unit that names exactly one of its full names is that one;
+- a mention in a text unit that names exactly one of its full names is that one (unless it
+  is a surname the document gives to several of a family: ELLIOT beside Anne and Sir Walter
+  Elliot);
 - any other, in a document that names its full names, is the one the document names most,
   if that one has `DOMINANT_SHARE` of their mentions there and is named at least
   `NAMED_SHARE` as often as the short name (a novel that says MARY 27 times and MARY KING
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Callable
 
 import numpy as np
@@ -33,7 +36,7 @@ import pyarrow as pa
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
-from graphrag_ray.index.resolve.names import family_name, is_short_side
+from graphrag_ray.index.resolve.names import family_name, is_short_side, placement
 
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
@@ -102,9 +105,15 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
             top = max(sorted(counts), key=counts.get)
             dominant = top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and \
                 counts[top] >= NAMED_SHARE * (documents == document).sum() else None
+            # A surname the document gives to several people of one family (ELLIOT: Anne,
+            # Sir Walter, Mr Elliot) is the family's, or any of theirs: a text unit naming
+            # one of them does not say the surname is that one's.
+            family = len(counts) > 1 and all(
+                placement(titles[short], titles[full]) == "suffix" for full in counts) and \
+                any(apart(p, q) for p, q in combinations(sorted(counts), 2))
             for unit in units[documents == document].tolist():
                 here = [full for full in counts if _has(named[full], unit)]
-                choice = here[0] if len(here) == 1 else dominant
+                choice = here[0] if len(here) == 1 and not family else dominant
                 if choice is not None:
                     given[choice].append(unit)
         for full, given_units in sorted(given.items()):

@@ -80,6 +80,13 @@ def test_types_come_from_what_the_text_says_across_mentions():
     assert found["NEW YORK TIMES"] != "PERSON" and found["COMPUTER SCIENCE"] != "PERSON"
 
 
+def test_an_acronym_is_typed_by_what_the_text_says_of_it_not_by_its_shape():
+    records = extract_nlp("Girls need STEM classes early. She worked at NASA for years. "
+                          "Later NASA launched a probe.")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["STEM"] == "OTHER" and found["NASA"] == "ORGANIZATION"
+
+
 def test_headings_numbers_interjections_and_demonyms_are_no_names():
     text = ("List of Coloured Illustrations\n"
             "  Tailpiece to List of Black and White Illustrations                  xi\n"

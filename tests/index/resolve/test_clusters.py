@@ -104,3 +104,15 @@ def test_a_bare_surname_is_the_mans_of_the_family_and_between_women_no_ones():
     resolution = resolve(titles, [("DASHWOOD", "MRS DASHWOOD", 1.0),
                                   ("DASHWOOD", "MISS DASHWOOD", 1.0)])
     assert resolution.aliases == [] and [titles[r] for r in resolution.ambiguous] == ["DASHWOOD"]
+
+
+def test_a_bare_surname_the_familys_full_names_make_ambiguous_still_joins_its_man():
+    # WICKHAM: GEORGE or LYDIA WICKHAM cannot say which, but MR WICKHAM is the bare name's.
+    titles = ["GEORGE WICKHAM", "LYDIA WICKHAM", "MR WICKHAM", "WICKHAM"]
+    resolution = resolve(titles, [("WICKHAM", "MR WICKHAM", 1.0),
+                                  ("WICKHAM", "LYDIA WICKHAM", 0.81),
+                                  ("WICKHAM", "GEORGE WICKHAM", 0.7),
+                                  ("MR WICKHAM", "GEORGE WICKHAM", 0.8),
+                                  ("MR WICKHAM", "LYDIA WICKHAM", 0.7)], frequency=[7, 5, 49, 73])
+    assert {frozenset(pair) for pair in merged(titles, resolution)} == {
+        frozenset(("WICKHAM", "MR WICKHAM"))}

@@ -83,3 +83,13 @@ def test_a_document_that_names_the_full_name_rarely_means_someone_else():
     # Elizabeth may be another, never named in full; only the unit naming her is resolved.
     found = resolved([list(range(10)) + [10], [10], [], []], [0] * 11)
     assert found == {("ELIZABETH", "ELIZABETH BENNET"): ([10], [0])}
+
+
+def test_a_family_surname_is_not_given_by_the_text_unit_naming_one_of_the_family():
+    titles = ["ELLIOT", "ANNE ELLIOT", "WALTER ELLIOT"]
+    # Units 0-3, one novel: ELLIOT in 0 and 1, ANNE ELLIOT in 1 and 2, WALTER ELLIOT in 3.
+    found = resolve_mentions(
+        titles, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.7, "short_form", "")]),
+        Resolution(), provenance([[0, 1], [1, 2], [3]], [0, 0, 0, 0]),
+        PairRules(titles, ["PERSON"] * 3).apart)
+    assert found == []
