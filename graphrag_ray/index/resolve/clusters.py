@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from graphrag_ray.index.extract.tuples import normalize_name
 from graphrag_ray.index.resolve.names import (
-    bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens)
+    bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens, placement)
 from graphrag_ray.index.resolve.scoring import (
     UNTYPED, is_person_name, organization_names, rules_out_short_form, types_conflict)
 
@@ -166,8 +166,11 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     # ... where the family's full names make it so, it is still its man's (WICKHAM beside
     # GEORGE and LYDIA WICKHAM is MR WICKHAM, however ambiguous MR WICKHAM is), and joins no
     # one else.
+    # (A surname: the last word of the full names it stands beside. JOHN beside SIR JOHN and
+    # JOHN DASHWOOD is a given name, which a title does not make anyone's in particular.)
     mans_only = {row for row in ambiguous if men.get(row) and not any(
-        apart(p, q) for p, q in combinations(sorted(men[row]), 2))}
+        apart(p, q) for p, q in combinations(sorted(men[row]), 2)) and all(
+        placement(titles[row], titles[full]) == "suffix" for full in partners[row] - men[row])}
     ambiguous -= mans_only
     sole = {frozenset((row, *others)) for row, others in partners.items()
             if len(others) == 1 and row not in ambiguous

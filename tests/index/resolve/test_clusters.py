@@ -116,3 +116,10 @@ def test_a_bare_surname_the_familys_full_names_make_ambiguous_still_joins_its_ma
                                   ("MR WICKHAM", "LYDIA WICKHAM", 0.7)], frequency=[7, 5, 49, 73])
     assert {frozenset(pair) for pair in merged(titles, resolution)} == {
         frozenset(("WICKHAM", "MR WICKHAM"))}
+
+
+def test_a_given_name_beside_a_title_and_full_names_stays_ambiguous():
+    titles = ["JOHN", "JOHN DASHWOOD", "JOHN REED", "SIR JOHN"]
+    resolution = resolve(titles, [("JOHN", "SIR JOHN", 1.0), ("JOHN", "JOHN REED", 0.8),
+                                  ("JOHN", "JOHN DASHWOOD", 0.8)])
+    assert resolution.aliases == [] and titles.index("JOHN") in resolution.ambiguous
