@@ -12,7 +12,9 @@ at least `LINK_SIMILARITY`) are one context, and so are documents joined through
 `TITLE (2)`, `TITLE (3)`, by size.
 
 Only single names of people (a first name or a surname, with or without an honorific:
-JANE, MRS SMITH) are split. A place or a thing written in unrelated documents is still one
+JANE, MRS SMITH) are split, and only where every part is still typed a person once its
+mentions are merged apart (`typed_apart`: UNIX, typed PERSON from cues in one podcast
+episode, had its other episodes' mentions typed OTHER). A place or a thing written in unrelated documents is still one
 thing (ENGLAND in four novels, with nothing in common around it), and so is a full name
 (the same BARACK OBAMA in an article on taxes and one on Ukraine). Measured on the novels'
 labels: the people split apart across books had co-mention similarities up to 0.106; the
@@ -135,3 +137,15 @@ def _evidence(row: int, units: np.ndarray, mentions: sparse.csr_matrix,
     top = [titles[r] for r in np.argsort(-beside, kind="stable")[:3] if beside[r] > 0]
     return f"{len(units)} mentions, beside {', '.join(top) or 'no other name'}; " \
            f"no shared context with the others"
+
+
+def typed_apart(splits: list[Split], type_of: dict[str, str]) -> list[Split]:
+    """The splits whose every part (the title kept and each new one) is still typed as a
+    candidate once its mentions are merged apart (`type_of`: title -> type after the fold).
+    A name typed a person only by cues in one context is not two people."""
+    parts: dict[str, list[str]] = {}
+    for split in splits:
+        parts.setdefault(split.title, [split.title]).append(split.new_title)
+    holds = {title for title, names in parts.items()
+             if all(type_of.get(name, "").upper() in SPLIT_TYPES for name in names)}
+    return [split for split in splits if split.title in holds]

@@ -90,14 +90,27 @@ def name_tokens(title: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=200_000)
 def bearer(title: str) -> str | None:
-    """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any."""
-    said = set()
+    """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any. A
+    married woman's comes first and the rest is her husband's (MRS COLONEL DENT)."""
+    said = []
     for token in [t.upper() for t in _TOKEN.findall(_folded(title))][:-1]:
         if token not in HONORIFICS and token not in HONORIFIC_BEARERS:
             break
         if token in HONORIFIC_BEARERS:
-            said.add(HONORIFIC_BEARERS[token])
-    return said.pop() if len(said) == 1 else None
+            said.append(HONORIFIC_BEARERS[token])
+    if said and said[0] == "married woman":
+        return said[0]
+    return said[0] if len(set(said)) == 1 else None
+
+
+def wife_of(a: str, b: str) -> bool:
+    """MRS CHARLES MUSGROVE and CHARLES MUSGROVE: a married woman called by her husband's
+    full name is not him."""
+    for wife, other in ((a, b), (b, a)):
+        if bearer(wife) == "married woman" and bearer(other) != "married woman" and \
+                len(content_tokens(name_tokens(wife))) >= 2:
+            return True
+    return False
 
 
 def bearers_differ(a: str, b: str) -> bool:
@@ -197,7 +210,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     """How two titles relate by name alone, with a strength in (0, 1]; None when the names
     say they are different things (which also forbids them in one cluster)."""
     ta, tb = name_tokens(a), name_tokens(b)
-    if not ta or not tb or bearers_differ(a, b) or eldest_and_younger(a, b):
+    if not ta or not tb or bearers_differ(a, b) or eldest_and_younger(a, b) or \
+            wife_of(a, b):
         return None
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty

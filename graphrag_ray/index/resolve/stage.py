@@ -42,7 +42,7 @@ from graphrag_ray.index.resolve.clusters import PairRules, Resolution, resolve_c
 from graphrag_ray.index.resolve.confirm import confirm_pairs
 from graphrag_ray.index.resolve.fold import (
     Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
-from graphrag_ray.index.resolve.homonyms import Split, split_homonyms
+from graphrag_ray.index.resolve.homonyms import Split, split_homonyms, typed_apart
 from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
 from graphrag_ray.index.resolve.scoring import Profiles, lower_case_words
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
@@ -167,12 +167,10 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart)
         unit_ids = extraction.column("text_unit_id").to_pylist()
         renames = renames_of(titles, unit_ids, resolution, in_documents)
-        splits = []
-        if config.split_homonyms:
-            splits = split_homonyms(titles, types, provenance, unit_ids, renames)
-            for split in splits:
-                renames.split.setdefault(split.title, {}).update(
-                    (unit_ids[u], split.new_title) for u in split.units)
+        splits = split_homonyms(titles, types, provenance, unit_ids, renames) \
+            if config.split_homonyms else []
+        folded, splits, dropped = _fold_with_splits(ctx, entities, relationships, handles,
+                                                    renames, splits, unit_ids)
         aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
                               in_documents, splits, provenance.document_ids)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
@@ -187,12 +185,12 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                        "mentions": sum(len(m.units) for m in in_documents)},
                    "homonyms_split": {split.title: [s.new_title for s in splits
                                                     if s.title == split.title]
-                                      for split in splits}}
+                                      for split in splits},
+                   "homonym_splits_undone": dropped}
         if confirm_usage is not None:
             figures["llm_usage"] = confirm_usage
-        if renames:
-            entities, relationships, handles, fold = _fold(ctx, entities, relationships,
-                                                           handles, renames)
+        if folded is not None:
+            entities, relationships, handles, fold = folded
             figures.update(asdict(fold))
         else:
             entities = _without_aliases(entities)
@@ -203,6 +201,32 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
 def _without_aliases(entities: pa.Table) -> pa.Table:
     return entities.append_column("aliases", pa.array([[]] * entities.num_rows,
                                                       pa.list_(pa.string())))
+
+
+def _fold_with_splits(ctx: BuildContext, entities, relationships, handles, renames: Renames,
+                      splits: list[Split], unit_ids: list[str]):
+    """The fold (`_fold`, None when nothing is renamed) with the homonym splits whose every
+    part is still typed a person after it (`homonyms.typed_apart`); a split that leaves a
+    part otherwise is undone and the fold made again without it (UNIX, typed a person from
+    one episode's cues, was split by episode). Returns the fold, the splits kept and the
+    titles whose splits were undone."""
+    def folded_with(kept: list[Split]):
+        renames.split = {}
+        for split in kept:
+            renames.split.setdefault(split.title, {}).update(
+                (unit_ids[u], split.new_title) for u in split.units)
+        return _fold(ctx, entities, relationships, handles, renames) if renames else None
+
+    folded = folded_with(splits)
+    if not splits:
+        return folded, splits, []
+    type_of = dict(zip(folded[0].column("title").to_pylist(),
+                       folded[0].column("type").to_pylist()))
+    kept = typed_apart(splits, type_of)
+    if len(kept) == len(splits):
+        return folded, splits, []
+    dropped = sorted({s.title for s in splits} - {s.title for s in kept})
+    return folded_with(kept), kept, dropped
 
 
 def _fold(ctx: BuildContext, entities, relationships, handles, renames: Renames):

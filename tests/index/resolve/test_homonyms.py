@@ -5,7 +5,8 @@ import numpy as np
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.fold import Renames
-from graphrag_ray.index.resolve.homonyms import final_mentions, split_homonyms
+from graphrag_ray.index.resolve.homonyms import (
+    Split, final_mentions, split_homonyms, typed_apart)
 
 TITLES = ["JANE", "MR DARCY", "BINGLEY", "MR ROCHESTER", "ADELE", "JANE BENNET", "LONDON"]
 TYPES = ["PERSON", "PERSON", "PERSON", "PERSON", "PERSON", "PERSON", "GEO"]
@@ -66,3 +67,10 @@ def test_a_new_name_never_takes_an_existing_title():
     titles = TITLES[:6] + ["JANE (2)"]
     assert splits(TWO_JANES, DOCUMENTS, titles=titles) == {
         ("JANE", "JANE (3)"): ([0, 1, 2], [0])}
+
+
+def test_a_split_holds_only_where_every_part_is_still_typed_a_person():
+    splits = [Split("JANE", "JANE (2)", [0], [0], ""), Split("UNIX", "UNIX (2)", [1], [1], "")]
+    kept = typed_apart(splits, {"JANE": "PERSON", "JANE (2)": "PERSON", "UNIX": "PERSON",
+                                "UNIX (2)": "OTHER"})
+    assert [s.title for s in kept] == ["JANE"]

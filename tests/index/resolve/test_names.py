@@ -45,6 +45,9 @@ def test_related_names(a, b, kind):
     ("MR DARCY", "MISS DARCY"),
     ("MISS ELLIOT", "SIR WALTER ELLIOT"),
     ("JOHN", "MRS JOHN DASHWOOD"),  # her husband's name
+    ("CHARLES MUSGROVE", "MRS CHARLES MUSGROVE"),  # his wife
+    ("COLONEL DENT", "MRS COLONEL DENT"),
+    ("MISS ELLIOT", "MISS ANNE ELLIOT"),  # the eldest daughter and a younger one
     ("VR", "VPL RESEARCH"),  # a field's abbreviation is no acronym alias
 ])
 def test_unrelated_names(a, b):
