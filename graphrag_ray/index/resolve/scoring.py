@@ -15,8 +15,8 @@ something named after it (ROBLOX STUDIO, TEXAS INSTRUMENTS, MICROSOFT RESEARCH),
 ends with it is a kind of it (AZURE LINUX is a Linux, not Linux) unless the words before it
 name an organization, its owner (MICROSOFT AZURE is Azure): `names_another_thing`. A name
 typed PERSON is taken for a person's only when its first word is a given name or a word the
-corpus never writes in lower case, or when the short name is typed PERSON too (DREW of DREW
-ENDY, CHASE of CHASE JARVIS): offline extraction guesses PERSON for any two or three
+corpus never writes in lower case, or when the short name is one word typed PERSON too (DREW
+of DREW ENDY, CHASE of CHASE JARVIS; not STAR TREK of STAR TREK PICARD): offline extraction guesses PERSON for any two or three
 capitalised words (SUN MICROSYSTEMS, NORTH CAROLINA, WHEREAS YOUTUBE).
 """
 
@@ -70,7 +70,8 @@ def names_another_thing(short: str, short_type: str, full: str, full_type: str,
     docstring). `organizations`: the name tokens of the graph's ORGANIZATION entities;
     `common`: the corpus's lower-case words."""
     person = full_type if full_type not in UNTYPED else short_type
-    if is_person_name(full, person, common) or short_type == full_type == "PERSON":
+    if is_person_name(full, person, common) or short_type == full_type == "PERSON" and \
+            len(content_tokens(name_tokens(short))) == 1:
         return False
     if placement(short, full) == "suffix":
         return name_tokens(leading_words(short, full)) not in organizations
