@@ -6,9 +6,11 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graphrag_ray.config import GraphRagConfig, load_config
+from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.testing.llm_server import run_test_server
 
 # A developer's own API key never reaches a test: with one in the environment, the methods that
@@ -61,6 +63,16 @@ def llm_server():
 def llm_config(server, *overrides: str) -> GraphRagConfig:
     return load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
                               "llm.model=test-model", "llm.max_retries=3", *overrides])
+
+
+def provenance_of(units_by_row: list[list[int]], documents: list[int]) -> Provenance:
+    """A `Provenance` from each node's text units and each unit's document (units in corpus
+    order)."""
+    offsets = np.cumsum([0] + [len(u) for u in units_by_row])
+    return Provenance(unit_offsets=offsets.astype(np.int64),
+                      units=np.array([u for units in units_by_row for u in units], np.int64),
+                      unit_document=np.array(documents, np.int64),
+                      unit_seq=np.arange(len(documents), dtype=np.int64))
 
 
 @pytest.fixture

@@ -1,27 +1,18 @@
 """Homonyms split: a person's single name whose documents share no context becomes one entity
 per context; contexts that share names, places, full names and stray mentions stay one."""
 
-import numpy as np
-
-from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.fold import Renames
 from graphrag_ray.index.resolve.homonyms import (
     Split, final_mentions, split_homonyms, typed_apart)
+
+from conftest import provenance_of
 
 TITLES = ["JANE", "MR DARCY", "BINGLEY", "MR ROCHESTER", "ADELE", "JANE BENNET", "LONDON"]
 TYPES = ["PERSON", "PERSON", "PERSON", "PERSON", "PERSON", "PERSON", "GEO"]
 
 
-def provenance(units_by_row: list[list[int]], documents: list[int]) -> Provenance:
-    offsets = np.cumsum([0] + [len(u) for u in units_by_row])
-    return Provenance(unit_offsets=offsets.astype(np.int64),
-                      units=np.array([u for units in units_by_row for u in units], np.int64),
-                      unit_document=np.array(documents, np.int64),
-                      unit_seq=np.arange(len(documents), dtype=np.int64))
-
-
 def splits(units_by_row, documents, titles=TITLES, types=TYPES, renames=None):
-    found = split_homonyms(titles, types, provenance(units_by_row, documents),
+    found = split_homonyms(titles, types, provenance_of(units_by_row, documents),
                            [f"t{u}" for u in range(len(documents))], renames or Renames())
     return {(s.title, s.new_title): (s.units, s.documents) for s in found}
 
@@ -56,7 +47,7 @@ def test_a_split_counts_the_mentions_renamed_before_it():
     # with it (the split is of the name's mentions after resolution).
     units = [[4, 5, 6, 7], [0, 1, 2], [1, 2], [4, 5, 6], [5, 6, 7], [0, 1, 2], []]
     renames = Renames(everywhere={"JANE BENNET": "JANE"})
-    rows, finals = final_mentions(TITLES, provenance(units, DOCUMENTS),
+    rows, finals = final_mentions(TITLES, provenance_of(units, DOCUMENTS),
                                   [f"t{u}" for u in range(8)], renames)
     assert sorted(rows[finals == 0].tolist()) == [0, 1, 2, 4, 5, 6, 7]
     assert splits(units, DOCUMENTS, renames=renames) == {("JANE", "JANE (2)"): ([0, 1, 2], [0])}

@@ -2,23 +2,15 @@
 document naming two, by the text unit, else by the one it names most; left alone where no
 full name is named."""
 
-import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
 from graphrag_ray.index.resolve.clusters import Alias, PairRules, Resolution
 from graphrag_ray.index.resolve.mentions import resolve_mentions
 
+from conftest import provenance_of
+
 TITLES = ["ELIZABETH", "ELIZABETH BENNET", "ELIZABETH ELLIOT", "LIZZY BENNET"]
-
-
-def provenance(units_by_row: list[list[int]], documents: list[int]) -> Provenance:
-    offsets = np.cumsum([0] + [len(u) for u in units_by_row])
-    return Provenance(unit_offsets=offsets.astype(np.int64),
-                      units=np.array([u for units in units_by_row for u in units], np.int64),
-                      unit_document=np.array(documents, np.int64),
-                      unit_seq=np.arange(len(documents), dtype=np.int64))
 
 
 def pairs(items):
@@ -30,7 +22,7 @@ def resolved(units_by_row, documents, resolution=Resolution(), types=None):
     types = types or ["PERSON"] * len(TITLES)
     found = resolve_mentions(
         TITLES, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.65, "short_form", "")]),
-        resolution, provenance(units_by_row, documents), PairRules(TITLES, types).apart)
+        resolution, provenance_of(units_by_row, documents), PairRules(TITLES, types).apart)
     return {(TITLES[m.row], TITLES[m.canonical]): (m.units, m.documents) for m in found}
 
 
@@ -73,7 +65,7 @@ def test_a_surname_with_an_honorific_is_not_resolved_by_document_a_given_name_is
     for short, resolved in (("MRS BENNET", False), ("MISS ELIZABETH", True)):
         titles = [short, "ELIZABETH BENNET"]
         found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
-                                 provenance([[0, 1], [1]], [0, 0]),
+                                 provenance_of([[0, 1], [1]], [0, 0]),
                                  PairRules(titles, ["PERSON"] * 2).apart)
         assert bool(found) == resolved, short
 
@@ -90,6 +82,6 @@ def test_a_family_surname_is_not_given_by_the_text_unit_naming_one_of_the_family
     # Units 0-3, one novel: ELLIOT in 0 and 1, ANNE ELLIOT in 1 and 2, WALTER ELLIOT in 3.
     found = resolve_mentions(
         titles, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.7, "short_form", "")]),
-        Resolution(), provenance([[0, 1], [1, 2], [3]], [0, 0, 0, 0]),
+        Resolution(), provenance_of([[0, 1], [1, 2], [3]], [0, 0, 0, 0]),
         PairRules(titles, ["PERSON"] * 3).apart)
     assert found == []
