@@ -119,16 +119,21 @@ def type_quality(entity_types: dict[str, str], aliases: list[dict], labels: dict
 
 
 def split_quality(aliases: list[dict], labels: dict) -> dict:
-    """`aliases`: `entity_aliases` rows (alias, entity_title, method, document_ids)."""
+    """`aliases`: `entity_aliases` rows (alias, entity_title, method, document_ids). A name's
+    documents are apart where its mentions there went to different entities: by a homonym
+    split, or by resolving it in a document to a full name (DICK to DICK WILKINS in one book,
+    to DICK MUSGROVE in another)."""
     moved: dict[str, dict[str, str]] = {}
+    resolved: dict[str, dict[str, str]] = {}
     for row in aliases:
-        if row["method"] == "homonym_split":
-            moved.setdefault(row["alias"], {}).update(
-                dict.fromkeys(row["document_ids"], row["entity_title"]))
+        if row["method"] == "homonym_split" or row["method"].startswith("in_document"):
+            (moved if row["method"] == "homonym_split" else resolved).setdefault(
+                row["alias"], {}).update(dict.fromkeys(row["document_ids"], row["entity_title"]))
     apart_right = apart_wrong = missed = 0
     for title, groups in labels.get("homonyms", {}).items():
         bearer = {document: k for k, group in enumerate(groups) for document in group}
-        entity = {document: moved.get(title, {}).get(document, title) for document in bearer}
+        entity = {document: resolved.get(title, {}).get(
+            document, moved.get(title, {}).get(document, title)) for document in bearer}
         documents = sorted(bearer)
         for i, a in enumerate(documents):
             for b in documents[i + 1:]:

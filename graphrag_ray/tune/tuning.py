@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.extract.nlp_extractor import extract_nlp
 from graphrag_ray.index.extract.tuples import Delimiters, ParsedRecords, parse_graph_records
-from graphrag_ray.index.graph.merge import GUESSED_TYPE
+from graphrag_ray.index.graph.merge import EITHER, GUESSED_TYPE
 from graphrag_ray.llm.client import ChatClient, MalformedReply
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.terms import content_terms
@@ -180,8 +180,10 @@ def tune_offline(config: GraphRagConfig, texts: list[str], language: str,
 
 def _type_of(entity: dict) -> str:
     """An offline record's type without the mark of a guess (`merge.GUESSED_TYPE`): a prompt
-    shows types as the model should write them."""
-    return entity["type"].removesuffix(GUESSED_TYPE)
+    shows types as the model should write them; OTHER for a mention that says one of two
+    types without saying which (`merge.EITHER`)."""
+    kind = entity["type"].removesuffix(GUESSED_TYPE)
+    return "OTHER" if EITHER in kind else kind
 
 
 def _example(passage: str, records: ParsedRecords) -> Example | None:

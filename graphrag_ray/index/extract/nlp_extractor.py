@@ -13,7 +13,7 @@ from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
 from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
-from graphrag_ray.index.graph.merge import GUESSED_TYPE
+from graphrag_ray.index.graph.merge import EITHER, GUESSED_TYPE
 from graphrag_ray.sentences import split_at
 
 
@@ -78,17 +78,28 @@ _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", 
                 "BAY", "WOOD", "HILL", "CREEK", "CROSS", "RUE", "AVENUE", "BOULEVARD", "QUAI",
                 "PONT", "LAC", "FLEUVE", "COLLINE", "GARE", "CATHÉDRALE", "PLAGE", "ÎLE",
                 "CALLE", "PLAZA", "RÍO", "STRASSE", "PLATZ", "MONTE", "SIERRA", "HÔTEL",
-                "PALAIS", "CHÂTEAU", "ÉGLISE", "IGLESIA"}
+                "PALAIS", "CHÂTEAU", "ÉGLISE", "IGLESIA",
+                # a house, an estate, a row of houses (not LODGE, GROVE, HEATH: surnames)
+                "PLACE", "COTTAGE", "MANOR", "GARDENS", "TERRACE", "CRESCENT", "BUILDINGS",
+                "PARSONAGE", "RECTORY", "VICARAGE", "GRANGE", "PRIORY", "ESTATE"}
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
                 "EVE", "DAY", "REVOLUTION", "FÊTE", "COLLOQUE", "CONFÉRENCE", "CONGRÈS",
                 "GUERRE", "RÉVOLUTION", "ÉLECTION", "ÉLECTIONS", "EXPOSITION", "FIESTA",
                 "GUERRA", "KRIEG"}
 _SPEECH_VERBS = {"said", "says", "asked", "replied", "cried", "thought", "answered", "exclaimed"}
-# "at" is left out: at Microsoft, at Stanford, at the Guild say a workplace as often as a place.
+# ("at" is not one: at Microsoft, at Stanford say a workplace as often as at Pemberley a place;
+# `_guess_type` lets the name's other mentions decide.)
 _PLACE_PREPOSITIONS = {"in", "near", "across", "through", "throughout", "around",
                        "à", "au", "aux", "dans", "vers", "près", "en", "nach", "bei", "desde"}
-_WORK_VERBS = {"work", "works", "worked", "working", "job", "intern", "interned", "career",
-               "engineer", "researcher", "professor", "employed"}
+# Words before "at" that make what follows an organization: work, study, a member's role.
+_MEMBER_WORDS = {"work", "works", "worked", "working", "job", "jobs", "intern", "interned",
+                 "internship", "internships", "career", "engineer", "engineers", "researcher",
+                 "researchers", "scientist", "scientists", "professor", "professors",
+                 "employed", "employee", "employees", "colleague", "colleagues", "student",
+                 "students", "studied", "studying", "undergrad", "phd", "faculty", "team",
+                 "teams", "group", "lab", "department", "role", "advocate", "executive",
+                 "executives", "ceo", "cto", "cfo", "founder", "cofounder", "president",
+                 "director", "manager", "vp", "staff"}
 # Words that are capitalised because they start a sentence or are pronouns/titles, not names.
 _STOPWORDS = set("""
 a about above after again against all also am an and another any are as at be because been
@@ -293,6 +304,23 @@ _PERSON_BEFORE = {"mr", "mrs", "ms", "dr", "sir", "miss", "madam", "president", 
                   "sister", "father", "mother", "friend"}
 _PERSON_AFTER = _SPEECH_VERBS | {"who", "whose", "himself", "herself", "smiled", "laughed",
                                  "wrote", "says", "tells", "told"}
+# Words before "at" that make what follows no place: a person (looked at Elizabeth, angry at
+# Lydia) or an address (e-mail us at BehindTheTech, a transcribed e-mail address).
+_AT_NO_PLACE = {"us", "me", "look", "looks", "looked", "looking", "glance", "glanced",
+                "glancing", "gaze", "gazed", "stare", "stared", "staring", "smile", "smiled",
+                "smiling", "laugh", "laughed", "laughing", "frown", "frowned", "point",
+                "pointed", "aimed", "angry", "surprised", "astonished", "shocked", "amazed",
+                "vexed", "hinted", "wonder", "wondered", "shouted", "yelled", "nodded", "winked",
+                "peeped", "mad", "upset", "annoyed", "offended", "disappointed", "directed",
+                "glared", "sneered", "grinned"}
+# Words before "on" that make what follows a person (called on Mrs Jennings, depended on
+# Elinor).
+_ON_SOMEONE = {"call", "called", "calling", "wait", "waited", "waiting", "attend", "attended",
+               "attending", "depend", "depended", "depends", "depending", "rely", "relied",
+               "look", "looked", "looking", "smile", "smiled", "gazed", "fixed", "turned",
+               "doted", "dote", "insisted", "pressed", "imposed", "intrude", "intruded",
+               "spied", "cheated", "revenge", "pity", "mercy", "hard", "congratulate",
+               "congratulated", "pounced", "fell", "fallen", "leaned", "leaning"}
 _ORG_BEFORE = {"joined", "founded", "cofounded", "co-founded", "acquired"}
 _ORG_AFTER = {"announced", "acquired", "released", "launched", "shipped", "hired", "employees",
               "inc", "corp"}
@@ -304,8 +332,10 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
     upper = [w.upper().strip(".") for w in words]
     if len(upper) == 1 and upper[0] in CONCEPT_ABBREVIATIONS:
         return "OTHER", False
-    if upper[0] in _HONORIFICS or sentence[end:end + 1] == ":":  # a title; a speaker's label
+    if upper[0] in _HONORIFICS:
         return "PERSON", True
+    if sentence[end:end + 1] == ":" and not re.search(r"\w", sentence[:start].split("\n")[-1]):
+        return "PERSON", True  # a speaker's label, opening its line (not "fled from Thornfield:")
     if len(words) == 1 and words[0].lower() in GIVEN_NAMES:
         return "PERSON", True
     if upper[-1] in _ORG_WORDS or (len(words) > 1 and upper[0] in _ORG_WORDS):
@@ -323,8 +353,18 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
             or before_word in _SPEECH_VERBS:
         return "PERSON", True
     if before_word in _ORG_BEFORE or after_word in _ORG_AFTER or \
-            (before_word == "at" and two_before in _WORK_VERBS):
+            (before_word == "at" and two_before in _MEMBER_WORDS):
         return "ORGANIZATION", True
+    if before_word == "at" and two_before not in _AT_NO_PLACE and \
+            sentence[end:end + 1] not in ("@", "."):  # (not an address: at X@example.com)
+        # A place or an organization (dined at Netherfield, an intern at Pixar), which the
+        # name's other mentions decide (`merge.EITHER`); never a person.
+        return f"GEO{EITHER}ORGANIZATION", False
+    if before_word == "on" and two_before not in _ON_SOMEONE and len(words) == 1:
+        # A platform or a service (on YouTube, on TikTok): guessed a company's; a place
+        # named after "on" (on Main Street) has its kind word, an island or a planet its
+        # "in" and "to" elsewhere to outweigh it.
+        return "ORGANIZATION", False
     if len(words) == 1 and words[0].isupper() and len(words[0]) <= 6:
         # An acronym is a company's (NASA, IBM) as often as a field's, a product's or a
         # disease's (STEM, GPT, BASIC, COVID): its shape says nothing, and a cue elsewhere

@@ -57,16 +57,36 @@ GUESSED_TYPE = "?"
 # evidence (each chunk one vote), 14 with evidence always first (one strong PERSON cue made
 # CHINA a person against its many "in China").
 GUESS_WEIGHT = 1 / 3
+# Guesses count only where at least this share of a name's instances make one: a stray "in
+# Bitcoin", or a transcribed e-mail address "at BehindTheTech", says nothing of a name
+# mentioned in a hundred chunks that say nothing more of it.
+MIN_GUESS_SHARE = 0.1
+
+
+# Joins the types a mention says one of without saying which ("at Pemberley", "at Pixar": a
+# place or an organization, not a person): `_majority` gives its weight to whichever of
+# them the name's other instances weigh more, the first on a tie.
+EITHER = "|"
 
 
 def _majority(types: list[str]) -> str:
     """The type with the most weight over the instances, a guess weighing `GUESS_WEIGHT`
     (ties: alphabetical); OTHER and UNKNOWN only when no instance gave a type of its own."""
     weights: Counter = Counter()
+    undecided: Counter = Counter()  # "GEO|ORGANIZATION" -> weight
+    guesses = sum(1 for kind in types if kind and kind.endswith(GUESSED_TYPE))
+    heeded = guesses >= MIN_GUESS_SHARE * sum(1 for kind in types if kind)
     for kind in types:
         if kind and kind not in ("OTHER", "UNKNOWN"):
             guessed = kind.endswith(GUESSED_TYPE)
-            weights[kind[:-1] if guessed else kind] += GUESS_WEIGHT if guessed else 1.0
+            if guessed and not heeded:
+                continue
+            kind = kind[:-1] if guessed else kind
+            (undecided if EITHER in kind else weights)[kind] += \
+                GUESS_WEIGHT if guessed else 1.0
+    for kinds, weight in undecided.items():
+        options = kinds.split(EITHER)
+        weights[max(options, key=lambda k: (weights[k], -options.index(k)))] += weight
     counts = weights or Counter(t for t in types if t)
     if not counts:
         return "UNKNOWN"

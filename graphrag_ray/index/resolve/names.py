@@ -113,11 +113,21 @@ def wife_of(a: str, b: str) -> bool:
     return False
 
 
+def _titled(title: str) -> bool:
+    tokens = _TOKEN.findall(_folded(title).upper())
+    return len(tokens) > 1 and tokens[0] in HONORIFICS
+
+
 def bearers_differ(a: str, b: str) -> bool:
-    """MR and MRS, MRS and MISS: different people (see `HONORIFIC_BEARERS`)."""
+    """MR and MRS, MRS and MISS: different people (see `HONORIFIC_BEARERS`); so are MRS or
+    MISS SHIRLEY and DR SHIRLEY (a title that says nothing of its bearer, beside one that
+    says a wife or a daughter, is her husband's or her father's)."""
     ba, bb = bearer(a), bearer(b)
-    if ba is None or bb is None or ba == bb:
+    if ba is None and bb is None or ba == bb:
         return False
+    if ba is None or bb is None:
+        said, other = (bb, a) if ba is None else (ba, b)
+        return said in ("married woman", "unmarried woman") and _titled(other)
     return "man" in (ba, bb) or {ba, bb} == {"married woman", "unmarried woman"}
 
 

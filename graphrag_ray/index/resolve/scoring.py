@@ -11,12 +11,13 @@ of about 0.4 to pass the default threshold (0.75). Overlaps are against the smal
 
 A person's name is made of names: its first word or its last is a short form of it (KEVIN,
 SCOTT of KEVIN SCOTT). Other things are not: a longer name that starts with a shorter one is
-something named after it (ROBLOX STUDIO, TEXAS INSTRUMENTS, MICROSOFT RESEARCH), and one that
-ends with it is a kind of it (AZURE LINUX is a Linux, not Linux) unless the words before it
-name an organization, its owner (MICROSOFT AZURE is Azure): `names_another_thing`. A name
-typed PERSON is taken for a person's only when its first word is a given name or a word the
-corpus never writes in lower case, or when the short name is one word typed PERSON too (DREW
-of DREW ENDY, CHASE of CHASE JARVIS; not STAR TREK of STAR TREK PICARD): offline extraction guesses PERSON for any two or three
+something named after it (ROBLOX STUDIO, TEXAS INSTRUMENTS, MICROSOFT RESEARCH), and one
+that ends with it is a kind of it (AZURE LINUX is a Linux, not Linux) unless the words
+before it name an organization, its owner (MICROSOFT AZURE is Azure): `names_another_thing`.
+A name typed PERSON is taken for a person's only when its first word is a given name or a
+word the corpus never writes in lower case nor only in capitals (an acronym), or when the
+short name is one word typed PERSON too (DREW of DREW ENDY, CHASE of CHASE JARVIS; not STAR
+TREK of STAR TREK PICARD): offline extraction guesses PERSON for any two or three
 capitalised words (SUN MICROSYSTEMS, NORTH CAROLINA, WHEREAS YOUTUBE).
 """
 
@@ -49,15 +50,41 @@ def types_conflict(type_a: str, type_b: str) -> bool:
     return type_a not in UNTYPED and type_b not in UNTYPED and type_a != type_b
 
 
-def lower_case_words(texts: list[list[str]]) -> set[str]:
-    """The words written in lower case in these texts (`names_another_thing`)."""
-    return {w for group in texts for text in group or ()
-            for w in _LOWER_CASE_WORD.findall(text)}
+_SPEAKER_LABEL = re.compile(r"^[ \t]*[A-Z][A-Z.'’\- ]{1,40}:", re.M)
+_CAPITALS_WORD = re.compile(r"(?<![\w'’-])[A-Z]{2,}(?![\w'’-])")
+_CAPITALISED_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?![\w'’-])")
+
+
+@dataclass
+class WordForms:
+    """How the corpus writes its words: in lower case, in capitals, capitalised (lower-cased
+    for comparing). Taken from the chunks in tasks and joined (`|`)."""
+    lower: set[str]
+    capitals: set[str]
+    capitalised: set[str]
+
+    def __or__(self, other: WordForms) -> WordForms:
+        return WordForms(self.lower | other.lower, self.capitals | other.capitals,
+                         self.capitalised | other.capitalised)
+
+    def no_name_openers(self) -> frozenset[str]:
+        """Words a person's name does not open (`is_person_name`): words written in lower
+        case (north, sun), and acronyms, written only in capitals (SCO of SCO UNIX, XML of
+        XML HTTP)."""
+        return frozenset(self.lower | (self.capitals - self.capitalised))
+
+
+def word_forms(texts: list[str]) -> WordForms:
+    """(Speakers' labels, a transcript's "KEVIN SCOTT:" opening a line, are no capitals.)"""
+    texts = [_SPEAKER_LABEL.sub(" ", t) for t in texts]
+    return WordForms({w for t in texts for w in _LOWER_CASE_WORD.findall(t)},
+                     {w.lower() for t in texts for w in _CAPITALS_WORD.findall(t)},
+                     {w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)})
 
 
 def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:
-    """Typed PERSON, and its first word a given name or no common word (see the module's
-    docstring)."""
+    """Typed PERSON, and its first word a given name or none of `common` (the corpus's
+    `WordForms.no_name_openers`; see the module's docstring)."""
     words = content_tokens(name_tokens(title))
     first = words[0].lower() if words else ""
     return kind == "PERSON" and (first in GIVEN_NAMES or first not in common)
@@ -68,7 +95,7 @@ def names_another_thing(short: str, short_type: str, full: str, full_type: str,
                         common: frozenset[str] = frozenset()) -> bool:
     """Whether a short form names something other than the longer name (see the module's
     docstring). `organizations`: the name tokens of the graph's ORGANIZATION entities;
-    `common`: the corpus's lower-case words."""
+    `common`: the words a person's name does not open (`WordForms.no_name_openers`)."""
     person = full_type if full_type not in UNTYPED else short_type
     if is_person_name(full, person, common) or short_type == full_type == "PERSON" and \
             len(content_tokens(name_tokens(short))) == 1:

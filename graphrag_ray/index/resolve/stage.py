@@ -19,8 +19,10 @@ else changes.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import reduce
 
 import fsspec
 import numpy as np
@@ -44,7 +46,7 @@ from graphrag_ray.index.resolve.fold import (
     Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
 from graphrag_ray.index.resolve.homonyms import Split, split_homonyms, typed_apart
 from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
-from graphrag_ray.index.resolve.scoring import Profiles, lower_case_words
+from graphrag_ray.index.resolve.scoring import Profiles, WordForms, word_forms
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
 ALIAS_SCHEMA = pa.schema([(name, {"score": pa.float64(), "document_ids": pa.list_(pa.string())}
@@ -75,11 +77,11 @@ def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: n
                            max_block_size, review_threshold)
 
 
-def _lower_case_words_task(item: tuple[str, list[str]]) -> set[str]:
+def _word_forms_task(item: tuple[str, list[str]]) -> WordForms:
     work_url, parts = item
     fs, _ = fsspec.core.url_to_fs(work_url)
-    return lower_case_words([read_parquet(fs, part, ["text"]).column("text").to_pylist()
-                             for part in parts])
+    return word_forms([text for part in parts for text in
+                       read_parquet(fs, part, ["text"]).column("text").to_pylist() if text])
 
 
 def _rename_task(item: tuple[str, int], renames: Renames, titles: set[str], pairs: set[str]):
@@ -105,15 +107,16 @@ class Resolved:
     renames: Renames
 
 
-def common_words(ctx: BuildContext) -> frozenset[str]:
-    """The words the corpus's text units write in lower case (tasks over the stored chunks,
-    `CHUNK_PARTS_PER_TASK` parts each)."""
+def no_name_openers(ctx: BuildContext) -> frozenset[str]:
+    """The words no person's name opens, as the corpus's text units write them
+    (`WordForms.no_name_openers`; tasks over the stored chunks, `CHUNK_PARTS_PER_TASK` parts
+    each)."""
     fs, root = fsspec.core.url_to_fs(ctx.work_url)
     parts = parquet_parts(fs, f"{root}/chunks")
-    return frozenset().union(*map_items(
-        _lower_case_words_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK])
-                                 for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
-        ctx.config.runtime))
+    forms = map_items(_word_forms_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK])
+                                         for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
+                      ctx.config.runtime)
+    return reduce(operator.or_, forms, WordForms(set(), set(), set())).no_name_openers()
 
 
 def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
@@ -150,7 +153,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                         ALIAS_SCHEMA.empty_table(), Renames())
     with ctx.stage("resolve"):
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
-        common = common_words(ctx)
+        common = no_name_openers(ctx)
         titles = entities.column("title").to_pylist()
         types = entities.column("type").to_pylist()
         rules = PairRules(titles, types, config.force_merge, config.forbid_merge, common)

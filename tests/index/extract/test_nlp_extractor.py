@@ -80,6 +80,25 @@ def test_types_come_from_what_the_text_says_across_mentions():
     assert found["NEW YORK TIMES"] != "PERSON" and found["COMPUTER SCIENCE"] != "PERSON"
 
 
+def test_at_a_name_says_a_place_or_an_organization_and_a_colon_mid_line_no_speaker():
+    records = extract_nlp(
+        "Elizabeth dined at Netherfield with Jane. Darcy looked at Elizabeth for a while. "
+        "I was going back to Thornfield: there was no other home for me.")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["NETHERFIELD"] == "GEO|ORGANIZATION?"  # the merge decides which
+    assert found["ELIZABETH"] == "PERSON"  # looked at her: no place
+    assert "PERSON" not in found["THORNFIELD"]  # a colon after it is no speaker's label
+
+
+def test_on_a_name_says_a_platform_and_at_an_address_says_nothing():
+    records = extract_nlp("We posted the clip on YouTube yesterday. She called on Marianne "
+                          "at noon. You can e-mail us at BehindTheTech@example.com today.")
+    found = {e["title"]: e["type"] for e in records.entities}
+    assert found["YOUTUBE"] == "ORGANIZATION?"
+    assert found["MARIANNE"] in ("PERSON", "OTHER")  # called on her: no platform
+    assert found.get("BEHINDTHETECH", "OTHER") == "OTHER"
+
+
 def test_an_acronym_is_typed_by_what_the_text_says_of_it_not_by_its_shape():
     records = extract_nlp("Girls need STEM classes early. She worked at NASA for years. "
                           "Later NASA launched a probe.")

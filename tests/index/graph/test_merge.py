@@ -89,3 +89,23 @@ def test_a_type_with_evidence_outweighs_a_few_guesses():
     assert _majority(["GEO?"] * 4 + ["PERSON"]) == "GEO"
     assert _majority(["GEO?", "GEO?", "PERSON?", "OTHER"]) == "GEO"
     assert _majority(["OTHER", "OTHER"]) == "OTHER"
+
+
+def test_a_place_or_an_organization_goes_to_whichever_the_other_mentions_say():
+    # "at Pixar" in many chunks and "worked at Pixar" in one: an organization; "at
+    # Pemberley" alone: a place; the undecided guesses never make a person of a person.
+    either = "GEO|ORGANIZATION?"
+    assert _majority([either] * 6 + ["ORGANIZATION"]) == "ORGANIZATION"
+    assert _majority([either] * 6 + ["OTHER"]) == "GEO"
+    assert _majority([either] * 2 + ["GEO?", "ORGANIZATION?", "ORGANIZATION?"]) == \
+        "ORGANIZATION"
+    assert _majority([either] * 15 + ["PERSON"] * 4) == "GEO"
+    assert _majority([either] * 3 + ["PERSON"] * 2) == "PERSON"
+
+
+def test_a_guess_from_a_sliver_of_the_mentions_types_nothing():
+    # One "in Bitcoin" among forty chunks that say nothing of it: no place. The same guess
+    # in one chunk of three is heeded, and evidence is always.
+    assert _majority(["GEO?"] + ["OTHER"] * 39) == "OTHER"
+    assert _majority(["GEO?"] + ["OTHER"] * 2) == "GEO"
+    assert _majority(["ORGANIZATION"] + ["OTHER"] * 39) == "ORGANIZATION"

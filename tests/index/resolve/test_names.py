@@ -48,6 +48,8 @@ def test_related_names(a, b, kind):
     ("CHARLES MUSGROVE", "MRS CHARLES MUSGROVE"),  # his wife
     ("COLONEL DENT", "MRS COLONEL DENT"),
     ("MISS ELLIOT", "MISS ANNE ELLIOT"),  # the eldest daughter and a younger one
+    ("MRS SHIRLEY", "DR SHIRLEY"),  # the doctor's wife: his title says nothing of her
+    ("MISS GREY", "REVEREND GREY"),
     ("VR", "VPL RESEARCH"),  # a field's abbreviation is no acronym alias
 ])
 def test_unrelated_names(a, b):

@@ -3,7 +3,7 @@ is often something else: a thing named after it, or a broader thing."""
 
 import pytest
 
-from graphrag_ray.index.resolve.scoring import names_another_thing
+from graphrag_ray.index.resolve.scoring import names_another_thing, word_forms
 
 OWNERS = frozenset({("MICROSOFT",)})
 
@@ -23,3 +23,14 @@ OWNERS = frozenset({("MICROSOFT",)})
 ])
 def test_what_a_short_form_names(short, short_type, full, full_type, other):
     assert names_another_thing(short, short_type, full, full_type, OWNERS) is other
+
+
+def test_an_acronym_opens_no_persons_name():
+    # Offline extraction guesses PERSON for SCO UNIX; the corpus writes SCO only in capitals,
+    # Kevin also capitalised (his speaker's label in capitals is no acronym).
+    forms = word_forms(["The SCO Unix port was late.\nKEVIN SCOTT: Kevin here, said the sun.",
+                        "XML HTTP requests."])
+    common = forms.no_name_openers()
+    assert {"sco", "xml", "sun"} <= common and "kevin" not in common
+    assert names_another_thing("SCO", "OTHER", "SCO UNIX", "PERSON", OWNERS, common)
+    assert not names_another_thing("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", OWNERS, common)

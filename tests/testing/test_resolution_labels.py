@@ -1,0 +1,29 @@
+"""The measures against hand labels (`testing/resolution_labels.py`) on rows written here."""
+
+from graphrag_ray.testing.resolution_labels import split_quality
+
+LABELS = {"homonyms": {"DICK": [["carol.txt"], ["persuasion.txt", "persuasion-2.txt"]]},
+          "one_across_documents": ["ENGLAND"]}
+
+
+def row(alias, title, method, documents):
+    return {"alias": alias, "entity_title": title, "method": method, "document_ids": documents}
+
+
+def test_a_name_resolved_in_one_book_and_split_in_another_is_apart_where_the_bearers_differ():
+    aliases = [row("DICK", "DICK WILKINS", "in_document:short_form", ["carol.txt"])]
+    quality = split_quality(aliases, LABELS)
+    # carol apart from both Persuasion files; the two Persuasion files together.
+    assert quality["split_precision"] == 1.0 and quality["split_recall"] == 1.0
+    assert quality["names_split"] == 0  # resolved, not split
+
+
+def test_one_bearers_documents_set_apart_count_against_the_split_and_a_place_split_too():
+    aliases = [row("DICK", "DICK (2)", "homonym_split", ["persuasion-2.txt"]),
+               row("ENGLAND", "ENGLAND (2)", "homonym_split", ["persuasion.txt"])]
+    quality = split_quality(aliases, LABELS)
+    # right: carol/persuasion-2; wrong: persuasion/persuasion-2 and ENGLAND; missed: carol/
+    # persuasion.
+    assert quality["split_precision"] == round(1 / 3, 3)
+    assert quality["split_recall"] == 0.5
+    assert quality["wrong_splits"] == ["ENGLAND"]
