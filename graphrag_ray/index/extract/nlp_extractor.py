@@ -79,8 +79,8 @@ _PLACE_WORDS = {"STREET", "CITY", "RIVER", "MOUNT", "LAKE", "COUNTY", "ISLAND", 
                 "PONT", "LAC", "FLEUVE", "COLLINE", "GARE", "CATHÉDRALE", "PLAGE", "ÎLE",
                 "CALLE", "PLAZA", "RÍO", "STRASSE", "PLATZ", "MONTE", "SIERRA", "HÔTEL",
                 "PALAIS", "CHÂTEAU", "ÉGLISE", "IGLESIA",
-                # a house, an estate, a row of houses (not LODGE, GROVE, HEATH: surnames)
-                "PLACE", "COTTAGE", "MANOR", "GARDENS", "TERRACE", "CRESCENT", "BUILDINGS",
+                # a house, an estate, a row of houses (not GROVE, HEATH: surnames more often)
+                "PLACE", "LODGE", "COTTAGE", "MANOR", "GARDENS", "TERRACE", "CRESCENT", "BUILDINGS",
                 "PARSONAGE", "RECTORY", "VICARAGE", "GRANGE", "PRIORY", "ESTATE"}
 _EVENT_WORDS = {"CHRISTMAS", "WAR", "CONFERENCE", "SUMMIT", "FESTIVAL", "OLYMPICS", "ELECTION",
                 "EVE", "DAY", "REVOLUTION", "FÊTE", "COLLOQUE", "CONFÉRENCE", "CONGRÈS",

@@ -54,20 +54,18 @@ class Renames:
 
     def names_of(self, title: str) -> set[str]:
         """Every name a mention of `title` may have after renaming."""
-        if title in self.everywhere:
-            names = {self.everywhere[title]}
-        else:
-            names = {title, *self.in_units.get(title, {}).values()}
+        title = self.everywhere.get(title, title)
+        names = {title, *self.in_units.get(title, {}).values()}
         return names.union(*(self.split.get(name, {}).values() for name in names))
 
     def rename(self, titles: list[str], units: list[str]) -> list[str]:
+        """(An alias merged whole into a short name resolved by document, MR WICKHAM into
+        WICKHAM, then takes that short name's name in each text unit.)"""
         renamed = []
         for title, unit in zip(titles, units):
-            if title in self.everywhere:
-                title = self.everywhere[title]
-            else:
-                scoped = self.in_units.get(title)
-                title = scoped.get(unit, title) if scoped else title
+            title = self.everywhere.get(title, title)
+            scoped = self.in_units.get(title)
+            title = scoped.get(unit, title) if scoped else title
             split = self.split.get(title)
             renamed.append(split.get(unit, title) if split else title)
         return renamed

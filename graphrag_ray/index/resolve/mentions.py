@@ -20,7 +20,9 @@ AI in a document that names the Allen Institute is still AI) that no rule keeps 
 taken as its cluster's canonical entity. A surname with an honorific (MRS FERRARS, MISS
 ELLIOT) is not resolved so: a family shares its surname, and the novel that names Edward
 Ferrars and Anne Elliot says MRS FERRARS of his mother and MISS ELLIOT of Anne's sister
-(`names.family_name`); a given name with one is (MISS ANNE is Anne Elliot's). The short name
+(`names.family_name`; nor MRS FAIRFAX, the housekeeper, of Edward Fairfax Rochester); a
+given name with one is (MISS ANNE is Anne Elliot's). A short name other short names were
+merged into (WICKHAM, with MR WICKHAM) is resolved with their mentions. The short name
 stays an entity with the mentions no document resolved.
 """
 
@@ -62,10 +64,10 @@ class MentionAlias:
 
 def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
                apart: Callable[[int, int], bool]) -> dict[int, dict[int, tuple[float, str]]]:
-    """Per short name not merged whole: its full names' canonical rows, each with the best
-    pair's score and kind."""
+    """Per short name not merged into another (it may have short names merged into it:
+    MR WICKHAM into WICKHAM): its full names' canonical rows, each with the best pair's score
+    and kind."""
     canonical_of = resolution.canonical_of()
-    merged = set(canonical_of) | set(canonical_of.values())
     found: dict[int, dict[int, tuple[float, str]]] = defaultdict(dict)
     for a, b, score, kind in zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
                                  pairs.column("score").to_pylist(),
@@ -74,8 +76,8 @@ def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
             continue
         short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
         canonical = canonical_of.get(full, full)
-        if short in merged or family_name(titles[short], titles[canonical]) or \
-                apart(short, full) or apart(short, canonical):
+        if short in canonical_of or canonical == short or apart(short, full) or \
+                apart(short, canonical) or family_name(titles[short], titles[canonical]):
             continue
         if score > found[short].get(canonical, (0.0, ""))[0]:
             found[short][canonical] = (score, kind)
@@ -91,7 +93,7 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
         members[alias.canonical].append(alias.row)
     resolved: list[MentionAlias] = []
     for short, full_names in sorted(candidates(titles, pairs, resolution, apart).items()):
-        units = provenance.units_of(np.array([short]))
+        units = provenance.units_of(np.array([short, *members[short]]))
         documents = provenance.unit_document[units]
         named = {full: provenance.units_of(np.array([full, *members[full]]))
                  for full in full_names}

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from rapidfuzz.distance import OSA
 
-from graphrag_ray.index.extract.nlp_extractor import CONCEPT_ABBREVIATIONS
+from graphrag_ray.index.extract.nlp_extractor import CONCEPT_ABBREVIATIONS, GIVEN_NAMES
 
 # (Not SAINT, ST, GENERAL, MAJOR, MASTER: they open names of places and things as often as
 # titles of people: ST LOUIS is not LOUIS, GENERAL ENGINEERING not ENGINEERING.)
@@ -279,10 +279,18 @@ def leading_words(short: str, full: str) -> str:
 
 
 def family_name(short: str, full: str) -> bool:
-    """A short name with an honorific that is not the longer name's opening words: MRS
-    FERRARS of EDWARD FERRARS (his mother: a family shares its surname), unlike MISS ANNE of
-    ANNE ELLIOT or SIR JOHN of SIR JOHN MIDDLETON, which a given name makes one person's."""
-    return bearer(short) is not None and placement(short, full) != "prefix"
+    """A short name with an honorific that is not a given name opening the longer name:
+    MRS FERRARS of EDWARD FERRARS (his mother: a family shares its surname), MRS FAIRFAX or
+    MISS FAIRFAX of FAIRFAX ROCHESTER (his middle name, her surname), unlike MISS ANNE of
+    ANNE ELLIOT or SIR JOHN of SIR JOHN MIDDLETON. A married woman's honorific with one
+    word is her surname (MRS JENNINGS), and a word is taken for a given name only when it is
+    a known one (`nlp_extractor.GIVEN_NAMES`)."""
+    who = bearer(short)
+    if who is None:
+        return False
+    words = content_tokens(name_tokens(short))
+    return placement(short, full) != "prefix" or who == "married woman" or \
+        words[0].lower() not in GIVEN_NAMES
 
 
 def is_short_side(title: str, other: str) -> bool:

@@ -110,3 +110,19 @@ def test_a_split_name_gives_its_mentions_in_another_context_a_name_of_their_own(
     assert descriptions(blocks, entities["WATSON"]) == ["a doctor"]
     assert edges[("SHERLOCK HOLMES", "WATSON (2)")]["text_unit_ids"] == ["t4"]
     assert edges[("SHERLOCK HOLMES", "WATSON")]["text_unit_ids"] == ["t1", "t2"]
+
+
+def test_an_alias_merged_into_a_short_name_follows_it_unit_by_unit():
+    # MR HOLMES-like: HUDSON merged whole into HOLMES (a mechanical stand-in), and HOLMES
+    # resolved in t3 to Sherlock and in t4 to Mycroft: HUDSON's mention in t3 goes to
+    # Sherlock with it.
+    renames = Renames(everywhere={"HUDSON": "HOLMES"},
+                      in_units={"HOLMES": {"t3": "SHERLOCK HOLMES", "t4": "MYCROFT HOLMES"}})
+    assert renames.rename(["HUDSON", "HOLMES", "HOLMES"], ["t3", "t2", "t4"]) == [
+        "SHERLOCK HOLMES", "HOLMES", "MYCROFT HOLMES"]
+    assert renames.names_of("HUDSON") == {"HOLMES", "SHERLOCK HOLMES", "MYCROFT HOLMES"}
+    entities, edges, blocks, stats, _ = fold(renames)
+    assert "HUDSON" not in entities
+    assert sorted(entities["SHERLOCK HOLMES"]["text_unit_ids"]) == ["t1", "t2", "t3"]
+    assert "the landlady" in descriptions(blocks, entities["SHERLOCK HOLMES"])
+    assert entities["HOLMES"]["text_unit_ids"] == ["t2"]

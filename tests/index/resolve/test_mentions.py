@@ -61,13 +61,26 @@ def test_types_that_disagree_rule_a_full_name_out():
 
 def test_a_surname_with_an_honorific_is_not_resolved_by_document_a_given_name_is():
     # MRS BENNET is not Elizabeth Bennet, though the novel names her: a family's surname.
-    # MISS ELIZABETH is: a given name.
-    for short, resolved in (("MRS BENNET", False), ("MISS ELIZABETH", True)):
+    # MISS ELIZABETH is: a given name. MRS ELIZABETH would be Mrs Elizabeth (a surname).
+    for short, resolved in (("MRS BENNET", False), ("MISS ELIZABETH", True),
+                            ("MRS ELIZABETH", False)):
         titles = [short, "ELIZABETH BENNET"]
         found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
                                  provenance_of([[0, 1], [1]], [0, 0]),
                                  PairRules(titles, ["PERSON"] * 2).apart)
         assert bool(found) == resolved, short
+
+
+def test_a_short_name_with_short_names_merged_into_it_is_resolved_with_their_mentions():
+    # MR WICKHAM was merged whole into WICKHAM; the novel names George Wickham: both go to
+    # him, unit by unit.
+    titles = ["WICKHAM", "GEORGE WICKHAM", "MR WICKHAM"]
+    found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]),
+                             Resolution([Alias(2, 0, 1.0, "same_name", "")]),
+                             provenance_of([[0], [0, 1, 2], [1, 2]], [0, 0, 0]),
+                             PairRules(titles, ["PERSON"] * 3).apart)
+    assert [(titles[m.row], titles[m.canonical], m.units) for m in found] == [
+        ("WICKHAM", "GEORGE WICKHAM", [0, 1, 2])]
 
 
 def test_a_document_that_names_the_full_name_rarely_means_someone_else():

@@ -2,7 +2,8 @@
 
 import pytest
 
-from graphrag_ray.index.resolve.names import blocking_keys, name_relation, name_tokens
+from graphrag_ray.index.resolve.names import (
+    blocking_keys, family_name, name_relation, name_tokens)
 
 
 @pytest.mark.parametrize("a, b, kind", [
@@ -72,3 +73,12 @@ def test_keys_meet_where_names_relate():
     assert share("BEHINDTHETECH", "BEHIND THE TECH")
     assert not share("BOB CRATCHIT", "TINY TIM")
     assert "t:OF" not in blocking_keys("BANK OF ENGLAND")  # joiners open no block
+
+
+def test_an_honorific_with_a_surname_or_a_word_of_no_given_name_is_a_familys():
+    assert family_name("MRS FERRARS", "EDWARD FERRARS")  # his mother
+    assert family_name("MRS FAIRFAX", "FAIRFAX ROCHESTER")  # her own surname
+    assert family_name("MISS FAIRFAX", "FAIRFAX ROCHESTER")  # FAIRFAX is no given name
+    assert not family_name("MISS ANNE", "ANNE ELLIOT")
+    assert not family_name("SIR JOHN", "SIR JOHN MIDDLETON")
+    assert not family_name("ANNE", "ANNE ELLIOT")  # no honorific
