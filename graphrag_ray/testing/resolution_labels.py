@@ -80,7 +80,9 @@ def merge_quality(aliases: list[dict], labels: dict) -> dict:
         else:
             unjudged.append((a, b))
     # Names given to one entity in a document they are both resolved in are one there too
-    # (ANNE and MISS ANNE, both Anne Elliot's in Persuasion).
+    # (ANNE and MISS ANNE, both Anne Elliot's in Persuasion), and so is a name resolved in a
+    # document to the entity another was merged into whole (ROCHESTER there, MR ROCHESTER
+    # everywhere).
     targets: dict[str, list[tuple[str, frozenset]]] = {}
     for row in aliases:
         if row.get("document_ids"):
@@ -89,7 +91,9 @@ def merge_quality(aliases: list[dict], labels: dict) -> dict:
 
     def resolved_alike(a: str, b: str) -> bool:
         return any(ta == tb and da & db for ta, da in targets.get(a, [])
-                   for tb, db in targets.get(b, []))
+                   for tb, db in targets.get(b, [])) or \
+            any(merged.find(a) == tb for tb, _ in targets.get(b, [])) or \
+            any(merged.find(b) == ta for ta, _ in targets.get(a, []))
     one_thing = same | where_named
     found = [pair for pair in one_thing if pair in links or
              merged.find(sorted(pair)[0]) == merged.find(sorted(pair)[1]) or

@@ -1,6 +1,6 @@
 """The measures against hand labels (`testing/resolution_labels.py`) on rows written here."""
 
-from graphrag_ray.testing.resolution_labels import split_quality
+from graphrag_ray.testing.resolution_labels import merge_quality, split_quality
 
 LABELS = {"homonyms": {"DICK": [["carol.txt"], ["persuasion.txt", "persuasion-2.txt"]]},
           "one_across_documents": ["ENGLAND"]}
@@ -27,3 +27,13 @@ def test_one_bearers_documents_set_apart_count_against_the_split_and_a_place_spl
     assert quality["split_precision"] == round(1 / 3, 3)
     assert quality["split_recall"] == 0.5
     assert quality["wrong_splits"] == ["ENGLAND"]
+
+
+def test_a_name_merged_whole_and_one_resolved_in_a_document_to_the_same_entity_are_one():
+    labels = {"same": [["MR ROCHESTER", "ROCHESTER"]], "same_where_named": [],
+              "different": []}
+    aliases = [row("MR ROCHESTER", "FAIRFAX ROCHESTER", "short_form", []),
+               row("ROCHESTER", "FAIRFAX ROCHESTER", "in_document:short_form", ["eyre.txt"])]
+    assert merge_quality(aliases, labels)["recall"] == 1.0
+    aliases[1] = row("ROCHESTER", "MRS ROCHESTER", "in_document:short_form", ["eyre.txt"])
+    assert merge_quality(aliases, labels)["recall"] == 0.0
