@@ -356,7 +356,9 @@ def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[
             (before_word == "at" and two_before in _MEMBER_WORDS):
         return "ORGANIZATION", True
     if before_word == "at" and two_before not in _AT_NO_PLACE and \
-            sentence[end:end + 1] not in ("@", "."):  # (not an address: at X@example.com)
+            not re.match(r"[@.]\w", sentence[end:end + 2]) and after_word not in ("at", "dot"):
+        # (Not an address: at X@example.com, a transcript's "at Behind the Tech at
+        # Microsoft dot com".)
         # A place or an organization (dined at Netherfield, an intern at Pixar), which the
         # name's other mentions decide (`merge.EITHER`); never a person.
         return f"GEO{EITHER}ORGANIZATION", False
