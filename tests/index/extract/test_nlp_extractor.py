@@ -92,11 +92,15 @@ def test_at_a_name_says_a_place_or_an_organization_and_a_colon_mid_line_no_speak
 
 def test_on_a_name_says_a_platform_and_at_an_address_says_nothing():
     records = extract_nlp("We posted the clip on YouTube yesterday. She called on Marianne "
-                          "at noon. You can e-mail us at BehindTheTech@example.com today.")
+                          "at noon. You can e-mail us at BehindTheTech@example.com today. "
+                          "Write anytime at Behind the Tech at Microsoft dot com. "
+                          "They stayed at Pemberley.")
     found = {e["title"]: e["type"] for e in records.entities}
     assert found["YOUTUBE"] == "ORGANIZATION?"
     assert found["MARIANNE"] in ("PERSON", "OTHER")  # called on her: no platform
     assert found.get("BEHINDTHETECH", "OTHER") == "OTHER"
+    assert found["BEHIND THE TECH"] == "OTHER"  # a transcribed e-mail address
+    assert found["PEMBERLEY"] == "GEO|ORGANIZATION?"  # the sentence's full stop is no address
 
 
 def test_an_acronym_is_typed_by_what_the_text_says_of_it_not_by_its_shape():
