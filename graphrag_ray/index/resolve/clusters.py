@@ -97,6 +97,11 @@ def _rows_by_title(titles: list[str], names: list[list[str]]) -> list[list[int]]
             for group in names]
 
 
+# The types a name and the name with a kind word after it (`names.SAME_THING_KIND_WORDS`)
+# must both have to be one thing.
+KIND_FORM_TYPES = frozenset({"GEO", "ORGANIZATION"})
+
+
 class PairRules:
     """What rules two rows out of one cluster whatever their score: a forbidden merge, types
     that disagree, names that say they differ (`names.name_relation`), a short form that
@@ -129,6 +134,8 @@ class PairRules:
         if a in self.vouched or b in self.vouched:
             return False
         relation = name_relation(self.titles[a], self.titles[b])
+        if relation is not None and relation[0] == "kind_form":
+            return self.types[a] != self.types[b] or self.types[a] not in KIND_FORM_TYPES
         return relation is None or relation[0] == "short_form" and rules_out_short_form(
             self.titles, self.types, a, b, self.organizations, self.common)
 

@@ -61,13 +61,23 @@ KIND_WORDS = frozenset({
     "SOCIETY", "COUNCIL", "COMMITTEE", "DEPARTMENT", "MINISTRY", "AGENCY", "GROUP", "LAB", "LABS",
     "CLUB", "TEAM", "LEAGUE", "PARTY", "CHURCH", "GUILD", "PRESS", "TIMES", "NEWS", "PARK",
     "STREET", "ROAD", "SQUARE", "RIVER", "LAKE", "MOUNT", "ISLAND", "VALLEY", "COUNTY", "CITY",
-    "STATE", "AIRPORT", "STATION", "BRIDGE", "HALL", "HOUSE", "AWARD", "AWARDS", "PRIZE",
+    "STATE", "AIRPORT", "STATION", "BRIDGE", "HALL", "HOUSE", "LODGE", "MANOR", "ABBEY",
+    "COTTAGE", "GRANGE", "PRIORY", "AWARD", "AWARDS", "PRIZE",
     "SUMMIT", "CONFERENCE", "FESTIVAL", "EXPEDITION", "TRIAL", "WAR", "ACCORD", "CRISIS",
     "CEO", "CTO", "CFO", "COO", "CHAIRMAN", "CHAIR", "DIRECTOR", "FOUNDER", "HEAD", "CHIEF",
     "EXECUTIVE", "OFFICER", "MANAGER", "EDITOR", "MINISTER", "SECRETARY",
     # Words that make another place of a place: MEXICO, NEW MEXICO, SOUTHERN NEW MEXICO.
     "NEW", "OLD", "NORTH", "SOUTH", "EAST", "WEST", "NORTHERN", "SOUTHERN", "EASTERN", "WESTERN",
     "CENTRAL", "GREATER", "UPPER", "LOWER"})
+
+
+# Kind words after a name that often name the same thing as the name alone: STANFORD is
+# STANFORD UNIVERSITY, THORNFIELD is THORNFIELD HALL, where both are typed alike
+# (`clusters.PairRules`: a place and a place, an organization and an organization; BOSTON,
+# a place, is not BOSTON UNIVERSITY). Not CITY, STATE, RIVER, ...: KANSAS is not KANSAS CITY.
+SAME_THING_KIND_WORDS = frozenset({
+    "UNIVERSITY", "HALL", "PARK", "HOUSE", "LODGE", "MANOR", "ABBEY", "COTTAGE", "GRANGE",
+    "PRIORY"})
 
 
 def _folded(text: str) -> str:
@@ -243,6 +253,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
             and not (bearer(full_title) == "married woman" and full[:len(short)] == short):
         # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers.)
         return "short_form", 0.6
+    if len(full) == len(short) + 1 and full[:-1] == short and full[-1] in SAME_THING_KIND_WORDS:
+        return "kind_form", 0.6  # the same thing only where typed alike (`PairRules`)
     if len(ca) == len(cb) and _typo_of(ca, cb):
         # A slip in one word of several is believable; a one-word slip needs the contexts to
         # agree (two different one-word names are often one letter apart: VENDPOUS, ZENDPOUS).

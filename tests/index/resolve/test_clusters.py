@@ -123,3 +123,20 @@ def test_a_given_name_beside_a_title_and_full_names_stays_ambiguous():
     resolution = resolve(titles, [("JOHN", "SIR JOHN", 1.0), ("JOHN", "JOHN REED", 0.8),
                                   ("JOHN", "JOHN DASHWOOD", 0.8)])
     assert resolution.aliases == [] and titles.index("JOHN") in resolution.ambiguous
+
+
+def test_a_name_and_the_name_with_its_kind_word_are_one_where_typed_alike():
+    # STANFORD and STANFORD UNIVERSITY, both organizations: one. BOSTON, a place, is not
+    # BOSTON UNIVERSITY; an untyped ROSE is not ROSE COTTAGE.
+    titles = ["STANFORD", "STANFORD UNIVERSITY", "BOSTON", "BOSTON UNIVERSITY", "ROSE",
+              "ROSE COTTAGE"]
+    row = {t: i for i, t in enumerate(titles)}
+    items = [(row[a], row[b], 0.8, "kind_form", "") for a, b in (
+        ("STANFORD", "STANFORD UNIVERSITY"), ("BOSTON", "BOSTON UNIVERSITY"),
+        ("ROSE", "ROSE COTTAGE"))]
+    table = pa.table({f.name: pa.array([item[k] for item in items], f.type)
+                      for k, f in enumerate(PAIR_SCHEMA)}, schema=PAIR_SCHEMA)
+    types = ["ORGANIZATION", "ORGANIZATION", "GEO", "ORGANIZATION", "OTHER", "GEO"]
+    resolution = resolve_clusters(titles, [80, 10, 20, 5, 3, 3], table, 0.75,
+                                  PairRules(titles, types))
+    assert merged(titles, resolution) == {("STANFORD", "STANFORD UNIVERSITY")}

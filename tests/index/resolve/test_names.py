@@ -21,6 +21,8 @@ from graphrag_ray.index.resolve.names import (
     ("BEHINDTHETECH", "BEHIND THE TECH", "joined"),  # written as one word
     ("FEIFEI LI", "FEI-FEI LI", "joined"),
     ("AUNT REED", "MRS REED", "same_name"),  # both say a woman
+    ("STANFORD", "STANFORD UNIVERSITY", "kind_form"),  # one thing where typed alike
+    ("THORNFIELD", "THORNFIELD HALL", "kind_form"),
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -40,6 +42,7 @@ def test_related_names(a, b, kind):
     ("MERRICK", "MERRICK LIBRARY"),
     ("ADMOB", "CEO OF ADMOB"),
     ("PALO ALTO", "PALO ALTO RESEARCH CENTER"),
+    ("KANSAS", "KANSAS CITY"),  # another place of the same kind
     # Honorifics that say different people: a husband and wife, a mother and daughter.
     ("MR BENNET", "MRS BENNET"),
     ("MRS DASHWOOD", "MISS DASHWOOD"),
