@@ -9,7 +9,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import CommunitiesConfig, load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
-from graphrag_ray.index.graph.provenance import Provenance
+from graphrag_ray.index.graph.provenance import Provenance, _votes_all, _votes_each
 from graphrag_ray.storage import IndexStore
 
 # Four 5-cliques (0-4, 5-9, 10-14, 15-19) in a chain; 20.. are stray names.
@@ -61,6 +61,29 @@ def test_stray_names_join_the_community_they_are_mentioned_with_at_every_level()
         assert together(15, 27) and not together(0, 27)  # a rare name outvotes a common one
         loose = [c for c in communities if c.level == level and c.loose]
         assert sorted(c.members.tolist() for c in loose) == [[24, 25], [26]]
+
+
+def test_the_vectorized_vote_chooses_as_the_loop_does():
+    # Many components are placed in one vectorized pass, a few in a loop: the same labels,
+    # ties and fallbacks to the neighbouring text included, on random graphs.
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n_nodes, n_units = int(rng.integers(5, 120)), int(rng.integers(3, 80))
+        per_node = [np.unique(rng.integers(0, n_units, int(rng.integers(1, 5))))
+                    for _ in range(n_nodes)]
+        provenance = Provenance(
+            np.cumsum([0] + [len(u) for u in per_node]).astype(np.int64),
+            np.concatenate(per_node).astype(np.int64),
+            rng.integers(0, 6, n_units).astype(np.int64), rng.permutation(n_units).astype(np.int64))
+        order = rng.permutation(n_nodes)
+        stray = int(rng.integers(1, n_nodes // 2 + 2))
+        components = [np.sort(c) for c in np.array_split(order[:stray], max(1, stray // 2))
+                      if len(c)]
+        labels = np.full(n_nodes, -1, np.int64)
+        labels[order[stray:]] = np.where(rng.random(n_nodes - stray) < 0.6,
+                                         rng.integers(0, 5, n_nodes - stray), -1)
+        assert _votes_all(components, labels, provenance) == \
+            _votes_each(components, labels, provenance)
 
 
 def test_without_provenance_each_small_component_is_its_own_community():
