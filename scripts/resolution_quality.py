@@ -10,7 +10,7 @@ recall, what resolution did to the communities (and so the reports), and what it
         --set resolution.split_homonyms=true
 
 With `--input` (a corpus without truth) it indexes with resolution on and prints the top
-merges for a reader to judge; with `--labels NAME` also the merges' precision and recall and
+merges for a reader to judge, and the per-document resolutions that moved the most mentions; with `--labels NAME` also the merges' precision and recall and
 the share of wrong types against the hand labels `tests/data/resolution_labels/NAME.json`
 (`testing/resolution_labels.py`), the homonym splits' precision and recall where the labels
 judge them, and with resolution off the types alone. `--set` passes settings to the builds.
@@ -74,9 +74,14 @@ def main() -> int:
                             documents.column("title").to_pylist()))
         for row in rows:  # (labels name documents by their titles)
             row["document_ids"] = [title_of.get(d, d) for d in row["document_ids"]]
+        # The per-document resolutions that moved the most mentions (their evidence says
+        # "N of M mentions, ..."): where a wrong rule costs most, whatever their score.
+        moved = [(int(r["evidence"].split(" of ")[0]), r["alias"], r["entity_title"],
+                  r["method"]) for r in rows if r["method"].startswith("in_document")]
         figures = {"wall_s": round(wall, 1), "resolution": manifest.resolution,
                    "top_merges": [(r["alias"], r["entity_title"], r["score"], r["method"])
-                                  for r in rows[:args.top]]}
+                                  for r in rows[:args.top]],
+                   "largest_in_document": sorted(moved, reverse=True)[:args.top]}
         if args.labels:
             labels = resolution_labels.load_labels(args.labels)
             figures["labelled"] = resolution_labels.merge_quality(rows, labels)
