@@ -123,16 +123,22 @@ def wife_of(a: str, b: str) -> bool:
     return False
 
 
-def _titled(title: str) -> bool:
+def _first_word(title: str) -> str:
     tokens = _TOKEN.findall(_folded(title).upper())
-    return len(tokens) > 1 and tokens[0] in HONORIFICS
+    return tokens[0] if tokens else ""
+
+
+def _titled(title: str) -> bool:
+    return len(_TOKEN.findall(_folded(title))) > 1 and _first_word(title) in HONORIFICS
 
 
 def bearers_differ(a: str, b: str) -> bool:
-    """MR and MRS, MRS and MISS: different people (see `HONORIFIC_BEARERS`); so are MRS or
-    MISS SHIRLEY and DR SHIRLEY (a title that says nothing of its bearer, beside one that
+    """MR and MRS, MRS and MISS, LADY and MISS: different people (see `HONORIFIC_BEARERS`);
+    so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says nothing of its bearer, beside one that
     says a wife or a daughter, is her husband's or her father's)."""
     ba, bb = bearer(a), bearer(b)
+    if {ba, bb} == {"woman", "unmarried woman"} and "LADY" in (_first_word(a), _first_word(b)):
+        return True  # LADY LUCAS and MISS LUCAS: a titled mother and her daughter
     if ba is None and bb is None or ba == bb:
         return False
     if ba is None or bb is None:

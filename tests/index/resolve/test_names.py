@@ -54,6 +54,7 @@ def test_related_names(a, b, kind):
     ("MISS ELLIOT", "MISS ANNE ELLIOT"),  # the eldest daughter and a younger one
     ("MRS SHIRLEY", "DR SHIRLEY"),  # the doctor's wife: his title says nothing of her
     ("MISS GREY", "REVEREND GREY"),
+    ("LADY LUCAS", "MISS LUCAS"),  # Sir William's wife and their daughter
     ("VR", "VPL RESEARCH"),  # a field's abbreviation is no acronym alias
 ])
 def test_unrelated_names(a, b):
