@@ -46,7 +46,7 @@ DOMINANT_SHARE = 0.8
 # How often a document must name a full name, against the short name, to give it the short
 # name's mentions without a text unit naming it.
 NAMED_SHARE = 0.2
-RESOLVED_BY_DOCUMENT = ("short_form", "initials")
+RESOLVED_BY_DOCUMENT = ("short_form", "initials", "title_form")
 
 
 @dataclass

@@ -71,6 +71,14 @@ KIND_WORDS = frozenset({
     "CENTRAL", "GREATER", "UPPER", "LOWER"})
 
 
+# Ranks and offices a text calls their holder by alone ("the Admiral", "the Colonel"): in a
+# document naming one ADMIRAL CROFT, ADMIRAL is he (`mentions.py`, relation `title_form`).
+RANKS = frozenset({
+    "ADMIRAL", "COLONEL", "CAPTAIN", "GENERAL", "MAJOR", "LIEUTENANT", "SERGEANT", "COMMANDER",
+    "PRESIDENT", "SENATOR", "GOVERNOR", "JUDGE", "DOCTOR", "PROFESSOR", "KING", "QUEEN",
+    "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNTESS", "BISHOP"})
+
+
 # Kind words after a name that often name the same thing as the name alone: STANFORD is
 # STANFORD UNIVERSITY, THORNFIELD is THORNFIELD HALL, where both are typed alike
 # (`clusters.PairRules`: a place and a place, an organization and an organization; BOSTON,
@@ -128,6 +136,17 @@ def _first_word(title: str) -> str:
     return tokens[0] if tokens else ""
 
 
+def lone_rank(title: str) -> str | None:
+    """The rank a name is nothing but (COLONEL), if it is one of `RANKS`."""
+    tokens = _TOKEN.findall(_folded(title).upper())
+    return tokens[0] if len(tokens) == 1 and tokens[0] in RANKS else None
+
+
+def _holds_rank(title: str, rank: str) -> bool:
+    """Whether the name opens with the rank and names its holder (COLONEL BRANDON)."""
+    return len(_TOKEN.findall(_folded(title))) > 1 and _first_word(title) == rank
+
+
 def _titled(title: str) -> bool:
     return len(_TOKEN.findall(_folded(title))) > 1 and _first_word(title) in HONORIFICS
 
@@ -169,6 +188,9 @@ def blocking_keys(title: str) -> set[str]:
     if not tokens:
         return set()
     keys = {"n:" + " ".join(tokens)}
+    first = _first_word(title)
+    if first in RANKS and _holds_rank(title, first):
+        keys.add("t:" + first)  # meets the rank alone (COLONEL of COLONEL BRANDON)
     if len("".join(tokens)) >= JOINED_MIN_LENGTH:
         keys.add("j:" + "".join(tokens))
     words = content_tokens(tokens)
@@ -239,6 +261,10 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     if not ta or not tb or bearers_differ(a, b) or eldest_and_younger(a, b) or \
             wife_of(a, b):
         return None
+    for one, other in ((a, b), (b, a)):
+        rank = lone_rank(one)
+        if rank is not None and _holds_rank(other, rank):
+            return "title_form", 0.6  # the document's one holder (`mentions.py`)
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
         return "same_name", 1.0
@@ -314,5 +340,11 @@ def family_name(short: str, full: str) -> bool:
 def is_short_side(title: str, other: str) -> bool:
     """Whether `title` is the shorter name of a short-form or initials pair (the side that
     may be ambiguous: FANNY of FANNY PRICE)."""
+    rank = lone_rank(title)
+    if rank is not None and _holds_rank(other, rank):
+        return True
+    rank = lone_rank(other)
+    if rank is not None and _holds_rank(title, rank):
+        return False
     a, b = content_tokens(name_tokens(title)), content_tokens(name_tokens(other))
     return len(a) < len(b) or (len(a) == len(b) and sum(map(len, a)) < sum(map(len, b)))

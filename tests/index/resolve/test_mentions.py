@@ -83,6 +83,19 @@ def test_a_short_name_with_short_names_merged_into_it_is_resolved_with_their_men
         ("WICKHAM", "GEORGE WICKHAM", [0, 1, 2])]
 
 
+def test_a_rank_alone_is_the_holder_its_document_names():
+    # "the Colonel": Brandon in one novel; in another naming two colonels, the one its text
+    # unit names.
+    titles = ["COLONEL", "COLONEL BRANDON", "COLONEL FORSTER", "COLONEL FITZWILLIAM"]
+    found = resolve_mentions(
+        titles, pairs([(0, 1, 0.7, "title_form", ""), (0, 2, 0.7, "title_form", ""),
+                       (0, 3, 0.7, "title_form", "")]), Resolution(),
+        provenance_of([[0, 1, 3, 4], [0, 1], [3], [4, 5]], [0, 0, 1, 1, 1, 1]),
+        PairRules(titles, ["OTHER", "PERSON", "PERSON", "PERSON"]).apart)
+    assert {(titles[m.canonical], tuple(m.units)) for m in found} == {
+        ("COLONEL BRANDON", (0, 1)), ("COLONEL FORSTER", (3,)), ("COLONEL FITZWILLIAM", (4,))}
+
+
 def test_a_document_that_names_the_full_name_rarely_means_someone_else():
     # The novel says ELIZABETH in ten text units and ELIZABETH BENNET in one, elsewhere: its
     # Elizabeth may be another, never named in full; only the unit naming her is resolved.

@@ -23,6 +23,8 @@ from graphrag_ray.index.resolve.names import (
     ("AUNT REED", "MRS REED", "same_name"),  # both say a woman
     ("STANFORD", "STANFORD UNIVERSITY", "kind_form"),  # one thing where typed alike
     ("THORNFIELD", "THORNFIELD HALL", "kind_form"),
+    ("ADMIRAL", "ADMIRAL CROFT", "title_form"),  # "the Admiral": the document's one
+    ("COLONEL", "COLONEL BRANDON", "title_form"),
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -86,3 +88,8 @@ def test_an_honorific_with_a_surname_or_a_word_of_no_given_name_is_a_familys():
     assert not family_name("MISS ANNE", "ANNE ELLIOT")
     assert not family_name("SIR JOHN", "SIR JOHN MIDDLETON")
     assert not family_name("ANNE", "ANNE ELLIOT")  # no honorific
+
+
+def test_a_rank_alone_meets_its_holders_in_a_block():
+    assert "t:COLONEL" in blocking_keys("COLONEL") & blocking_keys("COLONEL BRANDON")
+    assert name_relation("COLONEL", "BRANDON") is None
