@@ -10,8 +10,9 @@ recall, what resolution did to the communities (and so the reports), and what it
         --set resolution.split_homonyms=true
 
 With `--input` (a corpus without truth) it indexes with resolution on and prints the top
-merges for a reader to judge, and the per-document resolutions that moved the most mentions; with `--labels NAME` also the merges' precision and recall and
-the share of wrong types against the hand labels `tests/data/resolution_labels/NAME.json`
+merges for a reader to judge, and the per-document resolutions that moved the most mentions;
+with `--labels NAME` also the merges' precision and recall and the share of wrong types
+against the hand labels `tests/data/resolution_labels/NAME.json`
 (`testing/resolution_labels.py`), the homonym splits' precision and recall where the labels
 judge them, and with resolution off the types alone. `--set` passes settings to the builds.
 """

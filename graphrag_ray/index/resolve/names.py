@@ -152,9 +152,10 @@ def _titled(title: str) -> bool:
 
 
 def bearers_differ(a: str, b: str) -> bool:
-    """MR and MRS, MRS and MISS, LADY and MISS: different people (see `HONORIFIC_BEARERS`);
-    so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says nothing of its bearer, beside one that
-    says a wife or a daughter, is her husband's or her father's)."""
+    """MR and MRS, MRS and MISS, LADY and MISS: different people (see
+    `HONORIFIC_BEARERS`); so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says
+    nothing of its bearer, beside one that says a wife or a daughter, is her husband's or
+    her father's)."""
     ba, bb = bearer(a), bearer(b)
     if {ba, bb} == {"woman", "unmarried woman"} and "LADY" in (_first_word(a), _first_word(b)):
         return True  # LADY LUCAS and MISS LUCAS: a titled mother and her daughter
