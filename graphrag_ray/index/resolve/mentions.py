@@ -16,8 +16,9 @@ not merged whole (`clusters.py`), each mention is resolved by its document:
 - the rest stay the short name's own.
 
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
-AI in a document that names the Allen Institute is still AI) that no rule keeps apart, each
-taken as its cluster's canonical entity. A surname with an honorific (MRS FERRARS, MISS
+AI in a document that names the Allen Institute is still AI), or a rank's holders (COLONEL,
+COLONEL BRANDON: `title_form`), that no rule keeps apart, each taken as its cluster's
+canonical entity. A surname with an honorific (MRS FERRARS, MISS
 ELLIOT) is not resolved so: a family shares its surname, and the novel that names Edward
 Ferrars and Anne Elliot says MRS FERRARS of his mother and MISS ELLIOT of Anne's sister
 (`names.family_name`; nor MRS FAIRFAX, the housekeeper, of Edward Fairfax Rochester); a
