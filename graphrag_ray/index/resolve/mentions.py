@@ -18,13 +18,13 @@ not merged whole (`clusters.py`), each mention is resolved by its document:
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
 AI in a document that names the Allen Institute is still AI), or a rank's holders (COLONEL,
 COLONEL BRANDON: `title_form`), that no rule keeps apart, each taken as its cluster's
-canonical entity. A surname with an honorific (MRS FERRARS, MISS
-ELLIOT) is not resolved so: a family shares its surname, and the novel that names Edward
-Ferrars and Anne Elliot says MRS FERRARS of his mother and MISS ELLIOT of Anne's sister
-(`names.family_name`; nor MRS FAIRFAX, the housekeeper, of Edward Fairfax Rochester); a
-given name with one is (MISS ANNE is Anne Elliot's). A short name other short names were
-merged into (WICKHAM, with MR WICKHAM) is resolved with their mentions. The short name
-stays an entity with the mentions no document resolved.
+canonical entity. A surname with an honorific (MRS FERRARS, MISS ELLIOT) is not resolved so:
+a family shares its surname, and the novel that names Edward Ferrars and Anne Elliot says
+MRS FERRARS of his mother and MISS ELLIOT of Anne's sister (`names.family_name`; nor MRS
+FAIRFAX, the housekeeper, of Edward Fairfax Rochester); a given name with one is (MISS ANNE
+is Anne Elliot's). A short name other short names were merged into (WICKHAM, with MR
+WICKHAM) is resolved with their mentions. The short name stays an entity with the mentions
+no document resolved.
 """
 
 from __future__ import annotations

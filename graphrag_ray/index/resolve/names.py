@@ -107,11 +107,23 @@ def name_tokens(title: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=200_000)
+def _words(title: str) -> tuple[str, ...]:
+    """The name's words as written, honorifics and ranks kept: upper case, no accents."""
+    return tuple(t.upper() for t in _TOKEN.findall(_folded(title)))
+
+
+def _leading_word(title: str) -> str | None:
+    """The first word of a name of two words or more (COLONEL of COLONEL BRANDON)."""
+    words = _words(title)
+    return words[0] if len(words) > 1 else None
+
+
+@lru_cache(maxsize=200_000)
 def bearer(title: str) -> str | None:
     """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any. A
     married woman's comes first and the rest is her husband's (MRS COLONEL DENT)."""
     said = []
-    for token in [t.upper() for t in _TOKEN.findall(_folded(title))][:-1]:
+    for token in _words(title)[:-1]:
         if token not in HONORIFICS and token not in HONORIFIC_BEARERS:
             break
         if token in HONORIFIC_BEARERS:
@@ -131,24 +143,10 @@ def wife_of(a: str, b: str) -> bool:
     return False
 
 
-def _first_word(title: str) -> str:
-    tokens = _TOKEN.findall(_folded(title).upper())
-    return tokens[0] if tokens else ""
-
-
 def lone_rank(title: str) -> str | None:
     """The rank a name is nothing but (COLONEL), if it is one of `RANKS`."""
-    tokens = _TOKEN.findall(_folded(title).upper())
-    return tokens[0] if len(tokens) == 1 and tokens[0] in RANKS else None
-
-
-def _holds_rank(title: str, rank: str) -> bool:
-    """Whether the name opens with the rank and names its holder (COLONEL BRANDON)."""
-    return len(_TOKEN.findall(_folded(title))) > 1 and _first_word(title) == rank
-
-
-def _titled(title: str) -> bool:
-    return len(_TOKEN.findall(_folded(title))) > 1 and _first_word(title) in HONORIFICS
+    words = _words(title)
+    return words[0] if len(words) == 1 and words[0] in RANKS else None
 
 
 def bearers_differ(a: str, b: str) -> bool:
@@ -157,13 +155,14 @@ def bearers_differ(a: str, b: str) -> bool:
     nothing of its bearer, beside one that says a wife or a daughter, is her husband's or
     her father's)."""
     ba, bb = bearer(a), bearer(b)
-    if {ba, bb} == {"woman", "unmarried woman"} and "LADY" in (_first_word(a), _first_word(b)):
+    if {ba, bb} == {"woman", "unmarried woman"} and "LADY" in map(_leading_word, (a, b)):
         return True  # LADY LUCAS and MISS LUCAS: a titled mother and her daughter
     if ba is None and bb is None or ba == bb:
         return False
     if ba is None or bb is None:
         said, other = (bb, a) if ba is None else (ba, b)
-        return said in ("married woman", "unmarried woman") and _titled(other)
+        return said in ("married woman", "unmarried woman") and \
+            _leading_word(other) in HONORIFICS
     return "man" in (ba, bb) or {ba, bb} == {"married woman", "unmarried woman"}
 
 
@@ -189,9 +188,8 @@ def blocking_keys(title: str) -> set[str]:
     if not tokens:
         return set()
     keys = {"n:" + " ".join(tokens)}
-    first = _first_word(title)
-    if first in RANKS and _holds_rank(title, first):
-        keys.add("t:" + first)  # meets the rank alone (COLONEL of COLONEL BRANDON)
+    if _leading_word(title) in RANKS:  # meets the rank alone (COLONEL of COLONEL BRANDON)
+        keys.add("t:" + _leading_word(title))
     if len("".join(tokens)) >= JOINED_MIN_LENGTH:
         keys.add("j:" + "".join(tokens))
     words = content_tokens(tokens)
@@ -264,7 +262,7 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
         return None
     for one, other in ((a, b), (b, a)):
         rank = lone_rank(one)
-        if rank is not None and _holds_rank(other, rank):
+        if rank is not None and _leading_word(other) == rank:
             return "title_form", 0.6  # the document's one holder (`mentions.py`)
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
@@ -342,10 +340,10 @@ def is_short_side(title: str, other: str) -> bool:
     """Whether `title` is the shorter name of a short-form or initials pair (the side that
     may be ambiguous: FANNY of FANNY PRICE)."""
     rank = lone_rank(title)
-    if rank is not None and _holds_rank(other, rank):
+    if rank is not None and _leading_word(other) == rank:
         return True
     rank = lone_rank(other)
-    if rank is not None and _holds_rank(title, rank):
+    if rank is not None and _leading_word(title) == rank:
         return False
     a, b = content_tokens(name_tokens(title)), content_tokens(name_tokens(other))
     return len(a) < len(b) or (len(a) == len(b) and sum(map(len, a)) < sum(map(len, b)))
