@@ -1,3 +1,3 @@
-from graphrag_ray.cli import main
+from graphrag_ray.cli import run
 
-raise SystemExit(main())
+run()

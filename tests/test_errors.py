@@ -63,6 +63,21 @@ def test_a_build_with_nothing_readable_leaves_no_unpublished_version(tmp_path, c
 
 
 @pytest.mark.slow
+def test_the_command_line_ends_without_teardown_and_loses_no_words(tmp_path):
+    """`cli.run` ends the process at once after `main` (no interpreter teardown): the exit
+    code and everything written to a pipe arrive; an exception still exits as Python does."""
+    missing = tmp_path / "no-index"
+    done = subprocess.run([sys.executable, "-m", "graphrag_ray", "query", "--index",
+                           str(missing), "Who is Scrooge?"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and str(missing) in \
+        done.stderr, done.stderr[-2000:]
+    listed = subprocess.run([sys.executable, "-m", "graphrag_ray", "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "prompt-tune" in listed.stdout
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["local", "ray"])
 def test_sigterm_stops_with_one_line_keeps_the_cache_and_removes_the_partial_version(
         tmp_path, engine):

@@ -24,7 +24,7 @@ class RateLimiterActor:
         self._changed: asyncio.Event | None = None  # created on the actor's event loop
 
     async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                      stage: str = "", dependents: int = 0) -> Lease:
+                      stage: str = "", urgency: int = 0) -> Lease:
         place = None
         while True:
             # Each change sets the event of its time and starts a new one: a waiter never
@@ -32,13 +32,13 @@ class RateLimiterActor:
             changed = self._event()
             now = time.monotonic()
             lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage, now,
-                                               place, dependents)
+                                               place, urgency)
             if lease is not None:
                 if self._budget.waiting():  # the next in line may go now
                     self._notify()
                 return lease
             if place is None:
-                place = self._budget.line_up(stage, now, dependents)
+                place = self._budget.line_up(stage, now, urgency)
             try:
                 await asyncio.wait_for(changed.wait(), timeout=min(wait, 0.5))
             except asyncio.TimeoutError:
@@ -78,11 +78,11 @@ class RayRateLimiter:
         self.actor = actor
 
     def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                stage: str = "", dependents: int = 0) -> Lease:
+                stage: str = "", urgency: int = 0) -> Lease:
         import ray
 
         return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage,
-                                                 dependents))
+                                                 urgency))
 
     def release(self, lease: Lease, settlement: Settlement) -> None:
         self.actor.release.remote(lease, settlement)

@@ -216,17 +216,17 @@ class _EndpointClient:
                 setattr(self.usage, key, getattr(self.usage, key) + value)
 
     def _admitted(self, request, prompt_estimate: int, max_tokens: int, tag: str,
-                  reshape=None, dependents: int = 0):
+                  reshape=None, urgency: int = 0):
         """`request(lease)` under a lease, retried as the failure allows; returns the response
         and its lease, which the caller settles with the usage the response reports.
-        `dependents`: how many later calls wait on this one (its place in the budget's line).
+        `urgency`: how much later work waits on this one (its place in the budget's line).
         `reshape(exc, lease)`: for a 400, the request shape to send instead (chat), or None;
         a reshaped request goes again at once, not counted as a retry."""
         import openai
         attempt = reshapes = 0
         while True:
             lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage,
-                                          dependents) if self.limiter else None)
+                                          urgency) if self.limiter else None)
             try:
                 response = request(lease)
                 self._reached.set()
@@ -376,10 +376,10 @@ class ChatClient(_EndpointClient):
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "",
                  kind: str | None = None, about: dict | None = None,
-                 dependents: int = 0) -> str:
+                 urgency: int = 0) -> str:
         """The reply's answer (`replies.visible_reply`: no reasoning block, no fence).
         `kind`: what the request is, `about`: what it holds (`request_kinds`; None: it does
-        not say); `dependents`: how many later calls wait on its answer."""
+        not say); `urgency`: how much later work waits on its answer (`rate_limiter._rank`)."""
         key = self._prepare(messages, max_tokens, logit_bias, cache_tag)
         hit = self._cached(key)
         if hit is not None:
@@ -391,7 +391,7 @@ class ChatClient(_EndpointClient):
             lambda lease: self._create(sent, lease, messages, max_tokens, logit_bias,
                                        extra_headers=self._headers(kind, about)),
             self._prompt_estimate(messages), self._output_estimate(max_tokens), cache_tag,
-            reshape=self._reshape(sent, max_tokens, logit_bias), dependents=dependents)
+            reshape=self._reshape(sent, max_tokens, logit_bias), urgency=urgency)
         usage = self.reported_usage(response.usage)
         content = visible_reply(response.choices[0].message.content or "")
         try:
@@ -408,7 +408,7 @@ class ChatClient(_EndpointClient):
 
     def complete_parsed(self, messages: list[dict], parse: Callable[[str], T], *,
                         max_tokens: int, cache_tag: str = "", retries: int | None = None,
-                        kind: str | None = None, dependents: int = 0) -> T:
+                        kind: str | None = None, urgency: int = 0) -> T:
         """`parse(reply)`; a reply it rejects (ValueError, KeyError, TypeError) is requested
         again, up to `retries` times (default `llm.max_parse_retries`), then MalformedReply.
         Each attempt has a cache key of its own, so a malformed reply in the cache is never
@@ -423,7 +423,7 @@ class ChatClient(_EndpointClient):
             else:
                 tag = f"{cache_tag}:retry-{attempt}" if attempt else cache_tag
             reply = self.complete(messages, max_tokens=max_tokens, cache_tag=tag, kind=kind,
-                                  dependents=dependents)
+                                  urgency=urgency)
             try:
                 return parse(reply)
             except (ValueError, KeyError, TypeError) as exc:

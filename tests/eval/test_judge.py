@@ -33,7 +33,7 @@ class ScriptedChat:
         self.prompts = []
         self.cache_tags = []
 
-    def complete(self, messages, max_tokens, cache_tag="", kind=None, dependents=0):
+    def complete(self, messages, max_tokens, cache_tag="", kind=None, urgency=0):
         self.prompts.append(messages[0]["content"])
         self.cache_tags.append(cache_tag)
         return self.replies.pop(0)

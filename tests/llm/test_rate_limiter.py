@@ -272,27 +272,30 @@ def test_the_window_counts_what_the_provider_counted():
 
 def test_waiting_callers_are_admitted_in_the_order_of_the_critical_path():
     """Calls waiting on an empty request bucket are let in one a second: first a report
-    others wait on, then the summaries as they came, then other calls, and last the report
-    nobody waits on; a newcomer does not pass the line, and a place whose caller stopped
-    asking is given up."""
+    others wait on, then the summaries as they came, then other calls (extraction: a chunk's
+    first call, then gleanings by the reply before them, longest first; a call that says
+    nothing last), and last the report nobody waits on; a newcomer does not pass the line,
+    and a place whose caller stopped asking is given up."""
     budget = RateBudget(60, None, max_concurrency=100, headroom=1.0, now=0.0)
     budget.request_pace.take(budget.request_pace.sustained)  # nothing left this second
     calls = {"leaf": ("reports", 0), "s1": ("summarize", 0), "x": ("extract", 0),
-             "held": ("reports", 2), "s2": ("summarize", 0), "mid": ("reports", 1)}
+             "glean_short": ("extract", 300), "held": ("reports", 2), "s2": ("summarize", 0),
+             "glean_long": ("extract", 1500), "mid": ("reports", 1), "first": ("extract", 8000)}
     places = {}
-    for name, (stage, dependents) in calls.items():
-        assert budget.try_acquire(1, 0.0, stage=stage, dependents=dependents)[0] is None
-        places[name] = budget.line_up(stage, 0.0, dependents)
+    for name, (stage, urgency) in calls.items():
+        assert budget.try_acquire(1, 0.0, stage=stage, urgency=urgency)[0] is None
+        places[name] = budget.line_up(stage, 0.0, urgency)
     admitted, now = [], 0.0
-    while len(admitted) < len(calls) and now < 10:
+    while len(admitted) < len(calls) and now < 20:
         now += 0.25
         for name, place in places.items():
-            stage, dependents = calls[name]
+            stage, urgency = calls[name]
             if name not in admitted and budget.try_acquire(
-                    1, now, stage=stage, place=place, dependents=dependents)[0] is not None:
+                    1, now, stage=stage, place=place, urgency=urgency)[0] is not None:
                 admitted.append(name)
         assert budget.try_acquire(1, now, stage="summarize")[0] is None  # no passing
-    assert admitted == ["held", "mid", "s1", "s2", "x", "leaf"]
+    assert admitted == ["held", "mid", "s1", "s2", "first", "glean_long", "glean_short", "x",
+                        "leaf"]
     assert budget.waiting() == 0
     # A caller that stops asking holds nobody up for long.
     budget.line_up("summarize", now)
@@ -348,7 +351,7 @@ def test_the_cluster_budgets_actor_admits_its_line_in_order_and_misses_no_wake_u
         order = []
 
         async def call(name, stage, dependents=0):
-            lease = await actor.acquire(10, 10, stage=stage, dependents=dependents)
+            lease = await actor.acquire(10, 10, stage=stage, urgency=dependents)
             order.append(name)
             await actor.release(lease, Settlement(20, completion_tokens=10))
 

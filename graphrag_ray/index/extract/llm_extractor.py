@@ -7,6 +7,12 @@ missed" and another round. It stops at `max_gleanings`, on a no, or when a round
 With `extraction.glean_check: false` the check is skipped and every round is asked for.
 The conversation only grows at its end, so a provider's prompt cache serves each round's
 earlier turns.
+
+Each call tells the rate budget how much output its chunk may still wait for (`urgency`,
+`rate_limiter._rank`): a first call the most the conversation can take, a gleaning round
+(and its check) the length of the reply before it, a forecast of its own: a chunk dense
+with names answers long in every round. Where the window is full, the longest chains go
+first and the calls pushed last are the short ones.
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ from graphrag_ray.index.extract.tuples import (
     Delimiters, ParsedRecords, parse_claim_records, parse_graph_records)
 from graphrag_ray.llm.request_shape import model_encoding
 from graphrag_ray.prompts_loader import prompt_version, render
-from graphrag_ray.tokens import yes_no_logit_bias
+from graphrag_ray.tokens import count_tokens, yes_no_logit_bias
 
 
 class Chat(Protocol):
     def complete(self, messages: list[dict], *, max_tokens: int,
                  logit_bias: dict[int, int] | None = None, cache_tag: str = "",
-                 kind: str | None = None, about: dict | None = None) -> str: ...
+                 kind: str | None = None, about: dict | None = None,
+                 urgency: int = 0) -> str: ...
 
     def takes_logit_bias(self) -> bool: ...
 
@@ -74,19 +81,22 @@ class GraphExtractor:
         messages = [{"role": "user", "content": render(self.extract_template, input_text=text)}]
         about = self._about(messages[0]["content"], text)
         reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                              cache_tag=self.graph_tag, kind="extract_graph", about=about)
+                              cache_tag=self.graph_tag, kind="extract_graph", about=about,
+                              urgency=ex.max_output_tokens * (1 + ex.max_gleanings))
         records = parse_graph_records(reply, self.delimiters)
         for _ in range(ex.max_gleanings):
             messages = messages + [{"role": "assistant", "content": reply}]
+            forecast = max(1, count_tokens(reply, self.config.tokenizer.encoding))
             if ex.glean_check:
                 messages = messages + [{"role": "user", "content": self.check_prompt}]
-                answer = self._ask_yes_no(messages, chat, about)
+                answer = self._ask_yes_no(messages, chat, about, forecast)
                 if not parse_yes_no(answer):
                     break
                 messages = messages + [{"role": "assistant", "content": answer.strip()[:1] or "Y"}]
             messages = messages + [{"role": "user", "content": self.continue_prompt}]
             reply = chat.complete(messages, max_tokens=ex.max_output_tokens,
-                                  cache_tag=self.graph_tag, kind="glean_continue", about=about)
+                                  cache_tag=self.graph_tag, kind="glean_continue", about=about,
+                                  urgency=forecast)
             gleaned = parse_graph_records(reply, self.delimiters)
             if not gleaned.entities and not gleaned.relationships:
                 records.malformed.extend(gleaned.malformed)
@@ -96,14 +106,15 @@ class GraphExtractor:
             records.extend(self.extract_claims(text, records, chat))
         return records
 
-    def _ask_yes_no(self, messages: list[dict], chat: Chat, about: dict) -> str:
+    def _ask_yes_no(self, messages: list[dict], chat: Chat, about: dict, urgency: int) -> str:
         """One forced token where the endpoint takes logit_bias (the client learns when it
         does not, from the first rejection), else a short reply that is parsed."""
         if self.logit_bias is not None and chat.takes_logit_bias():
             return chat.complete(messages, max_tokens=1, logit_bias=self.logit_bias,
-                                 cache_tag=self.graph_tag, kind="glean_check", about=about)
+                                 cache_tag=self.graph_tag, kind="glean_check", about=about,
+                                 urgency=urgency)
         return chat.complete(messages, max_tokens=5, cache_tag=self.graph_tag,
-                             kind="glean_check", about=about)
+                             kind="glean_check", about=about, urgency=urgency)
 
     def extract_claims(self, text: str, graph: ParsedRecords, chat: Chat) -> ParsedRecords:
         names = sorted({e["title"] for e in graph.entities})

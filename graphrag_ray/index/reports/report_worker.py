@@ -215,7 +215,7 @@ class ReportWorker:
                 lambda reply: validate_report(parse_json_object(reply)),
                 max_tokens=self.config.reports.max_output_tokens,
                 cache_tag=f"{self.tag}:{{attempt}}", kind="community_report",
-                dependents=dependents)
+                urgency=dependents)
         except MalformedReply as exc:
             problem = f"malformed report JSON: {exc}"
         except LLMError as exc:

@@ -7,6 +7,7 @@ import pytest
 from graphrag_ray.config import load_config
 from graphrag_ray.index.extract.llm_extractor import GraphExtractor, parse_yes_no
 from graphrag_ray.llm.client import ChatClient
+from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.testing.llm_server import run_test_server
 
@@ -72,6 +73,30 @@ def test_a_model_whose_tokenizer_is_unknown_gets_no_logit_bias():
     records, stats = _extract(max_gleanings=1, yes_rounds=1, model="qwen2.5-7b-instruct")
     assert not any("logit_bias" in sent for _, sent in stats["chat_parameters"])
     assert stats["by_kind"]["glean_continue"] == 1 and records.entities
+
+
+def test_each_call_tells_the_budget_what_its_chunk_still_waits_for():
+    """The rate budget's line puts the longest chains first (`rate_limiter._rank`): a
+    chunk's first call says the most output its conversation can take, the gleaning check
+    and round after it the length of the reply before them."""
+    seen = []
+
+    class Recording(LocalRateLimiter):
+        def acquire(self, prompt_tokens, max_output, tag="", stage="", urgency=0):
+            seen.append((max_output, urgency))
+            return super().acquire(prompt_tokens, max_output, tag, stage, urgency)
+
+    with run_test_server(glean_yes_rounds=1) as server:
+        config = load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
+                                    "llm.model=gpt-4o-mini", "extraction.glean_check=true",
+                                    "extraction.max_gleanings=2"])
+        chat = ChatClient(config.llm, limiter=Recording(config.llm), stage="extract")
+        GraphExtractor(config, load_prompts(config)).extract(TEXT, chat)
+    longest = config.extraction.max_output_tokens
+    (_, first), (check_output, check), (_, glean), (_, second_check) = seen
+    assert first == longest * 3 and check_output == 1
+    assert 0 < check == glean < longest  # the first reply's tokens: a few records
+    assert second_check != glean  # the gleaning round's own reply, shorter here
 
 
 def test_parse_yes_no():

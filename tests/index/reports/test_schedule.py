@@ -1,7 +1,8 @@
 import numpy as np
 
 from graphrag_ray.index.graph.communities import Community
-from graphrag_ray.index.reports.schedule import _Schedule
+from graphrag_ray.index.graph.description_blocks import DescriptionAddresses
+from graphrag_ray.index.reports.schedule import _Schedule, _summary_order
 
 
 def _tree() -> list[Community]:
@@ -107,3 +108,17 @@ def test_dependents_count_the_reports_above_that_wait_on_one():
     schedule = _Schedule(communities, {c.id: c for c in communities}, {},
                          lambda community: needs.get(community.id, []))
     assert [schedule.dependents(i) for i in (3, 4, 1, 2, 0)] == [2, 0, 1, 0, 0]
+
+
+def test_summaries_go_community_by_community_the_longest_description_lists_first():
+    """Depth first (P, then A before B: the same height and size, so by id); an element
+    goes with the deepest community holding it, and within one the element with the most
+    descriptions goes first (its summary takes longest); elements no community holds last."""
+    communities = _tree()
+    by_id = {c.id: c for c in communities}
+    # Keys 0-3 entities; 4 an edge inside A; 5 held by nobody. Blocks: key order.
+    addresses = DescriptionAddresses([None] * 6, np.arange(6), np.zeros(6))
+    holding = {0: [0, 1], 1: [0, 1], 2: [0, 2], 3: [0, 2], 4: [0, 1]}
+    counts = np.array([2, 5, 9, 3, 7, 40])
+    order = _summary_order(np.arange(6), counts, addresses, holding, communities, by_id)
+    assert order == [4, 1, 0, 2, 3, 5]
