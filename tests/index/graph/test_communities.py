@@ -1,4 +1,8 @@
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from graphrag_ray.config import CommunitiesConfig
 from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden, membership_by_level
@@ -72,3 +76,21 @@ def test_a_loose_community_is_split_into_bins_of_components_in_corpus_order():
     assert [c.members.tolist() for c in communities if c.level == 0] == [list(range(12))]
     bins = sorted(sorted(c.members.tolist()) for c in communities if c.level == 1)
     assert bins == [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7, 10, 11]]
+
+
+@pytest.mark.slow
+def test_the_graph_libraries_load_without_matplotlib_which_stays_importable():
+    """igraph imports matplotlib's pyplot for plotting of its own (most of its import time);
+    `graph_libraries` hides it then, and `stats`/`eval` can still import it after (a fresh
+    interpreter: the test process may hold igraph already)."""
+    code = ("import sys\n"
+            "from graphrag_ray.index.graph.communities import graph_libraries\n"
+            "ig, la = graph_libraries()\n"
+            "assert 'matplotlib' not in sys.modules, 'pyplot came with igraph'\n"
+            "g = ig.Graph.Famous('Zachary')\n"
+            "assert len(la.find_partition(g, la.ModularityVertexPartition, seed=1)) > 1\n"
+            "import matplotlib.pyplot\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
