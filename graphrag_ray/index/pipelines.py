@@ -41,7 +41,7 @@ from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, mer
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.previous_version import UpdateBase
-from graphrag_ray.index.reports.kept_reports import keep_reports
+from graphrag_ray.index.reports.kept_reports import KeptReports, keep_reports
 from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.tables import write_graph_tables
@@ -74,7 +74,7 @@ class BuildState:
     warnings: list[str] = field(default_factory=list)
     graph: Graph | None = None
     communities: list[Community] | None = None
-    kept_reports: dict[int, dict] = field(default_factory=dict)  # community -> its report
+    kept_reports: KeptReports = field(default_factory=KeptReports)  # an update's
     kept_summaries: np.ndarray | None = None  # an update: element keys summarized as before
     report_services: LLMServices | None = None
     described: SummariesAndReports | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,8 +37,33 @@ from graphrag_ray.storage import IndexVersion
 COMMUNITY_DIGESTS = "_community_digests"
 COMMUNITY_DIGESTS_SCHEMA = pa.schema([("community", pa.int64()), ("digest", pa.string())])
 # What is copied of a kept report (its id follows the community's, `report_id`).
-_KEPT_COLUMNS = ["community", "title", "summary", "full_content", "rank", "rating_explanation",
-                 "findings", "period", "generation"]
+KEPT_COLUMNS = ["community", "title", "summary", "full_content", "rank", "rating_explanation",
+                "findings", "full_content_json", "period", "generation"]
+
+
+@dataclass
+class KeptReports:
+    """The previous reports an update keeps, as they were read: Arrow rows (`rows`,
+    `KEPT_COLUMNS`), never turned into Python whole. At 10M the rows as dicts (and back into
+    the reports table) were 5 s of the update's driver; only a kept report that a changed
+    parent's context takes is needed as one (`report`)."""
+    rows: pa.Table = field(default_factory=lambda: pa.table({c: [] for c in KEPT_COLUMNS}))
+    row_of: dict[int, int] = field(default_factory=dict)  # community -> its row in `rows`
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def __contains__(self, community: int) -> bool:
+        return community in self.row_of
+
+    def report(self, row: int, community: int) -> dict:
+        """Row `row` as the report schedule holds `community`'s report (`rating` and `rank`,
+        the community it now serves)."""
+        report = self.rows.slice(row, 1).to_pylist()[0]
+        report["rating"] = report["rank"]
+        report["findings"] = report["findings"] or []
+        report["community"] = community
+        return report
 
 
 def claim_digest(claim_id: str) -> int:
@@ -115,27 +141,25 @@ def kept_communities(communities: list[Community], digests: pa.Table,
     return kept
 
 
-def read_kept_reports(version: IndexVersion, kept: dict[int, int]) -> dict[int, dict]:
-    """Community -> the report it keeps, from the previous version's reports (read part by
-    part, only the kept rows held), as the report schedule holds one (`rating` for `rank`),
-    with its text, date and generation as they were."""
+def read_kept_reports(version: IndexVersion, kept: dict[int, int]) -> KeptReports:
+    """The reports the communities keep (`kept`: community -> the previous community whose
+    report it keeps), from the previous version's reports, read part by part and only the
+    kept rows held, with their text, date and generation as they were."""
     wanted = pa.array(sorted(set(kept.values())), pa.int64())
-    by_previous = {}
-    if len(wanted):
-        for part in version.iter_table(schema.COMMUNITY_REPORTS, _KEPT_COLUMNS):
-            for row in part.filter(pc.is_in(part.column("community"), wanted)).to_pylist():
-                row["rating"] = row.pop("rank")
-                row["findings"] = row["findings"] or []
-                by_previous[row.pop("community")] = row
-    return {community: by_previous[before] for community, before in kept.items()
-            if before in by_previous}
+    if not len(wanted):
+        return KeptReports()
+    rows = pa.concat_tables([
+        part.filter(pc.is_in(part.column("community"), wanted))
+        for part in version.iter_table(schema.COMMUNITY_REPORTS, KEPT_COLUMNS)])
+    at = {before: row for row, before in enumerate(rows.column("community").to_pylist())}
+    return KeptReports(rows, {community: at[before] for community, before in kept.items()
+                              if before in at})
 
 
 def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
-                 update: UpdateBase | None) -> dict[int, dict]:
+                 update: UpdateBase | None) -> KeptReports:
     """This build's community digests, written to its version for the next update; and,
-    in an update, the reports it keeps (community -> report; none when the previous version
-    kept no digests)."""
+    in an update, the reports it keeps (none when the previous version kept no digests)."""
     titles = {title: row for row, title in enumerate(graph.entities.column("title").to_pylist())}
     claims_of: dict[int, list[int]] = defaultdict(list)
     for claim_id, subject in zip(graph.claims.column("id").to_pylist(),
@@ -148,6 +172,6 @@ def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
         claims_of)
     ctx.staged.write_table(COMMUNITY_DIGESTS, digests)
     if update is None or not update.version.has_table(COMMUNITY_DIGESTS):
-        return {}
+        return KeptReports()
     return read_kept_reports(update.version, kept_communities(
         communities, digests, update.version.read_table(COMMUNITY_DIGESTS)))

@@ -35,6 +35,7 @@ from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
     GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
     select_with_sub_reports, spec_keys, sub_reports_needed)
+from graphrag_ray.index.reports.kept_reports import KeptReports
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
 from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content
 from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
@@ -80,13 +81,13 @@ def report_id(community_id: int, title: str) -> str:
 def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Community],
                          pool: WorkerPool, final: FinalTexts | None = None,
                          services: LLMServices | None = None, batch_pass: bool = False,
-                         kept: dict[int, dict] | None = None,
+                         kept: KeptReports | None = None,
                          kept_summaries: np.ndarray | None = None
                          ) -> SummariesAndReports | None:
     """Every summary, and each community's report when it may start (`_Schedule`), on
     `pool`; the summaries' blocks are added to `graph.addresses`. `final` hears of each
-    entity description and report as it becomes final. `kept` (an update): community ->
-    the previous report it keeps (`kept_reports`), done before anything is requested;
+    entity description and report as it becomes final. `kept` (an update): the previous
+    reports the communities keep (`kept_reports`), done before anything is requested;
     `kept_summaries`: the element keys whose description is the previous version's summary
     (`kept_summaries`), already at their addresses, not summarized again.
 
@@ -167,7 +168,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         if community.children and not fits(community):
             selection = select_with_sub_reports(
                 elements, community.members,
-                [(i, by_id[i].members, reports.get(i)) for i in community.children], budget)
+                [(i, by_id[i].members, report_of(i)) for i in community.children], budget)
             if selection is None:
                 return None
         else:
@@ -217,14 +218,37 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             final.report_done([report_id(c, report["title"]) for c in served],
                               _content(report))
 
-    kept = kept or {}
-    schedule.submitted.update(kept)
-    for community_id in sorted(kept, key=lambda c: -by_id[c].level):  # children first
-        if community_id not in schedule.carried:  # else its child's report serves it
-            finish(community_id, dict(kept[community_id], rank=kept[community_id]["rating"]),
-                   kept[community_id]["generation"])
-            if report_bar:
-                report_bar.update(1)
+    kept = kept or KeptReports()
+    kept_row: dict[int, int] = {}  # community -> its row in `kept.rows`, carried-down too
+    kept_titles = kept.rows.column("title").to_pylist()
+    kept_how = kept.rows.column("generation").to_pylist()
+    kept_content = kept.rows.column("full_content")
+    schedule.submitted.update(kept.row_of)
+    for community_id in sorted(kept.row_of, key=lambda c: -by_id[c].level):  # children first
+        if community_id in schedule.carried:  # its child's report serves it
+            continue
+        row = kept.row_of[community_id]
+        served = schedule.report_done(community_id)
+        for served_id in served:
+            kept_row[served_id] = row
+            generation[served_id] = kept_how[row]
+        if final is not None:
+            final.report_done([report_id(c, kept_titles[row]) for c in served],
+                              kept_content[row].as_py())
+        if report_bar:
+            report_bar.update(1)
+    as_dicts: dict[int, dict] = {}
+
+    def report_of(community_id: int) -> dict | None:
+        """A sub-community's report for a context: written now, or kept (as a dict only
+        when a context takes it)."""
+        if community_id in reports:
+            return reports[community_id]
+        if community_id not in kept_row:
+            return None
+        if community_id not in as_dicts:
+            as_dicts[community_id] = kept.report(kept_row[community_id], community_id)
+        return as_dicts[community_id]
     try:
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
@@ -272,14 +296,14 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
                 progress.close()
     if batch_pass:
         return None
-    missing = [c.id for c in communities if c.id not in reports]
+    missing = [c.id for c in communities if c.id not in reports and c.id not in kept_row]
     if missing:
         raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
     ctx.staged.write_table(ELEMENT_DIGESTS, element_digests(
         entities, relationships, np.concatenate([elements.entity_tokens, elements.edge_tokens]),
         fell_back, ctx.tokenizer), config.output.rows_per_part)
     return SummariesAndReports(
-        reports=_reports_table(communities, reports, generation),
+        reports=_reports_table(communities, reports, generation, kept.rows, kept_row),
         summaries={"summarized": len(todo), "kept": len(kept_summaries),
                    "joined_without_llm": joined_count,
                    "extractive_fallbacks": len(fallbacks),
@@ -491,9 +515,15 @@ def _content(report: dict) -> str:
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],
-                   generation: dict[int, str]) -> pa.Table:
+                   generation: dict[int, str], kept_rows: pa.Table,
+                   kept_row: dict[int, int]) -> pa.Table:
+    """The reports table in `communities`' order: the reports written now from their dicts,
+    the kept ones from their rows as they were read (`kept_row`: community -> row of
+    `kept_rows`), with their community's id, place and size."""
     rows = []
     for community in communities:
+        if community.id in kept_row:
+            continue
         report = reports[community.id]
         rows.append({
             "id": report_id(community.id, report["title"]),
@@ -516,4 +546,25 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
         ("findings", pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))),
         ("full_content_json", pa.string()), ("period", pa.string()), ("size", pa.int64()),
         ("generation", pa.string())]))
-    return table.select(schema.COMMUNITY_REPORT_COLUMNS)
+    table = table.select(schema.COMMUNITY_REPORT_COLUMNS)
+    if not kept_row:
+        return table
+    held = [c for c in communities if c.id in kept_row]
+    old = kept_rows.take(pa.array([kept_row[c.id] for c in held], pa.int64()))
+    titles = old.column("title").to_pylist()
+    kept_table = pa.table({
+        "id": [report_id(c.id, title) for c, title in zip(held, titles)],
+        "human_readable_id": [c.id for c in held], "community": [c.id for c in held],
+        "level": [c.level for c in held], "parent": [c.parent for c in held],
+        "children": pa.array([c.children for c in held], pa.list_(pa.int64())),
+        **{name: old.column(name) for name in ("title", "summary", "full_content", "rank",
+                                               "rating_explanation", "findings",
+                                               "full_content_json", "period")},
+        "size": [len(c.members) for c in held], "generation": old.column("generation"),
+    }).select(schema.COMMUNITY_REPORT_COLUMNS).cast(table.schema)
+    # Back into the communities' order.
+    position = {c.id: i for i, c in enumerate(communities)}
+    both = pa.concat_tables([table, kept_table])
+    order = np.argsort([position[c] for c in both.column("community").to_pylist()],
+                       kind="stable")
+    return both.take(pa.array(order))

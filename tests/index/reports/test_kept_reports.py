@@ -8,8 +8,10 @@ import pyarrow as pa
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import edge_endpoints, merge_elements
+from graphrag_ray import schema
 from graphrag_ray.index.reports.kept_reports import (
-    claim_digest, community_digests, digests_of_tables, kept_communities)
+    KeptReports, claim_digest, community_digests, digests_of_tables, kept_communities)
+from graphrag_ray.index.reports.schedule import _reports_table, report_id
 
 ENTITIES = [("SCROOGE", "PERSON", "A miser."), ("MARLEY", "PERSON", "His late partner."),
             ("LONDON", "GEO", "The city."), ("FRED", "PERSON", "His nephew.")]
@@ -119,3 +121,43 @@ def test_an_adopted_index_tables_give_the_digests_our_merge_gives():
     theirs = digests_of_tables(tables["entities"], tables["relationships"],
                                tables["communities"])
     assert theirs.equals(ours)
+
+
+def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_order():
+    """A kept report is copied from its row (text, rank, findings, JSON, date, generation as
+    they were) under its community's new id and place; reports written now from their dicts;
+    the table in the communities' order. A changed parent's context takes a kept child's
+    report as a dict (`KeptReports.report`)."""
+    previous = pa.table({
+        "community": [7, 9], "title": ["Old A", "Old B"], "summary": ["sa", "sb"],
+        "full_content": ["# Old A", "# Old B"], "rank": [7.0, 3.5],
+        "rating_explanation": ["ra", "rb"],
+        "findings": [[{"summary": "f", "explanation": "e"}], None],
+        "full_content_json": ['{"rating": 7}', '{"rating": 3.5}'],
+        "period": ["2026-01-02", "2026-01-03"], "generation": ["llm", "extractive"]})
+    kept = KeptReports(previous, {2: 0, 1: 1})  # community 2 keeps old 7, 1 keeps old 9
+    assert 1 in kept and 0 not in kept and len(kept) == 2
+    # What a context reads of a sub-community's report (`context.context_spec`) is there.
+    assert kept.report(0, 2) == {"community": 2, "title": "Old A", "summary": "sa",
+                                 "full_content": "# Old A", "rank": 7.0, "rating": 7.0,
+                                 "rating_explanation": "ra",
+                                 "findings": [{"summary": "f", "explanation": "e"}],
+                                 "full_content_json": '{"rating": 7}',
+                                 "period": "2026-01-02", "generation": "llm"}
+    assert kept.report(1, 1)["findings"] == []
+    communities = [Community(0, 0, -1, np.arange(4), children=[1, 2]),
+                   Community(1, 1, 0, np.array([0, 1])), Community(2, 1, 0, np.array([2, 3]))]
+    written = {0: {"title": "New top", "summary": "s0", "rating": 5, "rating_explanation": "r0",
+                   "findings": [], "period": "2026-12-03"}}
+    table = _reports_table(communities, written, {0: "llm", 1: "extractive", 2: "llm"},
+                           previous, {1: 1, 2: 0})
+    assert table.column_names == schema.COMMUNITY_REPORT_COLUMNS
+    rows = table.to_pylist()
+    assert [r["community"] for r in rows] == [0, 1, 2]
+    assert [r["human_readable_id"] for r in rows] == [0, 1, 2]
+    assert rows[0]["title"] == "New top" and rows[0]["rank"] == 5.0
+    assert rows[1]["title"] == "Old B" and rows[1]["id"] == report_id(1, "Old B")
+    assert (rows[2]["full_content_json"], rows[2]["period"], rows[2]["rank"]) == (
+        '{"rating": 7}', "2026-01-02", 7.0)
+    assert rows[2]["level"] == 1 and rows[2]["parent"] == 0 and rows[2]["size"] == 2
+    assert rows[1]["findings"] is None or rows[1]["findings"] == []
