@@ -35,8 +35,8 @@ def graph_libraries():
     """igraph and leidenalg, imported when first needed (a build with an LLM imports them
     in the background while it waits on extraction: `warm_graph_libraries`). igraph imports
     matplotlib's pyplot at import when it is installed, for plotting of its own that we
-    never use: 0.55 of its 0.6 s in a quiet process, and 6.8 s of the driver in an update
-    of the 10M index while Ray's workers were busy. So it is imported with matplotlib
+    never use: 0.55 of its 0.6 s in a quiet process, more on a busy one (a 10M update's
+    communities stage: 3.5-5.4 s before, 2.0-3.0 s after). So it is imported with matplotlib
     hidden (its plotting falls back to a stub saying matplotlib is missing); `stats` and
     `eval`, which plot, import matplotlib themselves, after."""
     with _HIDING_MATPLOTLIB:
