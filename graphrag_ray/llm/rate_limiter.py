@@ -38,7 +38,7 @@
   waits on. So the calls that a full window pushes into the next minute are those that end
   the build one call's latency after it frees. In arrival order the gleanings admitted last
   were the longest (a chunk that took long to answer is also the one with most left to
-  find): Carol at 20 ms per output token ended extraction 8 s sooner (94.8 -> 86.6). Without
+  find): Carol at 20 ms per output token ended extraction at 86.6-93.1 s, was 94.8. Without
   the line, whichever waiting thread woke first took each freed place: summaries finished
   in no particular order, most communities' last summary came late, and the reports waited
   for nearly all of them (Carol: utilization 0.81 -> 0.89). Asking every summary before any

@@ -149,6 +149,13 @@ def lone_rank(title: str) -> str | None:
     return words[0] if len(words) == 1 and words[0] in RANKS else None
 
 
+def rank_of_holder(rank: str, holder: str) -> bool:
+    """Whether `rank` is a rank alone and `holder` a name it opens (COLONEL, COLONEL
+    BRANDON): relation `title_form`, the short side `rank`."""
+    alone = lone_rank(rank)
+    return alone is not None and _leading_word(holder) == alone
+
+
 def bearers_differ(a: str, b: str) -> bool:
     """MR and MRS, MRS and MISS, LADY and MISS: different people (see
     `HONORIFIC_BEARERS`); so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says
@@ -260,10 +267,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     if not ta or not tb or bearers_differ(a, b) or eldest_and_younger(a, b) or \
             wife_of(a, b):
         return None
-    for one, other in ((a, b), (b, a)):
-        rank = lone_rank(one)
-        if rank is not None and _leading_word(other) == rank:
-            return "title_form", 0.6  # the document's one holder (`mentions.py`)
+    if rank_of_holder(a, b) or rank_of_holder(b, a):
+        return "title_form", 0.6  # the document's one holder (`mentions.py`)
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
         return "same_name", 1.0
@@ -339,11 +344,9 @@ def family_name(short: str, full: str) -> bool:
 def is_short_side(title: str, other: str) -> bool:
     """Whether `title` is the shorter name of a short-form or initials pair (the side that
     may be ambiguous: FANNY of FANNY PRICE)."""
-    rank = lone_rank(title)
-    if rank is not None and _leading_word(other) == rank:
+    if rank_of_holder(title, other):
         return True
-    rank = lone_rank(other)
-    if rank is not None and _leading_word(title) == rank:
+    if rank_of_holder(other, title):
         return False
     a, b = content_tokens(name_tokens(title)), content_tokens(name_tokens(other))
     return len(a) < len(b) or (len(a) == len(b) and sum(map(len, a)) < sum(map(len, b)))
