@@ -24,14 +24,16 @@ podcast has no split at all, at any threshold up to 0.7.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sparse
-from scipy.sparse.csgraph import connected_components
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.fold import Renames
 from graphrag_ray.index.resolve.names import name_tokens
+
+if TYPE_CHECKING:  # scipy loads with the first split (resolution only), not with every command
+    from scipy import sparse
 
 # Documents whose co-mention profiles are at least this similar (cosine) are one context.
 LINK_SIMILARITY = 0.2
@@ -82,6 +84,8 @@ def contexts(row: int, mentions: sparse.csr_matrix, by_entity: sparse.csr_matrix
     documents, slot = np.unique(unit_document[units], return_inverse=True)
     if len(documents) < 2:
         return units, slot, np.zeros(len(documents), np.int64)
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
     per_document = sparse.csr_matrix((np.ones(len(units)), (slot, np.arange(len(units)))),
                                      shape=(len(documents), len(units)))
     profile = (per_document @ mentions[units]).tocsc()
@@ -100,6 +104,7 @@ def split_homonyms(titles: list[str], types: list[str], provenance: Provenance,
                    unit_ids: list[str], renames: Renames) -> list[Split]:
     """The splits of every candidate name (see the module's docstring), after `renames`.
     `unit_ids`: text unit ids by `Provenance` unit index."""
+    from scipy import sparse
     unit_index, rows = final_mentions(titles, provenance, unit_ids, renames)
     mentions = sparse.csr_matrix((np.ones(len(rows)), (unit_index, rows)),
                                  shape=(len(provenance.unit_document), len(titles)))
