@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
-from graphrag_ray.grouped import Grouped, ranges
+from graphrag_ray.grouped import ranges
 from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
@@ -185,39 +185,37 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
     """The readers' documents and chunks, piece by piece, completed (human_readable_id, the
     elements found in each chunk, its extraction status) and written in parts: the corpus
     text is in memory one read batch at a time."""
-    entity_ids = ElementsByUnit(entities, "text_unit_ids")
-    relationship_ids = ElementsByUnit(relationships, "text_unit_ids")
-    covariate_ids = ElementsByUnit(claims, "text_unit_id")
-    status = dict(zip(extraction.column("text_unit_id").to_pylist(),
-                      zip(extraction.column("status").to_pylist(),
-                          extraction.column("error").to_pylist())))
+    units = StatusRows(extraction)
+    entity_ids = ElementsByUnit(entities, "text_unit_ids", units.ids)
+    relationship_ids = ElementsByUnit(relationships, "text_unit_ids", units.ids)
+    covariate_ids = ElementsByUnit(claims, "text_unit_id", units.ids)
 
     extra_documents, extra_units = shared_content_links(work_url)
 
     def text_units():
         next_id = 0
         for chunks in stored_pieces(work_url, "chunks"):
-            units = chunks.column("id").to_pylist()
-            missing = [u for u in units if u not in status]
-            if missing:
-                raise RuntimeError(f"{len(missing)} chunks came back from extraction without "
-                                   "a result")
+            rows = units.rows_of(chunks)
+            documents = chunks.column("document_id")
+            unit_ids = chunks.column("id")
             yield pa.table({
-                "id": chunks.column("id"),
-                "human_readable_id": pa.array(range(next_id, next_id + len(units)), pa.int64()),
+                "id": unit_ids,
+                "human_readable_id": pa.array(range(next_id, next_id + len(rows)), pa.int64()),
                 "text": chunks.column("text"), "n_tokens": chunks.column("n_tokens"),
                 "document_ids": pa.array(
                     [[d] + extra_documents.get(u, []) for u, d in
-                     zip(units, chunks.column("document_id").to_pylist())],
-                    pa.list_(pa.string())),
-                "entity_ids": entity_ids.lists(units),
-                "relationship_ids": relationship_ids.lists(units),
-                "covariate_ids": covariate_ids.lists(units),
-                "document_id": chunks.column("document_id"),
-                "extraction_status": pa.array([status[u][0] for u in units], pa.string()),
-                "extraction_error": pa.array([status[u][1] for u in units], pa.string()),
+                     zip(unit_ids.to_pylist(), documents.to_pylist())],
+                    pa.list_(pa.string())) if extra_documents else
+                pa.ListArray.from_arrays(pa.array(np.arange(len(rows) + 1, dtype=np.int32)),
+                                         documents.combine_chunks()),
+                "entity_ids": entity_ids.lists(rows),
+                "relationship_ids": relationship_ids.lists(rows),
+                "covariate_ids": covariate_ids.lists(rows),
+                "document_id": documents,
+                "extraction_status": units.status.take(pa.array(rows)),
+                "extraction_error": units.error.take(pa.array(rows)),
             }).select(schema.TEXT_UNIT_COLUMNS)
-            next_id += len(units)
+            next_id += len(rows)
 
     def documents():
         next_id = 0
@@ -239,20 +237,62 @@ def write_documents_and_text_units(staged: IndexVersion, work_url: str, extracti
                                                    rows_per_part)}
 
 
+class StatusRows:
+    """The extraction's status rows (one per chunk), found for a piece of chunks by their
+    `seq` (a sorted search, not a dict of every chunk id: 217k ids at 100M tokens, and a
+    lookup per id per piece, were a third of the stage)."""
+
+    def __init__(self, extraction: pa.Table):
+        seq = np.asarray(extraction.column("seq").to_numpy(), dtype=np.int64)
+        self.order = np.argsort(seq, kind="stable")
+        self.seq = seq[self.order]
+        self.ids = extraction.column("text_unit_id").combine_chunks()
+        self.status = extraction.column("status").combine_chunks()
+        self.error = extraction.column("error").combine_chunks()
+
+    def rows_of(self, chunks: pa.Table) -> np.ndarray:
+        """The status row of each chunk of a piece; fails if one came back without one."""
+        seq = np.asarray(chunks.column("seq").to_numpy(), dtype=np.int64)
+        if not len(self.seq):
+            if len(seq):
+                raise RuntimeError(f"{len(seq)} chunks came back from extraction without a "
+                                   "result")
+            return np.zeros(0, np.int64)
+        at = np.minimum(np.searchsorted(self.seq, seq), len(self.seq) - 1)
+        rows = self.order[at]
+        same = (self.seq[at] == seq) & pc.equal(
+            self.ids.take(pa.array(rows)),
+            chunks.column("id").combine_chunks()).to_numpy(zero_copy_only=False)
+        if not same.all():
+            raise RuntimeError(f"{int((~same).sum())} chunks came back from extraction "
+                               "without a result")
+        return rows
+
+
 class ElementsByUnit:
     """The ids of the elements (entities, relationships, claims) found in each text unit, in
-    table order, as a list column for any units asked: grouped once by unit, each pair
-    holding its element's row, not its id (as a dict of Python lists of ids, a 100M-token
-    index's were a gigabyte of the driver)."""
+    table order, as a list column for any text units asked (by their row in `unit_ids`): the
+    (unit, element) pairs sorted once by unit row, each holding its element's row, not its
+    id (as a dict of Python lists of ids, a 100M-token index's were a gigabyte of the
+    driver; as a dict of unit ids to runs, its build and lookups were 10 s of 30)."""
 
-    def __init__(self, elements: pa.Table, unit_column: str):
+    def __init__(self, elements: pa.Table, unit_column: str, unit_ids: pa.Array):
         units = elements.column(unit_column).combine_chunks()
         self.ids = elements.column("id").combine_chunks()
         owners = np.arange(len(units))
         if pa.types.is_list(units.type):
             owners = pc.list_parent_indices(units).to_numpy()
             units = pc.list_flatten(units)
-        self.by_unit = Grouped(units, owners)
+        unit_row = pc.index_in(units, value_set=unit_ids).fill_null(-1).to_numpy(
+            zero_copy_only=False).astype(np.int64)
+        known = unit_row >= 0  # (an element's text unit that is not in the table: none)
+        order = np.argsort(unit_row[known], kind="stable")  # each unit's in table order
+        self.unit_row = unit_row[known][order]
+        self.rows = np.asarray(owners, dtype=np.int64)[known][order]
 
-    def lists(self, units: list[str]) -> pa.ListArray:
-        return self.by_unit.lists(units, self.ids)
+    def lists(self, unit_rows: np.ndarray) -> pa.ListArray:
+        starts = np.searchsorted(self.unit_row, unit_rows, side="left")
+        lengths = np.searchsorted(self.unit_row, unit_rows, side="right") - starts
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), self.ids.take(
+            pa.array(self.rows[ranges(starts, lengths)])))
