@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import fsspec
@@ -23,3 +24,19 @@ def write_atomically(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> N
         fs.mv(temporary, path)
     else:
         fs.pipe_file(path, data)
+
+
+def copy_whole(fs: fsspec.AbstractFileSystem, source: str, target: str) -> None:
+    """An object copied as it is, for a version that keeps a previous version's file
+    unchanged: on a local disk a hard link (no bytes move, and it outlives the pruned
+    version: a version's files are only ever replaced whole, never changed in place), a
+    copy where links are refused (another device); on object storage the store's own copy
+    (the bytes do not come through this process)."""
+    if is_local(fs):
+        fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+        try:
+            os.link(fs._strip_protocol(source), fs._strip_protocol(target))
+            return
+        except OSError:
+            pass
+    fs.copy(source, target)

@@ -204,3 +204,40 @@ def test_carried_vectors_come_in_parts_of_bounded_size(tmp_path, monkeypatch):
     assert rows == 300 and len(parts) == 3
     carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
     assert sorted(carried.column("id").to_pylist()) == sorted(wanted.to_pylist())
+
+
+def test_a_vector_part_whose_rows_are_all_kept_is_carried_as_it_is(tmp_path, monkeypatch):
+    """An add keeps every previous text unit: those parts are linked, not decoded and
+    encoded again; a part that lost a row, and a short part, are gathered as before; the
+    rows keep the previous table's order."""
+    import os
+
+    import fsspec
+    import numpy as np
+    import pyarrow as pa
+
+    from graphrag_ray.index import carry_over
+    from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+
+    fs = fsspec.filesystem("file")
+    monkeypatch.setattr(carry_over, "CARRIED_WHOLE_ROWS", 100)
+    sources, order = [], []
+    for part, rows in enumerate([100, 100, 40, 100]):
+        ids = [f"u{part}-{k}" for k in range(rows)]
+        order += ids
+        vectors = pa.array(list(np.full((rows, 8), part, np.float32)), pa.list_(pa.float32(), 8))
+        sources.append(str(tmp_path / f"previous-{part}.parquet"))
+        write_parquet(fs, sources[-1], pa.table({"id": ids, "vector": vectors}))
+    dropped = "u1-7"
+    wanted = pa.chunked_array([pa.array([i for i in order if i != dropped])])
+    (tmp_path / "staged").mkdir()
+    target = str(tmp_path / "staged" / "part-carried-00000")
+    assert carry_over._carry_vector_parts((sources, target), wanted) == len(order) - 1
+    parts = parquet_parts(fs, str(tmp_path / "staged"))
+    linked = [p for p in parts if any(os.path.samefile(p, s) for s in sources)]
+    assert [os.path.basename(p) for p in linked] == ["part-carried-00000-0000.parquet",
+                                                     "part-carried-00000-0002.parquet"]
+    assert os.path.samefile(linked[0], sources[0]) and os.path.samefile(linked[1], sources[3])
+    assert len(parts) == 3  # the second and third gathered into one
+    carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
+    assert carried.column("id").to_pylist() == wanted.to_pylist()

@@ -122,3 +122,28 @@ def test_an_unreachable_object_store_is_a_message_not_a_traceback(tmp_path):
         assert "Traceback" not in done.stderr, args
         assert "cannot reach the object store" in done.stderr.strip().splitlines()[-1], \
             (args, done.stderr)
+
+
+def test_a_file_a_version_keeps_unchanged_is_copied_by_the_store(s3_bucket, tmp_path):
+    """`copy_whole`: on S3 the store's own copy; on a local disk a link that outlives the
+    version it came from."""
+    import os
+
+    import fsspec
+    import s3fs
+
+    from graphrag_ray.storage.atomic import copy_whole
+
+    fs = s3fs.S3FileSystem()
+    fs.pipe(f"{s3_bucket}/v1/part.parquet", b"vectors")
+    copy_whole(fs, f"{s3_bucket}/v1/part.parquet", f"{s3_bucket}/v2/carried/part.parquet")
+    fs.rm(f"{s3_bucket}/v1", recursive=True)
+    assert fs.cat_file(f"{s3_bucket}/v2/carried/part.parquet") == b"vectors"
+
+    local = fsspec.filesystem("file")
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "part.parquet").write_bytes(b"vectors")
+    copy_whole(local, str(tmp_path / "v1" / "part.parquet"), str(tmp_path / "v2" / "part.parquet"))
+    assert os.path.samefile(tmp_path / "v1" / "part.parquet", tmp_path / "v2" / "part.parquet")
+    local.rm(str(tmp_path / "v1"), recursive=True)
+    assert (tmp_path / "v2" / "part.parquet").read_bytes() == b"vectors"
