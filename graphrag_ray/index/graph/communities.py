@@ -262,8 +262,10 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
     for k, part in enumerate(parts):
         part_of[part] = k
     chosen, unclaimed = place_small_components(components, part_of, provenance)
-    placed = [[part] + [c for c, label in zip(components, chosen) if label == k]
-              for k, part in enumerate(parts)]
+    placed = [[part] for part in parts]  # each part, then the components it took, in order
+    for component, label in zip(components, chosen):
+        if label >= 0:
+            placed[label].append(component)
     return [(np.sort(np.concatenate(p)), False) for p in placed] + \
         [(group, True) for group in unclaimed]
 
@@ -279,8 +281,9 @@ def membership_by_level(communities: list[Community], n_nodes: int) -> dict[int,
     """level -> array mapping node index to its community id at that level."""
     result: dict[int, np.ndarray] = {}
     for community in communities:
-        labels = result.setdefault(community.level, np.full(n_nodes, -1, dtype=np.int64))
-        labels[community.members] = community.id
+        if community.level not in result:  # (not `setdefault`: it built an array per call)
+            result[community.level] = np.full(n_nodes, -1, dtype=np.int64)
+        result[community.level][community.members] = community.id
     return result
 
 

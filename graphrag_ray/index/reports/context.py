@@ -101,6 +101,9 @@ class GraphElements:
     # Each node's edges (`edges_within`): incident[starts[n]:starts[n + 1]].
     incident: np.ndarray | None = field(default=None, init=False, repr=False)
     starts: np.ndarray | None = field(default=None, init=False, repr=False)
+    # Each node's claims' row tokens summed, and their count (`element_tokens`).
+    claim_sums: np.ndarray | None = field(default=None, init=False, repr=False)
+    claim_counts: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.header_tokens = sum(count_tokens(h, self.encoding) + 2 for h in (
@@ -157,12 +160,19 @@ class GraphElements:
         return edges[np.lexsort((edges, -self.combined_degree[edges]))] if len(edges) else edges
 
     def element_tokens(self, members: np.ndarray) -> int:
-        """The tokens of every entity, relationship and claim of `members` in one context."""
-        claims = [t for m in members for t in self.claim_tokens.get(int(m), [])]
+        """The tokens of every entity, relationship and claim of `members` in one context.
+        Claims by node from arrays built once: a loop over the members per call was a fifth
+        of a 100M-token update's report schedule, with no claim at all."""
+        if self.claim_sums is None:
+            self.claim_sums = np.zeros(len(self.titles), dtype=np.int64)
+            self.claim_counts = np.zeros(len(self.titles), dtype=np.int64)
+            for node, tokens in self.claim_tokens.items():
+                self.claim_sums[node], self.claim_counts[node] = sum(tokens), len(tokens)
         edges = self.edges_within(members)
         return int(self.entity_tokens[members].sum() + self.edge_tokens[edges].sum()
-                   + sum(claims) + self.ids_tokens(len(members)) + self.ids_tokens(len(edges))
-                   + self.ids_tokens(len(claims)))
+                   + self.claim_sums[members].sum() + self.ids_tokens(len(members))
+                   + self.ids_tokens(len(edges))
+                   + self.ids_tokens(int(self.claim_counts[members].sum())))
 
 
 @dataclass
