@@ -156,8 +156,14 @@ def _leiden_around(graph: ig.Graph, settled: np.ndarray, initial: list[int],
 
 
 def _groups(members: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
-    """Members grouped by label, groups ordered by their smallest member (deterministic)."""
-    groups = [np.sort(members[labels == label]) for label in np.unique(labels)]
+    """Members grouped by label, groups ordered by their smallest member (deterministic).
+    One sort by (label, member), not a mask over the members per label (labels x members:
+    3.5 s of a 100M update's Leiden stage, profiled)."""
+    if not len(members):
+        return []
+    members, labels = np.asarray(members), np.asarray(labels)
+    order = np.lexsort((members, labels))
+    groups = np.split(members[order], np.flatnonzero(np.diff(labels[order])) + 1)
     return sorted(groups, key=lambda g: int(g[0]))
 
 

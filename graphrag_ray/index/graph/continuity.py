@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag_ray.index.graph.communities import Community
 
@@ -52,17 +53,21 @@ class PreviousPartition:
         entity_ids); `entity_ids`: the current graph's entity ids, by node; `kept_of`: the
         previous version's entity ids, when its partition is kept rather than refined;
         `touched`: the nodes an update touched, when it knows (`settled`)."""
-        node_of = {entity_id: node for node, entity_id in enumerate(entity_ids)}
+        # In Arrow and numpy, not a Python lookup per member: 7.6 s of a 100M update.
+        lists = communities.column("entity_ids").combine_chunks()
+        owner = pc.list_parent_indices(lists).to_numpy()
+        node = pc.index_in(pc.list_flatten(lists), value_set=pa.array(entity_ids, pa.string())
+                           ).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        ids = np.asarray(communities.column("community").to_numpy(), dtype=np.int64)
+        at = np.asarray(communities.column("level").to_numpy(), dtype=np.int64)
         labels: dict[int, np.ndarray] = {}
-        sizes: dict[int, int] = {}
+        for level in np.unique(at).tolist():
+            labels[level] = np.full(len(entity_ids), -1, dtype=np.int64)
+            mine = (at[owner] == level) & (node >= 0)
+            labels[level][node[mine]] = ids[owner[mine]]
+        sizes = dict(zip(ids.tolist(), pc.list_value_length(lists).fill_null(0).to_pylist()))
         levels: dict[int, list[int]] = {}
-        for community, level, members in zip(communities.column("community").to_pylist(),
-                                             communities.column("level").to_pylist(),
-                                             communities.column("entity_ids").to_pylist()):
-            at_level = labels.setdefault(level, np.full(len(entity_ids), -1, dtype=np.int64))
-            nodes = [node_of[m] for m in members if m in node_of]
-            at_level[nodes] = community
-            sizes[community] = len(members)
+        for community, level in zip(ids.tolist(), at.tolist()):
             levels.setdefault(level, []).append(community)
         out = None
         if kept_of is not None:
