@@ -108,17 +108,22 @@ def vector_matrix(vectors: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def vector_digests(vectors: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """(a 64-bit digest per vector, the vectors as a float32 matrix): a row whose vector did
     not change keeps its digest, so an update rewrites only what changed. The digest is a
-    multiply-add hash of the vector's bits with fixed odd 64-bit keys, vectorized (hashing
-    each row's bytes took a second per 200k rows); for a vector to change and keep its
-    digest, its changes would have to cancel modulo 2^64 under random keys."""
+    multiply-add hash of the vector's bits, read as 64-bit words (two floats each), with
+    fixed odd 64-bit keys, vectorized: for a vector to change and keep its digest, its
+    changes would have to cancel modulo 2^64 under random keys. (Hashing each row's bytes
+    took a second per 200k rows; widening every 32-bit word to 64 bits first, 6 s per 100k
+    vectors of 1,536 floats; the words read in place, 0.25 s.)"""
     matrix = vector_matrix(vectors)
     if not matrix.size:
         return pa.array([], pa.int64()), matrix
-    width = matrix.shape[1]
-    bits = matrix.view(np.uint32).astype(np.uint64)
-    keys = np.random.default_rng(width).integers(1, 2 ** 63, width, dtype=np.uint64) * 2 + 1
+    words = matrix if matrix.shape[1] % 2 == 0 else np.concatenate(
+        [matrix, np.zeros((len(matrix), 1), np.float32)], axis=1)
+    words = np.ascontiguousarray(words).view(np.uint64)
+    keys = np.random.default_rng(words.shape[1]).integers(
+        1, 2 ** 63, words.shape[1], dtype=np.uint64) * 2 + 1
     with np.errstate(over="ignore"):  # arithmetic modulo 2^64 is the point
-        digests = ((bits + np.uint64(0x9E3779B97F4A7C15)) * keys).sum(axis=1, dtype=np.uint64)
+        digests = ((words + np.uint64(0x9E3779B97F4A7C15)) * keys).sum(axis=1,
+                                                                        dtype=np.uint64)
     return pa.array(digests.view(np.int64), pa.int64()), matrix
 
 

@@ -130,3 +130,17 @@ def test_an_index_whose_lance_version_is_gone_is_searched_brute_force_and_says_s
     assert isinstance(search, VectorTable)
     assert search.nearest(vectors[5], 1)[0][0] == "e5"
     assert any("brute force" in str(w.message) for w in caught)
+
+
+def test_a_vector_keeps_its_digest_until_any_of_its_floats_changes():
+    from graphrag_ray.storage.lance_vectors import vector_digests
+
+    for width in (4, 5):  # (an odd width is read with a zero float after it)
+        rows = np.random.default_rng(width).random((3, width), dtype=np.float32)
+        changed = rows.copy()
+        changed[1, width - 1] = np.nextafter(changed[1, width - 1], 2)  # one ulp, last float
+        first, _ = vector_digests(pa.array(list(rows), pa.list_(pa.float32(), width)))
+        second, matrix = vector_digests(pa.array(list(changed), pa.list_(pa.float32(), width)))
+        assert np.array_equal(matrix, changed)
+        assert first.to_pylist()[0::2] == second.to_pylist()[0::2]
+        assert first[1] != second[1] and len(set(first.to_pylist())) == 3
