@@ -83,11 +83,13 @@ def community_digests(communities: list[Community], entity_digests: np.ndarray,
     inside = edges_by_community(communities, sources, targets, len(entity_digests))
     claims_of = claims_of or {}
     ids, digests = [], []
+    empty = np.empty(0, dtype=np.int64)
     for community in communities:
         parts = [entity_digests[community.members],
-                 edge_digests[inside.get(community.id, np.empty(0, dtype=np.int64))],
+                 edge_digests[inside.get(community.id, empty)],
                  np.asarray([d for m in community.members.tolist()
-                             for d in claims_of.get(m, [])], dtype=np.int64)]
+                             for d in claims_of.get(m, [])], dtype=np.int64)
+                 if claims_of else empty]
         values = np.sort(np.concatenate(parts).astype(np.int64))
         ids.append(community.id)
         digests.append(hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest())
