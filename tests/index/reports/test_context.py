@@ -185,3 +185,32 @@ def test_edges_within_a_community_are_those_with_both_ends_in_it_by_combined_deg
         expected = np.flatnonzero(inside[sources] & inside[targets])
         expected = expected[np.lexsort((expected, -combined[expected]))]
         assert elements.edges_within(members).tolist() == expected.tolist()
+
+
+def test_the_tokens_left_after_each_substitution_are_those_counted_afresh():
+    """`_substitutions` counts the members left after each k substituted sub-communities in
+    one pass; each k equals `element_tokens` of those members computed from scratch."""
+    from graphrag_ray.index.reports.context import _substitutions
+
+    rng = np.random.default_rng(3)
+    nodes, count = 300, 900
+    sources, targets = rng.integers(0, nodes, count), rng.integers(0, nodes, count)
+    elements = GraphElements(
+        titles=[str(i) for i in range(nodes)], types=["X"] * nodes,
+        degree=np.zeros(nodes, np.int64), edge_source=sources, edge_target=targets,
+        combined_degree=rng.integers(0, 9, count), claims_by_entity={},
+        claim_tokens={int(n): rng.integers(1, 40, rng.integers(1, 4)).tolist()
+                      for n in rng.choice(nodes, 30, replace=False)},
+        entity_tokens=rng.integers(1, 60, nodes), edge_tokens=rng.integers(1, 30, count))
+    for trial in range(20):
+        members = rng.choice(nodes, size=rng.integers(0, nodes), replace=False)
+        shuffled = rng.permutation(members)
+        ranked = [np.sort(part) for part in np.array_split(shuffled, rng.integers(1, 6))
+                  if len(part)][:rng.integers(1, 5)]
+        remaining = np.unique(members)
+        steps = list(_substitutions(elements, members, ranked))
+        assert [k for k, _, _ in steps] == list(range(1, len(ranked) + 1))
+        for (k, left, tokens), child in zip(steps, ranked):
+            remaining = np.setdiff1d(remaining, child)
+            assert np.array_equal(left(), remaining)
+            assert tokens == elements.element_tokens(remaining), (trial, k)
