@@ -38,9 +38,15 @@ class Grouped:
         bounds = np.append(self.offsets, self.offsets[-1])
         starts = np.where(found, bounds[np.maximum(slots, 0)], 0)
         lengths = np.where(found, bounds[np.maximum(slots, 0) + 1] - starts, 0)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets), values.take(
-            pa.array(self.rows[ranges(starts, lengths)])))
+        return runs_as_lists(self.rows, starts, lengths, values)
+
+
+def runs_as_lists(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                  values: pa.Array) -> pa.ListArray:
+    """One list per run of `rows` (rows[start:start + length]): `values` at those rows."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), values.take(
+        pa.array(rows[ranges(starts, lengths)])))
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

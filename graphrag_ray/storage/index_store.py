@@ -112,14 +112,14 @@ class IndexVersion:
 
         with ThreadPoolExecutor(1, thread_name_prefix=f"write-{name}") as writer:
             def flush() -> None:
-                nonlocal parts, buffered_rows, buffered_bytes, writing, buffer
+                nonlocal parts, buffered_rows, buffered_bytes, writing
                 if writing is not None:
                     writing.result()  # (raises the write's error here)
                 writing = writer.submit(write_parquet, self.fs,
                                         self._path(f"{name}/part-{parts:05d}.parquet"),
                                         pa.concat_tables(buffer))
                 parts += 1
-                buffer = []
+                buffer.clear()  # (the part's table is built already)
                 buffered_rows = buffered_bytes = 0
 
             for table in tables:

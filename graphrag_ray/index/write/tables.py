@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
-from graphrag_ray.grouped import ranges
+from graphrag_ray.grouped import ranges, runs_as_lists
 from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
@@ -253,16 +253,13 @@ class StatusRows:
     def rows_of(self, chunks: pa.Table) -> np.ndarray:
         """The status row of each chunk of a piece; fails if one came back without one."""
         seq = np.asarray(chunks.column("seq").to_numpy(), dtype=np.int64)
-        if not len(self.seq):
-            if len(seq):
-                raise RuntimeError(f"{len(seq)} chunks came back from extraction without a "
-                                   "result")
-            return np.zeros(0, np.int64)
-        at = np.minimum(np.searchsorted(self.seq, seq), len(self.seq) - 1)
-        rows = self.order[at]
-        same = (self.seq[at] == seq) & pc.equal(
-            self.ids.take(pa.array(rows)),
-            chunks.column("id").combine_chunks()).to_numpy(zero_copy_only=False)
+        rows, same = np.zeros(len(seq), np.int64), np.zeros(len(seq), bool)
+        if len(self.seq):
+            at = np.minimum(np.searchsorted(self.seq, seq), len(self.seq) - 1)
+            rows = self.order[at]
+            same = (self.seq[at] == seq) & pc.equal(
+                self.ids.take(pa.array(rows)),
+                chunks.column("id").combine_chunks()).to_numpy(zero_copy_only=False)
         if not same.all():
             raise RuntimeError(f"{int((~same).sum())} chunks came back from extraction "
                                "without a result")
@@ -293,6 +290,4 @@ class ElementsByUnit:
     def lists(self, unit_rows: np.ndarray) -> pa.ListArray:
         starts = np.searchsorted(self.unit_row, unit_rows, side="left")
         lengths = np.searchsorted(self.unit_row, unit_rows, side="right") - starts
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets), self.ids.take(
-            pa.array(self.rows[ranges(starts, lengths)])))
+        return runs_as_lists(self.rows, starts, lengths, self.ids)
