@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from typing import Callable, Mapping, TextIO
 
 
 class ProgressBar:
@@ -116,18 +116,18 @@ def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
 class ChunkProgress(ProgressBar):
     """Chunks extracted out of a total estimated per file from its size, corrected to the
     file's real chunk count as soon as one of its chunks is done (rows carry `seq` and
-    `file_chunks`; `file_of(seq)` is the chunk's file), with the LLM calls and tokens they
-    took."""
+    `file_chunks`; `file_of(seq)` is the chunk's file, a key of `estimates`), with the LLM
+    calls and tokens they took."""
 
     columns = ("seq", "file_chunks", "calls", "prompt_tokens", "completion_tokens")
 
-    def __init__(self, label: str, estimates: list[int], file_of: Callable[[int], int],
+    def __init__(self, label: str, estimates: Mapping[int, int], file_of: Callable[[int], int],
                  unit: str = "chunks", **kwargs):
         self.estimates = estimates
         self.file_of = file_of
         self.counted: set[int] = set()
         self.calls = self.tokens = 0
-        super().__init__(label, sum(estimates), unit, **kwargs)
+        super().__init__(label, sum(estimates.values()), unit, **kwargs)
 
     def extra(self) -> str:
         return f", {self.calls:,} calls, {self.tokens:,} tokens" if self.calls else ""
@@ -137,10 +137,10 @@ class ChunkProgress(ProgressBar):
             if "file_chunks" in block.column_names:
                 for seq, chunks in zip(block.column("seq").to_pylist(),
                                        block.column("file_chunks").to_pylist()):
-                    file_index = self.file_of(seq)
-                    if file_index not in self.counted:
-                        self.counted.add(file_index)
-                        self.total += chunks - self.estimates[file_index]
+                    file = self.file_of(seq)
+                    if file not in self.counted:
+                        self.counted.add(file)
+                        self.total += chunks - self.estimates.get(file, 0)
             if "calls" in block.column_names:
                 self.calls += sum(block.column("calls").to_pylist())
                 self.tokens += sum(block.column("prompt_tokens").to_pylist()) + sum(

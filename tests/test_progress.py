@@ -29,20 +29,23 @@ def test_terminal_mode_rewrites_one_line():
 def test_chunk_totals_are_estimated_per_file_and_corrected_as_files_are_read():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_index
+    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_number
     from graphrag_ray.progress import ChunkProgress, estimated_chunks
 
     # Many small files: one window each, not the corpus's bytes over the window size.
     assert estimated_chunks(2_400, 600, 100) == 1
     assert estimated_chunks(4 * 1_100, 600, 100) == 2
     stream = io.StringIO()
-    bar = ChunkProgress("extract", [1, 1, 1], seq_file_index, stream=stream, log_every_s=0)
-    # File 1 turned out to make 4 chunks: the total moves to 6 when its first chunk is done.
-    bar.add_rows(pa.table({"seq": [chunk_seq(1, 0, 0), chunk_seq(1, 0, 1)],
+    # Three files, by their numbers (spread apart: `positions.spread_numbers`).
+    bar = ChunkProgress("extract", {40: 1, 80: 1, 120: 1}, seq_file_number, stream=stream,
+                        log_every_s=0)
+    # File 80 turned out to make 4 chunks: the total moves to 6 when its first chunk is done.
+    bar.add_rows(pa.table({"seq": [chunk_seq(80, 0, 0), chunk_seq(80, 0, 1)],
                            "file_chunks": [4, 4]}))
     assert bar.total == 6 and bar.done == 2
-    bar.add_rows(pa.table({"seq": [chunk_seq(1, 0, 2), chunk_seq(1, 0, 3), chunk_seq(0, 0, 0),
-                                   chunk_seq(2, 0, 0)], "file_chunks": [4, 4, 1, 1]}))
+    bar.add_rows(pa.table({"seq": [chunk_seq(80, 0, 2), chunk_seq(80, 0, 3),
+                                   chunk_seq(40, 0, 0), chunk_seq(120, 0, 0)],
+                           "file_chunks": [4, 4, 1, 1]}))
     bar.close()
     assert bar.total == bar.done == 6
     assert "ETA -" not in stream.getvalue()
@@ -74,10 +77,11 @@ def test_a_line_comes_every_interval_while_nothing_finishes():
 def test_chunk_progress_shows_calls_and_tokens():
     import pyarrow as pa
 
-    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_index
+    from graphrag_ray.index.chunks.positions import chunk_seq, seq_file_number
     from graphrag_ray.progress import ChunkProgress
 
-    bar = ChunkProgress("extract", [2], seq_file_index, stream=io.StringIO(), log_every_s=60)
+    bar = ChunkProgress("extract", {0: 2}, seq_file_number, stream=io.StringIO(),
+                        log_every_s=60)
     bar.add_rows(pa.table({"seq": [chunk_seq(0, 0, 0)], "file_chunks": [2], "calls": [3],
                            "prompt_tokens": [1000], "completion_tokens": [200]}))
     assert "1/2 chunks, 3 calls, 1,200 tokens" in bar.line()

@@ -14,6 +14,8 @@ import time
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
+from graphrag_ray.index.carry_over import previous_numbers
+from graphrag_ray.index.chunks.positions import file_numbers
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.graph.communities import warm_graph_libraries
@@ -21,7 +23,7 @@ from graphrag_ray.index.manifest import build_manifest
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
 from graphrag_ray.index.pools import uses_any_llm, uses_chat_llm, uses_embedding_endpoint
 from graphrag_ray.index.previous_version import UpdateBase
-from graphrag_ray.input.loader import list_input_files
+from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
 from graphrag_ray.llm.services import open_services
@@ -49,6 +51,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         check_endpoint(config.embeddings)
     listing_started = time.perf_counter()
     _, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
+    # An update keeps the previous version's file numbers (unchanged files' rows then keep
+    # their positions, and their stored parts are carried as they are).
+    numbers = file_numbers([relative_path(path, root) for path in files],
+                           previous_numbers(update.version if update else None))
     listing_s = round(time.perf_counter() - listing_started, 3)
     # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
@@ -71,7 +77,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         ctx = BuildContext(config, prompts, _services(config, output_url), staged,
                            progress, progress_bars)
         ctx.timings["list_inputs"] = listing_s
-        state = BuildState(input_url, root, files, chunk_estimates, shards, ignored, update)
+        state = BuildState(input_url, root, files, numbers, chunk_estimates, shards, ignored,
+                           update)
         try:
             run_stages(ctx, state, stages)
             manifest = build_manifest(ctx, state, name, [s.name for s in stages], started)

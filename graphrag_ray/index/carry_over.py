@@ -16,10 +16,14 @@ A build keeps its reading with the version it publishes (`keep_reading`):
 An update with the same settings (`previous_version.settings_fingerprint`) carries an
 unchanged file over when its documents read the same against the repeated passages found now
 (`passage_scans.reading_signature`: a change elsewhere can make a passage repeated, or move
-its first home); the rest is read as in a build. Carried rows are written into the new work
-area with their positions (`seq`) renumbered to the current listing, so every later stage
-(the merge, Leiden, summaries, reports, tables, embeddings) runs as in a build of the whole
-corpus, on the same rows.
+its first home); the rest is read as in a build. Carried rows go into the new work area at
+their positions (`seq`) in the current listing, so every later stage (the merge, Leiden,
+summaries, reports, tables, embeddings) runs as in a build of the whole corpus, on the same
+rows. A file keeps its number across versions (`positions.file_numbers`), so a stored part
+whose rows are all carried, at the positions they had, is linked into the work area as it is
+(`copy_whole`): an update that adds files neither reads nor writes the carried reading. Only
+a part with a file gone, or every part when the files had to be numbered afresh, is read,
+filtered, renumbered and written.
 """
 
 from __future__ import annotations
@@ -37,11 +41,12 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.chunks.passage_scans import (
-    Scan, reading_signature, remap_positions, repeated_from_tables, repeated_table, scans_of)
-from graphrag_ray.index.chunks.positions import FILE_SHIFT
+    Scan, reading_signature, repeated_from_tables, repeated_table, scans_of)
+from graphrag_ray.index.chunks.positions import FILE_SHIFT, FileMap
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.index.extract.instance_shards import CARRIED_PIECE, KEY_COLUMNS, write_dropped
+from graphrag_ray.index.extract.instance_shards import (
+    CARRIED_PREFIX, KEY_COLUMNS, write_dropped)
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
 from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
@@ -69,10 +74,12 @@ def in_shares(items: list, runtime) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
-                 extraction: pa.Table, repeated: RepeatedPassages | None, shards: int) -> None:
+def keep_reading(staged: IndexVersion, files: list[str], numbers: np.ndarray,
+                 input_root: str, extraction: pa.Table, repeated: RepeatedPassages | None,
+                 shards: int) -> None:
     """The work area's reading moved into the version (`_reading`), with what an update
-    needs to renumber and compare it; the rest of the work area removed."""
+    needs to place and compare it (the listing with each file's number); the rest of the
+    work area removed."""
     fs = staged.fs
     work, kept = f"{staged.root}/_work", f"{staged.root}/{READING}"
     fs.makedirs(kept, exist_ok=True)
@@ -81,7 +88,7 @@ def keep_reading(staged: IndexVersion, files: list[str], input_root: str,
             _move_tree(fs, f"{work}/{folder}", f"{kept}/{folder}")
     staged.write_table(f"{READING}/status", extraction)
     staged.write_table(f"{READING}/files", pa.table(
-        {"file_index": pa.array(range(len(files)), pa.int64()),
+        {"file_index": pa.array(numbers, pa.int64()),
          "path": pa.array([relative_path(p, input_root) for p in files], pa.string())},
         schema=FILES_SCHEMA))
     keys, openings = repeated_table(repeated)
@@ -105,14 +112,24 @@ def has_reading(version: IndexVersion) -> bool:
     return version.fs.exists(f"{version.root}/{READING}/reading.json")
 
 
+def previous_numbers(version: IndexVersion | None) -> dict[str, int]:
+    """The previous listing's file numbers by path (under the input root), which an update
+    keeps (`positions.file_numbers`); none when the version kept no reading."""
+    if version is None or not has_reading(version):
+        return {}
+    listing = version.read_table(f"{READING}/files")
+    return dict(zip(listing.column("path").to_pylist(),
+                    listing.column("file_index").to_pylist()))
+
+
 @dataclass
 class CarriedReading:
     """The previous version's reading and which of its files an update carries over:
-    `new_index[old file index]` is the file's index in the current listing, -1 for a file
-    read again (changed, deleted, or reading differently now)."""
+    `files` maps each previous file number to the file's number now, -1 for a file read
+    again (changed, deleted, or reading differently now)."""
     previous: IndexVersion
-    new_index: np.ndarray
-    paths: list[str]  # the previous listing, by old file index
+    files: FileMap
+    paths: list[str]  # the previous listing, in the order of `files.old`
     shards: int
     status: pa.Table  # the previous version's extraction status rows, one per chunk
 
@@ -123,7 +140,7 @@ class CarriedReading:
     def carried_status(self) -> pa.Table:
         """The carried chunks' status rows, renumbered (once the files read again are
         settled)."""
-        keep, seq = remap_positions(self.status.column("seq"), self.new_index)
+        keep, seq = self.files.remap(_int64(self.status.column("seq")))
         status = self.status.filter(pa.array(keep))
         return status.set_column(status.column_names.index("seq"), "seq",
                                  pa.array(seq, pa.int64()))
@@ -133,34 +150,37 @@ class CarriedReading:
         return self.carried_status().column("text_unit_id")
 
     def carried(self) -> int:
-        return int((self.new_index >= 0).sum())
+        return len(self.files.carried())
 
-    def read_again(self, old_indexes: set[int]) -> None:
-        for old in old_indexes:
-            self.new_index[old] = -1
+    def read_again(self, old_numbers: set[int]) -> None:
+        self.files.drop(old_numbers)
 
-    def new_indexes(self) -> set[int]:
-        return set(self.new_index[self.new_index >= 0].tolist())
+    def carried_numbers(self) -> set[int]:
+        """The carried files' numbers in the current listing."""
+        return set(self.files.carried().tolist())
+
+
+def _int64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(column.to_numpy(), dtype=np.int64)
 
 
 def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[str],
-                    input_root: str) -> CarriedReading:
-    """Every unchanged file of the previous reading, at its place in the current listing."""
-    listing = previous.read_table(f"{READING}/files")
-    now = {relative_path(path, input_root): i for i, path in enumerate(files)}
+                    numbers: np.ndarray, input_root: str) -> CarriedReading:
+    """Every unchanged file of the previous reading, at its number in the current listing
+    (`numbers`, by place in `files`)."""
+    listing = previous.read_table(f"{READING}/files").sort_by("file_index")
+    now = {relative_path(path, input_root): int(n) for path, n in zip(files, numbers)}
     same = set(unchanged)
     paths = listing.column("path").to_pylist()
-    new_index = np.full(len(paths), -1, dtype=np.int64)
-    for old, path in zip(listing.column("file_index").to_pylist(), paths):
-        if path in same and path in now:
-            new_index[old] = now[path]
+    files_now = FileMap(_int64(listing.column("file_index")),
+                        np.asarray([now[p] if p in same and p in now else -1 for p in paths],
+                                   dtype=np.int64))
     # A file with a chunk whose extraction failed is read again: the chunk is tried again.
     status = previous.read_table(f"{READING}/status")
     failed = pc.equal(status.column("status"), "failed")
-    new_index[np.unique(np.asarray(status.filter(failed).column("seq").to_numpy(),
-                                   np.int64) >> FILE_SHIFT)] = -1
+    files_now.drop(set((_int64(status.filter(failed).column("seq")) >> FILE_SHIFT).tolist()))
     settings = json.loads(previous.fs.cat_file(f"{previous.root}/{READING}/reading.json"))
-    return CarriedReading(previous, new_index, paths, settings["shards"], status)
+    return CarriedReading(previous, files_now, paths, settings["shards"], status)
 
 
 def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
@@ -173,30 +193,38 @@ def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, S
     return [pair for group in map_items(
         _carry_scan_parts, [(share, ctx.work_url)
                             for share in in_shares(parts, ctx.config.runtime)],
-        ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
+        ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files])
         for pair in group]
 
 
-def _carry_scan_parts(job: tuple[list[str], str], new_index: np.ndarray
-                      ) -> list[tuple[int, Scan]]:
+def _carry_scan_parts(job: tuple[list[str], str], files: FileMap) -> list[tuple[int, Scan]]:
     urls, work_url = job
-    return [pair for url in urls for pair in _carry_scan_part(url, work_url, new_index)]
+    return [pair for url in urls for pair in _carry_scan_part(url, work_url, files)]
 
 
-def _carry_scan_part(url: str, work_url: str, new_index: np.ndarray) -> list[tuple[int, Scan]]:
+def _carry_scan_part(url: str, work_url: str, files: FileMap) -> list[tuple[int, Scan]]:
     fs, path = fsspec.core.url_to_fs(url)
     table = read_parquet(fs, path)
-    keep, positions = remap_positions(table.column("position"), new_index)
+    old = _int64(table.column("position"))
+    keep, positions = files.remap(old)
     if not keep.any():
         return []
-    table = table.filter(pa.array(keep))
-    old = table.column("position").to_pylist()
-    table = table.set_column(0, "position", pa.array(positions, pa.int64()))
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    # Named, like the scans of the files read now, by its first file's current index.
-    first = int(positions.min()) >> FILE_SHIFT
-    write_parquet(work_fs, f"{work_root}/passages/files-{first:08d}.parquet", table)
-    return list(zip(old, scans_of(table)))
+    # Named, like the scans of the files read now, by its first file's number.
+    target = f"{work_root}/passages/files-{int(positions.min()) >> FILE_SHIFT:08d}.parquet"
+    if _as_they_were(old, keep, positions):
+        copy_whole(fs, path, target)
+    else:
+        table = table.filter(pa.array(keep))
+        table = table.set_column(0, "position", pa.array(positions, pa.int64()))
+        write_parquet(work_fs, target, table)
+    return list(zip(old[keep].tolist(), scans_of(table)))
+
+
+def _as_they_were(old: np.ndarray, keep: np.ndarray, positions: np.ndarray) -> bool:
+    """Whether a stored part's rows are all carried at the positions they had (the part
+    is linked as it is)."""
+    return bool(keep.all()) and np.array_equal(old, positions)
 
 
 def reading_differently(carried: CarriedReading, kept: list[tuple[int, Scan]],
@@ -229,14 +257,15 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     # Each folder of instance pieces (a kind's shard, the claims) becomes one piece.
     folders = sorted({p[len(root) + 1:].rsplit("/", 1)[0] for p in fs.find(f"{root}/instances")
                       if p.endswith(".parquet")}) if fs.exists(f"{root}/instances") else []
-    paths = {carried.paths[i]: int(carried.new_index[i])
-             for i in np.flatnonzero(carried.new_index >= 0)}  # carried path -> new index
+    new = carried.files.new
+    paths = {carried.paths[i]: int(new[i])
+             for i in np.flatnonzero(new >= 0)}  # carried path -> its number now
     map_items(_carry_parts, [(carried.url, share, ctx.work_url)
                              for share in in_shares(parts, ctx.config.runtime)],
-              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index, paths])
+              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files, paths])
     map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
                               for share in in_shares(folders, ctx.config.runtime)],
-              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.new_index])
+              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files])
     status = carried.carried_status()
     status = status.set_column(status.column_names.index("reused"), "reused",
                                pa.array(np.ones(status.num_rows, dtype=bool)))
@@ -358,70 +387,104 @@ def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
         return []
 
 
-def _carry_parts(job: tuple[str, list[str], str], new_index: np.ndarray,
+def _carry_parts(job: tuple[str, list[str], str], files: FileMap,
                  paths: dict[str, int]) -> None:
     url, names, work_url = job
     for name in names:
-        _carry_part(url, name, work_url, new_index, paths)
+        _carry_part(url, name, work_url, files, paths)
 
 
-def _carry_part(url: str, name: str, work_url: str, new_index: np.ndarray,
+def _carry_part(url: str, name: str, work_url: str, files: FileMap,
                 paths: dict[str, int]) -> None:
     """One read batch's documents, chunks, input report and shared content: the carried
-    files' rows, renumbered, under the name of the first of them in the current listing."""
+    files' rows, under the name of the first of them in the current listing; linked as they
+    are when every file of the batch is carried at the number it had."""
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    report = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
-    files = [f for f in report["files"] if f["path"] in paths]
-    # A reader's warning opens with its file's path (which may itself hold ": ").
-    owners = tuple(f"{f['path']}: " for f in files)
-    report = {"files": files,
-              "skipped": [s for s in report["skipped"] if s["path"] in paths],
-              "warnings": [w for w in report["warnings"] if owners and w.startswith(owners)],
-              "kept_out": [k for k in report.get("kept_out", []) if k[0] in paths]}
+    stored = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
+    report = {"files": [f for f in stored["files"] if f["path"] in paths],
+              "skipped": [s for s in stored["skipped"] if s["path"] in paths]}
     if not report["files"]:
         return
-    documents = chunks = None
-    if fs.exists(f"{root}/documents/{name}.parquet"):
-        documents = read_parquet(fs, f"{root}/documents/{name}.parquet")
-        now = new_index[np.asarray(documents.column("file_index").to_numpy(), np.int64)]
-        documents = documents.filter(pa.array(now >= 0)).set_column(
-            documents.column_names.index("file_index"), "file_index",
-            pa.array(now[now >= 0], pa.int64()))
-        chunks = read_parquet(fs, f"{root}/chunks/{name}.parquet")
-        keep, seq = remap_positions(chunks.column("seq"), new_index)
-        chunks = chunks.filter(pa.array(keep))
-        chunks = chunks.set_column(chunks.column_names.index("seq"), "seq",
-                                   pa.array(seq, pa.int64()))
+    whole = len(report["files"]) == len(stored["files"]) \
+        and len(report["skipped"]) == len(stored["skipped"])
+    sources = {folder: f"{root}/{folder}/{name}.parquet"
+               for folder in ("documents", "chunks", "shared_content")}
+    has_documents = fs.exists(sources["documents"])
+    if has_documents:
+        old = _int64(read_parquet(fs, sources["documents"], ["file_index"])
+                     .column("file_index"))
+        keep, now = files.remap(old << FILE_SHIFT)
+        whole = whole and _as_they_were(old, keep, now >> FILE_SHIFT)
     target = f"files-{min(paths[f['path']] for f in report['files']):08d}"
+    if whole:
+        copy_whole(fs, f"{root}/inputs/{name}.json", f"{work_root}/inputs/{target}.json")
+        for folder, source in sources.items():
+            if fs.exists(source):
+                copy_whole(fs, source, f"{work_root}/{folder}/{target}.parquet")
+        return
+    # A reader's warning opens with its file's path (which may itself hold ": ").
+    owners = tuple(f"{f['path']}: " for f in report["files"])
+    report["warnings"] = [w for w in stored["warnings"] if owners and w.startswith(owners)]
+    report["kept_out"] = [k for k in stored.get("kept_out", []) if k[0] in paths]
     write_atomically(work_fs, f"{work_root}/inputs/{target}.json",
                      json.dumps(report).encode("utf-8"))
-    if documents is not None and documents.num_rows:
-        write_parquet(work_fs, f"{work_root}/documents/{target}.parquet", documents)
-        write_parquet(work_fs, f"{work_root}/chunks/{target}.parquet", chunks)
-        if fs.exists(f"{root}/shared_content/{name}.parquet"):
-            shared = read_parquet(fs, f"{root}/shared_content/{name}.parquet")
-            shared = shared.filter(pc.is_in(shared.column("document_id"),
-                                            value_set=documents.column("id")))
-            if shared.num_rows:
-                write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
+    if not has_documents:
+        return
+    documents = read_parquet(fs, sources["documents"])
+    documents = documents.filter(pa.array(keep)).set_column(
+        documents.column_names.index("file_index"), "file_index",
+        pa.array(now >> FILE_SHIFT, pa.int64()))
+    if not documents.num_rows:
+        return
+    chunks = read_parquet(fs, sources["chunks"])
+    keep, seq = files.remap(_int64(chunks.column("seq")))
+    chunks = chunks.filter(pa.array(keep))
+    chunks = chunks.set_column(chunks.column_names.index("seq"), "seq", pa.array(seq, pa.int64()))
+    write_parquet(work_fs, f"{work_root}/documents/{target}.parquet", documents)
+    write_parquet(work_fs, f"{work_root}/chunks/{target}.parquet", chunks)
+    if fs.exists(sources["shared_content"]):
+        shared = read_parquet(fs, sources["shared_content"])
+        shared = shared.filter(pc.is_in(shared.column("document_id"),
+                                        value_set=documents.column("id")))
+        if shared.num_rows:
+            write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
 
 
-def _carry_pieces(job: tuple[str, list[str], str], new_index: np.ndarray) -> None:
+def _carry_pieces(job: tuple[str, list[str], str], files: FileMap) -> None:
     url, folders, work_url = job
     for folder in folders:
-        _carry_folder(url, folder, work_url, new_index)
+        _carry_folder(url, folder, work_url, files)
 
 
-def _carry_folder(url: str, folder: str, work_url: str, new_index: np.ndarray) -> None:
+# Pieces in a folder of instances past which an update gathers them into one: each update
+# links the pieces it carries and adds those it extracted, and a shard is read piece by
+# piece (a 100M-token build writes ~420 per folder).
+MAX_CARRIED_PIECES = 1024
+
+
+def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
     """One folder of instance pieces (a kind's shard, or the claims): the carried chunks'
-    instances, renumbered, as one piece (`carried.parquet`: a shard read back is sorted by
-    `seq`, so the pieces' number and order do not matter, and updates do not pile them up)."""
+    instances. A piece whose chunks are all carried at the positions they had is linked
+    (as `carried-<its name>`, which tells the merge it is not new: `read_changes`); the
+    other pieces' carried rows are gathered, renumbered, into one (`carried-<first seq>`: a
+    shard read back is sorted by `seq`, so the pieces' number and order do not matter). The
+    instances not carried are written as dropped, for the merge."""
     fs, root = fsspec.core.url_to_fs(url)
+    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    parts = parquet_parts(fs, f"{root}/{folder}")
+    gather_all = len(parts) > MAX_CARRIED_PIECES
     kept, dropped = [], []
-    for part in parquet_parts(fs, f"{root}/{folder}"):
+    for part in parts:
+        old = _int64(read_parquet(fs, part, ["seq"]).column("seq"))
+        keep, seq = files.remap(old)
+        if not gather_all and _as_they_were(old, keep, seq):
+            name = part.rsplit("/", 1)[-1]
+            if not name.startswith(CARRIED_PREFIX):
+                name = f"{CARRIED_PREFIX}-{name}"
+            copy_whole(fs, part, f"{work_root}/{folder}/{name}")
+            continue
         table = read_parquet(fs, part)
-        keep, seq = remap_positions(table.column("seq"), new_index)
         if not keep.all():
             dropped.append(table.filter(pa.array(~keep)))
         if keep.any():
@@ -429,9 +492,10 @@ def _carry_folder(url: str, folder: str, work_url: str, new_index: np.ndarray) -
             kept.append(table.set_column(table.column_names.index("seq"), "seq",
                                          pa.array(seq, pa.int64())))
     if kept:
-        work_fs, work_root = fsspec.core.url_to_fs(work_url)
-        write_parquet(work_fs, f"{work_root}/{folder}/{CARRIED_PIECE}",
-                      pa.concat_tables(kept))
+        gathered = pa.concat_tables(kept)
+        first = pc.min(gathered.column("seq")).as_py()
+        write_parquet(work_fs, f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet",
+                      gathered)
     kind, _, shard = folder.removeprefix("instances/").partition("/shard-")
     if dropped and kind in KEY_COLUMNS:  # (claims are not merged by key)
         write_dropped(work_url, kind, int(shard), pa.concat_tables(dropped))

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import IndexNotFoundError
+from graphrag_ray.index.chunks.positions import spread_numbers
 from graphrag_ray.index.chunks.read_and_chunk import stored_pieces
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
@@ -362,7 +363,8 @@ def _offline_build(input_url: str, config: GraphRagConfig, prompts: dict[str, st
         ctx = BuildContext(proxy_config, prompts, LLMServices(), IndexStore(scratch).stage(),
                            progress=lambda _: None)
         _, root, files, _, _ = list_input_files(input_url, config.input)
-        state = run_stages(ctx, BuildState(input_url, root, files, [0] * len(files), 1, []),
+        state = run_stages(ctx, BuildState(input_url, root, files,
+                                           spread_numbers(len(files)), [0] * len(files), 1, []),
                            pipeline("dry_run", proxy_config))
         documents = sum(piece.num_rows for piece in stored_pieces(ctx.work_url, "documents"))
         chunks = pa.concat_tables(list(stored_pieces(ctx.work_url, "chunks", [

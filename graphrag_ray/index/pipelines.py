@@ -55,6 +55,8 @@ class BuildState:
     input_url: str
     input_root: str
     files: list[str]
+    # Each file's number (`chunks/positions`): in every chunk's `seq`, kept by updates.
+    file_numbers: np.ndarray
     chunk_estimates: list[int]  # per file, from its bytes (the progress bar's total)
     shards: int  # of the instances, for the merge
     ignored: list[dict]  # files the listing left out (other types)
@@ -95,7 +97,8 @@ class BuildState:
             pool.close()
 
 
-GIVEN = ("input_url", "input_root", "files", "chunk_estimates", "shards", "ignored", "update")
+GIVEN = ("input_url", "input_root", "files", "file_numbers", "chunk_estimates", "shards",
+         "ignored", "update")
 
 
 def _always(config: GraphRagConfig) -> bool:
@@ -130,18 +133,18 @@ def _run_carry_over(ctx: BuildContext, state: BuildState) -> None:
     if previous is None or not state.update.carry_reading or not has_reading(previous):
         return
     state.carried = plan_carry_over(previous, state.update.diff["unchanged"], state.files,
-                                    state.input_root)
+                                    state.file_numbers, state.input_root)
     state.shards = state.carried.shards  # the carried instances' partition
 
 
 def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
     state.repeated = find_repeated_passages(ctx, state.input_url, state.input_root,
-                                            state.files, state.carried)
+                                            state.files, state.file_numbers, state.carried)
 
 
 def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
     state.plan = plan_extraction(ctx, state.input_url, state.input_root, state.files,
-                                 state.repeated,
+                                 state.file_numbers, state.repeated,
                                  state.update.kept_extractions_url if state.update else None,
                                  state.carried)
     if state.carried is not None:  # settled: the files read again are known
@@ -155,10 +158,10 @@ def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_extract(ctx: BuildContext, state: BuildState) -> None:
-    estimates = state.chunk_estimates
-    if state.carried is not None:  # the progress bar counts the files read
-        carried = state.carried.new_indexes()
-        estimates = [0 if i in carried else n for i, n in enumerate(estimates)]
+    # By file number; the progress bar counts the files read, not those carried.
+    carried = state.carried.carried_numbers() if state.carried is not None else set()
+    estimates = {n: 0 if n in carried else estimate
+                 for n, estimate in zip(state.file_numbers.tolist(), state.chunk_estimates)}
     state.extraction = extract_chunks(ctx, state.plan, state.shards, state.extract_services,
                                       estimates)
     if state.text_units:
@@ -248,8 +251,8 @@ def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_keep_reading(ctx: BuildContext, state: BuildState) -> None:
-    keep_reading(ctx.staged, state.files, state.input_root, state.extraction, state.repeated,
-                 state.shards)
+    keep_reading(ctx.staged, state.files, state.file_numbers, state.input_root,
+                 state.extraction, state.repeated, state.shards)
 
 
 def _online_embeddings(config: GraphRagConfig) -> bool:
@@ -260,15 +263,15 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("embedding_feed", _run_embedding_feed, writes=("feed", "text_units"),
           calls="embeddings", when=_online_embeddings, timed=False,
           about="the embeddings endpoint's pool, embedding text units while extraction runs"),
-    Stage("carry_over", _run_carry_over, reads=("files", "update"),
+    Stage("carry_over", _run_carry_over, reads=("files", "file_numbers", "update"),
           writes=("carried", "shards"),
           about="an update: the unchanged files' documents, chunks and extractions, carried "
                 "over from the previous version"),
-    Stage("repeated_passages", _run_repeated_passages, reads=("files", "carried"),
+    Stage("repeated_passages", _run_repeated_passages, reads=("files", "file_numbers", "carried"),
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
     Stage("plan_extraction", _run_plan_extraction,
-          reads=("files", "repeated", "carried", "text_units"),
+          reads=("files", "file_numbers", "repeated", "carried", "text_units"),
           writes=("plan", "carried_units"), timed=False,
           about="how the files are read, chunked, extracted"),
     Stage("extract_batch", _run_extract_batch, reads=("plan",),

@@ -4,6 +4,7 @@ elements are kept (`reports/kept_summaries`); the tables are those of a full bui
 new corpus, also when a change elsewhere makes a passage of an unchanged file repeated (that
 file is read again)."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -131,16 +132,55 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
                                          "documents": {"added": 0, "changed": 0,
                                                        "deleted": 0,
                                                        "unchanged": len(files)}}
-    # A later update: each instance folder holds the carried piece and this update's own,
-    # however many updates came before.
+    # A later update that only adds a file carries every stored part of the reading as it
+    # is: the same files, linked, not read and written again.
+    before = _stored_reading(index)
     (corpus / "zz-later.txt").write_text(files[2].read_text()[:2000])
+    _update(index, corpus)
+    after = _stored_reading(index)
+    assert before.keys() <= after.keys()
+    assert [n for n, inode in before.items() if after[n] != inode] == []
+    assert any(name.startswith(("chunks/", "documents/")) for name in after.keys() - before)
+
+
+def _stored_reading(url: str) -> dict[str, int]:
+    """The stored parts of a version's reading, by path under it (an instance piece under
+    the name an update links it by), with their inodes."""
+    version = IndexStore(url).open()
+    root = f"{version.root}/{READING}/"
+    parts = {}
+    for path in version.fs.find(root):
+        name = path[len(root):]  # (not the listing, status and passages found: rewritten)
+        if path.endswith((".parquet", ".json")) and "/" in name \
+                and not name.startswith("merged/"):
+            if name.startswith("instances/"):
+                folder, piece = name.rsplit("/", 1)
+                name = f"{folder}/{piece if piece.startswith('carried') else 'carried-' + piece}"
+            parts[name] = os.stat(path).st_ino
+    return parts
+
+
+def test_an_update_gathers_a_folder_of_too_many_pieces_into_one(corpus, tmp_path, monkeypatch):
+    """Each update links the pieces it carries and adds its own: past a number, they are
+    gathered into one, and the update still equals a full build."""
+    from graphrag_ray.index import carry_over
+
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    monkeypatch.setattr(carry_over, "MAX_CARRIED_PIECES", 1)
+    files = sorted(corpus.glob("*.txt"))
+    (corpus / f"{files[4].stem}-b.txt").write_text(files[9].read_text()[:3000])
     _update(index, corpus)
     version = IndexStore(index).open()
     pieces: dict[str, list[str]] = {}
     for path in version.fs.find(f"{version.root}/{READING}/instances"):
         folder, name = path.rsplit("/", 1)
         pieces.setdefault(folder, []).append(name)
+    # The gathered piece, and the one extracted now (where the new file has instances).
     assert pieces and all(len(names) <= 2 for names in pieces.values()), pieces
+    assert all(sum(n.startswith("carried-") for n in names) == 1 for names in pieces.values())
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
 
 
 def test_a_carried_files_reading_warning_stays_with_the_index(corpus, tmp_path):

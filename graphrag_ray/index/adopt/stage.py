@@ -31,6 +31,7 @@ from graphrag_ray.index.adopt.extractions import kept_extractions, place_units, 
 from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
 from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
 from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
+from graphrag_ray.index.chunks.positions import spread_numbers
 from graphrag_ray.index.chunks.read_and_chunk import (
     input_reports, read_and_chunk, stored_pieces)
 from graphrag_ray.index.context import BuildContext, Progress
@@ -311,9 +312,10 @@ def _carry_extractions(config: GraphRagConfig, prompts: dict[str, str], staged,
     input_url = str(input_dir)
     _, root, files, _, _ = list_input_files(input_url, config.input)
     try:
-        repeated = find_repeated_passages(ctx, input_url, root, files) \
+        numbers = spread_numbers(len(files))
+        repeated = find_repeated_passages(ctx, input_url, root, files, numbers) \
             if config.repeated_passages.enabled else None
-        plan = plan_extraction(ctx, input_url, root, files, repeated)
+        plan = plan_extraction(ctx, input_url, root, files, numbers, repeated)
         blocks = list(read_and_chunk(plan.inputs, plan.reading))
         staged.write_table(INPUT_FILES, pa.Table.from_pylist(
             input_reports(ctx.work_url).files, schema=INPUT_FILES_SCHEMA))

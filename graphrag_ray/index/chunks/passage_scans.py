@@ -11,10 +11,8 @@ update can tell which unchanged documents a change elsewhere reads differently
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.index.chunks.positions import FILE_SHIFT
 from graphrag_ray.index.chunks.repeated_passages import OPENING_WORDS, RepeatedPassages
 
 PASSAGE_STRUCT = pa.struct([("key", pa.string()), ("bands", pa.list_(pa.string())),
@@ -38,21 +36,6 @@ def scans_of(table: pa.Table) -> list[Scan]:
             for position, passages, opening in zip(
                 table.column("position").to_pylist(), table.column("passages").to_pylist(),
                 table.column("opening").to_pylist())]
-
-
-def remap_positions(positions: pa.Array | pa.ChunkedArray, new_index: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (or chunk `seq`s) of the previous corpus -> (which rows belong to a file that
-    is carried over, their positions in the current corpus). `new_index[old file index]`
-    is the file's index now, -1 when it is not carried."""
-    old = np.asarray(positions.to_numpy(), dtype=np.int64)
-    files = old >> FILE_SHIFT
-    mapped = np.full(len(old), -1, dtype=np.int64)
-    inside = files < len(new_index)
-    mapped[inside] = new_index[files[inside]]
-    keep = mapped >= 0
-    low = old[keep] & ((1 << FILE_SHIFT) - 1)
-    return keep, (mapped[keep] << FILE_SHIFT) | low
 
 
 REPEATED_SCHEMA = pa.schema([("key", pa.string()), ("first", pa.int64()),

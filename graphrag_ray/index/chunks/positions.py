@@ -1,22 +1,105 @@
-"""A chunk's place in the corpus as one integer (`seq`): its file's index in the listing,
-then its document's place in the file, then its window in the document. Sorting by it
-restores corpus order; an update renumbers a carried file by replacing its top bits
-(`passage_scans.remap_positions`)."""
+"""A chunk's place in the corpus as one integer (`seq`): its file's number, then its
+document's place in the file, then its window in the document. Sorting by it restores corpus
+order.
+
+A file's number is not its index in the listing: a build spreads the files' numbers over all
+the numbers a position can hold (`spread_numbers`), and an update keeps every number of the
+previous listing and numbers the files it adds in the gaps (`file_numbers`). An unchanged
+file's documents, chunks and instances then keep their positions across versions, and an
+update links their stored parts instead of renumbering and rewriting them
+(`carry_over`). Only when a gap is too small for the files added into it are all files
+numbered afresh (and the carried rows renumbered: `FileMap.remap`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
 
 from graphrag_ray.errors import InputError
 
 POSITION_BITS = 20  # documents per file, and chunks per document: up to 2^20 each
-FILE_SHIFT = 2 * POSITION_BITS  # a position's file index: its bits above these
+FILE_SHIFT = 2 * POSITION_BITS  # a position's file number: its bits above these
+FILE_NUMBERS = 1 << (63 - FILE_SHIFT)  # numbers a file can take (a signed 64-bit seq)
 
 
-def seq_file_index(seq: int) -> int:
+def seq_file_number(seq: int) -> int:
     return seq >> FILE_SHIFT
 
 
-def chunk_seq(file_index: int, document: int, window: int) -> int:
+def chunk_seq(file_number: int, document: int, window: int) -> int:
     if document >> POSITION_BITS or window >> POSITION_BITS:
-        raise InputError(f"input file {file_index} has more than {1 << POSITION_BITS:,} "
+        raise InputError(f"input file {file_number} has more than {1 << POSITION_BITS:,} "
                          "documents, or a document more than that many chunks; split it")
-    return (file_index << FILE_SHIFT) | (document << POSITION_BITS) | window
+    return (file_number << FILE_SHIFT) | (document << POSITION_BITS) | window
+
+
+def spread_numbers(count: int) -> np.ndarray:
+    """A build's file numbers, in listing order: evenly spaced over every number, so that an
+    update has room to number the files it adds between two (at 200,000 files, 40 numbers
+    between neighbours)."""
+    if count >= FILE_NUMBERS:
+        raise InputError(f"{count:,} input files: at most {FILE_NUMBERS - 1:,} are indexed "
+                         "at once; merge small files (a JSONL or CSV file holds many documents)")
+    return np.arange(1, count + 1, dtype=np.int64) * (FILE_NUMBERS // (count + 1))
+
+
+def file_numbers(paths: list[str], previous: dict[str, int]) -> np.ndarray:
+    """The numbers of a listing's files (`paths`, in listing order): a file of the previous
+    listing (`previous`: path -> number) keeps its number, the others are spread over the gaps
+    between their neighbours'. All files are numbered afresh (`spread_numbers`) when a gap
+    holds too few numbers, or the kept numbers do not increase in listing order."""
+    kept = [previous.get(path, -1) for path in paths]
+    numbers = np.asarray(kept, dtype=np.int64)
+    held = numbers[numbers >= 0]
+    if not held.size or (np.diff(held) <= 0).any():
+        return spread_numbers(len(paths))
+    place = 0
+    while place < len(paths):
+        if numbers[place] >= 0:
+            place += 1
+            continue
+        end = place  # a run of new files [place, end), between two kept numbers
+        while end < len(paths) and numbers[end] < 0:
+            end += 1
+        low = numbers[place - 1] if place else -1
+        high = numbers[end] if end < len(paths) else FILE_NUMBERS
+        count = end - place
+        if high - low <= count:
+            return spread_numbers(len(paths))
+        numbers[place:end] = low + (np.arange(1, count + 1) * (high - low)) // (count + 1)
+        place = end
+    return numbers
+
+
+@dataclass
+class FileMap:
+    """The previous listing's file numbers (`old`, increasing) and what each is now (`new`,
+    -1 for a file not carried over: changed, deleted, read again)."""
+    old: np.ndarray
+    new: np.ndarray
+
+    def remap(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (or chunk `seq`s) of the previous corpus -> (which belong to a file
+        carried over, their positions now)."""
+        files = positions >> FILE_SHIFT
+        place = np.minimum(np.searchsorted(self.old, files), max(len(self.old) - 1, 0))
+        mapped = np.full(len(positions), -1, dtype=np.int64)
+        if len(self.old):
+            found = self.old[place] == files
+            mapped[found] = self.new[place[found]]
+        keep = mapped >= 0
+        low = positions[keep] & ((1 << FILE_SHIFT) - 1)
+        return keep, (mapped[keep] << FILE_SHIFT) | low
+
+    def drop(self, old_numbers) -> None:
+        """Files no longer carried over (read again)."""
+        numbers = np.asarray(sorted(old_numbers), dtype=np.int64)
+        place = np.searchsorted(self.old, numbers)
+        inside = place < len(self.old)
+        place = place[inside][self.old[place[inside]] == numbers[inside]]
+        self.new[place] = -1
+
+    def carried(self) -> np.ndarray:
+        """The carried files' numbers now."""
+        return self.new[self.new >= 0]

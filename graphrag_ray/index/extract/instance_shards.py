@@ -11,10 +11,11 @@ Instances carry `seq`, their chunk's position in the corpus; a shard read back i
 (stably), which restores chunk order: exactly the shard a whole-table partition gives, hence
 the same merge. A retried batch rewrites the same names whole, so nothing is counted twice.
 
-An update writes the unchanged files' instances as one piece per folder (`CARRIED_PIECE`),
-and the keys of the previous instances it did not carry (files changed, deleted, read again)
-under `<work>/dropped/<kind>/shard-NNNNN.parquet`: with the pieces extracted now, they are
-what changed in each shard (`read_changes`), which the merge merges again (`touched_merge`).
+An update links the unchanged files' pieces, or gathers their rows into one, under names
+that start with `CARRIED_PREFIX` (`carry_over._carry_folder`), and writes the keys of the
+previous instances it did not carry (files changed, deleted, read again) under
+`<work>/dropped/<kind>/shard-NNNNN.parquet`: with the pieces extracted now, they are what
+changed in each shard (`read_changes`), which the merge merges again (`touched_merge`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ KINDS = ("entities", "mentions", "relationships")
 # endpoints.
 KEY_COLUMNS = {"entities": ("title",), "mentions": ("title",),
                "relationships": ("source", "target")}
-CARRIED_PIECE = "carried.parquet"
+CARRIED_PREFIX = "carried"  # a piece an update carried over from the previous version
 DROPPED = "dropped"
 
 
@@ -79,14 +80,14 @@ def write_dropped(work_url: str, kind: str, shard: int, table: pa.Table) -> None
 
 def read_changes(work_url: str, shard: int) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Per kind, the keys (`KEY_COLUMNS`) of the shard's instances that differ from the
-    previous version's: those extracted now (every piece but the carried one) and those
+    previous version's: those extracted now (every piece but the carried ones) and those
     the carry dropped."""
     fs, root = fsspec.core.url_to_fs(work_url)
     changes = []
     for kind in KINDS:
         columns = list(KEY_COLUMNS[kind])
         paths = [p for p in parquet_parts(fs, f"{root}/instances/{kind}/shard-{shard:05d}")
-                 if not p.endswith(f"/{CARRIED_PIECE}")]
+                 if not p.rsplit("/", 1)[-1].startswith(CARRIED_PREFIX)]
         dropped = f"{root}/{DROPPED}/{kind}/shard-{shard:05d}.parquet"
         if fs.exists(dropped):
             paths.append(dropped)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,7 +19,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import block_rows, map_items, map_table
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.positions import seq_file_index
+from graphrag_ray.index.chunks.positions import seq_file_number
 from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
@@ -218,8 +219,8 @@ CHUNK_STATUS_SCHEMA = pa.schema(list(EXTRACTION_SCHEMA) + CHUNK_STATUS_FIELDS)
 
 
 def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
-                           files: list[str], carried: CarriedReading | None = None
-                           ) -> RepeatedPassages | None:
+                           files: list[str], numbers: np.ndarray,
+                           carried: CarriedReading | None = None) -> RepeatedPassages | None:
     """A pass over the files (in tasks, `FILES_PER_READ` at a time) before extraction:
     the passages repeated across documents, with the manifest's figures for them. None
     when the corpus has fewer files than a passage must recur in (nothing can repeat).
@@ -227,8 +228,8 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     scans from the previous version, and reads again the carried files whose documents the
     passages found now cut differently."""
     settings = ctx.config.repeated_passages
-    skip = carried.new_indexes() if carried is not None else set()
-    indexed = [(i, path) for i, path in enumerate(files) if i not in skip]
+    skip = carried.carried_numbers() if carried is not None else set()
+    indexed = [(n, path) for n, path in zip(numbers.tolist(), files) if n not in skip]
     batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(indexed), FILES_PER_READ)]
     scanned = [document for batch in map_items(
         scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
@@ -325,7 +326,7 @@ class ExtractionPlan:
 
 
 def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: list[str],
-                    repeated: RepeatedPassages | None = None,
+                    numbers: np.ndarray, repeated: RepeatedPassages | None = None,
                     previous_kept_url: str | None = None,
                     carried: CarriedReading | None = None) -> ExtractionPlan:
     config = ctx.config
@@ -339,10 +340,10 @@ def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: l
                       min_passage_chars=config.repeated_passages.min_chars
                       if repeated is not None else 0,
                       names_of=method.names_of)
-    skip = carried.new_indexes() if carried is not None else set()
-    to_read = [i for i in range(len(files)) if i not in skip]
-    inputs = pa.table({"file_index": pa.array(to_read, pa.int64()),
-                       "path": pa.array([files[i] for i in to_read], pa.string())})
+    skip = carried.carried_numbers() if carried is not None else set()
+    to_read = [(n, path) for n, path in zip(numbers.tolist(), files) if n not in skip]
+    inputs = pa.table({"file_index": pa.array([n for n, _ in to_read], pa.int64()),
+                       "path": pa.array([path for _, path in to_read], pa.string())})
     return ExtractionPlan(method, inputs, reading, pool,
                           previous_kept_url if method.calls_llm else None, carried)
 
@@ -379,11 +380,11 @@ def extract_by_batch(ctx: BuildContext, plan: ExtractionPlan) -> LLMServices:
 
 def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
                    services: LLMServices | None = None,
-                   chunk_estimates: list[int] | None = None) -> pa.Table:
+                   chunk_estimates: dict[int, int] | None = None) -> pa.Table:
     """Input files -> (workers) documents and chunks into the work area -> extraction ->
     instances into `shards` pieces per batch. Returns one status row per chunk, in chunk
     order; stops if every chunk failed. `services`: the context's, or those a batch pass
-    returned; `chunk_estimates`: per file, for the progress bar."""
+    returned; `chunk_estimates`: per file number, for the progress bar."""
     with ctx.stage("extract"):
         carried = carry_reading(ctx, plan.carried, plan.previous_kept_url) \
             if plan.carried is not None else CHUNK_STATUS_SCHEMA.empty_table()
@@ -398,7 +399,7 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
                 "work_url": ctx.work_url, "shards": shards,
                 "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if plan.method.calls_llm
                 else None}, plan.method.instance_batch_chunks),
-            progress=ChunkProgress("extract", chunk_estimates, seq_file_index)
+            progress=ChunkProgress("extract", chunk_estimates, seq_file_number)
             if ctx.progress_bars and chunk_estimates else None)
         if plan.carried is not None and plan.inputs.num_rows:
             extraction = pa.concat_tables([carried, extraction.cast(carried.schema)])
