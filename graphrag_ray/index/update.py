@@ -52,9 +52,9 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     config = config or config_from_manifest(manifest)
     prompts = load_prompts(config)
     fs, root, files, _, _ = list_input_files(input_url, config.input)
-    inputs = input_fingerprints(fs, root, files)
-    diff = diff_inputs(previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES)
-                       else None, inputs)
+    fingerprints = previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES) \
+        else None
+    diff = diff_inputs(fingerprints, input_fingerprints(fs, root, files, fingerprints))
     same_settings = manifest.settings_fingerprint == settings_fingerprint(config, prompts)
     counts = {k: len(v) for k, v in diff.items()}
     progress(f"documents since version {previous.version}: " + ", ".join(

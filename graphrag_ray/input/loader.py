@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
@@ -29,7 +30,13 @@ import pyarrow as pa
 from graphrag_ray.config import InputConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.input.documents import READERS as DOCUMENT_READERS, Read
+from graphrag_ray.storage.atomic import is_local
 from graphrag_ray.storage.parquet_io import parquet_from_bytes
+
+# A local file whose modification time is this much older than the moment it is read is
+# settled: its time is recorded with its hash, and an update takes the hash again for a file
+# of the same size and time instead of reading it (`settled_time`).
+SETTLED_S = 2.0
 
 _BINARY_PROBE_BYTES = 8192
 
@@ -104,11 +111,13 @@ def load_file(fs: fsspec.AbstractFileSystem, root: str, path: str,
     skipped."""
     relative = relative_path(path, root)
     result = LoadedInput(documents=DOCUMENT_SCHEMA.empty_table())
+    info = fs.info(path)  # before reading: a later change moves the time recorded here
     with fs.open(path, "rb") as handle:
         data = handle.read()
     result.files.append({"path": relative, "bytes": len(data),
-                         "sha256": hashlib.sha256(data).hexdigest()})
-    created = _creation_date(fs.info(path))
+                         "sha256": hashlib.sha256(data).hexdigest(),
+                         "modified": settled_time(fs, info)})
+    created = _creation_date(info)
     try:
         rows = _read_file(relative, data, config, result)
     except InputError as exc:
@@ -143,6 +152,18 @@ def load_documents(url: str, config: InputConfig) -> LoadedInput:
     result.documents = documents.add_column(
         1, "human_readable_id", pa.array(range(documents.num_rows), pa.int64()))
     return result
+
+
+def settled_time(fs: fsspec.AbstractFileSystem, info: dict) -> float | None:
+    """A local file's modification time, when it is `SETTLED_S` in the past (a file written
+    in the same tick as it is read could change again without its time moving, on disks
+    whose times are coarse); None otherwise, and on object stores, whose times are upload
+    times and whose listing is not where a hash is saved."""
+    modified = info.get("mtime")
+    if not is_local(fs) or not isinstance(modified, (int, float)) \
+            or time.time() - modified < SETTLED_S:
+        return None
+    return float(modified)
 
 
 def _creation_date(info: dict) -> str:
