@@ -169,8 +169,9 @@ def _run_extract(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
-    state.skipped, state.warnings = report_inputs(ctx, state.input_url, state.extraction,
-                                                  state.ignored)
+    state.skipped, state.warnings = report_inputs(
+        ctx, state.input_url, state.extraction, state.ignored,
+        state.update.fingerprints if state.update else None)
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
@@ -285,7 +286,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("extract_nlp", _run_extract, reads=("plan", "shards", "text_units"),
           writes=("extraction",),
           timed=False, about="read, chunk, extract offline; instances spilled in shards"),
-    Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored"),
+    Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored", "update"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
     Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("graph",),

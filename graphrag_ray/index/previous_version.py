@@ -18,7 +18,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.graph.merge import element_id
-from graphrag_ray.input.loader import relative_path
+from graphrag_ray.input.loader import relative_path, settled_time
 from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.storage import IndexVersion, Manifest
@@ -60,13 +60,17 @@ def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str
     for start in range(0, len(to_read), _READ_BATCH):
         batch = to_read[start:start + _READ_BATCH]
         try:
+            # (the times before the bytes: a change while reading moves the time kept)
+            times = {path: settled_time(fs, fs.info(path)) for path in batch} \
+                if is_local(fs) else {}
             contents = fs.cat(batch)  # a list: a dict by path, even of one
         except OSError as exc:
             raise InputError(f"cannot read input files under {root}: {exc}") from None
         for path in batch:
             data = contents[path]
             rows[path] = {"path": relative_path(path, root), "bytes": len(data),
-                          "sha256": hashlib.sha256(data).hexdigest(), "modified": None}
+                          "sha256": hashlib.sha256(data).hexdigest(),
+                          "modified": times.get(path)}
     return pa.Table.from_pylist([rows[path] for path in files], schema=INPUT_FILES_SCHEMA)
 
 
@@ -107,6 +111,8 @@ class UpdateBase:
     kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
     # The same settings: the unchanged files' reading is carried over (`index/carry_over`).
     carry_reading: bool = False
+    # The input files' fingerprints the update compared (`input_fingerprints`).
+    fingerprints: pa.Table | None = None
 
     @cached_property
     def manifest(self) -> Manifest:

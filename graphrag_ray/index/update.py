@@ -54,7 +54,8 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     fs, root, files, _, _ = list_input_files(input_url, config.input)
     fingerprints = previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES) \
         else None
-    diff = diff_inputs(fingerprints, input_fingerprints(fs, root, files, fingerprints))
+    now = input_fingerprints(fs, root, files, fingerprints)
+    diff = diff_inputs(fingerprints, now)
     same_settings = manifest.settings_fingerprint == settings_fingerprint(config, prompts)
     counts = {k: len(v) for k, v in diff.items()}
     progress(f"documents since version {previous.version}: " + ", ".join(
@@ -83,7 +84,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, diff,
                       previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
-                      carry_reading=same_settings)
+                      carry_reading=same_settings, fingerprints=now)
     return build_index(input_url, index_url, config, progress=progress,
                        progress_bars=progress_bars, update=base)
 

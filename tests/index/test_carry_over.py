@@ -281,3 +281,26 @@ def test_a_vector_part_whose_rows_are_all_kept_is_carried_as_it_is(tmp_path, mon
     assert len(parts) == 3  # the second and third gathered into one
     carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
     assert carried.column("id").to_pylist() == wanted.to_pylist()
+
+
+def test_an_update_completes_the_times_of_files_it_carries(corpus, tmp_path):
+    """Files read a moment after they were written record no time (`settled_time`), nor did
+    versions from before times were kept: an update that finds them settled records theirs,
+    so the next one takes their hashes without reading them."""
+    import time
+
+    from graphrag_ray.index.previous_version import INPUT_FILES
+
+    index = str(tmp_path / "index")
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    before = IndexStore(index).open().read_table(INPUT_FILES)
+    assert before.column("modified").null_count == before.num_rows  # just generated
+    then = time.time() - 60
+    for path in corpus.glob("*.txt"):
+        os.utime(path, (then, then))
+    (corpus / "zz-new.txt").write_text("Jonas Pellew founded Quarry Lane Works.")
+    _update(index, corpus)
+    after = IndexStore(index).open().read_table(INPUT_FILES)
+    times = dict(zip(after.column("path").to_pylist(), after.column("modified").to_pylist()))
+    assert times.pop("zz-new.txt") is None  # (written just now)
+    assert times and all(t == then for t in times.values())

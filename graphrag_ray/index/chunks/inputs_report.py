@@ -14,12 +14,22 @@ from graphrag_ray.index.previous_version import INPUT_FILES, INPUT_FILES_SCHEMA
 
 
 def report_inputs(ctx: BuildContext, input_url: str, extraction: pa.Table,
-                  ignored: list[dict]) -> tuple[list[dict], list[str]]:
+                  ignored: list[dict], fingerprints: pa.Table | None = None
+                  ) -> tuple[list[dict], list[str]]:
     """What the listing left out (`ignored`: files of other types) and what the readers
-    skipped or warned of; stops when nothing was read. Returns (skipped, warnings)."""
+    skipped or warned of; stops when nothing was read. Returns (skipped, warnings).
+    `fingerprints`: an update's (`previous_version.input_fingerprints`), whose times complete
+    the records of files carried over from a version that kept none."""
     reports = input_reports(ctx.work_url)
-    ctx.staged.write_table(INPUT_FILES, pa.Table.from_pylist(reports.files,
-                                                             schema=INPUT_FILES_SCHEMA))
+    files = reports.files
+    if fingerprints is not None:
+        times = {(path, digest): modified for path, digest, modified in zip(*(
+            fingerprints.column(c).to_pylist() for c in ("path", "sha256", "modified")))
+            if modified is not None}
+        files = [record if record.get("modified") is not None else
+                 {**record, "modified": times.get((record["path"], record["sha256"]))}
+                 for record in files]
+    ctx.staged.write_table(INPUT_FILES, pa.Table.from_pylist(files, schema=INPUT_FILES_SCHEMA))
     skipped, warnings = ignored + reports.skipped, reports.warnings
     if reports.kept_out_warning():
         warnings = warnings + [reports.kept_out_warning()]
