@@ -25,10 +25,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Callable, Iterator
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
@@ -148,6 +149,16 @@ class IndexVersion:
             pass
         for part in parquet_parts(self.fs, self._path(name)):
             yield read_parquet(self.fs, part, columns)
+
+    def iter_rows_where(self, name: str, columns: list[str], key: str,
+                        wanted: Callable[[pa.ChunkedArray], pa.ChunkedArray]):
+        """The table part by part, only the rows `wanted(<the part's key column>)` marks: a
+        part's other columns are read only when one of its rows is wanted (an update embeds
+        the few rows of a table whose vectors it did not carry)."""
+        for path in self._table_files(name):
+            mask = wanted(read_parquet(self.fs, path, [key]).column(key))
+            if pc.any(mask).as_py():
+                yield read_parquet(self.fs, path, columns).filter(mask)
 
     def _table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version

@@ -313,19 +313,34 @@ def without(table: pa.Table, ids: pa.ChunkedArray | None) -> pa.Table:
     return table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids.combine_chunks())))
 
 
+def parts_without(staged: IndexVersion, name: str, columns: list[str],
+                  ids: pa.ChunkedArray | None):
+    """Table `name`'s rows (`columns`, a part at a time) whose id is not in `ids`; a part
+    all of whose ids are is not read further."""
+    if ids is None:
+        yield from staged.iter_table(name, columns)
+        return
+    value_set = ids.combine_chunks()
+    yield from staged.iter_rows_where(
+        name, columns, "id", lambda part: pc.invert(pc.is_in(part, value_set=value_set)))
+
+
 def texts_to_embed(staged: IndexVersion, skip: dict[str, pa.ChunkedArray] | None = None
                    ) -> Iterator[tuple[str, list[str], list[str]]]:
     """(table name, ids, texts) of every table to embed, read back from `staged` (entities
     and text units a part at a time) once the stages have written them; not the ids in
     `skip[table]` (an update copied their vectors)."""
     skip = skip or {}
+    reports = [pa.table({"id": pa.array([], pa.string()),
+                         "full_content": pa.array([], pa.string())}),
+               *parts_without(staged, schema.COMMUNITY_REPORTS, ["id", "full_content"],
+                              skip.get(schema.REPORT_EMBEDDINGS))]
     texts = embedding_texts(
-        without(staged.read_table(schema.COMMUNITY_REPORTS, ["id", "full_content"]),
-                skip.get(schema.REPORT_EMBEDDINGS)),
-        (without(part, skip.get(schema.ENTITY_DESCRIPTION_EMBEDDINGS))
-         for part in staged.iter_table(schema.ENTITIES, ["id", "title", "description"])))
-    units = (without(part, skip.get(schema.TEXT_UNIT_EMBEDDINGS))
-             for part in staged.iter_table(schema.TEXT_UNITS, ["id", "text"]))
+        pa.concat_tables(reports),
+        parts_without(staged, schema.ENTITIES, ["id", "title", "description"],
+                      skip.get(schema.ENTITY_DESCRIPTION_EMBEDDINGS)))
+    units = parts_without(staged, schema.TEXT_UNITS, ["id", "text"],
+                          skip.get(schema.TEXT_UNIT_EMBEDDINGS))
     text_units = ((schema.TEXT_UNIT_EMBEDDINGS, part.column("id").to_pylist(),
                    part.column("text").to_pylist()) for part in units if part.num_rows)
     return itertools.chain(texts, text_units)
