@@ -43,6 +43,13 @@ def layout_positions(graph: ig.Graph, config: LayoutConfig) -> tuple[np.ndarray,
     return coords[:, 0], coords[:, 1]
 
 
+# New nodes start at their placed neighbours' mean, so they settle in a fraction of a whole
+# layout's iterations. Measured on a 100M-token update's 3,322 new entities (3,373 nodes and
+# their neighbours): 500 iterations 4.4 s, 100 1.0 s, with the new nodes' median distance
+# from their neighbours' mean 10.9 and 13.2 (the layout spans ~580 units).
+PLACEMENT_SHARE = 5  # a placement runs `layout.iterations // PLACEMENT_SHARE` iterations
+
+
 def place_new(graph: ig.Graph, x: np.ndarray, y: np.ndarray, placed: np.ndarray,
               config: LayoutConfig) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) per node: the `placed` nodes' positions as given, the others laid out among
@@ -73,7 +80,8 @@ def place_new(graph: ig.Graph, x: np.ndarray, y: np.ndarray, placed: np.ndarray,
     ig.set_random_number_generator(random.Random(config.seed))
     try:
         layout = local.layout_fruchterman_reingold(
-            weights="weight" if local.ecount() else None, niter=config.iterations,
+            weights="weight" if local.ecount() else None,
+            niter=max(1, config.iterations // PLACEMENT_SHARE),
             seed=start.tolist(), minx=low_x.tolist(), maxx=high_x.tolist(),
             miny=low_y.tolist(), maxy=high_y.tolist(), grid=True)
     finally:
