@@ -28,7 +28,6 @@ filtered, renumbered and written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
@@ -298,21 +297,21 @@ def carry_embeddings(carried: CarriedReading, carried_units: pa.ChunkedArray,
 
 def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns: list[str]
                ) -> pa.ChunkedArray:
-    """Ids whose `columns` hold the same text in `staged` as in `previous` (compared by a
-    digest of each row, read a part at a time)."""
-    def digests(version: IndexVersion) -> dict[str, bytes]:
-        found = {}
-        for part in version.iter_table(table, ["id", *columns]):
-            ids = part.column("id").to_pylist()
-            values = zip(*(part.column(c).to_pylist() for c in columns))
-            found.update((i, hashlib.blake2b("\x00".join(v or "" for v in row).encode(),
-                                             digest_size=16).digest())
-                         for i, row in zip(ids, values))
-        return found
-
-    before = digests(previous)
-    return pa.chunked_array([pa.array([i for i, d in digests(staged).items()
-                                       if before.get(i) == d], pa.string())])
+    """Ids whose `columns` hold the same text in `staged` as in `previous` (a null as an
+    empty text), compared in Arrow a staged part at a time against the previous table (a
+    Python digest per row was 5 s of a 100M-token update)."""
+    before = previous.read_table(table, ["id", *columns])
+    same = []
+    for part in staged.iter_table(table, ["id", *columns]):
+        at = pc.index_in(part.column("id"), value_set=before.column("id"))
+        found = pc.is_valid(at)
+        part, rows = part.filter(found), at.filter(found)
+        equal = pa.array(np.ones(part.num_rows, dtype=bool))
+        for column in columns:
+            equal = pc.and_(equal, pc.equal(part.column(column).fill_null(""),
+                                            before.column(column).take(rows).fill_null("")))
+        same.append(part.column("id").filter(equal).combine_chunks())
+    return pa.chunked_array(same, type=pa.string())
 
 
 def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,

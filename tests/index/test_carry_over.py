@@ -304,3 +304,20 @@ def test_an_update_completes_the_times_of_files_it_carries(corpus, tmp_path):
     times = dict(zip(after.column("path").to_pylist(), after.column("modified").to_pylist()))
     assert times.pop("zz-new.txt") is None  # (written just now)
     assert times and all(t == then for t in times.values())
+
+
+def test_same_texts_finds_the_rows_whose_embedded_text_did_not_change(tmp_path):
+    import pyarrow as pa
+
+    from graphrag_ray.index.carry_over import same_texts
+
+    store = IndexStore(str(tmp_path / "index"))
+    before, after = store.stage(), store.stage()
+    before.write_table("entities", pa.table({
+        "id": ["a", "b", "c", "d", "e"], "title": ["A", "B", "C", "D", "E"],
+        "description": ["one", "two", None, "four", "five"]}))
+    after.write_table("entities", pa.table({  # in parts, another order; "e" gone, "f" new
+        "id": ["d", "c", "b", "a", "f"], "title": ["D", "C", "B", "A2", "F"],
+        "description": ["four", "", "TWO", "one", "six"]}), rows_per_part=2)
+    assert sorted(same_texts(before, after, "entities", ["title", "description"])
+                  .to_pylist()) == ["c", "d"]  # (a null and an empty text are alike)
