@@ -27,11 +27,15 @@ def row_group_rows(table: pa.Table) -> int:
     return max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row)
 
 
-def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table) -> None:
+def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table,
+                  read_whole: bool = False) -> None:
     """Written whole (see `write_atomically`): a retried writer replaces it, a reader never
-    sees half of it."""
+    sees half of it. `read_whole`: a work file no reader takes rows of by number, written in
+    Arrow's default row groups (the small ones `row_group_rows` gives are twice as slow to
+    encode: the 100M-token entities' structure, 4.4 s against 1.9)."""
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd", row_group_size=row_group_rows(table))
+    pq.write_table(table, buffer, compression="zstd",
+                   row_group_size=None if read_whole else row_group_rows(table))
     write_atomically(fs, path, buffer.getvalue())
 
 

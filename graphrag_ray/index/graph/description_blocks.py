@@ -68,13 +68,28 @@ class DescriptionAddresses:
 
 def read_descriptions(tables: list[pa.Table], addresses, column: str = "description") -> list:
     """The values at (block position, row) `addresses`, from blocks resolved by the worker."""
-    columns: dict[int, pa.ChunkedArray] = {}
-    values = []
-    for block, row in addresses:
-        if block not in columns:
-            columns[block] = tables[block].column(column)
-        values.append(columns[block][row].as_py())
-    return values
+    pairs = np.asarray(list(addresses), dtype=np.int64).reshape(-1, 2)
+    return take_descriptions(tables, pairs[:, 0], pairs[:, 1], column).to_pylist()
+
+
+def take_descriptions(tables: list[pa.Table], blocks, rows, column: str = "description"
+                      ) -> pa.Array:
+    """The values at (`blocks[i]`, `rows[i]`) (block positions and rows, arrays), in that
+    order: taken from each block at once in Arrow (a value at a time, as Python, was most of
+    writing a 100M-token index's entities and relationships)."""
+    blocks = np.asarray(blocks, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    kind = pa.string() if column == "description" else pa.list_(pa.string())
+    if not len(blocks):
+        return pa.array([], kind)
+    order = np.argsort(blocks, kind="stable")
+    starts = np.flatnonzero(np.diff(blocks[order], prepend=-1))
+    ends = np.append(starts[1:], len(order))
+    taken = [tables[int(blocks[order[a]])].column(column).take(pa.array(rows[order[a:b]]))
+             .combine_chunks().cast(kind) for a, b in zip(starts, ends)]
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return pa.concat_arrays(taken).take(pa.array(inverse))
 
 
 def split_descriptions(entities: pa.Table, relationships: pa.Table, shard: int, encoding: str

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
-from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, read_descriptions
+from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, take_descriptions
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 
@@ -32,10 +32,9 @@ class ElementTableWriter:
     def __call__(self, named: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         fs, path = fsspec.core.url_to_fs(named.column("piece")[0].as_py())
         batch = read_parquet(fs, path)
-        description = read_descriptions(blocks, zip(batch.column("block").to_pylist(),
-                                                    batch.column("row").to_pylist()))
-        lists = read_descriptions(blocks, zip(batch.column("list_block").to_pylist(),
-                                              batch.column("list_row").to_pylist()), "descriptions")
+        description = take_descriptions(blocks, batch.column("block"), batch.column("row"))
+        lists = take_descriptions(blocks, batch.column("list_block"), batch.column("list_row"),
+                                  "descriptions")
         path = batch.column("path")[0].as_py()
         table = _with_text(batch.drop_columns(ADDRESS_COLUMNS), description, lists)
         write_parquet(self.fs, f"{self.root.rstrip('/')}/{path}", table.select(self.columns))
@@ -53,7 +52,8 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
             (schema.ENTITIES, entities, 0, schema.ENTITY_COLUMNS),
             (schema.RELATIONSHIPS, relationships, n_entities, schema.RELATIONSHIP_COLUMNS)):
         if not table.num_rows:
-            staged.write_table(name, _with_text(table, [], []).select(columns))
+            staged.write_table(name, _with_text(table, pa.array([], pa.string()), pa.array(
+                [], pa.list_(pa.string()))).select(columns))
             continue
         writer = pool.bind(ElementTableWriter, {"version_url": staged.url_of(""),
                                                 "columns": columns})
@@ -70,13 +70,12 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
             for column in ADDRESS_COLUMNS:
                 piece = piece.append_column(column, pa.array(addressed[column]))
             piece_path = f"{work_root}/{ELEMENT_PIECES}/{name}-{part:05d}.parquet"
-            write_parquet(fs, piece_path, piece)
+            write_parquet(fs, piece_path, piece, read_whole=True)
             pool.submit(writer, pa.table({"piece": [fs.unstrip_protocol(piece_path)]}),
                         blocks=handles + list_handles)
     pool.drain()
     return {schema.ENTITIES: n_entities, schema.RELATIONSHIPS: relationships.num_rows}
 
 
-def _with_text(table: pa.Table, description: list[str], lists: list[list[str]]) -> pa.Table:
-    return table.append_column("description", pa.array(description, pa.string())).append_column(
-        "descriptions", pa.array(lists, pa.list_(pa.string())))
+def _with_text(table: pa.Table, description: pa.Array, lists: pa.Array) -> pa.Table:
+    return table.append_column("description", description).append_column("descriptions", lists)
