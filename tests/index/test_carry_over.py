@@ -321,3 +321,33 @@ def test_same_texts_finds_the_rows_whose_embedded_text_did_not_change(tmp_path):
         "description": ["four", "", "TWO", "one", "six"]}), rows_per_part=2)
     assert sorted(same_texts(before, after, "entities", ["title", "description"])
                   .to_pylist()) == ["c", "d"]  # (a null and an empty text are alike)
+
+
+def test_an_index_numbered_densely_is_renumbered_by_its_first_update(corpus, tmp_path,
+                                                                    monkeypatch):
+    """Versions from before file numbers were spread numbered files 0, 1, 2, ...: a file
+    added between two has no number free, so the update numbers every file afresh and
+    carries the whole reading renumbered; the next update links it."""
+    import numpy as np
+
+    from graphrag_ray.index.chunks import positions
+
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    spread = positions.spread_numbers
+    monkeypatch.setattr(positions, "spread_numbers",
+                        lambda count: np.arange(count, dtype=np.int64))
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    listing = IndexStore(index).open().read_table(f"{READING}/files")
+    assert listing.column("file_index").to_pylist() == list(range(listing.num_rows))
+    monkeypatch.setattr(positions, "spread_numbers", spread)
+    files = sorted(corpus.glob("*.txt"))
+    (corpus / f"{files[3].stem}-b.txt").write_text(files[8].read_text()[:3000])
+    before = _stored_reading(index)
+    _update(index, corpus)
+    after = _stored_reading(index)
+    assert not any(after.get(name) == inode for name, inode in before.items())  # rewritten
+    numbers = IndexStore(index).open().read_table(f"{READING}/files").column(
+        "file_index").to_pylist()
+    assert numbers == spread(len(numbers)).tolist()
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
