@@ -174,7 +174,7 @@ def main() -> int:
             index_url = f"s3://bench/{rows}" if args.s3 else str(folder / "index")
             uri = f"{index_url}/vectors/t.lance"
             options = lance_options(index_url)
-            sync = sync_vectors(uri, options, parts, config)
+            sync = sync_vectors(uri, options, lambda skip: parts(), config)
             started = time.perf_counter()
             exact = VectorTable.from_table(pa.concat_tables(parts()))
             brute_load_s = time.perf_counter() - started
@@ -209,7 +209,7 @@ def main() -> int:
                                      "vector": pa.array(list(fresh[changed:]),
                                                         pa.list_(pa.float32()))}), added_file)
             updated = (update_file, *files[1:], added_file)
-            update = sync_vectors(uri, options, lambda: parts(updated), config)
+            update = sync_vectors(uri, options, lambda skip: parts(updated), config)
             figures = {
                 "rows": rows, "store": "s3 (moto)" if args.s3 else "local disk",
                 "index_type": config.index_type, "embed_s": round(embed_s, 1),

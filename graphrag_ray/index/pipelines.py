@@ -86,6 +86,8 @@ class BuildState:
     dimensions: int | None = None
     embed_usage: Usage | None = None
     vector_stores: dict[str, dict] = field(default_factory=dict)  # per table: its Lance version
+    # An update: per embeddings table, the ids whose vectors were copied unchanged.
+    carried_vectors: dict[str, pa.ChunkedArray] = field(default_factory=dict)
 
     def close(self) -> None:
         """The feed's thread and the pools, whatever stage stopped the build."""
@@ -241,14 +243,17 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
                                        state.embed_services or ctx.services,
                                        state.summaries_pool)
     queued = state.feed is not None
-    carried, skip = carry_embeddings(state.carried, state.carried_units, ctx.staged, queued,
-                                     ctx.config.runtime) if state.carried else ({}, {})
+    carried, state.carried_vectors = carry_embeddings(
+        state.carried, state.carried_units, ctx.staged, queued, ctx.config.runtime) \
+        if state.carried else ({}, {})
     state.embedded, state.dimensions, state.embed_usage = embed_index(
-        ctx.staged, feed, queued, carried, skip)
+        ctx.staged, feed, queued, carried, state.carried_vectors)
 
 
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
-    state.vector_stores = index_vectors(ctx, state.embedded)
+    state.vector_stores = index_vectors(
+        ctx, state.embedded, state.carried_vectors,
+        state.update.manifest.vector_stores if state.update else None)
 
 
 def _run_keep_reading(ctx: BuildContext, state: BuildState) -> None:
@@ -328,9 +333,11 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
     Stage("embed", _run_embed, reads=("counts", "feed", "summaries_pool", "embed_services",
                                       "carried", "carried_units"),
-          writes=("embedded", "dimensions", "embed_usage"), calls="embeddings",
+          writes=("embedded", "dimensions", "embed_usage", "carried_vectors"),
+          calls="embeddings",
           about="embeddings of entities, reports, text units"),
-    Stage("vector_index", _run_vector_index, reads=("embedded",), writes=("vector_stores",),
+    Stage("vector_index", _run_vector_index, reads=("embedded", "carried_vectors", "update"),
+          writes=("vector_stores",),
           about="approximate indexes (Lance) of the embeddings tables past "
                 "vector_index.ann_min_rows rows"),
     Stage("keep_reading", _run_keep_reading, reads=("extraction", "repeated", "shards"),

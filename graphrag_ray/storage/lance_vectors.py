@@ -146,6 +146,7 @@ class SyncFigures:
     added: int
     deleted: int
     rewritten: bool  # written whole (first time, new dimensions, most rows changed)
+    kept: int  # rows an update carried, taken as the dataset holds them (not read again)
     trained: bool  # the IVF index trained (again) rather than extended
     index_type: str
     seconds: float
@@ -158,21 +159,42 @@ class SyncFigures:
     def as_json(self, table: str) -> dict:
         return {"store": "lance", "path": f"{STORE_FOLDER}/{table}.lance",
                 "version": self.version, "rows": self.rows, "added": self.added,
-                "deleted": self.deleted, "rewritten": self.rewritten, "trained": self.trained,
+                "deleted": self.deleted, "rewritten": self.rewritten, "kept": self.kept,
+                "trained": self.trained,
                 "index_type": self.index_type, "seconds": round(self.seconds, 2),
                 "compare_s": round(self.compare_s, 2), "write_s": round(self.write_s, 2),
                 "index_s": round(self.index_s, 2)}
 
 
-def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator[pa.Table]],
-                 config: VectorIndexConfig) -> SyncFigures:
-    """Make the dataset at `uri` hold exactly the rows of `parts()` (id, vector), indexed.
-    `parts` is read twice (digests first, then the rows to add), a part at a time: the
-    driver holds ids and digests, never the vectors of the whole table."""
+@dataclass(frozen=True)
+class KeptVectors:
+    """Ids whose vectors an update carried unchanged from the previous index version, whose
+    dataset version is `version`: where that is still the dataset's latest, their rows (and
+    digests) are in it already, and their vectors are neither read nor digested again."""
+    ids: pa.Array
+    version: int
+
+
+def sync_vectors(uri: str, options: dict[str, str],
+                 parts: Callable[[pa.Array | None], Iterator[pa.Table]],
+                 config: VectorIndexConfig, kept: KeptVectors | None = None) -> SyncFigures:
+    """Make the dataset at `uri` hold exactly the rows of `parts(None)` (id, vector),
+    indexed; `parts(ids)` leaves out the rows of `ids` (a part holding nothing else need
+    not be read). The parts are read twice (digests first, then the rows to add), a part at
+    a time: the driver holds ids and digests, never the vectors of the whole table. `kept`:
+    rows known to be in the dataset as they are (an update's carried vectors)."""
     lance = _lance()
     started = time.perf_counter()
-    pieces, width = [], None
-    for part in parts():
+    existing = _open_latest(lance, uri, options)
+    pieces, width, skip = [], None, None
+    if kept is not None and existing is not None and existing.version == kept.version:
+        held = existing.to_table(columns=["id", "digest"])
+        held = held.filter(pc.is_in(held.column("id"), value_set=kept.ids))
+        if held.num_rows:
+            pieces.append(held)
+            skip = held.column("id").combine_chunks()
+            width = existing.schema.field("vector").type.list_size
+    for part in parts(skip):
         digests, matrix = vector_digests(part.column("vector"))
         if matrix.size:
             width = width or matrix.shape[1]
@@ -185,7 +207,6 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
     if width is None:
         raise GraphRagError(f"{uri}: the embeddings table is empty")
 
-    existing = _open_latest(lance, uri, options)
     dataset = existing
     if dataset is not None and dataset.schema.field("vector").type.list_size != width:
         dataset = None  # other embeddings settings: the old vectors are no use
@@ -203,7 +224,7 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
     wanted = None if rewrite else pa.chunked_array(added).combine_chunks()
 
     def rows() -> Iterator[pa.RecordBatch]:
-        for part in parts():
+        for part in parts(None if rewrite else skip):
             if wanted is not None:
                 part = part.filter(pc.is_in(part.column("id"), value_set=wanted))
             if part.num_rows:
@@ -237,6 +258,7 @@ def sync_vectors(uri: str, options: dict[str, str], parts: Callable[[], Iterator
     return SyncFigures(version=dataset.version, rows=new.num_rows,
                        added=new.num_rows if rewrite else len(added),
                        deleted=0 if rewrite else len(deleted), rewritten=rewrite,
+                       kept=0 if rewrite or skip is None else len(skip),
                        trained=train, index_type=config.index_type,
                        seconds=done - started, compare_s=compared - started,
                        write_s=written - compared, index_s=done - written)

@@ -60,6 +60,8 @@ def test_every_method_searches_the_approximate_index_and_an_update_extends_it(tm
                           progress=lambda _: None)
     units = second.vector_stores[schema.TEXT_UNIT_EMBEDDINGS]
     assert not units["rewritten"] and not units["trained"]
+    # The carried text units' vectors were taken as the dataset held them, not read again.
+    assert units["kept"] == first.tables[schema.TEXT_UNIT_EMBEDDINGS]
     assert units["added"] == second.tables[schema.TEXT_UNIT_EMBEDDINGS] - \
         first.tables[schema.TEXT_UNIT_EMBEDDINGS] and units["deleted"] == 0
     assert units["version"] > stores[schema.TEXT_UNIT_EMBEDDINGS]["version"]

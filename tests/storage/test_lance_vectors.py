@@ -7,6 +7,7 @@ import warnings
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from graphrag_ray.config import VectorIndexConfig
@@ -27,10 +28,18 @@ def table(ids: list[str], vectors: np.ndarray) -> pa.Table:
     return pa.table({"id": ids, "vector": pa.array(list(vectors), pa.list_(pa.float32()))})
 
 
-def parts_of(ids, vectors, size=700):
-    """The table as a build writes it: parts, read again on each call."""
-    return lambda: iter([table(ids[i:i + size], vectors[i:i + size])
-                         for i in range(0, len(ids), size)])
+def parts_of(ids, vectors, size=700, read=None):
+    """The table as a build writes it: parts, read again on each call, without the rows of
+    the ids given (`read`: collects the ids of the rows handed out)."""
+    def parts(skip=None):
+        for i in range(0, len(ids), size):
+            part = table(ids[i:i + size], vectors[i:i + size])
+            if skip is not None:
+                part = part.filter(pc.invert(pc.is_in(part.column("id"), value_set=skip)))
+            if read is not None:
+                read.extend(part.column("id").to_pylist())
+            yield part
+    return parts
 
 
 def test_found_as_brute_force_finds_them_with_exact_similarities(tmp_path):
@@ -144,3 +153,35 @@ def test_a_vector_keeps_its_digest_until_any_of_its_floats_changes():
         assert np.array_equal(matrix, changed)
         assert first.to_pylist()[0::2] == second.to_pylist()[0::2]
         assert first[1] != second[1] and len(set(first.to_pylist())) == 3
+
+
+def test_vectors_an_update_carried_are_not_read_again(tmp_path):
+    """An update names the ids whose vectors it carried from the previous version: where the
+    dataset is still at that version, their rows stay as they are, unread; the dataset ends
+    as a sync of the whole table would leave it."""
+    from graphrag_ray.storage.lance_vectors import KeptVectors
+
+    rng = np.random.default_rng(4)
+    uri = str(tmp_path / "t.lance")
+    ids, vectors = [f"e{i}" for i in range(3000)], unit_rows(rng, 3000)
+    first = sync_vectors(uri, {}, parts_of(ids, vectors), CONFIG)
+    changed = vectors.copy()
+    changed[:10] = unit_rows(rng, 10)  # e0..e9 described anew; e10..e14 gone; 20 new
+    ids2 = ids[:10] + ids[15:] + [f"n{i}" for i in range(20)]
+    vectors2 = np.concatenate([changed[:10], changed[15:], unit_rows(rng, 20)])
+    read: list[str] = []
+    carried = pa.array(ids[15:])
+    second = sync_vectors(uri, {}, parts_of(ids2, vectors2, read=read), CONFIG,
+                          KeptVectors(carried, first.version))
+    assert (second.rows, second.added, second.deleted, second.kept) == (3015, 30, 15, 2985)
+    assert set(read) == set(ids[:10]) | {f"n{i}" for i in range(20)}  # only these read
+    now = LanceVectors.open(uri, second.version, {}, CONFIG)
+    assert now.nearest(changed[4], 1)[0][0] == "e4"
+    assert now.nearest(vectors[500], 1)[0][0] == "e500"
+    assert now.nearest(vectors[12], 1)[0][0] != "e12"
+    # A dataset moved on since (another build synced it): the kept ids are not trusted.
+    read.clear()
+    third = sync_vectors(uri, {}, parts_of(ids2, vectors2, read=read), CONFIG,
+                         KeptVectors(carried, first.version))
+    assert (third.added, third.deleted) == (0, 0)
+    assert len(read) == len(ids2)  # every row read for its digest
