@@ -25,11 +25,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Iterator
 
 import fsspec
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
@@ -150,15 +150,18 @@ class IndexVersion:
         for part in parquet_parts(self.fs, self._path(name)):
             yield read_parquet(self.fs, part, columns)
 
-    def iter_rows_where(self, name: str, columns: list[str], key: str,
-                        wanted: Callable[[pa.ChunkedArray], pa.ChunkedArray]):
-        """The table part by part, only the rows `wanted(<the part's key column>)` marks: a
-        part's other columns are read only when one of its rows is wanted (an update embeds
-        the few rows of a table whose vectors it did not carry)."""
+    def iter_rows_without(self, name: str, columns: list[str], ids: pa.Array):
+        """The table part by part, without the rows whose `id` is in `ids`: a part's other
+        columns are read only when one of its rows is left (an update embeds and indexes the
+        few rows of a table whose vectors it did not carry). The ids are a Python set built
+        once: `pc.is_in` hashes its value set again on every call, 30 ms a part for 255k
+        ids (7 s over a 100M-token index's entity vectors)."""
+        leave_out = set(ids.to_pylist())
         for path in self._table_files(name):
-            mask = wanted(read_parquet(self.fs, path, [key]).column(key))
-            if pc.any(mask).as_py():
-                yield read_parquet(self.fs, path, columns).filter(mask)
+            mask = np.fromiter((i not in leave_out for i in read_parquet(
+                self.fs, path, ["id"]).column("id").to_pylist()), dtype=bool)
+            if mask.any():
+                yield read_parquet(self.fs, path, columns).filter(pa.array(mask))
 
     def _table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import fsspec
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
@@ -276,6 +276,7 @@ class TextUnitEmbeddings:
 
     def _run(self) -> None:
         seen: set[str] = set()
+        leave_out: set[str] | None = None  # `skip` as a set, built once
         try:
             while True:
                 last_round = self.reading_done.is_set()
@@ -283,8 +284,11 @@ class TextUnitEmbeddings:
                 for piece in parquet_parts(self.fs, f"{self.root}/chunks"):
                     if piece not in seen:
                         seen.add(piece)
-                        chunks = without(read_parquet(self.fs, piece, ["id", "text", "seq"]),
-                                         self.skip)
+                        if self.skip is not None and leave_out is None:
+                            leave_out = set(self.skip.to_pylist())
+                        chunks = _rows_left(self.fs, piece, ["id", "text", "seq"], leave_out)
+                        if chunks is None:
+                            continue
                         seq = chunks.column("seq").to_pylist()
                         ids = chunks.column("id").to_pylist()
                         texts = chunks.column("text").to_pylist()
@@ -306,11 +310,15 @@ class TextUnitEmbeddings:
             raise self.error
 
 
-def without(table: pa.Table, ids: pa.ChunkedArray | None) -> pa.Table:
-    """`table`'s rows whose id is not in `ids`."""
-    if ids is None or not table.num_rows:
-        return table
-    return table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids.combine_chunks())))
+def _rows_left(fs: fsspec.AbstractFileSystem, path: str, columns: list[str],
+               leave_out: set[str] | None) -> pa.Table | None:
+    """The piece's rows whose id is not in `leave_out` (a carried piece: none, and its text
+    is not read)."""
+    if leave_out is None:
+        return read_parquet(fs, path, columns)
+    mask = np.fromiter((i not in leave_out for i in read_parquet(fs, path, ["id"]).column(
+        "id").to_pylist()), dtype=bool)
+    return read_parquet(fs, path, columns).filter(pa.array(mask)) if mask.any() else None
 
 
 def parts_without(staged: IndexVersion, name: str, columns: list[str],
@@ -320,9 +328,7 @@ def parts_without(staged: IndexVersion, name: str, columns: list[str],
     if ids is None:
         yield from staged.iter_table(name, columns)
         return
-    value_set = ids.combine_chunks()
-    yield from staged.iter_rows_where(
-        name, columns, "id", lambda part: pc.invert(pc.is_in(part, value_set=value_set)))
+    yield from staged.iter_rows_without(name, columns, ids.combine_chunks())
 
 
 def texts_to_embed(staged: IndexVersion, skip: dict[str, pa.ChunkedArray] | None = None

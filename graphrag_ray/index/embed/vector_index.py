@@ -6,7 +6,6 @@ brute force from their Parquet table and need nothing here."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.storage.lance_vectors import (
@@ -42,5 +41,4 @@ def _parts(staged, table: str, skip: pa.Array | None):
     else is read no further than its ids)."""
     if skip is None:
         return staged.iter_table(table, ["id", "vector"])
-    return staged.iter_rows_where(table, ["id", "vector"], "id",
-                                  lambda ids: pc.invert(pc.is_in(ids, value_set=skip)))
+    return staged.iter_rows_without(table, ["id", "vector"], skip)
