@@ -10,6 +10,7 @@ A build keeps its reading with the version it publishes (`keep_reading`):
     <version>/_reading/passages/...      (each document's scanned passages, `passage_scans`)
     <version>/_reading/status.parquet    (one extraction status row per chunk)
     <version>/_reading/files.parquet     (the listing: file index -> path under the input)
+    <version>/_reading/document_files.parquet   (document id -> file index, `write`)
     <version>/_reading/repeated.parquet, openings.parquet   (the repeated passages found)
     <version>/_reading/reading.json      (the instances' shard count)
 
@@ -47,6 +48,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import (
     CARRIED_PREFIX, KEY_COLUMNS, write_dropped)
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
+from graphrag_ray.index.write.documents_and_text_units import DOCUMENT_FILES
 from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
 from graphrag_ray.storage import IndexVersion
@@ -62,6 +64,7 @@ CARRY_TASK_CPUS = 0
 # The work area's folders a version keeps for the next update.
 KEPT_FOLDERS = ("documents", "chunks", "inputs", "shared_content", "instances", "passages",
                 "merged")
+KEPT_FILES = (f"{DOCUMENT_FILES}.parquet",)  # each document's file number (the writing's)
 TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking its share
 FILES_SCHEMA = pa.schema([("file_index", pa.int64()), ("path", pa.string())])
 
@@ -85,6 +88,9 @@ def keep_reading(staged: IndexVersion, files: list[str], numbers: np.ndarray,
     for folder in KEPT_FOLDERS:
         if fs.exists(f"{work}/{folder}"):
             _move_tree(fs, f"{work}/{folder}", f"{kept}/{folder}")
+    for name in KEPT_FILES:
+        if fs.exists(f"{work}/{name}"):
+            fs.mv(f"{work}/{name}", f"{kept}/{name}")
     staged.write_table(f"{READING}/status", extraction)
     staged.write_table(f"{READING}/files", pa.table(
         {"file_index": pa.array(numbers, pa.int64()),

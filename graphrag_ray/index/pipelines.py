@@ -44,6 +44,7 @@ from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.index.reports.kept_reports import KeptReports, keep_reports
 from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
+from graphrag_ray.index.write.carried_tables import CarriedTables
 from graphrag_ray.index.write.tables import write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
 
@@ -225,7 +226,7 @@ def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
     state.counts = write_graph_tables(
         ctx, state.graph, state.communities, state.described.reports, state.extraction,
-        state.summaries_pool)
+        state.summaries_pool, CarriedTables.of(state.carried, state.file_numbers))
     state.graph = None  # the blocks' text leaves the object store
     # Written: only the reports' generations stay, for the manifest.
     state.described = replace(state.described,

@@ -99,14 +99,21 @@ class IndexVersion:
             write_parquet(self.fs, self._path(f"{name}/part-{part:05d}.parquet"),
                           table.slice(start, rows_per_part))
 
+    def part_path(self, name: str, number: int) -> str:
+        """Where part `number` of table `name` is written (readers take parts in name
+        order)."""
+        return self._path(f"{name}/part-{number:05d}.parquet")
+
     def write_stream(self, name: str, tables, rows_per_part: int,
-                     bytes_per_part: int = 256 * 2 ** 20) -> int:
+                     bytes_per_part: int = 256 * 2 ** 20, first_part: int = 0) -> int:
         """Tables arriving one by one, written as parts of at most `rows_per_part` rows or
-        about `bytes_per_part` bytes (one `<name>.parquet` when everything fits in one).
-        A part is encoded and written by a thread while the next is gathered (Arrow's
-        encoder lets go of the interpreter: on 2 cores a 100M-token index's text units,
-        whose compression was a third of their 30 s, take the other core), so at most two
-        parts are in memory. Returns the rows written."""
+        about `bytes_per_part` bytes (one `<name>.parquet` when everything fits in one and
+        `first_part` is 0; numbered from `first_part` otherwise: rows after parts written
+        already, and no part at all when nothing arrives). A part is encoded and written by
+        a thread while the next is gathered (Arrow's encoder lets go of the interpreter: on
+        2 cores a 100M-token index's text units, whose compression was a third of their
+        30 s, take the other core), so at most two parts are in memory. Returns the rows
+        written."""
         buffer: list[pa.Table] = []
         parts = rows = buffered_rows = buffered_bytes = 0
         writing: Future | None = None
@@ -117,7 +124,7 @@ class IndexVersion:
                 if writing is not None:
                     writing.result()  # (raises the write's error here)
                 writing = writer.submit(write_parquet, self.fs,
-                                        self._path(f"{name}/part-{parts:05d}.parquet"),
+                                        self.part_path(name, first_part + parts),
                                         pa.concat_tables(buffer))
                 parts += 1
                 buffer.clear()  # (the part's table is built already)
@@ -130,7 +137,7 @@ class IndexVersion:
                 buffered_bytes += table.nbytes
                 if buffered_rows >= rows_per_part or buffered_bytes >= bytes_per_part:
                     flush()
-            if parts == 0:
+            if parts == 0 and first_part == 0:
                 if not buffer:
                     raise GraphRagError(f"nothing to write for table {name!r}")
                 self.write_table(name, pa.concat_tables(buffer))
@@ -157,25 +164,25 @@ class IndexVersion:
         once: `pc.is_in` hashes its value set again on every call, 30 ms a part for 255k
         ids (7 s over a 100M-token index's entity vectors)."""
         leave_out = set(ids.to_pylist())
-        for path in self._table_files(name):
+        for path in self.table_files(name):
             mask = np.fromiter((i not in leave_out for i in read_parquet(
                 self.fs, path, ["id"]).column("id").to_pylist()), dtype=bool)
             if mask.any():
                 yield read_parquet(self.fs, path, columns).filter(pa.array(mask))
 
-    def _table_files(self, name: str) -> list[str]:
+    def table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version
         has no such table)."""
         whole = self._path(f"{name}.parquet")
         return [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
 
     def table_urls(self, name: str) -> list[str]:
-        """`_table_files` as URLs a worker opens."""
-        return [self.fs.unstrip_protocol(path) for path in self._table_files(name)]
+        """`table_files` as URLs a worker opens."""
+        return [self.fs.unstrip_protocol(path) for path in self.table_files(name)]
 
     def row_reader(self, name: str) -> RowReader:
         """The table's rows by number, read a row group at a time (`RowReader`)."""
-        files = self._table_files(name)
+        files = self.table_files(name)
         if not files:
             raise IndexNotFoundError(
                 f"table {name!r} is missing from version {self.version} of {self.url}")

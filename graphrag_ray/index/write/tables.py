@@ -1,11 +1,13 @@
 """The writing stages: the index tables other than the embeddings, in parts, into the staged
 version. Entities and relationships are joined with their description text by workers
-(`element_tables`); documents and text units stream from the work area piece by piece."""
+(`element_tables`); documents and text units stream from the work area piece by piece
+(`documents_and_text_units`), or, in an update, from the previous version's parts
+(`carried_tables`)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime, timezone
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -13,23 +15,25 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
-from graphrag_ray.grouped import ranges, runs_as_lists
-from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
+from graphrag_ray.grouped import ranges
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.write.carried_tables import (
+    CarriedTables, carry_documents_and_text_units)
+from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
 from graphrag_ray.index.write.element_tables import write_element_tables
-from graphrag_ray.storage import IndexVersion
 
 
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Community],
-                       reports: pa.Table, extraction: pa.Table, pool: WorkerPool
-                       ) -> dict[str, int]:
+                       reports: pa.Table, extraction: pa.Table, pool: WorkerPool,
+                       carried: CarriedTables | None = None) -> dict[str, int]:
     """Entities, relationships, documents, text units, covariates, entity aliases,
     communities and reports written (none is held for later: on a 100M-token index the
-    communities and reports tables were a gigabyte of the driver until the end). Returns
-    the row count of each table written."""
+    communities and reports tables were a gigabyte of the driver until the end); an
+    update's documents and text units from the previous version's (`carried`). Returns the
+    row count of each table written."""
     rows_per_part = ctx.config.output.rows_per_part
     entities = finalize_entities(graph.entities)
     relationships = finalize_relationships(graph.relationships)
@@ -37,9 +41,11 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
         counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
                                       pool, rows_per_part, ctx.work_url)
     with ctx.stage("write_documents_and_text_units"):
-        counts.update(write_documents_and_text_units(
-            ctx.staged, ctx.work_url, extraction, entities, relationships, graph.claims,
-            rows_per_part))
+        write = partial(carry_documents_and_text_units, carried=carried) if carried \
+            else write_documents_and_text_units
+        counts.update(write(ctx.staged, ctx.work_url, extraction=extraction, entities=entities,
+                            relationships=relationships, claims=graph.claims,
+                            rows_per_part=rows_per_part))
     if ctx.config.claims.enabled:
         counts[schema.COVARIATES] = graph.claims.num_rows
     if ctx.config.resolution.enabled:
@@ -156,138 +162,3 @@ class EdgeUnits:
         offsets = np.searchsorted(group_of[kept], np.arange(len(groups) + 1)).astype(np.int32)
         return pa.ListArray.from_arrays(pa.array(offsets),
                                         self.dictionary.take(pa.array(units[kept])))
-
-
-def shared_content_links(work_url: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Repeated content is extracted in its first document only; the others that hold it
-    are linked to the chunks that extracted it: chunk -> the other documents (its
-    `document_ids`), document -> those chunks (its `text_unit_ids`)."""
-    chunks_of: dict[str, list[str]] = defaultdict(list)
-    sharers: dict[str, list[str]] = defaultdict(list)
-    for part in stored_pieces(work_url, SHARED_CONTENT):
-        for passage, document, chunk in zip(*(part.column(c).to_pylist() for c in (
-                "passage", "document_id", "chunk_id"))):
-            (chunks_of[passage] if chunk else sharers[passage]).append(chunk or document)
-    documents_of: dict[str, list[str]] = defaultdict(list)
-    units_of: dict[str, list[str]] = defaultdict(list)
-    for passage, documents in sharers.items():
-        for chunk in chunks_of.get(passage, []):
-            documents_of[chunk] += [d for d in documents if d not in documents_of[chunk]]
-            for document in documents:
-                if chunk not in units_of[document]:
-                    units_of[document].append(chunk)
-    return dict(documents_of), dict(units_of)
-
-
-def write_documents_and_text_units(staged: IndexVersion, work_url: str, extraction: pa.Table,
-                                    entities: pa.Table, relationships: pa.Table,
-                                    claims: pa.Table, rows_per_part: int) -> dict[str, int]:
-    """The readers' documents and chunks, piece by piece, completed (human_readable_id, the
-    elements found in each chunk, its extraction status) and written in parts: the corpus
-    text is in memory one read batch at a time."""
-    units = StatusRows(extraction)
-    entity_ids = ElementsByUnit(entities, "text_unit_ids", units.ids)
-    relationship_ids = ElementsByUnit(relationships, "text_unit_ids", units.ids)
-    covariate_ids = ElementsByUnit(claims, "text_unit_id", units.ids)
-
-    extra_documents, extra_units = shared_content_links(work_url)
-
-    def text_units():
-        next_id = 0
-        for chunks in stored_pieces(work_url, "chunks"):
-            rows = units.rows_of(chunks)
-            documents = chunks.column("document_id")
-            unit_ids = chunks.column("id")
-            yield pa.table({
-                "id": unit_ids,
-                "human_readable_id": pa.array(range(next_id, next_id + len(rows)), pa.int64()),
-                "text": chunks.column("text"), "n_tokens": chunks.column("n_tokens"),
-                "document_ids": pa.array(
-                    [[d] + extra_documents.get(u, []) for u, d in
-                     zip(unit_ids.to_pylist(), documents.to_pylist())],
-                    pa.list_(pa.string())) if extra_documents else
-                pa.ListArray.from_arrays(pa.array(np.arange(len(rows) + 1, dtype=np.int32)),
-                                         documents.combine_chunks()),
-                "entity_ids": entity_ids.lists(rows),
-                "relationship_ids": relationship_ids.lists(rows),
-                "covariate_ids": covariate_ids.lists(rows),
-                "document_id": documents,
-                "extraction_status": units.status.take(pa.array(rows)),
-                "extraction_error": units.error.take(pa.array(rows)),
-            }).select(schema.TEXT_UNIT_COLUMNS)
-            next_id += len(rows)
-
-    def documents():
-        next_id = 0
-        for part in stored_pieces(work_url, "documents"):
-            if extra_units:
-                column = part.column_names.index("text_unit_ids")
-                part = part.set_column(column, "text_unit_ids", pa.array(
-                    [own + [u for u in extra_units.get(d, []) if u not in own]
-                     for d, own in zip(part.column("id").to_pylist(),
-                                       part.column("text_unit_ids").to_pylist())],
-                    pa.list_(pa.string())))
-            yield part.add_column(1, "human_readable_id", pa.array(
-                range(next_id, next_id + part.num_rows), pa.int64())).select(
-                schema.DOCUMENT_COLUMNS)
-            next_id += part.num_rows
-
-    return {schema.DOCUMENTS: staged.write_stream(schema.DOCUMENTS, documents(), rows_per_part),
-            schema.TEXT_UNITS: staged.write_stream(schema.TEXT_UNITS, text_units(),
-                                                   rows_per_part)}
-
-
-class StatusRows:
-    """The extraction's status rows (one per chunk), found for a piece of chunks by their
-    `seq` (a sorted search, not a dict of every chunk id: 217k ids at 100M tokens, and a
-    lookup per id per piece, were a third of the stage)."""
-
-    def __init__(self, extraction: pa.Table):
-        seq = np.asarray(extraction.column("seq").to_numpy(), dtype=np.int64)
-        self.order = np.argsort(seq, kind="stable")
-        self.seq = seq[self.order]
-        self.ids = extraction.column("text_unit_id").combine_chunks()
-        self.status = extraction.column("status").combine_chunks()
-        self.error = extraction.column("error").combine_chunks()
-
-    def rows_of(self, chunks: pa.Table) -> np.ndarray:
-        """The status row of each chunk of a piece; fails if one came back without one."""
-        seq = np.asarray(chunks.column("seq").to_numpy(), dtype=np.int64)
-        rows, same = np.zeros(len(seq), np.int64), np.zeros(len(seq), bool)
-        if len(self.seq):
-            at = np.minimum(np.searchsorted(self.seq, seq), len(self.seq) - 1)
-            rows = self.order[at]
-            same = (self.seq[at] == seq) & pc.equal(
-                self.ids.take(pa.array(rows)),
-                chunks.column("id").combine_chunks()).to_numpy(zero_copy_only=False)
-        if not same.all():
-            raise RuntimeError(f"{int((~same).sum())} chunks came back from extraction "
-                               "without a result")
-        return rows
-
-
-class ElementsByUnit:
-    """The ids of the elements (entities, relationships, claims) found in each text unit, in
-    table order, as a list column for any text units asked (by their row in `unit_ids`): the
-    (unit, element) pairs sorted once by unit row, each holding its element's row, not its
-    id (as a dict of Python lists of ids, a 100M-token index's were a gigabyte of the
-    driver; as a dict of unit ids to runs, its build and lookups were 10 s of 30)."""
-
-    def __init__(self, elements: pa.Table, unit_column: str, unit_ids: pa.Array):
-        units = elements.column(unit_column).combine_chunks()
-        self.ids = elements.column("id").combine_chunks()
-        owners = np.arange(len(units))
-        if pa.types.is_list(units.type):
-            owners = pc.list_parent_indices(units).to_numpy()
-            units = pc.list_flatten(units)
-        unit_row = pc.index_in(units, value_set=unit_ids).fill_null(-1).to_numpy(
-            zero_copy_only=False).astype(np.int64)
-        known = unit_row >= 0  # (an element's text unit that is not in the table: none)
-        order = np.argsort(unit_row[known], kind="stable")  # each unit's in table order
-        self.unit_row = unit_row[known][order]
-        self.rows = np.asarray(owners, dtype=np.int64)[known][order]
-
-    def lists(self, unit_rows: np.ndarray) -> pa.ListArray:
-        starts = np.searchsorted(self.unit_row, unit_rows, side="left")
-        lengths = np.searchsorted(self.unit_row, unit_rows, side="right") - starts
-        return runs_as_lists(self.rows, starts, lengths, self.ids)
