@@ -322,13 +322,18 @@ def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns
 
 def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
                   ids: pa.ChunkedArray, runtime) -> int:
-    """The previous version's vectors of `ids` in embeddings table `name`, written as parts
-    of the staged table (`part-carried-N-M`, after the parts embedded now in name order);
-    returns the rows written."""
+    """The previous version's vectors of `ids` in embeddings table `name`, as parts of the
+    staged table (`part-carried-N-M`, after the parts embedded now in name order) and the
+    rows of linked parts the staged table leaves out (`IndexVersion.left_out`); returns the
+    rows carried."""
     groups = in_shares(carried.previous.table_urls(name), runtime)
-    return sum(map_items(_carry_vector_parts, [
+    carried_parts = map_items(_carry_vector_parts, [
         (group, staged.url_of(f"{name}/part-carried-{i:05d}"))
-        for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS, shared=[ids]))
+        for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS,
+        shared=[ids, carried.previous.left_out(name)])
+    staged.write_left_out(name, {part: left for _, parts in carried_parts
+                                 for part, left in parts.items()})
+    return sum(rows for rows, _ in carried_parts)
 
 
 # Bytes of vectors per carried part. One part per share held half a 100M-token index's
@@ -336,22 +341,31 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
 # brute-force search) holds whole. (The update's driver peak in the sync, 4.1 GB, was 3.95
 # GB with these parts: the sync itself holds more; see the issue's note.)
 CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
-# A previous part this long, every row kept, is carried as it is: the embedded parts a build
-# writes (`embed.feed.ROWS_PER_PART`, 1,024) and the carried ones; not the few-row parts of
-# a small read batch, which would pile up as files.
+# A previous part this long is carried as it is (linked), its vectors neither decoded nor
+# encoded again: the embedded parts a build writes (`embed.feed.ROWS_PER_PART`, 1,024) and
+# the carried ones; not the few-row parts of a small read batch, which would pile up as
+# files. The rows it no longer serves (an entity whose description changed, a deleted text
+# unit) are left out (`IndexVersion.left_out`) while they are at most `LEFT_OUT_SHARE` of
+# it; past that the part's other rows are written again, so a table's parts hold at most
+# twice its rows.
 CARRIED_WHOLE_ROWS = 512
+LEFT_OUT_SHARE = 0.5
 
 
-def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int:
-    """Parts of a previous embeddings table -> the rows of `ids`, gathered into parts of
-    about `CARRIED_VECTOR_PART_BYTES` (a table of small parts, one per read batch, is not
-    carried part for part; nor in one part, which a reader would hold whole). A part whose
-    rows are all kept is carried as it is (`copy_whole`), its vectors neither decoded nor
-    encoded again: an add keeps every previous text unit (at 100M tokens, 1.3 GB of
-    vectors re-encoded in 12 s)."""
+def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray,
+                        left_out: dict[str, pa.Array]) -> tuple[int, dict[str, pa.Array]]:
+    """Parts of a previous embeddings table (`left_out`: the rows each already left out) ->
+    the rows of `ids`: a long part that keeps most of its rows linked as it is, with the
+    ids of the rows it no longer serves, the rows of the others gathered into parts of about
+    `CARRIED_VECTOR_PART_BYTES` (a table of small parts, one per read batch, is not carried
+    part for part; nor in one part, which a reader would hold whole). A 1% add to a
+    100M-token index keeps every previous text unit and all but a few % of the entities,
+    spread over every part: their 1.3 GB and 1 GB of vectors were decoded and encoded again
+    (12 s, then 11 s). Returns the rows carried and, per linked part, its left-out ids."""
     sources, target = job
     wanted = ids.combine_chunks()
     kept, size, written, rows = [], 0, 0, 0
+    left: dict[str, pa.Array] = {}
 
     def next_part() -> tuple[fsspec.AbstractFileSystem, str]:
         nonlocal written
@@ -366,13 +380,21 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int
 
     for source in sources:
         fs, path = fsspec.core.url_to_fs(source)
-        keep = pc.is_in(read_parquet(fs, path, ["id"]).column("id"), value_set=wanted)
+        part_ids = read_parquet(fs, path, ["id"]).column("id")
+        keep = pc.is_in(part_ids, value_set=wanted)
+        before = left_out.get(path.rsplit("/", 1)[-1])
+        if before is not None:  # (its current vector, if any, is in another part)
+            keep = pc.and_(keep, pc.invert(pc.is_in(part_ids, value_set=before)))
         count = pc.sum(keep).as_py() or 0
-        if count and count == len(keep) and len(keep) >= CARRIED_WHOLE_ROWS:
+        if count and len(keep) >= CARRIED_WHOLE_ROWS \
+                and len(keep) - count <= LEFT_OUT_SHARE * len(keep):
             if kept:
                 flush()  # (the parts stay in the previous table's order)
             target_fs, target_path = next_part()
             copy_whole(fs, path, target_path)
+            if count < len(keep):
+                left[target_path.rsplit("/", 1)[-1]] = part_ids.filter(
+                    pc.invert(keep)).combine_chunks()
         elif count:
             table = read_parquet(fs, path).filter(keep)
             kept.append(table)
@@ -382,7 +404,7 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray) -> int
             flush()
     if kept:
         flush()
-    return rows
+    return rows, left
 
 
 def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Iterator
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
@@ -48,6 +49,12 @@ VERSIONS = "versions"
 HEARTBEAT = "_heartbeat"
 HEARTBEAT_S = 60.0
 ABANDONED_AFTER_S = 600.0
+# In a version: per table, the rows of its parts that are not the table's (`left_out`).
+LEFT_OUT = "_left_out"
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
@@ -148,31 +155,69 @@ class IndexVersion:
         return rows
 
     def iter_table(self, name: str, columns: list[str] | None = None):
-        """The table part by part (one piece if it was written whole)."""
-        try:
-            yield read_parquet(self.fs, self._path(f"{name}.parquet"), columns)
-            return
-        except FileNotFoundError:
-            pass
-        for part in parquet_parts(self.fs, self._path(name)):
-            yield read_parquet(self.fs, part, columns)
+        """The table part by part (one piece if it was written whole), without the rows its
+        parts leave out (`left_out`)."""
+        left_out = self.left_out(name)
+        for path in self.table_files(name):
+            ids = left_out.get(_file_name(path))
+            if ids is None:
+                yield read_parquet(self.fs, path, columns)
+                continue
+            table = read_parquet(self.fs, path,
+                                 None if columns is None else list({*columns, "id"}))
+            table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids)))
+            yield table if columns is None else table.select(columns)
 
     def iter_rows_without(self, name: str, columns: list[str], ids: pa.Array):
-        """The table part by part, without the rows whose `id` is in `ids`: a part's other
-        columns are read only when one of its rows is left (an update embeds and indexes the
-        few rows of a table whose vectors it did not carry). The ids are a Python set built
-        once: `pc.is_in` hashes its value set again on every call, 30 ms a part for 255k
-        ids (7 s over a 100M-token index's entity vectors)."""
+        """The table part by part, without the rows whose `id` is in `ids` (nor those its
+        parts leave out): a part's other columns are read only when one of its rows is left
+        (an update embeds and indexes the few rows of a table whose vectors it did not
+        carry). The ids are a Python set built once: `pc.is_in` hashes its value set again
+        on every call, 30 ms a part for 255k ids (7 s over a 100M-token index's entity
+        vectors)."""
         leave_out = set(ids.to_pylist())
+        left_out = self.left_out(name)
         for path in self.table_files(name):
-            mask = np.fromiter((i not in leave_out for i in read_parquet(
-                self.fs, path, ["id"]).column("id").to_pylist()), dtype=bool)
+            part_ids = read_parquet(self.fs, path, ["id"]).column("id").to_pylist()
+            mask = np.fromiter((i not in leave_out for i in part_ids), dtype=bool,
+                               count=len(part_ids))
+            if _file_name(path) in left_out:
+                mask &= ~pc.is_in(pa.array(part_ids, pa.string()),
+                                  value_set=left_out[_file_name(path)]).to_numpy(
+                                      zero_copy_only=False)
             if mask.any():
                 yield read_parquet(self.fs, path, columns).filter(pa.array(mask))
 
+    def left_out(self, name: str) -> dict[str, pa.Array]:
+        """The ids of the rows of table `name`'s parts that are not part of the table, by
+        part file name. An update links a previous part most of whose rows it keeps and
+        lists the others here, rather than writing the part again (`carry_over.carry_vectors`:
+        a 1% add changes a few % of the entities, spread over every part of their vectors);
+        every reader of the table through this class leaves them out."""
+        path = self._path(f"{LEFT_OUT}/{name}.parquet")
+        if not self.fs.exists(path):
+            return {}
+        table = read_parquet(self.fs, path).sort_by("part")
+        parts = table.column("part").combine_chunks()
+        names, starts = np.unique(parts.to_numpy(zero_copy_only=False), return_index=True)
+        ends = np.append(starts[1:], len(parts))
+        ids = table.column("id").combine_chunks()
+        return {str(part): ids.slice(start, end - start)
+                for part, start, end in zip(names, starts, ends)}
+
+    def write_left_out(self, name: str, left_out: dict[str, pa.Array]) -> None:
+        """`left_out` for table `name` (part file name -> ids); nothing when it is empty."""
+        rows = {part: ids for part, ids in left_out.items() if len(ids)}
+        if not rows:
+            return
+        write_parquet(self.fs, self._path(f"{LEFT_OUT}/{name}.parquet"), pa.table({
+            "part": pa.array([p for p, ids in rows.items() for _ in range(len(ids))],
+                             pa.string()),
+            "id": pa.concat_arrays([ids.cast(pa.string()) for ids in rows.values()])}))
+
     def table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version
-        has no such table)."""
+        has no such table). A reader of the files leaves out the rows `left_out` lists."""
         whole = self._path(f"{name}.parquet")
         return [whole] if self.fs.exists(whole) else parquet_parts(self.fs, self._path(name))
 
@@ -186,7 +231,9 @@ class IndexVersion:
         if not files:
             raise IndexNotFoundError(
                 f"table {name!r} is missing from version {self.version} of {self.url}")
-        return RowReader(self.fs, files)
+        left_out = self.left_out(name)
+        return RowReader(self.fs, files, left_out={
+            path: left_out[_file_name(path)] for path in files if _file_name(path) in left_out})
 
     def has_table(self, name: str) -> bool:
         return self.fs.exists(self._path(f"{name}.parquet")) or self.fs.exists(self._path(name))

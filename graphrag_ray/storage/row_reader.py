@@ -16,6 +16,7 @@ from typing import Sequence
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
@@ -26,11 +27,12 @@ CACHE_BYTES = 64 * 2 ** 20
 
 class RowReader:
     """`take(rows, columns)`: those rows of the table stored in `paths` (its file, or its
-    parts in order; at least one), as one table in the order asked. Safe to share between
-    threads."""
+    parts in order; at least one), as one table in the order asked. `left_out`: per path,
+    the ids of rows that are not the table's (`IndexVersion.left_out`), which the rows'
+    numbers skip. Safe to share between threads."""
 
     def __init__(self, fs: fsspec.AbstractFileSystem, paths: list[str],
-                 cache_bytes: int = CACHE_BYTES):
+                 cache_bytes: int = CACHE_BYTES, left_out: dict[str, pa.Array] | None = None):
         self.fs = fs
         self.paths = paths
         self.cache_bytes = cache_bytes
@@ -41,12 +43,30 @@ class RowReader:
         self._groups = [(part, group) for part, group, _ in groups]
         counts = np.array([rows for _, _, rows in groups], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(counts)])
+        # The stored rows that are the table's (None: all), by row number.
+        self._kept = self._kept_rows(left_out) if left_out else None
+        # ... and the stored row each of the table's rows is.
+        self._stored_rows = None if self._kept is None else np.flatnonzero(self._kept)
         self._cache: OrderedDict[tuple[int, tuple[str, ...]], pa.Table] = OrderedDict()
         self._held = 0  # bytes in the cache
         self._lock = threading.Lock()
 
+    def _kept_rows(self, left_out: dict[str, pa.Array]) -> np.ndarray | None:
+        masks = []
+        for path, meta in zip(self.paths, self._metadata):
+            ids = left_out.get(path)
+            if ids is None or not len(ids):
+                masks.append(np.ones(meta.num_rows, dtype=bool))
+                continue
+            with self._open(path) as handle:
+                stored = pq.read_table(handle, columns=["id"], use_threads=False)
+            masks.append(~pc.is_in(stored.column("id"), value_set=ids).to_numpy(
+                zero_copy_only=False))
+        kept = np.concatenate(masks) if masks else np.zeros(0, dtype=bool)
+        return None if kept.all() else kept
+
     def __len__(self) -> int:
-        return int(self._starts[-1])
+        return int(self._starts[-1]) if self._kept is None else int(self._kept.sum())
 
     def take(self, rows: Sequence[int], columns: list[str]) -> pa.Table:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -54,6 +74,8 @@ class RowReader:
             raise IndexError(f"row out of range 0..{len(self) - 1}")
         if not len(rows):
             return self._metadata[0].schema.to_arrow_schema().empty_table().select(columns)
+        if self._kept is not None:
+            rows = self._stored_rows[rows]
         groups = np.searchsorted(self._starts, rows, side="right") - 1
         # Each group's rows taken from it (a take over many groups' chunks at once copied
         # them all), then put in the order asked.
@@ -70,8 +92,12 @@ class RowReader:
         """The whole table, a row group at a time, or consecutive groups together until they
         hold `min_bytes` (for work that costs as much per piece as per row); not kept."""
         pending, held = [], 0
-        for part, number in self._groups:
-            pending.append(self._read_group(part, number, columns))
+        for group, (part, number) in enumerate(self._groups):
+            table = self._read_group(part, number, columns)
+            if self._kept is not None:
+                table = table.filter(pa.array(
+                    self._kept[self._starts[group]:self._starts[group + 1]]))
+            pending.append(table)
             held += pending[-1].nbytes
             if held >= min_bytes:
                 yield pa.concat_tables(pending).combine_chunks()

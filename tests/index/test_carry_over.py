@@ -239,17 +239,19 @@ def test_carried_vectors_come_in_parts_of_bounded_size(tmp_path, monkeypatch):
     monkeypatch.setattr(carry_over, "CARRIED_VECTOR_PART_BYTES", 2 * 50 * 32 * 4)
     (tmp_path / "staged").mkdir()
     target = str(tmp_path / "staged" / "part-carried-00000")
-    rows = carry_over._carry_vector_parts((sources, target), wanted)
+    rows, left_out = carry_over._carry_vector_parts((sources, target), wanted, {})
     parts = parquet_parts(fs, str(tmp_path / "staged"))
-    assert rows == 300 and len(parts) == 3
+    assert rows == 300 and len(parts) == 3 and left_out == {}
     carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
     assert sorted(carried.column("id").to_pylist()) == sorted(wanted.to_pylist())
 
 
-def test_a_vector_part_whose_rows_are_all_kept_is_carried_as_it_is(tmp_path, monkeypatch):
-    """An add keeps every previous text unit: those parts are linked, not decoded and
-    encoded again; a part that lost a row, and a short part, are gathered as before; the
-    rows keep the previous table's order."""
+def test_a_vector_part_that_keeps_most_of_its_rows_is_carried_as_it_is(tmp_path, monkeypatch):
+    """An add keeps every previous text unit and most entities: those parts are linked, not
+    decoded and encoded again, with the ids of the rows they no longer serve (left out by
+    every reader of the table); a part that lost most of its rows, and a short part, are
+    gathered as before; the rows keep the previous table's order. A row a previous version
+    left out stays out, whatever `ids` says (its vector is in another part)."""
     import os
 
     import fsspec
@@ -262,25 +264,69 @@ def test_a_vector_part_whose_rows_are_all_kept_is_carried_as_it_is(tmp_path, mon
     fs = fsspec.filesystem("file")
     monkeypatch.setattr(carry_over, "CARRIED_WHOLE_ROWS", 100)
     sources, order = [], []
-    for part, rows in enumerate([100, 100, 40, 100]):
+    for part, rows in enumerate([100, 100, 40, 100, 100]):
         ids = [f"u{part}-{k}" for k in range(rows)]
         order += ids
         vectors = pa.array(list(np.full((rows, 8), part, np.float32)), pa.list_(pa.float32(), 8))
         sources.append(str(tmp_path / f"previous-{part}.parquet"))
         write_parquet(fs, sources[-1], pa.table({"id": ids, "vector": vectors}))
-    dropped = "u1-7"
-    wanted = pa.chunked_array([pa.array([i for i in order if i != dropped])])
+    dropped = {"u1-7", *(f"u4-{k}" for k in range(60))}
+    before = {"previous-3.parquet": pa.array(["u3-5"])}  # left out by the previous version
+    wanted = pa.chunked_array([pa.array([i for i in order if i not in dropped])])
     (tmp_path / "staged").mkdir()
     target = str(tmp_path / "staged" / "part-carried-00000")
-    assert carry_over._carry_vector_parts((sources, target), wanted) == len(order) - 1
+    rows, left_out = carry_over._carry_vector_parts((sources, target), wanted, before)
+    assert rows == len(order) - len(dropped) - 1
     parts = parquet_parts(fs, str(tmp_path / "staged"))
     linked = [p for p in parts if any(os.path.samefile(p, s) for s in sources)]
-    assert [os.path.basename(p) for p in linked] == ["part-carried-00000-0000.parquet",
-                                                     "part-carried-00000-0002.parquet"]
-    assert os.path.samefile(linked[0], sources[0]) and os.path.samefile(linked[1], sources[3])
-    assert len(parts) == 3  # the second and third gathered into one
+    assert [os.path.basename(p) for p in linked] == [f"part-carried-00000-{n:04d}.parquet"
+                                                     for n in (0, 1, 3)]
+    assert all(os.path.samefile(p, s) for p, s in zip(linked, sources[:2] + sources[3:4]))
+    assert {part: ids.to_pylist() for part, ids in left_out.items()} == {
+        "part-carried-00000-0001.parquet": ["u1-7"], "part-carried-00000-0003.parquet": ["u3-5"]}
+    assert len(parts) == 5  # the short third part and the fifth's kept rows: gathered
     carried = pa.concat_tables([read_parquet(fs, p) for p in parts])
-    assert carried.column("id").to_pylist() == wanted.to_pylist()
+    served = [i for i in carried.column("id").to_pylist() if i not in {"u1-7", "u3-5"}]
+    assert served == [i for i in wanted.to_pylist() if i != "u3-5"]
+
+
+def test_vectors_an_update_leaves_out_of_linked_parts_are_served_by_no_reader(corpus, tmp_path,
+                                                                             monkeypatch):
+    """Entities whose description changed: their vectors' parts are linked with those rows
+    left out, and the table read whole, searched brute force or through its Lance index
+    holds the full build's vectors, each once; the next update carries the left-out rows
+    on."""
+    from graphrag_ray import GraphIndex
+    from graphrag_ray.index import carry_over
+    from graphrag_ray.query.vectors import VectorTable
+
+    monkeypatch.setattr(carry_over, "CARRIED_WHOLE_ROWS", 1)
+    overrides = ["runtime.engine=local", "vector_index.ann_min_rows=8"]
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    build_index(str(corpus), index, load_config(None, overrides), progress=lambda _: None)
+    files = sorted(corpus.glob("*.txt"))
+    files[5].write_text(files[5].read_text() + "\n\nMarta Quill joined Quarry Lane Works.")
+    files[9].unlink()
+    manifest = update_index(index, str(corpus), load_config(None, overrides),
+                            progress=lambda _: None)
+    build_index(str(corpus), full, load_config(None, overrides), progress=lambda _: None)
+    version = IndexStore(index).open()
+    name = schema.ENTITY_DESCRIPTION_EMBEDDINGS
+    left_out = version.left_out(name)
+    assert left_out and all(part.startswith("part-carried-") for part in left_out)
+    for table in EMBEDDINGS[:2]:
+        assert _vectors(index, table) == _vectors(full, table), table
+    searched = VectorTable.from_groups(version.row_reader(name))
+    assert sorted(searched.ids) == sorted(_vectors(full, name))
+    assert manifest.vector_stores[name]["rows"] == len(searched.ids)
+    assert len(GraphIndex.open(index).vectors(name)) == len(searched.ids)
+    # The next update (one more file) carries the linked parts and what they leave out.
+    (corpus / "zz-later.txt").write_text(files[2].read_text()[:2000])
+    update_index(index, str(corpus), load_config(None, overrides), progress=lambda _: None)
+    build_index(str(corpus), str(tmp_path / "full2"), load_config(None, overrides),
+                progress=lambda _: None)
+    assert _vectors(index, name) == _vectors(str(tmp_path / "full2"), name)
+    assert IndexStore(index).open().read_table(name).num_rows == len(_vectors(index, name))
 
 
 def test_an_update_completes_the_times_of_files_it_carries(corpus, tmp_path):

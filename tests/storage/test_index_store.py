@@ -146,3 +146,31 @@ def test_rows_without_reads_only_the_parts_holding_another_row(tmp_path):
     rows = staged.iter_rows_without("text_units", ["id", "text"], pa.array(others))
     assert [r.to_pydict() for r in rows] == [{"id": ["u5"], "text": ["t5"]},
                                              {"id": ["u9"], "text": ["t9"]}]
+
+
+def test_rows_a_tables_parts_leave_out_are_not_the_tables_for_any_reader(tmp_path):
+    """An update links a part most of whose rows it keeps and lists the others
+    (`left_out`): reading the table whole, part by part, without other rows, or by row
+    number, none of them is there, and the row numbers skip them."""
+    staged = IndexStore(str(tmp_path / "index")).stage()
+    table = pa.table({"id": [f"u{i}" for i in range(10)], "n": list(range(10))})
+    staged.write_table("vectors", table, rows_per_part=4)  # parts of 4, 4 and 2 rows
+    staged.write_left_out("vectors", {"part-00000.parquet": pa.array(["u1", "u2"]),
+                                      "part-00002.parquet": pa.array(["u9"]),
+                                      "part-00001.parquet": pa.array([], pa.string())})
+    assert {k: v.to_pylist() for k, v in staged.left_out("vectors").items()} == {
+        "part-00000.parquet": ["u1", "u2"], "part-00002.parquet": ["u9"]}
+    served = [0, 3, 4, 5, 6, 7, 8]
+    assert staged.read_table("vectors", ["n"]).column("n").to_pylist() == served
+    assert staged.read_table("vectors").column("id").to_pylist() == [f"u{i}" for i in served]
+    without = staged.iter_rows_without("vectors", ["n"], pa.array(["u4", "u5", "u6", "u7"]))
+    assert [part.column("n").to_pylist() for part in without] == [[0, 3], [8]]
+    rows = staged.row_reader("vectors")
+    assert len(rows) == 7
+    assert rows.take([6, 0, 1, 2], ["n"]).column("n").to_pylist() == [8, 0, 3, 4]
+    assert pa.concat_tables(rows.groups(["n"])).column("n").to_pylist() == served
+    with pytest.raises(IndexError):
+        rows.take([7], ["n"])
+    # A table none of whose parts leaves anything out reads as it was written.
+    staged.write_table("other", table, rows_per_part=4)
+    assert staged.left_out("other") == {} and staged.read_table("other").equals(table)
