@@ -363,7 +363,9 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray,
     spread over every part: their 1.3 GB and 1 GB of vectors were decoded and encoded again
     (12 s, then 11 s). Returns the rows carried and, per linked part, its left-out ids."""
     sources, target = job
-    wanted = ids.combine_chunks()
+    # A Python set, built once: `pc.is_in` hashes its value set again on every call (27 ms
+    # a part for 258k entity ids: 6.8 s to link a 100M-token index's 244 parts).
+    wanted = set(ids.combine_chunks().to_pylist())
     kept, size, written, rows = [], 0, 0, 0
     left: dict[str, pa.Array] = {}
 
@@ -381,7 +383,8 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray,
     for source in sources:
         fs, path = fsspec.core.url_to_fs(source)
         part_ids = read_parquet(fs, path, ["id"]).column("id")
-        keep = pc.is_in(part_ids, value_set=wanted)
+        keep = pa.array(np.fromiter((i in wanted for i in part_ids.to_pylist()), dtype=bool,
+                                    count=len(part_ids)))
         before = left_out.get(path.rsplit("/", 1)[-1])
         if before is not None:  # (its current vector, if any, is in another part)
             keep = pc.and_(keep, pc.invert(pc.is_in(part_ids, value_set=before)))
