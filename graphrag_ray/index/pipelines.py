@@ -37,6 +37,7 @@ from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.extract.stage import (
     EXTRACTION_METHODS, ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
+from graphrag_ray.index.graph.numbers import number_elements
 from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, merge_graph
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
@@ -178,8 +179,10 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
-    state.graph = merge_graph(ctx, state.shards, state.extraction,
-                              state.carried.url if state.carried is not None else None)
+    state.graph = number_elements(
+        merge_graph(ctx, state.shards, state.extraction,
+                    state.carried.url if state.carried is not None else None),
+        state.update.version if state.update is not None else None)
 
 
 def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:

@@ -94,6 +94,10 @@ class GraphElements:
     # place in the context it is in, added by `id_tokens`.
     entity_tokens: np.ndarray
     edge_tokens: np.ndarray
+    # Each entity's and relationship's `human_readable_id` (`graph/numbers`), which the
+    # report's citations name.
+    entity_numbers: np.ndarray
+    edge_numbers: np.ndarray
     encoding: str = "cl100k_base"
     header_tokens: int = field(init=False)
     # ids_prefix[k]: the tokens of the ids 1..k written out.
@@ -124,11 +128,13 @@ class GraphElements:
 
     def entity_record(self, node: int) -> dict:
         """The entity's row without its description (filled in by the report worker)."""
-        return {"human_readable_id": node, "title": self.titles[node], "type": self.types[node],
+        return {"human_readable_id": int(self.entity_numbers[node]), "title": self.titles[node],
+                "type": self.types[node],
                 "description": None, "degree": int(self.degree[node])}
 
     def edge_record(self, edge: int) -> dict:
-        return {"human_readable_id": edge, "source": self.titles[self.edge_source[edge]],
+        return {"human_readable_id": int(self.edge_numbers[edge]),
+                "source": self.titles[self.edge_source[edge]],
                 "target": self.titles[self.edge_target[edge]], "description": None,
                 "combined_degree": int(self.combined_degree[edge])}
 

@@ -506,7 +506,9 @@ def _graph_elements(entities: pa.Table, relationships: pa.Table,
         edge_source=edge_source, edge_target=edge_target, combined_degree=combined_degree,
         claims_by_entity=dict(claims_by_entity), claim_tokens=dict(claim_tokens),
         entity_tokens=entity_tokens.astype(np.int64),
-        edge_tokens=edge_tokens.astype(np.int64), encoding=encoding)
+        edge_tokens=edge_tokens.astype(np.int64),
+        entity_numbers=entities.column("human_readable_id").to_numpy(),
+        edge_numbers=relationships.column("human_readable_id").to_numpy(), encoding=encoding)
 
 
 def _content(report: dict) -> str:

@@ -68,7 +68,6 @@ RELATIONSHIP_STRUCTURE = [c for c in schema.RELATIONSHIP_COLUMNS
 
 def finalize_entities(entities: pa.Table) -> pa.Table:
     n = entities.num_rows
-    entities = entities.append_column("human_readable_id", pa.array(range(n), pa.int64()))
     for name in ("x", "y"):  # the layout's, or none (`layout.enabled: false` in a caller)
         if name not in entities.column_names:
             entities = entities.append_column(name, pa.array([0.0] * n, pa.float64()))
@@ -76,8 +75,6 @@ def finalize_entities(entities: pa.Table) -> pa.Table:
 
 
 def finalize_relationships(relationships: pa.Table) -> pa.Table:
-    n = relationships.num_rows
-    relationships = relationships.append_column("human_readable_id", pa.array(range(n), pa.int64()))
     return relationships.select(RELATIONSHIP_STRUCTURE)
 
 

@@ -31,7 +31,8 @@ def _elements():
         claims_by_entity={0: [0]},  # HUB's claim: row 0 of the claims' block
         claim_tokens={0: [row_tokens_without_id(CLAIMS.to_pylist()[0], CLAIM_FIELDS,
                                                 "cl100k_base")]},
-        entity_tokens=np.zeros(5, dtype=np.int64), edge_tokens=np.zeros(4, dtype=np.int64))
+        entity_tokens=np.zeros(5, dtype=np.int64), edge_tokens=np.zeros(4, dtype=np.int64),
+        entity_numbers=np.arange(5), edge_numbers=np.arange(4))
     for node in range(5):
         elements.entity_tokens[node] = context_row_tokens(
             elements.entity_record(node), DESCRIPTIONS[node], "cl100k_base")
@@ -177,7 +178,8 @@ def test_edges_within_a_community_are_those_with_both_ends_in_it_by_combined_deg
         titles=[str(i) for i in range(nodes)], types=["X"] * nodes,
         degree=np.zeros(nodes, np.int64), edge_source=sources, edge_target=targets,
         combined_degree=combined, claims_by_entity={}, claim_tokens={},
-        entity_tokens=np.ones(nodes, np.int64), edge_tokens=np.ones(count, np.int64))
+        entity_tokens=np.ones(nodes, np.int64), edge_tokens=np.ones(count, np.int64),
+        entity_numbers=np.arange(nodes), edge_numbers=np.arange(count))
     for size in (0, 1, 7, 60, 399, 400):
         members = rng.choice(nodes, size=size, replace=False)  # in no particular order
         inside = np.zeros(nodes, dtype=bool)
@@ -201,7 +203,8 @@ def test_the_tokens_left_after_each_substitution_are_those_counted_afresh():
         combined_degree=rng.integers(0, 9, count), claims_by_entity={},
         claim_tokens={int(n): rng.integers(1, 40, rng.integers(1, 4)).tolist()
                       for n in rng.choice(nodes, 30, replace=False)},
-        entity_tokens=rng.integers(1, 60, nodes), edge_tokens=rng.integers(1, 30, count))
+        entity_tokens=rng.integers(1, 60, nodes), edge_tokens=rng.integers(1, 30, count),
+        entity_numbers=np.arange(nodes), edge_numbers=np.arange(count))
     for trial in range(20):
         members = rng.choice(nodes, size=rng.integers(0, nodes), replace=False)
         shuffled = rng.permutation(members)
