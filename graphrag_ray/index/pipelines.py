@@ -46,6 +46,7 @@ from graphrag_ray.index.reports.kept_reports import KeptReports, keep_reports
 from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.carried_tables import CarriedTables
+from graphrag_ray.index.write.element_tables import unchanged_elements
 from graphrag_ray.index.write.tables import write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
 
@@ -229,7 +230,9 @@ def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
     state.counts = write_graph_tables(
         ctx, state.graph, state.communities, state.described.reports, state.extraction,
-        state.summaries_pool, CarriedTables.of(state.carried, state.file_numbers))
+        state.summaries_pool, CarriedTables.of(state.carried, state.file_numbers),
+        unchanged_elements(state.graph, state.kept_summaries,
+                           state.update.version if state.update is not None else None))
     state.graph = None  # the blocks' text leaves the object store
     # Written: only the reports' generations stay, for the manifest.
     state.described = replace(state.described,

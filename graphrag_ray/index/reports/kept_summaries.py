@@ -99,7 +99,8 @@ def keep_summaries(ctx: BuildContext, graph: Graph, update: UpdateBase | None) -
         for found, handle in map_items(
                 _kept_descriptions, in_shares(urls, ctx.config.runtime), ctx.config.runtime,
                 num_cpus=CARRY_TASK_CPUS, keep_blocks=True,
-                shared=[kept_ids.filter(pa.array(mask)), keys[mask]]):
+                shared=[kept_ids.filter(pa.array(mask)), keys[mask],
+                        update.version.left_out(table)]):
             if len(found):
                 graph.addresses.add_summaries(handle, found.tolist())
     return keys
@@ -112,16 +113,20 @@ def _with_inner_tokens(table: pa.Table, rows: np.ndarray, tokens: np.ndarray) ->
                             pa.array(values, pa.int64()))
 
 
-def _kept_descriptions(urls: list[str], ids: pa.Array, keys: np.ndarray
-                       ) -> tuple[np.ndarray, pa.Table]:
+def _kept_descriptions(urls: list[str], ids: pa.Array, keys: np.ndarray,
+                       left_out: dict[str, pa.Array]) -> tuple[np.ndarray, pa.Table]:
     """Parts of a previous entities or relationships table -> the keys of the `ids` found in
-    them and, as a block, their descriptions in that order."""
+    them and, as a block, their descriptions in that order; not the rows a part leaves out
+    (`IndexVersion.left_out`: that element's row is in another part)."""
     found, blocks = [], []
     for url in urls:
         fs, path = fsspec.core.url_to_fs(url)
         part = read_parquet(fs, path, ["id", "description"])
         where = pc.index_in(part.column("id"), value_set=ids)
         present = pc.is_valid(where)
+        if path.rsplit("/", 1)[-1] in left_out:
+            present = pc.and_(present, pc.invert(pc.is_in(
+                part.column("id"), value_set=left_out[path.rsplit("/", 1)[-1]])))
         found.append(keys[where.filter(present).to_numpy()])
         blocks.append(part.select(["description"]).filter(present))
     return (np.concatenate(found) if found else np.empty(0, np.int64),

@@ -23,23 +23,25 @@ from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
 from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
-from graphrag_ray.index.write.element_tables import write_element_tables
+from graphrag_ray.index.write.element_tables import CarriedElements, write_element_tables
 
 
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Community],
                        reports: pa.Table, extraction: pa.Table, pool: WorkerPool,
-                       carried: CarriedTables | None = None) -> dict[str, int]:
+                       carried: CarriedTables | None = None,
+                       elements: CarriedElements | None = None) -> dict[str, int]:
     """Entities, relationships, documents, text units, covariates, entity aliases,
     communities and reports written (none is held for later: on a 100M-token index the
     communities and reports tables were a gigabyte of the driver until the end); an
-    update's documents and text units from the previous version's (`carried`). Returns the
-    row count of each table written."""
+    update's documents and text units from the previous version's (`carried`), and its
+    unchanged entities and relationships served by the previous version's parts
+    (`elements`). Returns the row count of each table written."""
     rows_per_part = ctx.config.output.rows_per_part
     entities = finalize_entities(graph.entities)
     relationships = finalize_relationships(graph.relationships)
     with ctx.stage("write_entities_and_relationships"):
         counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
-                                      pool, rows_per_part, ctx.work_url)
+                                      pool, rows_per_part, ctx.work_url, elements)
     with ctx.stage("write_documents_and_text_units"):
         write = partial(carry_documents_and_text_units, carried=carried) if carried \
             else write_documents_and_text_units
