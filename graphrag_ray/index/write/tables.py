@@ -20,7 +20,6 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.graph.stage import Graph
-from graphrag_ray.index.write.carried_communities import carried_communities
 from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
 from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
@@ -35,8 +34,8 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
     communities and reports written (none is held for later: on a 100M-token index the
     communities and reports tables were a gigabyte of the driver until the end); an
     update's documents and text units from the previous version's (`carried`), and its
-    unchanged entities, relationships and communities served by the previous version's
-    parts (`elements`). Returns the row count of each table written."""
+    unchanged entities and relationships served by the previous version's parts
+    (`elements`). Returns the row count of each table written."""
     rows_per_part = ctx.config.output.rows_per_part
     entities = finalize_entities(graph.entities)
     relationships = finalize_relationships(graph.relationships)
@@ -57,19 +56,9 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
     with ctx.stage("write_communities_and_reports"):
         ctx.staged.write_table(schema.COMMUNITY_REPORTS, reports, rows_per_part)
         counts[schema.COMMUNITY_REPORTS] = reports.num_rows
-        written, first_part = communities, 0
-        if elements is not None and graph.touched is not None and \
-                len(elements.previous.table_files(schema.COMMUNITIES)) > 1:
-            served, first_part = carried_communities(
-                elements.previous, ctx.staged, communities,
-                community_cells(communities, entities.column("id").to_pylist()), graph.touched)
-            written = [c for c in communities if c.id not in served]
-        if written or not first_part:
-            ctx.staged.write_stream(
-                schema.COMMUNITIES, communities_tables(written, entities, relationships,
-                                                       graph.endpoints), rows_per_part,
-                first_part=first_part)
-        counts[schema.COMMUNITIES] = len(communities)
+        counts[schema.COMMUNITIES] = ctx.staged.write_stream(
+            schema.COMMUNITIES, communities_tables(communities, entities, relationships,
+                                                   graph.endpoints), rows_per_part)
     return counts
 
 
@@ -110,9 +99,17 @@ def communities_tables(communities: list[Community], entities: pa.Table,
                                 first_members, relationship_ids, edge_units, edges_inside)
 
 
-def community_cells(communities: list[Community], first_members: list[str]) -> pa.Table:
-    """Each community's cells but its lists and period (`carried_communities.COMPARED`)."""
-    return pa.table({
+def communities_table(communities: list[Community], entity_ids: pa.Array,
+                      first_members: list[str], relationship_ids: pa.Array,
+                      edge_units: EdgeUnits, edges_inside: dict[int, np.ndarray]
+                      ) -> pa.Table:
+    """One row per community: its members, the relationships inside it and their text units
+    (each once, in the order the relationships give them). The lists are gathered in Arrow
+    and numpy: as Python lists of strings, a 100M-token index's were gigabytes."""
+    empty = np.zeros(0, dtype=np.int64)
+    inside = [edges_inside.get(community.id, empty) for community in communities]
+    today = datetime.now(timezone.utc).date().isoformat()
+    table = pa.table({
         "id": pa.array([element_id("community", str(c.level), str(c.id),
                                    *[first_members[m] for m in c.members[:50]])
                         for c in communities], pa.string()),
@@ -124,27 +121,12 @@ def community_cells(communities: list[Community], first_members: list[str]) -> p
         "title": pa.array([f"Community {c.id}" + (" (small components sharing documents)"
                                                   if c.loose else "") for c in communities],
                           pa.string()),
+        "entity_ids": gathered_lists(entity_ids, [c.members for c in communities]),
+        "relationship_ids": gathered_lists(relationship_ids, inside),
+        "text_unit_ids": edge_units.distinct(inside),
+        "period": pa.array([today] * len(communities), pa.string()),
         "size": pa.array([len(c.members) for c in communities], pa.int64()),
     })
-
-
-def communities_table(communities: list[Community], entity_ids: pa.Array,
-                      first_members: list[str], relationship_ids: pa.Array,
-                      edge_units: EdgeUnits, edges_inside: dict[int, np.ndarray]
-                      ) -> pa.Table:
-    """One row per community: its members, the relationships inside it and their text units
-    (each once, in the order the relationships give them). The lists are gathered in Arrow
-    and numpy: as Python lists of strings, a 100M-token index's were gigabytes."""
-    empty = np.zeros(0, dtype=np.int64)
-    inside = [edges_inside.get(community.id, empty) for community in communities]
-    today = datetime.now(timezone.utc).date().isoformat()
-    table = community_cells(communities, first_members)
-    for name, values in (
-            ("entity_ids", gathered_lists(entity_ids, [c.members for c in communities])),
-            ("relationship_ids", gathered_lists(relationship_ids, inside)),
-            ("text_unit_ids", edge_units.distinct(inside)),
-            ("period", pa.array([today] * len(communities), pa.string()))):
-        table = table.append_column(name, values)
     return table.select(schema.COMMUNITY_COLUMNS)
 
 
