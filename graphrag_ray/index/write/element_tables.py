@@ -119,8 +119,8 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
             continue
         rows, first_part = np.arange(table.num_rows), 0
         if carried is not None and len(carried.previous.table_files(name)) > 1:
-            served, first_part = carried_elements(carried.previous, staged, name,
-                                                  table.column("id"), unchanged)
+            served, first_part = carried_elements(carried.previous, staged, name, table,
+                                                  unchanged)
             rows = np.flatnonzero(~served)
         writer = pool.bind(ElementTableWriter, {"version_url": staged.url_of(""),
                                                 "columns": columns})
@@ -147,16 +147,19 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
 
 
 def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
-                     ids: pa.ChunkedArray, unchanged: np.ndarray) -> tuple[np.ndarray, int]:
+                     table: pa.Table, unchanged: np.ndarray) -> tuple[np.ndarray, int]:
     """The previous version's parts of table `name` linked into `staged` where most of
-    their rows are unchanged (`unchanged`: per row of the driver's table, by `ids`), the rows
+    their rows are unchanged (`unchanged`: per row of the driver's `table`, by id), the rows
     they no longer serve (changed, gone, or left out before) left out
     (`IndexVersion.left_out`). A 1% add to a 100M-token index changes a few % of the
     entities and relationships, spread over every part: writing them all again was 14 s.
-    Returns which rows the linked parts serve and the number the new parts start from."""
-    row_of = {element: row for element, row in zip(
-        ids.combine_chunks().filter(pa.array(unchanged)).to_pylist(),
-        np.flatnonzero(unchanged).tolist())}
+    "Most" weighs each row by its lists' lengths (`_row_weights`: the entities an update
+    touches are often the most mentioned, whose rows are the longest), so a part's left-out
+    rows stay under `LEFT_OUT_SHARE` of its bytes, roughly, not only of its rows. Returns
+    which rows the linked parts serve and the number the new parts start from."""
+    ids = table.column("id").combine_chunks().to_pylist()
+    row_of = {element: row for row, element in enumerate(ids)}
+    weights = _row_weights(table)
     before = previous.left_out(name)
     served = np.zeros(len(unchanged), dtype=bool)
     left: dict[str, pa.Array] = {}
@@ -165,10 +168,13 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
         part_ids = read_parquet(previous.fs, path, ["id"]).column("id").combine_chunks()
         gone = set(before[path.rsplit("/", 1)[-1]].to_pylist()) \
             if path.rsplit("/", 1)[-1] in before else set()
-        rows = np.fromiter((-1 if i in gone else row_of.get(i, -1)
-                            for i in part_ids.to_pylist()), np.int64, len(part_ids))
-        keep = rows >= 0
-        if not keep.any() or (~keep).sum() > LEFT_OUT_SHARE * len(keep):
+        rows = np.fromiter((row_of.get(i, -1) for i in part_ids.to_pylist()), np.int64,
+                           len(part_ids))
+        keep = (rows >= 0) & unchanged[rows] & np.fromiter(
+            (i not in gone for i in part_ids.to_pylist()), bool, len(part_ids))
+        # A row gone from the graph weighs as little as a row can: it was mentioned little.
+        weight = np.where(rows >= 0, weights[rows], 1.0)
+        if not keep.any() or weight[~keep].sum() > LEFT_OUT_SHARE * weight.sum():
             continue  # (its unchanged rows are written again with the changed ones)
         target = staged.part_path(name, number)
         copy_whole(previous.fs, path, target)
@@ -177,6 +183,14 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
             left[target.rsplit("/", 1)[-1]] = part_ids.filter(pa.array(~keep))
     staged.write_left_out(name, left)
     return served, len(files)
+
+
+def _row_weights(table: pa.Table) -> np.ndarray:
+    """Per row, about how long its stored row is: one, plus its text units (each brings an
+    id to `text_unit_ids` and, mostly, a description to `descriptions`: the lists that make a
+    row long)."""
+    units = pc.list_value_length(table.column("text_unit_ids").combine_chunks()).fill_null(0)
+    return 1.0 + units.to_numpy(zero_copy_only=False).astype(np.float64)
 
 
 def _with_text(table: pa.Table, description: pa.Array, lists: pa.Array) -> pa.Table:

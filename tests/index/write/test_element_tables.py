@@ -95,3 +95,24 @@ def test_unchanged_elements_stay_in_the_linked_parts_of_before(corpus, tmp_path)
 def _assert_as_built(corpus: Path, index: str, full: Path) -> None:
     build_index(str(corpus), str(full), _config(), progress=lambda _: None)
     assert _contents(index) == _contents(str(full))
+
+
+def test_a_part_whose_left_out_rows_would_be_most_of_its_bytes_is_written_again(tmp_path):
+    """Rows are weighed by their lists: one changed row of ten, mentioned in a hundred text
+    units, is more than half of its part; the part is not linked (its unchanged rows are
+    written again), while a part whose changed row is short is."""
+    import numpy as np
+    import pyarrow as pa
+
+    store = IndexStore(str(tmp_path / "index"))
+    previous = store.stage()
+    units = [[f"u{k}" for k in range(100)] if i == 3 else ["u0"] for i in range(20)]
+    table = pa.table({"id": [f"e{i}" for i in range(20)], "text_unit_ids": units})
+    previous.write_table(schema.ENTITIES, table, rows_per_part=10)
+    staged = store.stage()
+    unchanged = np.array([i not in (3, 14) for i in range(20)])
+    served, first = element_tables.carried_elements(previous, staged, schema.ENTITIES, table,
+                                                    unchanged)
+    assert first == 2 and served.tolist() == [False] * 10 + [i != 14 for i in range(10, 20)]
+    assert {k: v.to_pylist() for k, v in staged.left_out(schema.ENTITIES).items()} == {
+        "part-00001.parquet": ["e14"]}
