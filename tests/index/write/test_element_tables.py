@@ -116,3 +116,35 @@ def test_a_part_whose_left_out_rows_would_be_most_of_its_bytes_is_written_again(
     assert first == 2 and served.tolist() == [False] * 10 + [i != 14 for i in range(10, 20)]
     assert {k: v.to_pylist() for k, v in staged.left_out(schema.ENTITIES).items()} == {
         "part-00001.parquet": ["e14"]}
+
+
+@pytest.mark.slow
+def test_an_update_on_s3_links_and_leaves_out_as_on_a_disk(corpus, tmp_path, monkeypatch,
+                                                            s3_bucket):
+    """The same carries on object storage (the store's own copy for a link, `_left_out` and
+    the readers through s3fs): documents, text units, entities, relationships and vectors
+    in parts, an update adding one file and deleting another, read as a full build's."""
+    from graphrag_ray.index import carry_over
+    from graphrag_ray.index.write import carried_tables
+
+    monkeypatch.setattr(carried_tables, "SMALL_PART_BYTES", 0)
+    monkeypatch.setattr(carry_over, "CARRIED_WHOLE_ROWS", 1)
+    config = load_config(None, ["runtime.engine=local", "output.rows_per_part=8"])
+    index, full = f"s3://{s3_bucket}/index", str(tmp_path / "full")
+    build_index(str(corpus), index, config, progress=lambda _: None)
+    (corpus / "zz-new.txt").write_text("Jonas Pellew founded Quarry Lane Works in Harrowgate.")
+    sorted(corpus.glob("*.txt"))[7].unlink()
+    update_index(index, str(corpus), config, progress=lambda _: None)
+    version = IndexStore(index).open()
+    assert version.left_out(schema.ENTITIES)
+    assert version.left_out(schema.ENTITY_DESCRIPTION_EMBEDDINGS) or version.left_out(
+        schema.TEXT_UNIT_EMBEDDINGS)
+    build_index(str(corpus), full, config, progress=lambda _: None)
+    assert _contents(index) == _contents(full)
+    for name in (schema.TEXT_UNIT_EMBEDDINGS, schema.ENTITY_DESCRIPTION_EMBEDDINGS):
+        ours, theirs = (IndexStore(url).open().read_table(name) for url in (index, full))
+        assert dict(zip(*(ours.column(c).to_pylist() for c in ("id", "vector")))) == \
+            dict(zip(*(theirs.column(c).to_pylist() for c in ("id", "vector")))), name
+        assert ours.num_rows == theirs.num_rows, name
+    answer = GraphIndex.open(index).search("local", "What did Jonas Pellew found?")
+    assert answer.answer.strip() and not answer.failures
