@@ -91,3 +91,21 @@ def test_a_summary_that_fell_back_is_asked_again_by_the_next_update(carol_excerp
         second.summaries["summarized"] - second.summaries["joined_without_llm"]
     assert IndexStore(index).open().read_table(ELEMENT_DIGESTS).num_rows == \
         second.summaries["summarized"] + second.summaries["kept"]
+
+
+def test_a_kept_description_is_read_from_the_row_the_table_serves(tmp_path):
+    """A previous table whose linked part leaves an entity's old row out (its current row is
+    in a later part): the kept description is the current row's, read once."""
+    import fsspec
+
+    from graphrag_ray.index.reports.kept_summaries import _kept_descriptions
+    from graphrag_ray.storage.parquet_io import write_parquet
+
+    fs = fsspec.filesystem("file")
+    old, new = str(tmp_path / "part-00000.parquet"), str(tmp_path / "part-00001.parquet")
+    write_parquet(fs, old, pa.table({"id": ["e1", "e2"], "description": ["stale", "two"]}))
+    write_parquet(fs, new, pa.table({"id": ["e1"], "description": ["current"]}))
+    keys, block = _kept_descriptions([old, new], pa.array(["e1", "e2"]), np.array([10, 20]),
+                                     {"part-00000.parquet": pa.array(["e1"])})
+    assert dict(zip(keys.tolist(), block.column("description").to_pylist())) == {
+        10: "current", 20: "two"} and len(keys) == 2
