@@ -52,6 +52,7 @@ from graphrag_ray.index.write.documents_and_text_units import DOCUMENT_FILES
 from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
 from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
@@ -349,7 +350,6 @@ CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 # it; past that the part's other rows are written again, so a table's parts hold at most
 # twice its rows.
 CARRIED_WHOLE_ROWS = 512
-LEFT_OUT_SHARE = 0.5
 
 
 def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray,

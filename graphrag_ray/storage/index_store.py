@@ -51,6 +51,10 @@ HEARTBEAT_S = 60.0
 ABANDONED_AFTER_S = 600.0
 # In a version: per table, the rows of its parts that are not the table's (`left_out`).
 LEFT_OUT = "_left_out"
+# An update links a previous part while the rows it no longer serves are at most this share
+# of it; past that the part's other rows are written again, so a table's parts hold at most
+# about twice the table.
+LEFT_OUT_SHARE = 0.5
 
 
 def _file_name(path: str) -> str:
@@ -191,9 +195,10 @@ class IndexVersion:
     def left_out(self, name: str) -> dict[str, pa.Array]:
         """The ids of the rows of table `name`'s parts that are not part of the table, by
         part file name. An update links a previous part most of whose rows it keeps and
-        lists the others here, rather than writing the part again (`carry_over.carry_vectors`:
-        a 1% add changes a few % of the entities, spread over every part of their vectors);
-        every reader of the table through this class leaves them out."""
+        lists the others here, rather than writing the part again (`carry_over.carry_vectors`,
+        `element_tables.carried_elements`: a 1% add changes a few % of the entities, spread
+        over every part of them and of their vectors); every reader of the table through
+        this class leaves them out."""
         path = self._path(f"{LEFT_OUT}/{name}.parquet")
         if not self.fs.exists(path):
             return {}

@@ -66,7 +66,7 @@ class RowReader:
         return None if kept.all() else kept
 
     def __len__(self) -> int:
-        return int(self._starts[-1]) if self._kept is None else int(self._kept.sum())
+        return int(self._starts[-1]) if self._stored_rows is None else len(self._stored_rows)
 
     def take(self, rows: Sequence[int], columns: list[str]) -> pa.Table:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)

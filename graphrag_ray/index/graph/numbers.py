@@ -30,10 +30,8 @@ def kept_numbers(ids: pa.Array | pa.ChunkedArray, before: pa.Table | None) -> pa
     if before is None or not before.num_rows:
         return pa.array(np.arange(len(ids), dtype=np.int64))
     at = pc.index_in(ids, value_set=before.column("id").combine_chunks())
-    numbers = before.column(NUMBER).combine_chunks().take(at).to_numpy(
-        zero_copy_only=False)
+    numbers = before.column(NUMBER).combine_chunks().take(at).fill_null(0).to_numpy().copy()
     new = pc.is_null(at).to_numpy(zero_copy_only=False)
-    numbers = np.where(new, 0, np.nan_to_num(numbers)).astype(np.int64)
     numbers[new] = pc.max(before.column(NUMBER)).as_py() + 1 + np.arange(int(new.sum()))
     return pa.array(numbers, pa.int64())
 
@@ -45,8 +43,6 @@ def number_elements(graph: Graph, previous: IndexVersion | None) -> Graph:
                         (schema.RELATIONSHIPS, graph.relationships)):
         before = previous.read_table(name, ["id", NUMBER]) \
             if previous is not None and previous.has_table(name) else None
-        numbers = kept_numbers(table.column("id"), before)
-        tables[name] = table.drop_columns([NUMBER]).append_column(NUMBER, numbers) \
-            if NUMBER in table.column_names else table.append_column(NUMBER, numbers)
+        tables[name] = table.append_column(NUMBER, kept_numbers(table.column("id"), before))
     return replace(graph, entities=tables[schema.ENTITIES],
                    relationships=tables[schema.RELATIONSHIPS])

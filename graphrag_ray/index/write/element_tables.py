@@ -16,6 +16,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, take_descriptions
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
 from graphrag_ray.storage.atomic import copy_whole
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 
@@ -51,9 +52,6 @@ class ElementTableWriter:
 # all of them. One part per table left the 100M-token index's entities (340 MB of Parquet,
 # 258k rows) to one worker: 13 s, the relationships' worker idle after 5.
 ELEMENT_ROWS_PER_PART = 65_536
-# A previous part linked with rows it no longer serves left out while they are at most this
-# share of it; past that its other rows are written again (see `carried_elements`).
-LEFT_OUT_SHARE = 0.5
 
 
 @dataclass
@@ -166,12 +164,12 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
     files = previous.table_files(name)
     for number, path in enumerate(files):
         part_ids = read_parquet(previous.fs, path, ["id"]).column("id").combine_chunks()
-        gone = set(before[path.rsplit("/", 1)[-1]].to_pylist()) \
-            if path.rsplit("/", 1)[-1] in before else set()
         rows = np.fromiter((row_of.get(i, -1) for i in part_ids.to_pylist()), np.int64,
                            len(part_ids))
-        keep = (rows >= 0) & unchanged[rows] & np.fromiter(
-            (i not in gone for i in part_ids.to_pylist()), bool, len(part_ids))
+        keep = (rows >= 0) & unchanged[rows]
+        gone = before.get(path.rsplit("/", 1)[-1])
+        if gone is not None:  # (its current row, if any, is in another part)
+            keep &= ~pc.is_in(part_ids, value_set=gone).to_numpy(zero_copy_only=False)
         # A row gone from the graph weighs as little as a row can: it was mentioned little.
         weight = np.where(rows >= 0, weights[rows], 1.0)
         if not keep.any() or weight[~keep].sum() > LEFT_OUT_SHARE * weight.sum():
