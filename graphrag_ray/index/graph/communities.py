@@ -73,11 +73,17 @@ class WarmStart(Protocol):
     def left_out(self) -> np.ndarray | None:
         """A mask of the nodes that are in no community; None: every node is in one."""
 
-    def settled(self, level: int, nodes: np.ndarray, small: np.ndarray) -> np.ndarray | None:
+    def settled(self, level: int, nodes: np.ndarray) -> np.ndarray | None:
         """Per node of `nodes` (the clustered members of a community being split into
-        `level`; `small`: the graph's nodes in small components), the previous community it
+        `level`), the previous community it
         keeps there, untouched by the update, or -1 where Leiden places it; None: Leiden
         places every node."""
+
+    def unchanged_parts(self, level: int, members: np.ndarray, small: np.ndarray
+                        ) -> list[tuple[np.ndarray, bool]] | None:
+        """The parts (members, loose) a community of `members` splits into at `level` when
+        the update left it as it was (`small`: the graph's nodes in small components),
+        without Leiden or the votes; None: work them out."""
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
         """Kept: whether a community of `nodes` is split into `level` as before (True: they
@@ -155,7 +161,7 @@ def _leiden_around(graph: ig.Graph, settled: np.ndarray, initial: list[int],
     return found[vertex]
 
 
-def _groups(members: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
+def groups_of(members: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
     """Members grouped by label, groups ordered by their smallest member (deterministic).
     One sort by (label, member), not a mask over the members per label (labels x members:
     3.5 s of a 100M update's Leiden stage, profiled)."""
@@ -244,7 +250,10 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
     Leiden over its clustered members, its small components placed by their provenance, and
     the unplaced in loose parts; a loose community in bins of components."""
     members = community.members
-    components = _groups(members[small[members]], component_labels[members[small[members]]])
+    unchanged = previous.unchanged_parts(level, members, small) if previous else None
+    if unchanged is not None:
+        return unchanged
+    components = groups_of(members[small[members]], component_labels[members[small[members]]])
     if community.loose:
         if provenance is not None:  # mentioned in the same place, binned together
             components.sort(key=lambda c: (provenance.first_mention(c), int(c[0])))
@@ -253,7 +262,7 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
     clustered = members[~small[members]]
     parts: list[np.ndarray] = []
     if len(clustered):
-        labels = previous.settled(level, clustered, small) if previous is not None else None
+        labels = previous.settled(level, clustered) if previous is not None else None
         if labels is None:
             labels = _leiden(graph.induced_subgraph(clustered.tolist()), config, level,
                              *((previous.initial_membership(level, clustered),
@@ -263,7 +272,7 @@ def _clustered(graph: ig.Graph, community: Community, small: np.ndarray,
             labels = _leiden_around(graph.induced_subgraph(clustered.tolist()), labels,
                                     previous.initial_membership(level, clustered[labels < 0]),
                                     config, level)
-        parts = _groups(clustered, labels)
+        parts = groups_of(clustered, labels)
     part_of = np.full(graph.vcount(), -1, dtype=np.int64)
     for k, part in enumerate(parts):
         part_of[part] = k

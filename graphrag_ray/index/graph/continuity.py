@@ -9,8 +9,12 @@ or forming new ones; a community that grew past `max_cluster_size` with no split
 split. Our own Leiden, started from its own optimum, moves little; started from another
 tool's partition, it would move most entities and every report would be written again.
 
-Where the graph did not change, a warm-started Leiden keeps its communities (it starts from
-them and finds nothing better to move to). A new community takes the id of the previous one
+An update that knows which entities it touched (new, changed, or at an end of a changed
+relationship: `Graph.touched`) moves only those: every other entity keeps its community at
+every level, and a community with nothing touched keeps its whole subtree, so Leiden's cost
+is the change's, not the graph's. Without a touched set (a build resumed from another version,
+entity resolution) a warm-started Leiden over the whole graph keeps what did not change (it
+starts from it and finds nothing better to move to). A new community takes the id of the previous one
 it shares a majority of members with, both ways (at most one such pair exists); the rest get
 fresh ids. With the same id and the same context, a community's report prompt is the same, so
 its report comes from the cache instead of a call.
@@ -23,13 +27,13 @@ in both (adjusted Rand index).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.index.graph.communities import Community
+from graphrag_ray.index.graph.communities import Community, groups_of
 
 
 @dataclass
@@ -42,8 +46,6 @@ class PreviousPartition:
     out: np.ndarray | None = None
     # An update that merged only what it touched: the nodes it touched (`Graph.touched`).
     touched: np.ndarray | None = None
-    # level -> (per previous community: whole and untouched; its clustered nodes now)
-    _untouched: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_tables(cls, communities: pa.Table, entity_ids: list[str],
@@ -84,32 +86,39 @@ class PreviousPartition:
     def left_out(self) -> np.ndarray | None:
         return self.out
 
-    def settled(self, level: int, nodes: np.ndarray, small: np.ndarray) -> np.ndarray | None:
-        """A previous community at `level` whose every entity is still in the graph, none
-        touched by the update, and whose clustered entities are all among `nodes`, keeps
-        them: its induced subgraph and its neighbourhood did not change (a touched
-        relationship touches both its ends), so Leiden would only find it again, at a cost
-        in proportion to the graph. The other nodes (new, or in a community the update
-        touched) are for Leiden. None: nothing settled, or no touched set (a build, entity
-        resolution, a partition kept rather than refined)."""
+    def settled(self, level: int, nodes: np.ndarray) -> np.ndarray | None:
+        """Each of `nodes` (the clustered members of a community being split into `level`)
+        that the update did not touch keeps its previous community there; the touched ones
+        (-1: new, changed, or at an end of a changed relationship) are for Leiden, which
+        may move them into one of those communities or into new ones. An untouched node's
+        relationships are all as they were (a touched relationship touches both its ends),
+        so the move it would weigh is the one it made before; re-clustering the whole of
+        every community an update touched instead cost 10.7 of a 100M add's 22.8 s for
+        the same modularity (0.58697 at level 0 both ways; 3,382 of 258,472 nodes touched:
+        the communities holding them were 206k). None: nothing untouched, or no touched set
+        (a build, entity resolution, a partition kept rather than refined: `fixed_membership`)."""
         if self.touched is None or self.out is not None or level not in self.labels:
             return None
-        if level not in self._untouched:  # per level once: settled calls come by thousands
-            ids, size = self.labels[level], max(self.sizes) + 1
-            known = ids >= 0
-            sizes = np.zeros(size, dtype=np.int64)
-            sizes[list(self.sizes)] = list(self.sizes.values())
-            self._untouched[level] = (
-                (np.bincount(ids[known], minlength=size) == sizes) &
-                (np.bincount(ids[known & self.touched], minlength=size) == 0),
-                np.bincount(ids[known & ~small], minlength=size))
-        untouched, clustered = self._untouched[level]
         labels = self.labels[level][nodes].copy()
-        known = labels >= 0
-        communities, here = np.unique(labels[known], return_counts=True)
-        kept = communities[untouched[communities] & (here == clustered[communities])]
-        labels[~np.isin(labels, kept)] = -1
-        return labels if len(kept) else None
+        labels[self.touched[nodes]] = -1
+        return labels if (labels >= 0).any() else None
+
+    def unchanged_parts(self, level: int, members: np.ndarray, small: np.ndarray
+                        ) -> list[tuple[np.ndarray, bool]] | None:
+        """A community of `members` split into `level` that is a previous community one
+        level up, whole and untouched, splits as it did: into its previous communities at
+        `level`, each loose when it holds only small components (`small`: per node). Leiden
+        would only find them again, and the provenance votes placing its small components
+        again (an untouched node's text units and its voters' are as they were). None: the
+        community is not such a one."""
+        if self.touched is None or self.out is not None or level not in self.labels or \
+                level - 1 not in self.labels or self.touched[members].any():
+            return None
+        above, below = self.labels[level - 1][members], self.labels[level][members]
+        if above[0] < 0 or (above != above[0]).any() or \
+                self.sizes[int(above[0])] != len(members) or (below < 0).any():
+            return None
+        return [(part, bool(small[part].all())) for part in groups_of(members, below)]
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
         if self.out is None:

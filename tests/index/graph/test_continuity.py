@@ -147,3 +147,58 @@ def test_an_update_reclusters_only_the_communities_it_touched():
     # Without the touched set, the warm start on the whole graph mends A's cut.
     whole = hierarchical_leiden(graph, config, PreviousPartition.from_tables(table, ids))
     assert list(range(0, 8)) in [c.members.tolist() for c in whole]
+
+
+def test_in_a_touched_community_only_the_touched_entities_move():
+    """The previous partition cut group B in two halves (not Leiden's optimum). The update
+    touched one node of the first half and added a node linked to it: the untouched nodes
+    keep their halves (their relationships are as they were), and only the touched ones
+    are placed again, so the cut stays where re-clustering B whole would mend it."""
+    groups = [range(0, 8), range(8, 16)]
+    edges = [(i, j) for group in groups for i in group for j in group if i < j]
+    edges += [(0, 8), (16, 9), (16, 10)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    graph = build_graph(17, sources, targets, np.ones(len(edges)))
+    ids = [f"e{i}" for i in range(17)]
+    name = lambda nodes: [ids[n] for n in nodes]  # noqa: E731
+    table = pa.table({"community": [0, 1, 2], "level": [0, 0, 0],
+                      "entity_ids": [name(range(0, 8)), name(range(8, 12)),
+                                     name(range(12, 16))]})
+    touched = np.zeros(17, dtype=bool)
+    touched[[9, 10, 16]] = True
+    config = CommunitiesConfig(max_cluster_size=100)
+    communities = hierarchical_leiden(
+        graph, config, PreviousPartition.from_tables(table, ids, touched=touched))
+    label = {int(m): c.id for c in communities for m in c.members}
+    assert len({label[n] for n in range(0, 8)}) == 1
+    assert label[8] == label[11] != label[12] == label[13] == label[14] == label[15]
+    assert label[0] != label[8] and label[0] != label[12]
+    whole = hierarchical_leiden(graph, config, PreviousPartition.from_tables(table, ids))
+    assert any(set(range(8, 16)) <= set(c.members.tolist()) for c in whole)
+
+
+def test_an_untouched_community_keeps_its_whole_subtree():
+    """Two groups split at level 1 in a way Leiden would not split them: the update touched
+    the second group only, so the first keeps its level-1 communities as they were (Leiden
+    and the provenance votes are not asked), while the second's are worked out again."""
+    groups = [range(0, 6), range(6, 12)]
+    edges = [(i, j) for group in groups for i in group for j in group if i < j]
+    edges += [(0, 6), (12, 7)]
+    sources, targets = (np.array(x) for x in zip(*edges))
+    graph = build_graph(13, sources, targets, np.ones(len(edges)))
+    ids = [f"e{i}" for i in range(13)]
+    name = lambda nodes: [ids[n] for n in nodes]  # noqa: E731
+    odd_split = [[0, 2, 4], [1, 3, 5]], [[6, 8, 10], [7, 9, 11]]
+    table = pa.table({
+        "community": [0, 1, 2, 3, 4, 5], "level": [0, 0, 1, 1, 1, 1],
+        "entity_ids": [name(range(0, 6)), name(range(6, 12)),
+                       *[name(part) for split in odd_split for part in split]]})
+    touched = np.zeros(13, dtype=bool)
+    touched[[7, 12]] = True
+    previous = PreviousPartition.from_tables(table, ids, touched=touched)
+    communities = hierarchical_leiden(graph, CommunitiesConfig(max_cluster_size=4), previous)
+    carry_ids(communities, previous)
+    level1 = {c.id: c.members.tolist() for c in communities if c.level == 1}
+    assert level1[2] == [0, 2, 4] and level1[3] == [1, 3, 5]
+    assert previous.unchanged_parts(1, np.arange(6), np.zeros(13, bool)) is not None
+    assert previous.unchanged_parts(1, np.arange(6, 13), np.zeros(13, bool)) is None
