@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import sorted_rows
+
 
 def element_id(*parts: str) -> str:
     digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
@@ -127,13 +129,16 @@ def merge_shard(pieces: Pieces) -> tuple[pa.Table, pa.Table, MergeStats]:
     return entities, relationships, _sum_stats([entity_stats, relationship_stats])
 
 
+BY_TITLE = [("title", "ascending")]
+BY_ENDS = [("source", "ascending"), ("target", "ascending")]
+
+
 def combine_shards(merged: list[tuple[pa.Table, pa.Table, MergeStats]]
                    ) -> tuple[pa.Table, pa.Table, MergeStats]:
     """The shards' results as one graph: one order however many shards (by title, and by
     endpoint pair), and weights normalized by the global largest instance count."""
-    entities = pa.concat_tables([e for e, _, _ in merged]).sort_by("title")
-    relationships = pa.concat_tables([r for _, r, _ in merged]).sort_by(
-        [("source", "ascending"), ("target", "ascending")])
+    entities = sorted_rows(pa.concat_tables([e for e, _, _ in merged]), BY_TITLE)
+    relationships = sorted_rows(pa.concat_tables([r for _, r, _ in merged]), BY_ENDS)
     stats = _sum_stats([s for _, _, s in merged])
     stats.shards = len(merged)
     return entities, with_weights(relationships), stats

@@ -21,9 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    MergeStats, Pieces, merge_entities, merge_relationships)
+    BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships)
 
 
 def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
@@ -102,9 +103,8 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
         "description_row").to_numpy())
     new_relationships = _placed(new_relationships, n_kept + new_relationships.column(
         "description_row").to_numpy())
-    return (pa.concat_tables([old_entities, new_entities]).sort_by("title"),
-            pa.concat_tables([old_relationships, new_relationships]).sort_by(
-                [("source", "ascending"), ("target", "ascending")]),
+    return (sorted_rows(pa.concat_tables([old_entities, new_entities]), BY_TITLE),
+            sorted_rows(pa.concat_tables([old_relationships, new_relationships]), BY_ENDS),
             block, shard_stats(pieces), nodes)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray import schema
+from graphrag_ray.arrow_rows import take_rows
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, carried_down, membership_by_level
@@ -552,7 +553,7 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
     if not kept_row:
         return table
     held = [c for c in communities if c.id in kept_row]
-    old = kept_rows.take(pa.array([kept_row[c.id] for c in held], pa.int64()))
+    old = take_rows(kept_rows, pa.array([kept_row[c.id] for c in held], pa.int64()))
     titles = old.column("title").to_pylist()
     kept_table = pa.table({
         "id": [report_id(c.id, title) for c, title in zip(held, titles)],
@@ -569,4 +570,4 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
     both = pa.concat_tables([table, kept_table])
     order = np.argsort([position[c] for c in both.column("community").to_pylist()],
                        kind="stable")
-    return both.take(pa.array(order))
+    return take_rows(both, pa.array(order))

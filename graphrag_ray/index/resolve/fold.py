@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    MergeStats, Pieces, _pair_key, merge_shard, with_weights)
+    BY_ENDS, BY_TITLE, MergeStats, Pieces, _pair_key, merge_shard, with_weights)
 from graphrag_ray.index.graph.touched_merge import pair_keys
 from graphrag_ray.index.resolve.scoring import UNTYPED
 
@@ -159,9 +160,9 @@ def swap_rows(entities: pa.Table, relationships: pa.Table, merged_entities: pa.T
     stats = FoldStats()
     keep = pc.invert(pc.is_in(entities.column("title"),
                               value_set=pa.array(sorted(titles), pa.string())))
-    entities = pa.concat_tables([
+    entities = sorted_rows(pa.concat_tables([
         entities.filter(keep),
-        merged_entities.select(entities.column_names).cast(entities.schema)]).sort_by("title")
+        merged_entities.select(entities.column_names).cast(entities.schema)]), BY_TITLE)
     present = set(merged_entities.column("title").to_pylist())
     stats.entities_merged = len(renames.aliases() - present)
     entities = _typed_by_their_full_names(entities, renames)
@@ -176,8 +177,8 @@ def swap_rows(entities: pa.Table, relationships: pa.Table, merged_entities: pa.T
     columns = [c for c in relationships.column_names if c != "weight"]
     touched = pc.is_in(pair_keys(relationships), value_set=pa.array(sorted(pairs), pa.string()))
     stats.relationships_merged = pc.sum(touched).as_py() - merged_relationships.num_rows
-    relationships = pa.concat_tables([
+    relationships = sorted_rows(pa.concat_tables([
         relationships.filter(pc.invert(touched)).select(columns),
         merged_relationships.select(columns).cast(relationships.select(columns).schema)
-    ]).sort_by([("source", "ascending"), ("target", "ascending")])
+    ]), BY_ENDS)
     return entities, with_weights(relationships), stats
