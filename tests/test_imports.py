@@ -95,7 +95,7 @@ def test_a_circle_is_found():
 LAYERS = [
     ["errors"],
     ["config", "schema", "tokens", "terms", "sentences", "resources", "progress",
-     "prompts_loader", "storage", "tokenizers", "grouped"],
+     "prompts_loader", "storage", "tokenizers", "grouped", "arrow_rows"],
     ["llm", "input", "distributed"],
     ["index", "testing"],
     ["query"],

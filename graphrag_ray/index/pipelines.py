@@ -229,14 +229,13 @@ def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
 
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
     state.counts = write_graph_tables(
-        ctx, state.graph, state.communities, state.described.reports, state.extraction,
-        state.summaries_pool, CarriedTables.of(state.carried, state.file_numbers),
+        ctx, state.graph, state.communities, state.described.reports,
+        state.kept_reports.first_part, state.extraction, state.summaries_pool,
+        CarriedTables.of(state.carried, state.file_numbers),
         unchanged_elements(state.graph, state.kept_summaries,
                            state.update.version if state.update is not None else None))
     state.graph = None  # the blocks' text leaves the object store
-    # Written: only the reports' generations stay, for the manifest.
-    state.described = replace(state.described,
-                              reports=state.described.reports.select(["generation"]))
+    state.described = replace(state.described, reports=None)  # written
     if state.text_units:
         state.text_units.join()
 

@@ -100,15 +100,19 @@ class IndexVersion:
         if self.fs.exists(self._path(name)):
             remove_tree(self.fs, self._path(name))
 
-    def write_table(self, name: str, table: pa.Table, rows_per_part: int | None = None) -> None:
+    def write_table(self, name: str, table: pa.Table, rows_per_part: int | None = None,
+                    first_part: int = 0) -> None:
         """`<name>.parquet`, or, for tables longer than `rows_per_part`, the parts
-        `<name>/part-00000.parquet`, ... that readers put back together in order."""
-        if rows_per_part is None or table.num_rows <= rows_per_part:
+        `<name>/part-00000.parquet`, ... that readers put back together in order.
+        `first_part`: the parts continue the ones an update linked (`first_part` of them;
+        an empty table adds none)."""
+        if not first_part and (rows_per_part is None or table.num_rows <= rows_per_part):
             write_parquet(self.fs, self._path(f"{name}.parquet"), table)
             return
-        for part, start in enumerate(range(0, table.num_rows, rows_per_part)):
-            write_parquet(self.fs, self._path(f"{name}/part-{part:05d}.parquet"),
-                          table.slice(start, rows_per_part))
+        step = rows_per_part or max(1, table.num_rows)
+        for part, start in enumerate(range(0, table.num_rows, step)):
+            write_parquet(self.fs, self._path(f"{name}/part-{first_part + part:05d}.parquet"),
+                          table.slice(start, step))
 
     def part_path(self, name: str, number: int) -> str:
         """Where part `number` of table `name` is written (readers take parts in name

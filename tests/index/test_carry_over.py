@@ -397,3 +397,31 @@ def test_an_index_numbered_densely_is_renumbered_by_its_first_update(corpus, tmp
     assert numbers == spread(len(numbers)).tolist()
     build_index(str(corpus), full, _config(), progress=lambda _: None)
     _assert_same_tables(index, full)
+
+
+def test_reports_an_update_keeps_in_place_are_served_by_the_previous_parts(corpus, tmp_path):
+    """The previous reports file is linked (the same file), the reports of the communities
+    that changed are left out of it and written in a part after it; read back, the table
+    has one report per community, in its community's place, as the communities table says."""
+    index = str(tmp_path / "index")
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    before = IndexStore(index).open()
+    previous_file = before.table_files(schema.COMMUNITY_REPORTS)[0]
+    files = sorted(corpus.glob("*.txt"))
+    files[5].write_text(files[5].read_text() + "\n\nMarta Quill joined Quarry Lane Works.")
+    manifest, _ = _update(index, corpus)
+    version = IndexStore(index).open()
+    parts = version.table_files(schema.COMMUNITY_REPORTS)
+    assert len(parts) == 2 and parts[0].endswith("part-00000.parquet")
+    assert os.stat(parts[0]).st_ino == os.stat(previous_file).st_ino
+    left_out = version.left_out(schema.COMMUNITY_REPORTS)
+    assert list(left_out) == ["part-00000.parquet"] and len(left_out["part-00000.parquet"])
+    reports = version.read_table(schema.COMMUNITY_REPORTS)
+    communities = version.read_table(schema.COMMUNITIES)
+    assert reports.num_rows == communities.num_rows == manifest.tables[schema.COMMUNITIES]
+    assert len(set(reports.column("id").to_pylist())) == reports.num_rows
+    place = ["community", "level", "parent", "size"]
+    assert sorted(reports.select(place).to_pylist(), key=lambda r: r["community"]) == \
+        sorted(communities.select(place).to_pylist(), key=lambda r: r["community"])
+    assert 0 < manifest.update["reports_kept"] < reports.num_rows
+    assert sum(manifest.reports_by_generation.values()) == reports.num_rows

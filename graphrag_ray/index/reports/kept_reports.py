@@ -33,6 +33,9 @@ from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, de
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.storage import IndexVersion
+from graphrag_ray.storage.atomic import copy_whole
+from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
+from graphrag_ray.storage.parquet_io import read_parquet
 
 COMMUNITY_DIGESTS = "_community_digests"
 COMMUNITY_DIGESTS_SCHEMA = pa.schema([("community", pa.int64()), ("digest", pa.string())])
@@ -50,6 +53,11 @@ class KeptReports:
     report that a changed parent's context takes is needed as one (`report`)."""
     rows: pa.Table = field(default_factory=lambda: pa.table({c: [] for c in KEPT_COLUMNS}))
     row_of: dict[int, int] = field(default_factory=dict)  # community -> its row in `rows`
+    # The communities whose rows the previous version's reports parts, linked into this
+    # version, serve as they are (`link_kept_reports`); the table's other rows are written
+    # in parts numbered from `first_part`.
+    linked: set[int] = field(default_factory=set)
+    first_part: int = 0
     _batches: list[pa.RecordBatch] | None = field(default=None, repr=False)
     _starts: np.ndarray | None = field(default=None, repr=False)
 
@@ -182,5 +190,57 @@ def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
     ctx.staged.write_table(COMMUNITY_DIGESTS, digests)
     if update is None or not update.version.has_table(COMMUNITY_DIGESTS):
         return KeptReports()
-    return read_kept_reports(update.version, kept_communities(
-        communities, digests, update.version.read_table(COMMUNITY_DIGESTS)))
+    kept = kept_communities(communities, digests, update.version.read_table(COMMUNITY_DIGESTS))
+    reports = read_kept_reports(update.version, kept)
+    reports.linked, reports.first_part = link_kept_reports(update.version, ctx.staged,
+                                                           communities, kept)
+    return reports
+
+
+# A kept report's row as stored, to be served as it is: what the reports table says of its
+# community besides the report (`schedule._reports_table`).
+_PLACE_COLUMNS = ["id", "community", "level", "parent", "children", "size"]
+
+
+def link_kept_reports(previous: IndexVersion, staged: IndexVersion,
+                      communities: list[Community], kept: dict[int, int]
+                      ) -> tuple[set[int], int]:
+    """The previous version's reports parts linked into `staged` where most of their rows
+    are still the table's: a community that keeps its own report (`kept`: community -> the
+    previous community whose report it keeps) in the same place (level, parent, children,
+    size). The rows a linked part no longer serves are left out (`IndexVersion.left_out`).
+    A 1% add to a 100M-token index keeps 98% of its 89k reports: building their rows again
+    (450 MB taken from the previous table and ordered) and writing them took 10 of its
+    seconds. Returns the communities the linked parts serve and the number the table's new
+    parts start from (0 when nothing is linked)."""
+    files = previous.table_files(schema.COMMUNITY_REPORTS)
+    by_id = {c.id: c for c in communities}
+    before = previous.left_out(schema.COMMUNITY_REPORTS)
+    linked: set[int] = set()
+    left: dict[str, pa.Array] = {}
+    for number, path in enumerate(files):
+        part = read_parquet(previous.fs, path, _PLACE_COLUMNS).combine_chunks()
+        stale = before.get(path.rsplit("/", 1)[-1])
+        stale = set(stale.to_pylist()) if stale is not None else set()
+        serves = np.fromiter((
+            report not in stale and kept.get(community) == community and
+            _in_place(by_id[community], level, parent, children, size)
+            for report, community, level, parent, children, size in zip(
+                *(part.column(name).to_pylist() for name in _PLACE_COLUMNS))),
+            bool, part.num_rows)
+        if not serves.any() or (~serves).sum() > LEFT_OUT_SHARE * part.num_rows:
+            continue  # (its kept rows are written again with the others)
+        target = staged.part_path(schema.COMMUNITY_REPORTS, number)
+        copy_whole(previous.fs, path, target)
+        linked.update(part.column("community").filter(pa.array(serves)).to_pylist())
+        if not serves.all():
+            left[target.rsplit("/", 1)[-1]] = part.column("id").chunk(0).filter(
+                pa.array(~serves))
+    staged.write_left_out(schema.COMMUNITY_REPORTS, left)
+    return linked, len(files) if linked else 0
+
+
+def _in_place(community: Community, level: int, parent: int, children: list[int] | None,
+              size: int) -> bool:
+    return (community.level, community.parent, len(community.members)) == \
+        (level, parent, size) and sorted(community.children) == sorted(children or [])

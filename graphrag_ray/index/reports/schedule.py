@@ -47,7 +47,8 @@ from graphrag_ray.llm.client import LLMServices, Usage
 
 @dataclass
 class SummariesAndReports:
-    reports: pa.Table
+    reports: pa.Table  # the rows to write (an update's linked parts serve the others)
+    report_generations: list[str]  # how each community's report was made
     # Descriptions summarized; those whose LLM summary failed (extractive used), with reasons.
     summaries: dict
     summarize_usage: Usage
@@ -304,7 +305,9 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         entities, relationships, np.concatenate([elements.entity_tokens, elements.edge_tokens]),
         fell_back, ctx.tokenizer), config.output.rows_per_part)
     return SummariesAndReports(
-        reports=_reports_table(communities, reports, generation, kept.rows, kept_row),
+        reports=_reports_table(communities, reports, generation, kept.rows, kept_row,
+                               kept.linked),
+        report_generations=[generation[c.id] for c in communities],
         summaries={"summarized": len(todo), "kept": len(kept_summaries),
                    "joined_without_llm": joined_count,
                    "extractive_fallbacks": len(fallbacks),
@@ -519,10 +522,11 @@ def _content(report: dict) -> str:
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],
                    generation: dict[int, str], kept_rows: pa.Table,
-                   kept_row: dict[int, int]) -> pa.Table:
-    """The reports table in `communities`' order: the reports written now from their dicts,
-    the kept ones from their rows as they were read (`kept_row`: community -> row of
-    `kept_rows`), with their community's id, place and size."""
+                   kept_row: dict[int, int], linked: set[int] = frozenset()) -> pa.Table:
+    """The reports table's rows to write, in `communities`' order: the reports written now
+    from their dicts, the kept ones from their rows as they were read (`kept_row`:
+    community -> row of `kept_rows`), with their community's id, place and size; not the
+    rows the previous version's linked parts serve (`linked`: their communities)."""
     rows = []
     for community in communities:
         if community.id in kept_row:
@@ -552,7 +556,7 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
     table = table.select(schema.COMMUNITY_REPORT_COLUMNS)
     if not kept_row:
         return table
-    held = [c for c in communities if c.id in kept_row]
+    held = [c for c in communities if c.id in kept_row and c.id not in linked]
     old = take_rows(kept_rows, pa.array([kept_row[c.id] for c in held], pa.int64()))
     titles = old.column("title").to_pylist()
     kept_table = pa.table({

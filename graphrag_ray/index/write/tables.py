@@ -28,7 +28,8 @@ from graphrag_ray.index.write.element_tables import CarriedElements, write_eleme
 
 
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Community],
-                       reports: pa.Table, extraction: pa.Table, pool: WorkerPool,
+                       reports: pa.Table, reports_first_part: int, extraction: pa.Table,
+                       pool: WorkerPool,
                        carried: CarriedTables | None = None,
                        elements: CarriedElements | None = None) -> dict[str, int]:
     """Entities, relationships, documents, text units, covariates, entity aliases,
@@ -36,7 +37,9 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
     communities and reports tables were a gigabyte of the driver until the end); an
     update's documents and text units from the previous version's (`carried`), and its
     unchanged entities and relationships served by the previous version's parts
-    (`elements`). Returns the row count of each table written."""
+    (`elements`), and its reports after the previous version's parts it linked
+    (`reports_first_part`, `kept_reports.link_kept_reports`). Returns the row count of each
+    table."""
     rows_per_part = ctx.config.output.rows_per_part
     entities = finalize_entities(graph.entities)
     relationships = finalize_relationships(graph.relationships)
@@ -58,13 +61,14 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
             ThreadPoolExecutor(1, thread_name_prefix="write-reports") as writer:
         # The reports are encoded by a thread while the communities' lists are gathered
         # (Arrow's encoder lets go of the interpreter: 3.6 s of a 100M-token update).
-        reports_written = writer.submit(ctx.staged.write_table, schema.COMMUNITY_REPORTS,
-                                        reports, rows_per_part)
+        reports_written = writer.submit(
+            ctx.staged.write_table, schema.COMMUNITY_REPORTS, reports,
+            min(rows_per_part, REPORT_ROWS_PER_PART), reports_first_part)
         counts[schema.COMMUNITIES] = ctx.staged.write_stream(
             schema.COMMUNITIES, communities_tables(communities, entities, relationships,
                                                    graph.endpoints), rows_per_part)
         reports_written.result()
-        counts[schema.COMMUNITY_REPORTS] = reports.num_rows
+        counts[schema.COMMUNITY_REPORTS] = len(communities)  # (one report each)
     return counts
 
 
@@ -87,6 +91,11 @@ def finalize_relationships(relationships: pa.Table) -> pa.Table:
 
 
 
+# Rows per part of the reports table: an update links the parts most of whose reports it
+# keeps (`kept_reports.link_kept_reports`), so the reports it writes again are its changes
+# and the few parts they fill past `LEFT_OUT_SHARE` (8,192 rows: 11 parts, ~40 MB each, at
+# 100M tokens).
+REPORT_ROWS_PER_PART = 8_192
 # Communities per piece of the communities table: its text-unit lists are most of a 100M-token
 # index's driver at once (640 MB), a piece of them is not.
 COMMUNITIES_PER_PIECE = 10_000
