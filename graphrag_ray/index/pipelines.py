@@ -203,7 +203,8 @@ def _run_communities(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
-    state.kept_reports = keep_reports(ctx, state.graph, state.communities, state.update)
+    state.kept_reports = keep_reports(ctx, state.graph, state.communities, state.update,
+                                      every_text=state.feed is not None)
 
 
 def _run_layout(ctx: BuildContext, state: BuildState) -> None:

@@ -305,8 +305,7 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         entities, relationships, np.concatenate([elements.entity_tokens, elements.edge_tokens]),
         fell_back, ctx.tokenizer), config.output.rows_per_part)
     return SummariesAndReports(
-        reports=_reports_table(communities, reports, generation, kept.rows, kept_row,
-                               kept.linked),
+        reports=_reports_table(communities, reports, generation, kept, kept_row),
         report_generations=[generation[c.id] for c in communities],
         summaries={"summarized": len(todo), "kept": len(kept_summaries),
                    "joined_without_llm": joined_count,
@@ -521,12 +520,12 @@ def _content(report: dict) -> str:
 
 
 def _reports_table(communities: list[Community], reports: dict[int, dict],
-                   generation: dict[int, str], kept_rows: pa.Table,
-                   kept_row: dict[int, int], linked: set[int] = frozenset()) -> pa.Table:
+                   generation: dict[int, str], kept: KeptReports,
+                   kept_row: dict[int, int]) -> pa.Table:
     """The reports table's rows to write, in `communities`' order: the reports written now
     from their dicts, the kept ones from their rows as they were read (`kept_row`:
-    community -> row of `kept_rows`), with their community's id, place and size; not the
-    rows the previous version's linked parts serve (`linked`: their communities)."""
+    community -> row of `kept.rows`), with their community's id, place and size; not the
+    rows the previous version's linked parts serve (`kept.linked`: their communities)."""
     rows = []
     for community in communities:
         if community.id in kept_row:
@@ -556,8 +555,8 @@ def _reports_table(communities: list[Community], reports: dict[int, dict],
     table = table.select(schema.COMMUNITY_REPORT_COLUMNS)
     if not kept_row:
         return table
-    held = [c for c in communities if c.id in kept_row and c.id not in linked]
-    old = take_rows(kept_rows, pa.array([kept_row[c.id] for c in held], pa.int64()))
+    held = [c for c in communities if c.id in kept_row and c.id not in kept.linked]
+    old = kept.whole_rows([kept_row[c.id] for c in held])
     titles = old.column("title").to_pylist()
     kept_table = pa.table({
         "id": [report_id(c.id, title) for c, title in zip(held, titles)],

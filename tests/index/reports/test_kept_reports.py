@@ -10,7 +10,9 @@ from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import edge_endpoints, merge_elements
 from graphrag_ray import schema
 from graphrag_ray.index.reports.kept_reports import (
-    KeptReports, claim_digest, community_digests, digests_of_tables, kept_communities)
+    KeptReports, claim_digest, community_digests, digests_of_tables, kept_communities,
+    read_kept_reports)
+from graphrag_ray.storage import IndexStore
 from graphrag_ray.index.reports.schedule import _reports_table, report_id
 
 ENTITIES = [("SCROOGE", "PERSON", "A miser."), ("MARLEY", "PERSON", "His late partner."),
@@ -150,7 +152,7 @@ def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_or
     written = {0: {"title": "New top", "summary": "s0", "rating": 5, "rating_explanation": "r0",
                    "findings": [], "period": "2026-12-03"}}
     table = _reports_table(communities, written, {0: "llm", 1: "extractive", 2: "llm"},
-                           previous, {1: 1, 2: 0})
+                           kept, {1: 1, 2: 0})
     assert table.column_names == schema.COMMUNITY_REPORT_COLUMNS
     rows = table.to_pylist()
     assert [r["community"] for r in rows] == [0, 1, 2]
@@ -161,3 +163,27 @@ def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_or
         '{"rating": 7}', "2026-01-02", 7.0)
     assert rows[2]["level"] == 1 and rows[2]["parent"] == 0 and rows[2]["size"] == 2
     assert rows[1]["findings"] is None or rows[1]["findings"] == []
+
+
+def test_kept_reports_read_in_part_are_completed_when_asked_for(tmp_path):
+    """Only the kept rows named whole are read whole; the others hold their title and
+    generation, and come back whole, as stored, when a context or the table asks."""
+    n = 5
+    stored = pa.table({
+        "id": [f"r{i}" for i in range(n)], "community": list(range(10, 10 + n)),
+        "title": [f"T{i}" for i in range(n)], "summary": [f"s{i}" for i in range(n)],
+        "full_content": [f"# T{i}" for i in range(n)], "rank": [float(i) for i in range(n)],
+        "rating_explanation": ["r"] * n,
+        "findings": [[{"summary": f"f{i}", "explanation": "e"}] for i in range(n)],
+        "full_content_json": ["{}"] * n, "period": ["2026-01-02"] * n,
+        "generation": ["llm"] * n})
+    version = IndexStore(str(tmp_path / "index")).stage()
+    version.write_table(schema.COMMUNITY_REPORTS, stored, rows_per_part=2)
+    kept = read_kept_reports(version, {0: 10, 1: 12, 2: 13}, whole={12})
+    assert kept.rows.column("title").to_pylist().count(None) == 0
+    assert kept.rows.column("full_content").to_pylist().count(None) == 2
+    rows = [kept.row_of[c] for c in (2, 0, 1)]
+    assert kept.whole_rows(rows).column("full_content").to_pylist() == ["# T3", "# T0", "# T2"]
+    assert kept.report(kept.row_of[0], 0)["findings"] == [{"summary": "f0", "explanation": "e"}]
+    every = read_kept_reports(version, {0: 10, 1: 12, 2: 13})
+    assert every.rows.column("full_content").to_pylist().count(None) == 0
