@@ -12,12 +12,12 @@ tool's partition, it would move most entities and every report would be written 
 An update that knows which entities it touched (new, changed, or at an end of a changed
 relationship: `Graph.touched`) moves only those: every other entity keeps its community at
 every level, and a community with nothing touched keeps its whole subtree, so Leiden's cost
-is the change's, not the graph's. Without a touched set (a build resumed from another version,
-entity resolution) a warm-started Leiden over the whole graph keeps what did not change (it
-starts from it and finds nothing better to move to). A new community takes the id of the previous one
-it shares a majority of members with, both ways (at most one such pair exists); the rest get
-fresh ids. With the same id and the same context, a community's report prompt is the same, so
-its report comes from the cache instead of a call.
+is the change's, not the graph's. Without a touched set (entity resolution on, or a previous
+version that kept no merged shards) a warm-started Leiden over the whole graph keeps what did
+not change (it starts from it and finds nothing better to move to). A new community takes
+the id of the previous one it shares a majority of members with, both ways (at most one such
+pair exists); the rest get fresh ids. With the same id and the same context, a community's
+report prompt is the same, so its report comes from the cache instead of a call.
 
 Per level the manifest then says how many communities were kept (same members), changed (same
 id, members moved), new and gone, and how similar the level-0 partitions are on the entities
