@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.arrow_rows import take_rows
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.index.graph.communities import Community, edges_by_community
+from graphrag_ray.index.graph.communities import Community, carried_down, edges_by_community
 from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, description_digest
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
@@ -225,10 +225,20 @@ def _whole_rows_needed(communities: list[Community], kept: dict[int, int],
     served by a linked part (their rows are written again) and those a context may take (a
     kept sub-community of a community whose report is written now). Any other that is
     asked for (a community carried down from a kept one) is read when it is."""
+    by_id = {c.id: c for c in communities}
     needed = {kept[c] for c in kept if c not in linked}
     for community in communities:
-        if community.id not in kept:
-            needed.update(kept[child] for child in community.children if child in kept)
+        if community.id in kept:
+            continue
+        for child in community.children:
+            # A child carried down from its own child has that one's report, and so on down.
+            below = by_id[child]
+            while True:
+                if below.id in kept:
+                    needed.add(kept[below.id])
+                if not carried_down(below, by_id):
+                    break
+                below = by_id[below.children[0]]
     return needed
 
 
