@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray import schema
-from graphrag_ray.arrow_rows import take_rows
+from graphrag_ray.arrow_rows import one_chunk, take_rows
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.index.graph.communities import Community, carried_down, edges_by_community
+from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, description_digest
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
@@ -65,8 +65,6 @@ class KeptReports:
     whole: np.ndarray | None = None
     stored: np.ndarray | None = None
     reader: RowReader | None = None
-    _batches: list[pa.RecordBatch] | None = field(default=None, repr=False)
-    _starts: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -74,28 +72,24 @@ class KeptReports:
     def __contains__(self, community: int) -> bool:
         return community in self.row_of
 
-    def report(self, row: int, community: int) -> dict:
-        """Row `row` as the report schedule holds `community`'s report (`rating` and `rank`,
-        the community it now serves)."""
-        if self.whole is not None and not self.whole[row]:
-            report = self.whole_rows([row]).to_pylist()[0]
-        else:
-            if self._batches is None:  # (a table's slice walks its chunks: 10k slices, 2.2 s)
-                self._batches = self.rows.to_batches()
-                self._starts = np.cumsum([0] + [len(b) for b in self._batches])
-            at = int(np.searchsorted(self._starts, row, side="right")) - 1
-            report = self._batches[at].slice(row - int(self._starts[at]), 1).to_pylist()[0]
-        report["rating"] = report["rank"]
-        report["findings"] = report["findings"] or []
-        report["community"] = community
-        return report
+    def reports(self, rows: list[int], communities: list[int]) -> list[dict]:
+        """Rows `rows` as the report schedule holds the reports of `communities` (`rating`
+        and `rank`, the community each now serves)."""
+        found = self.whole_rows(rows).to_pylist() if rows else []
+        for report, community in zip(found, communities):
+            report["rating"] = report["rank"]
+            report["findings"] = report["findings"] or []
+            report["community"] = community
+        return found
 
+    def report(self, row: int, community: int) -> dict:
+        return self.reports([row], [community])[0]
 
     def whole_rows(self, rows) -> pa.Table:
         """Rows `rows` of `rows` with every column, those read in part completed from the
-        previous table."""
+        previous table at once."""
         rows = np.asarray(rows, dtype=np.int64)
-        taken = take_rows(self.rows, pa.array(rows))
+        taken = self.rows.take(pa.array(rows))
         if self.whole is None or self.whole[rows].all():
             return taken
         present, missing = np.flatnonzero(self.whole[rows]), np.flatnonzero(~self.whole[rows])
@@ -208,6 +202,7 @@ def read_kept_reports(version: IndexVersion, kept: dict[int, int],
         pa.nulls(rest.num_rows, rows.schema.field(name).type) for name in KEPT_COLUMNS}
         ).cast(rows.schema)])
     stored = np.concatenate([found[full], found[~full]])
+    rows = one_chunk(rows)  # (taken from row by row as contexts ask)
     at = {before: row for row, before in enumerate(rows.column("community").to_pylist())}
     return KeptReports(rows, {community: at[before] for community, before in kept.items()
                               if before in at},
@@ -219,27 +214,11 @@ def read_kept_reports(version: IndexVersion, kept: dict[int, int],
 _LIGHT_COLUMNS = ["community", "title", "generation"]
 
 
-def _whole_rows_needed(communities: list[Community], kept: dict[int, int],
-                       linked: set[int]) -> set[int]:
+def _whole_rows_needed(kept: dict[int, int], linked: set[int]) -> set[int]:
     """The previous communities whose kept reports are read whole at once: those not
-    served by a linked part (their rows are written again) and those a context may take (a
-    kept sub-community of a community whose report is written now). Any other that is
-    asked for (a community carried down from a kept one) is read when it is."""
-    by_id = {c.id: c for c in communities}
-    needed = {kept[c] for c in kept if c not in linked}
-    for community in communities:
-        if community.id in kept:
-            continue
-        for child in community.children:
-            # A child carried down from its own child has that one's report, and so on down.
-            below = by_id[child]
-            while True:
-                if below.id in kept:
-                    needed.add(kept[below.id])
-                if not carried_down(below, by_id):
-                    break
-                below = by_id[below.children[0]]
-    return needed
+    served by a linked part (their rows are written again). A context reads its kept
+    sub-communities' reports when it takes them (`KeptReports.reports`)."""
+    return {kept[c] for c in kept if c not in linked}
 
 
 def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
@@ -264,7 +243,7 @@ def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
     kept = kept_communities(communities, digests, update.version.read_table(COMMUNITY_DIGESTS))
     linked, first_part = link_kept_reports(update.version, ctx.staged, communities, kept)
     reports = read_kept_reports(update.version, kept, None if every_text else
-                                _whole_rows_needed(communities, kept, linked))
+                                _whole_rows_needed(kept, linked))
     reports.linked, reports.first_part = linked, first_part
     return reports
 

@@ -170,7 +170,8 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
         if community.children and not fits(community):
             selection = select_with_sub_reports(
                 elements, community.members,
-                [(i, by_id[i].members, report_of(i)) for i in community.children], budget)
+                [(i, by_id[i].members, report) for i, report in
+                 zip(community.children, reports_of(community.children))], budget)
             if selection is None:
                 return None
         else:
@@ -241,16 +242,13 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
             report_bar.update(1)
     as_dicts: dict[int, dict] = {}
 
-    def report_of(community_id: int) -> dict | None:
-        """A sub-community's report for a context: written now, or kept (as a dict only
-        when a context takes it)."""
-        if community_id in reports:
-            return reports[community_id]
-        if community_id not in kept_row:
-            return None
-        if community_id not in as_dicts:
-            as_dicts[community_id] = kept.report(kept_row[community_id], community_id)
-        return as_dicts[community_id]
+    def reports_of(community_ids: list[int]) -> list[dict | None]:
+        """Sub-communities' reports for a context: written now, or kept (as dicts only when
+        a context takes them, a community's children read together)."""
+        wanted = [c for c in community_ids
+                  if c not in reports and c in kept_row and c not in as_dicts]
+        as_dicts.update(zip(wanted, kept.reports([kept_row[c] for c in wanted], wanted)))
+        return [reports[c] if c in reports else as_dicts.get(c) for c in community_ids]
     try:
         submit_ready()  # communities with nothing to summarize inside start right away
         while pool.busy():
