@@ -114,11 +114,15 @@ class PreviousPartition:
         if self.touched is None or self.out is not None or level not in self.labels or \
                 level - 1 not in self.labels or self.touched[members].any():
             return None
-        above, below = self.labels[level - 1][members], self.labels[level][members]
+        below_of = self.labels[level]
+        above, below = self.labels[level - 1][members], below_of[members]
         if above[0] < 0 or (above != above[0]).any() or \
                 self.sizes[int(above[0])] != len(members) or (below < 0).any():
             return None
-        return [(part, bool(small[part].all())) for part in groups_of(members, below)]
+        # In the order of their previous ids, which is the order the previous version's
+        # tables hold them in: rows an update copies from them are then taken in order.
+        parts = sorted(groups_of(members, below), key=lambda part: int(below_of[part[0]]))
+        return [(part, bool(small[part].all())) for part in parts]
 
     def split_again(self, level: int, nodes: np.ndarray) -> bool | None:
         if self.out is None:
