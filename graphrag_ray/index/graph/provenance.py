@@ -29,11 +29,15 @@ class Provenance:
     document_ids: list[str] | None = None  # by document index, when built from tables
 
     def __post_init__(self) -> None:
-        owners = np.repeat(np.arange(len(self.unit_offsets) - 1), np.diff(self.unit_offsets))
-        order = np.argsort(self.units, kind="stable")
-        self._unit_nodes = owners[order]
-        self._node_offsets = np.searchsorted(self.units[order],
-                                             np.arange(len(self.unit_document) + 1))
+        # Each unit's nodes, ascending: the (unit, node) pairs as one number each, sorted (a
+        # node lists a unit once, so the numbers are distinct and the sort need not be
+        # stable). An argsort of the units, then gathers, took twice as long: 2.2 s for a
+        # 100M-token graph's 7.2M pairs, against 1.2.
+        n_nodes = len(self.unit_offsets) - 1
+        owners = np.repeat(np.arange(n_nodes, dtype=np.int64), np.diff(self.unit_offsets))
+        self._unit_nodes = np.sort(self.units * max(1, n_nodes) + owners) % max(1, n_nodes)
+        self._node_offsets = np.concatenate([[0], np.cumsum(np.bincount(
+            self.units, minlength=len(self.unit_document)))]).astype(np.int64)
         # Each unit's neighbours in its document (the text just before and after it): -1 when
         # the unit opens or closes its document.
         by_place = np.lexsort((self.unit_seq, self.unit_document))
