@@ -52,7 +52,7 @@ class KeptReports:
     `KEPT_COLUMNS`), never turned into Python whole: every kept row as a dict and back into
     the reports table was O(kept reports) on the driver (a 100M update's summaries and
     reports stage: 106.5 s before, 40.5 s after; at 10M under 1 s either way). Only a kept
-    report that a changed parent's context takes is needed as one (`report`)."""
+    report that a changed parent's context takes is needed as one (`reports`)."""
     rows: pa.Table = field(default_factory=lambda: pa.table({c: [] for c in KEPT_COLUMNS}))
     row_of: dict[int, int] = field(default_factory=dict)  # community -> its row in `rows`
     # The communities whose rows the previous version's reports parts, linked into this
@@ -81,9 +81,6 @@ class KeptReports:
             report["findings"] = report["findings"] or []
             report["community"] = community
         return found
-
-    def report(self, row: int, community: int) -> dict:
-        return self.reports([row], [community])[0]
 
     def whole_rows(self, rows) -> pa.Table:
         """Rows `rows` of `rows` with every column, those read in part completed from the

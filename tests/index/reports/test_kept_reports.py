@@ -129,7 +129,7 @@ def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_or
     """A kept report is copied from its row (text, rank, findings, JSON, date, generation as
     they were) under its community's new id and place; reports written now from their dicts;
     the table in the communities' order. A changed parent's context takes a kept child's
-    report as a dict (`KeptReports.report`)."""
+    report as a dict (`KeptReports.reports`)."""
     previous = pa.table({
         "community": [7, 9], "title": ["Old A", "Old B"], "summary": ["sa", "sb"],
         "full_content": ["# Old A", "# Old B"], "rank": [7.0, 3.5],
@@ -140,13 +140,13 @@ def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_or
     kept = KeptReports(previous, {2: 0, 1: 1})  # community 2 keeps old 7, 1 keeps old 9
     assert 1 in kept and 0 not in kept and len(kept) == 2
     # What a context reads of a sub-community's report (`context.context_spec`) is there.
-    assert kept.report(0, 2) == {"community": 2, "title": "Old A", "summary": "sa",
+    assert kept.reports([0], [2])[0] == {"community": 2, "title": "Old A", "summary": "sa",
                                  "full_content": "# Old A", "rank": 7.0, "rating": 7.0,
                                  "rating_explanation": "ra",
                                  "findings": [{"summary": "f", "explanation": "e"}],
                                  "full_content_json": '{"rating": 7}',
                                  "period": "2026-01-02", "generation": "llm"}
-    assert kept.report(1, 1)["findings"] == []
+    assert kept.reports([1], [1])[0]["findings"] == []
     communities = [Community(0, 0, -1, np.arange(4), children=[1, 2]),
                    Community(1, 1, 0, np.array([0, 1])), Community(2, 1, 0, np.array([2, 3]))]
     written = {0: {"title": "New top", "summary": "s0", "rating": 5, "rating_explanation": "r0",
@@ -184,6 +184,6 @@ def test_kept_reports_read_in_part_are_completed_when_asked_for(tmp_path):
     assert kept.rows.column("full_content").to_pylist().count(None) == 2
     rows = [kept.row_of[c] for c in (2, 0, 1)]
     assert kept.whole_rows(rows).column("full_content").to_pylist() == ["# T3", "# T0", "# T2"]
-    assert kept.report(kept.row_of[0], 0)["findings"] == [{"summary": "f0", "explanation": "e"}]
+    assert kept.reports([kept.row_of[0]], [0])[0]["findings"] == [{"summary": "f0", "explanation": "e"}]
     every = read_kept_reports(version, {0: 10, 1: 12, 2: 13})
     assert every.rows.column("full_content").to_pylist().count(None) == 0
