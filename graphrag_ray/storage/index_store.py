@@ -25,7 +25,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Callable, Iterator
 
 import fsspec
 import numpy as np
@@ -35,7 +35,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
-from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.atomic import copy_whole, write_atomically
 from graphrag_ray.storage.lance_vectors import forget_versions_before, lance_options, lance_uri
 from graphrag_ray.storage.manifest import Manifest
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
@@ -200,9 +200,9 @@ class IndexVersion:
         """The ids of the rows of table `name`'s parts that are not part of the table, by
         part file name. An update links a previous part most of whose rows it keeps and
         lists the others here, rather than writing the part again (`carry_over.carry_vectors`,
-        `element_tables.carried_elements`: a 1% add changes a few % of the entities, spread
-        over every part of them and of their vectors); every reader of the table through
-        this class leaves them out."""
+        `link_parts`: a 1% add changes a few % of the entities and reports, spread over every
+        part of them and of their vectors); every reader of the table through this class
+        leaves them out."""
         path = self._path(f"{LEFT_OUT}/{name}.parquet")
         if not self.fs.exists(path):
             return {}
@@ -223,6 +223,40 @@ class IndexVersion:
             "part": pa.array([p for p, ids in rows.items() for _ in range(len(ids))],
                              pa.string()),
             "id": pa.concat_arrays([ids.cast(pa.string()) for ids in rows.values()])}))
+
+    def link_parts(self, previous: "IndexVersion", name: str, columns: list[str],
+                   serving: Callable[[int, pa.Table], tuple[np.ndarray, np.ndarray | None]]
+                   ) -> tuple[list[tuple[int, pa.Table, np.ndarray]], int]:
+        """Table `name`'s parts of `previous` linked into this version where most of their
+        rows are still the table's, the rest left out (`left_out`): an update's entities,
+        relationships and reports, most of which a 1% change keeps, spread over every part.
+        `serving(number, part)` (the part's `columns`, `id` among them, one chunk each) says
+        per row whether it is still the table's, and what it weighs (None: one each); a row
+        the part left out already is not. A part is linked while its left-out rows weigh at
+        most `LEFT_OUT_SHARE` of it, so a table's parts hold at most about twice its bytes.
+        Returns each linked part (its number, its columns) with the rows it serves, and how
+        many parts `previous` had (the new parts' first number)."""
+        before = previous.left_out(name)
+        files = previous.table_files(name)
+        linked: list[tuple[int, pa.Table, np.ndarray]] = []
+        left: dict[str, pa.Array] = {}
+        for number, path in enumerate(files):
+            part = read_parquet(previous.fs, path, columns).combine_chunks()
+            serves, weights = serving(number, part)
+            ids = part.column("id").combine_chunks()
+            gone = before.get(_file_name(path))
+            if gone is not None:  # (its current row, if any, is in another part)
+                serves = serves & ~pc.is_in(ids, value_set=gone).to_numpy(zero_copy_only=False)
+            weights = np.ones(part.num_rows) if weights is None else weights
+            if not serves.any() or weights[~serves].sum() > LEFT_OUT_SHARE * weights.sum():
+                continue  # (its rows still served are written again with the others)
+            target = self.part_path(name, number)
+            copy_whole(previous.fs, path, target)
+            linked.append((number, part, serves))
+            if not serves.all():
+                left[_file_name(target)] = ids.filter(pa.array(~serves))
+        self.write_left_out(name, left)
+        return linked, len(files)
 
     def table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version

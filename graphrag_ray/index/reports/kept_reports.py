@@ -34,9 +34,6 @@ from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, de
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.storage import IndexVersion
-from graphrag_ray.storage.atomic import copy_whole
-from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
-from graphrag_ray.storage.parquet_io import read_parquet
 from graphrag_ray.storage.row_reader import RowReader
 
 COMMUNITY_DIGESTS = "_community_digests"
@@ -254,38 +251,27 @@ def link_kept_reports(previous: IndexVersion, staged: IndexVersion,
                       communities: list[Community], kept: dict[int, int]
                       ) -> tuple[set[int], int]:
     """The previous version's reports parts linked into `staged` where most of their rows
-    are still the table's: a community that keeps its own report (`kept`: community -> the
-    previous community whose report it keeps) in the same place (level, parent, children,
-    size). The rows a linked part no longer serves are left out (`IndexVersion.left_out`).
-    A 1% add to a 100M-token index keeps 98% of its 89k reports: building their rows again
-    (450 MB taken from the previous table and ordered) and writing them took 10 of its
-    seconds. Returns the communities the linked parts serve and the number the table's new
-    parts start from (0 when nothing is linked)."""
-    files = previous.table_files(schema.COMMUNITY_REPORTS)
+    are still the table's (`IndexVersion.link_parts`): a community that keeps its own report
+    (`kept`: community -> the previous community whose report it keeps) in the same place
+    (level, parent, children, size). A 1% add to a 100M-token index keeps 98% of its 89k
+    reports: building their rows again (450 MB taken from the previous table and ordered)
+    and writing them took 10 of its seconds. Returns the communities the linked parts serve
+    and the number the table's new parts start from (0 when nothing is linked)."""
     by_id = {c.id: c for c in communities}
-    before = previous.left_out(schema.COMMUNITY_REPORTS)
-    linked: set[int] = set()
-    left: dict[str, pa.Array] = {}
-    for number, path in enumerate(files):
-        part = read_parquet(previous.fs, path, _PLACE_COLUMNS).combine_chunks()
-        stale = before.get(path.rsplit("/", 1)[-1])
-        stale = set(stale.to_pylist()) if stale is not None else set()
-        serves = np.fromiter((
-            report not in stale and kept.get(community) == community and
+
+    def serving(_: int, part: pa.Table) -> tuple[np.ndarray, None]:
+        return np.fromiter((
+            kept.get(community) == community and
             _in_place(by_id[community], level, parent, children, size)
-            for report, community, level, parent, children, size in zip(
-                *(part.column(name).to_pylist() for name in _PLACE_COLUMNS))),
-            bool, part.num_rows)
-        if not serves.any() or (~serves).sum() > LEFT_OUT_SHARE * part.num_rows:
-            continue  # (its kept rows are written again with the others)
-        target = staged.part_path(schema.COMMUNITY_REPORTS, number)
-        copy_whole(previous.fs, path, target)
-        linked.update(part.column("community").filter(pa.array(serves)).to_pylist())
-        if not serves.all():
-            left[target.rsplit("/", 1)[-1]] = part.column("id").chunk(0).filter(
-                pa.array(~serves))
-    staged.write_left_out(schema.COMMUNITY_REPORTS, left)
-    return linked, len(files) if linked else 0
+            for community, level, parent, children, size in zip(
+                *(part.column(name).to_pylist() for name in _PLACE_COLUMNS[1:]))),
+            bool, part.num_rows), None
+
+    linked, parts = staged.link_parts(previous, schema.COMMUNITY_REPORTS, _PLACE_COLUMNS,
+                                      serving)
+    served = {community for _, part, serves in linked
+              for community in part.column("community").filter(pa.array(serves)).to_pylist()}
+    return served, parts if linked else 0
 
 
 def _in_place(community: Community, level: int, parent: int, children: list[int] | None,

@@ -16,8 +16,6 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, take_descriptions
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.storage import IndexVersion
-from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
-from graphrag_ray.storage.atomic import copy_whole
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 
 ADDRESS_COLUMNS = ["block", "row", "list_block", "list_row", "path"]
@@ -149,7 +147,7 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
     """The previous version's parts of table `name` linked into `staged` where most of
     their rows are unchanged (`unchanged`: per row of the driver's `table`, by id), the rows
     they no longer serve (changed, gone, or left out before) left out
-    (`IndexVersion.left_out`). A 1% add to a 100M-token index changes a few % of the
+    (`IndexVersion.link_parts`). A 1% add to a 100M-token index changes a few % of the
     entities and relationships, spread over every part: writing them all again was 14 s.
     "Most" weighs each row by its lists' lengths (`_row_weights`: the entities an update
     touches are often the most mentioned, whose rows are the longest), so a part's left-out
@@ -158,29 +156,20 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
     ids = table.column("id").combine_chunks().to_pylist()
     row_of = {element: row for row, element in enumerate(ids)}
     weights = _row_weights(table)
-    before = previous.left_out(name)
-    served = np.zeros(len(unchanged), dtype=bool)
-    left: dict[str, pa.Array] = {}
-    files = previous.table_files(name)
-    for number, path in enumerate(files):
-        part_ids = read_parquet(previous.fs, path, ["id"]).column("id").combine_chunks()
-        rows = np.fromiter((row_of.get(i, -1) for i in part_ids.to_pylist()), np.int64,
-                           len(part_ids))
-        keep = (rows >= 0) & unchanged[rows]
-        gone = before.get(path.rsplit("/", 1)[-1])
-        if gone is not None:  # (its current row, if any, is in another part)
-            keep &= ~pc.is_in(part_ids, value_set=gone).to_numpy(zero_copy_only=False)
+    rows_of: dict[int, np.ndarray] = {}  # part number -> each of its rows' row in `table`
+
+    def serving(number: int, part: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        rows = rows_of[number] = np.fromiter(
+            (row_of.get(i, -1) for i in part.column("id").to_pylist()), np.int64,
+            part.num_rows)
         # A row gone from the graph weighs as little as a row can: it was mentioned little.
-        weight = np.where(rows >= 0, weights[rows], 1.0)
-        if not keep.any() or weight[~keep].sum() > LEFT_OUT_SHARE * weight.sum():
-            continue  # (its unchanged rows are written again with the changed ones)
-        target = staged.part_path(name, number)
-        copy_whole(previous.fs, path, target)
-        served[rows[keep]] = True
-        if not keep.all():
-            left[target.rsplit("/", 1)[-1]] = part_ids.filter(pa.array(~keep))
-    staged.write_left_out(name, left)
-    return served, len(files)
+        return (rows >= 0) & unchanged[rows], np.where(rows >= 0, weights[rows], 1.0)
+
+    served = np.zeros(len(unchanged), dtype=bool)
+    linked, first_part = staged.link_parts(previous, name, ["id"], serving)
+    for number, _, serves in linked:
+        served[rows_of[number][serves]] = True
+    return served, first_part
 
 
 def _row_weights(table: pa.Table) -> np.ndarray:
