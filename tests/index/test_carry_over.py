@@ -55,13 +55,17 @@ def _vectors(url: str, name: str) -> dict:
     return dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
 
 
-def _assert_same_tables(url: str, full: str) -> None:
+def _assert_same_tables(url: str, full: str, report_vectors: bool = True) -> None:
+    """`report_vectors`: also the report embeddings of the reports whose text the two
+    share (an update whose every report changed shares none)."""
     for name, (key, columns) in TABLES.items():
         assert _rows(url, name, key, columns) == _rows(full, name, key, columns), name
     # Vectors copied from the previous version (carried text units, entities and reports
     # whose text did not change) are those a full build computes.
     for name in (schema.TEXT_UNIT_EMBEDDINGS, schema.ENTITY_DESCRIPTION_EMBEDDINGS):
         assert _vectors(url, name) == _vectors(full, name), name
+    if not report_vectors:
+        return
     # Reports: the update's communities keep their ids (Leiden starts from the previous
     # ones), so a report is compared with the full build's report of the same text.
     by_text = [{text: vectors[i] for i, text in _rows(index, schema.COMMUNITY_REPORTS, "id",
@@ -425,3 +429,44 @@ def test_reports_an_update_keeps_in_place_are_served_by_the_previous_parts(corpu
         sorted(communities.select(place).to_pylist(), key=lambda r: r["community"])
     assert 0 < manifest.update["reports_kept"] < reports.num_rows
     assert sum(manifest.reports_by_generation.values()) == reports.num_rows
+
+
+def test_files_added_where_their_gap_is_full_renumber_only_their_neighbours(corpus, tmp_path,
+                                                                          monkeypatch):
+    """A build spaced its files 4 numbers apart; 6 files added after the fourth do not fit
+    their gap, so the files around them are numbered again with them: the parts of files far
+    from them stay linked, the moved files' are rewritten, and the tables are a full
+    build's."""
+    import numpy as np
+
+    from graphrag_ray.index.chunks import positions
+    from graphrag_ray.index.extract import stage
+
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    monkeypatch.setattr(stage, "FILES_PER_READ", 2)  # parts of a few files each
+    spread = positions.spread_numbers
+    monkeypatch.setattr(positions, "spread_numbers",
+                        lambda count: np.arange(1, count + 1, dtype=np.int64) * 4)
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    monkeypatch.setattr(positions, "spread_numbers", spread)
+    before_numbers = _numbers(index)
+    files = sorted(corpus.glob("*.txt"))
+    added = generate_corpus(tmp_path / "added", 6_000, seed=9, tokens_per_document=1_000)
+    for k, path in enumerate(sorted(added.files)):
+        (corpus / f"{files[3].stem}-b{k}.txt").write_text(Path(path).read_text())
+    before = _stored_reading(index)
+    _update(index, corpus)
+    after = _stored_reading(index)
+    numbers = _numbers(index)
+    kept = [name for name in before_numbers if numbers.get(name) == before_numbers[name]]
+    assert 0 < len(kept) < len(before_numbers)
+    assert any(after.get(name) == inode for name, inode in before.items())  # linked
+    assert any(after.get(name) != inode for name, inode in before.items())  # rewritten
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full, report_vectors=False)
+
+
+def _numbers(url: str) -> dict[str, int]:
+    listing = IndexStore(url).open().read_table(f"{READING}/files")
+    return dict(zip(listing.column("path").to_pylist(),
+                    listing.column("file_index").to_pylist()))

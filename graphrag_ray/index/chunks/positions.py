@@ -7,8 +7,9 @@ the numbers a position can hold (`spread_numbers`), and an update keeps every nu
 previous listing and numbers the files it adds in the gaps (`file_numbers`). An unchanged
 file's documents, chunks and instances then keep their positions across versions, and an
 update links their stored parts instead of renumbering and rewriting them
-(`carry_over`). Only when a gap is too small for the files added into it are all files
-numbered afresh (and the carried rows renumbered: `FileMap.remap`)."""
+(`carry_over`). When a gap is too small for the files added into it, the files around it are
+numbered again with them (their carried rows renumbered: `FileMap.remap`); all files only
+when the whole listing has no room."""
 
 from __future__ import annotations
 
@@ -47,13 +48,21 @@ def spread_numbers(count: int) -> np.ndarray:
 def file_numbers(paths: list[str], previous: dict[str, int]) -> np.ndarray:
     """The numbers of a listing's files (`paths`, in listing order): a file of the previous
     listing (`previous`: path -> number) keeps its number, the others are spread over the gaps
-    between their neighbours'. All files are numbered afresh (`spread_numbers`) when a gap
-    holds too few numbers, or the kept numbers do not increase in listing order."""
+    between their neighbours'. A run of new files that its gap cannot hold (a build leaves
+    ~157 numbers between neighbours at 53k files; 546 files added under one prefix, or at the
+    end, are one run) is numbered with the kept files around it (`_room_around`), which are
+    then renumbered: a part of the listing, not all of it. All files are numbered afresh
+    (`spread_numbers`) when even the whole listing has no room, or the kept numbers do not
+    increase in listing order."""
     kept = [previous.get(path, -1) for path in paths]
     numbers = np.asarray(kept, dtype=np.int64)
     held = numbers[numbers >= 0]
     if not held.size or (np.diff(held) <= 0).any():
         return spread_numbers(len(paths))
+    # The spacing a window is renumbered with, at least: a quarter of the kept files' usual
+    # distance (a build's, ~157 at 53k files), so that the next files added there fit too.
+    spacing = max(1, int(np.median(np.diff(held))) // 4 if held.size > 1
+                  else FILE_NUMBERS // (len(paths) + 1) // 4)
     place = 0
     while place < len(paths):
         if numbers[place] >= 0:
@@ -62,14 +71,44 @@ def file_numbers(paths: list[str], previous: dict[str, int]) -> np.ndarray:
         end = place  # a run of new files [place, end), between two kept numbers
         while end < len(paths) and numbers[end] < 0:
             end += 1
-        low = numbers[place - 1] if place else -1
-        high = numbers[end] if end < len(paths) else FILE_NUMBERS
-        count = end - place
-        if high - low <= count:
+        start, end = _room_around(numbers, place, end, spacing)
+        if start == 0 and end == len(paths):
             return spread_numbers(len(paths))
-        numbers[place:end] = low + (np.arange(1, count + 1) * (high - low)) // (count + 1)
+        low, high = _bounds(numbers, start, end)
+        count = end - start
+        numbers[start:end] = low + (np.arange(1, count + 1) * (high - low)) // (count + 1)
         place = end
     return numbers
+
+
+def _bounds(numbers: np.ndarray, start: int, end: int) -> tuple[int, int]:
+    """The numbers just outside files [start, end): the neighbours' (or the range's ends)."""
+    return (int(numbers[start - 1]) if start else -1,
+            int(numbers[end]) if end < len(numbers) else FILE_NUMBERS)
+
+
+def _fits(numbers: np.ndarray, start: int, end: int, spacing: int) -> bool:
+    """Whether files [start, end) can be numbered `spacing` apart between their bounds."""
+    low, high = _bounds(numbers, start, end)
+    return (high - low) // (end - start + 1) >= spacing
+
+
+def _room_around(numbers: np.ndarray, start: int, end: int, spacing: int
+                 ) -> tuple[int, int]:
+    """New files [start, end) (numbers -1) that fit their gap as they are; or, when they do
+    not, the smallest window around them found by doubling on both sides whose files can be
+    `spacing` apart: renumbering a window costs the rewrite of its files' stored parts, a
+    few hundred files' worth, against every file's. The window's right end never splits a
+    run of new files."""
+    if _fits(numbers, start, end, 1):
+        return start, end
+    widen = 1
+    while not _fits(numbers, start, end, spacing) and (start > 0 or end < len(numbers)):
+        start, end = max(0, start - widen), min(len(numbers), end + widen)
+        while end < len(numbers) and numbers[end] < 0:
+            end += 1
+        widen *= 2
+    return start, end
 
 
 @dataclass

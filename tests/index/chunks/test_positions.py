@@ -44,6 +44,26 @@ def test_files_are_numbered_afresh_when_a_gap_is_too_small():
         == [5, 9]
 
 
+def test_a_run_of_new_files_too_long_for_its_gap_renumbers_only_the_files_around_it():
+    # 546 files added in front of 53,401 (a build leaves ~157 numbers between neighbours):
+    # the first update of the 100M-token index renumbered, and rewrote, every file's parts.
+    paths = [f"doc-{i:06d}.txt" for i in range(53_401)]
+    before = dict(zip(paths, spread_numbers(len(paths)).tolist()))
+    for added in ([f"added-{i:04d}.txt" for i in range(546)],
+                  [f"doc-025000-{i:04d}.txt" for i in range(546)]):
+        now = sorted(paths + added)
+        numbers = file_numbers(now, before)
+        assert (np.diff(numbers) > 0).all() and numbers[0] >= 0 \
+            and numbers[-1] < FILE_NUMBERS
+        moved = [p for p, n in zip(now, numbers.tolist()) if p in before and before[p] != n]
+        assert 0 < len(moved) <= 2 * len(added)
+        # Spaced so that as many again fit there without renumbering.
+        again = sorted(now + [f"{a[:-4]}-b.txt" for a in added])
+        renumbered = dict(zip(again, file_numbers(again, dict(zip(now, numbers.tolist())))
+                              .tolist()))
+        assert all(renumbered[p] == n for p, n in zip(now, numbers.tolist()))
+
+
 def test_a_file_map_moves_positions_and_drops_files_not_carried():
     files = FileMap(np.array([10, 20, 30]), np.array([10, 25, -1]))
     old = np.array([chunk_seq(10, 0, 3), chunk_seq(20, 2, 0), chunk_seq(30, 0, 0),
