@@ -491,14 +491,20 @@ def _carry_pieces(job: tuple[str, list[str], str], files: FileMap) -> None:
 # links the pieces it carries and adds those it extracted, and a shard is read piece by
 # piece (a 100M-token build writes ~420 per folder).
 MAX_CARRIED_PIECES = 1024
+# Rows of a gathered piece, at most: a later update that touches one of its files (deleted,
+# changed, numbered again) writes the whole piece again. Gathered into one, the pieces of an
+# update that renumbered every file (a 100M-token index: ~140k instances a shard) made every
+# later update that touched any file write the shard's instances again.
+GATHERED_PIECE_ROWS = 16_384
 
 
 def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
     """One folder of instance pieces (a kind's shard, or the claims): the carried chunks'
     instances. A piece whose chunks are all carried at the positions they had is linked
     (as `carried-<its name>`, which tells the merge it is not new: `read_changes`); the
-    other pieces' carried rows are gathered, renumbered, into one (`carried-<first seq>`: a
-    shard read back is sorted by `seq`, so the pieces' number and order do not matter). The
+    other pieces' carried rows are gathered, renumbered, into pieces of `GATHERED_PIECE_ROWS`
+    in `seq` order (`carried-<first seq>`: a shard read back is sorted by `seq`, so the
+    pieces' number and order do not matter). The
     instances not carried are written as dropped, for the merge."""
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
@@ -522,10 +528,12 @@ def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
             kept.append(table.set_column(table.column_names.index("seq"), "seq",
                                          pa.array(seq, pa.int64())))
     if kept:
-        gathered = pa.concat_tables(kept)
-        first = pc.min(gathered.column("seq")).as_py()
-        write_parquet(work_fs, f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet",
-                      gathered)
+        gathered = pa.concat_tables(kept).sort_by("seq")
+        for start in range(0, gathered.num_rows, GATHERED_PIECE_ROWS):
+            piece = gathered.slice(start, GATHERED_PIECE_ROWS)
+            first = piece.column("seq")[0].as_py()
+            write_parquet(work_fs,
+                          f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet", piece)
     kind, _, shard = folder.removeprefix("instances/").partition("/shard-")
     if dropped and kind in KEY_COLUMNS:  # (claims are not merged by key)
         write_dropped(work_url, kind, int(shard), pa.concat_tables(dropped))

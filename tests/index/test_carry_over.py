@@ -16,6 +16,7 @@ from graphrag_ray.index.carry_over import READING
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
+from graphrag_ray.storage.parquet_io import read_parquet
 from graphrag_ray.testing.synthetic_corpus import generate_corpus
 
 DISCLAIMER = ("This transcript is provided for information only and may contain errors; "
@@ -183,6 +184,24 @@ def test_an_update_gathers_a_folder_of_too_many_pieces_into_one(corpus, tmp_path
     # The gathered piece, and the one extracted now (where the new file has instances).
     assert pieces and all(len(names) <= 2 for names in pieces.values()), pieces
     assert all(sum(n.startswith("carried-") for n in names) == 1 for names in pieces.values())
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
+
+
+def test_gathered_instances_come_in_pieces_of_bounded_rows(corpus, tmp_path, monkeypatch):
+    """Gathered into one piece, a touch on any of its files would write them all again."""
+    from graphrag_ray.index import carry_over
+
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    build_index(str(corpus), index, _config(), progress=lambda _: None)
+    monkeypatch.setattr(carry_over, "MAX_CARRIED_PIECES", 1)
+    monkeypatch.setattr(carry_over, "GATHERED_PIECE_ROWS", 40)
+    sorted(corpus.glob("*.txt"))[6].unlink()
+    _update(index, corpus)
+    version = IndexStore(index).open()
+    rows = {path: len(read_parquet(version.fs, path, ["seq"]))
+            for path in version.fs.find(f"{version.root}/{READING}/instances/entities")}
+    assert len(rows) > 1 and max(rows.values()) <= 40
     build_index(str(corpus), full, _config(), progress=lambda _: None)
     _assert_same_tables(index, full)
 

@@ -11,7 +11,7 @@ Instances carry `seq`, their chunk's position in the corpus; a shard read back i
 (stably), which restores chunk order: exactly the shard a whole-table partition gives, hence
 the same merge. A retried batch rewrites the same names whole, so nothing is counted twice.
 
-An update links the unchanged files' pieces, or gathers their rows into one, under names
+An update links the unchanged files' pieces, or gathers their rows into bounded pieces, under names
 that start with `CARRIED_PREFIX` (`carry_over._carry_folder`), and writes the keys of the
 previous instances it did not carry (files changed, deleted, read again) under
 `<work>/dropped/<kind>/shard-NNNNN.parquet`: with the pieces extracted now, they are what
