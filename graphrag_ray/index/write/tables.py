@@ -47,7 +47,8 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
         counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
                                       pool, rows_per_part, ctx.work_url, elements)
     with ctx.stage("write_documents_and_text_units"):
-        write = partial(carry_documents_and_text_units, carried=carried) if carried \
+        write = partial(carry_documents_and_text_units, carried=carried,
+                        changed=_changed_elements(graph)) if carried \
             else write_documents_and_text_units
         counts.update(write(ctx.staged, ctx.work_url, extraction=extraction, entities=entities,
                             relationships=relationships, claims=graph.claims,
@@ -76,6 +77,17 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities: list[Commun
 ENTITY_STRUCTURE = [c for c in schema.ENTITY_COLUMNS if c not in ("description", "descriptions")]
 RELATIONSHIP_STRUCTURE = [c for c in schema.RELATIONSHIP_COLUMNS
                           if c not in ("description", "descriptions")]
+
+
+def _changed_elements(graph: Graph) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per entity and relationship row, whether an update's merge touched it (a relationship:
+    an end), when the merge knows (`Graph.touched`) and no claims are kept (their ids are
+    their rows' numbers, which any change moves)."""
+    if graph.touched is None or graph.claims.num_rows:
+        return None
+    touched = np.asarray(graph.touched, dtype=bool)
+    sources, targets = graph.endpoints
+    return touched, touched[sources] | touched[targets]
 
 
 def finalize_entities(entities: pa.Table) -> pa.Table:
