@@ -49,8 +49,8 @@ def file_numbers(paths: list[str], previous: dict[str, int]) -> np.ndarray:
     """The numbers of a listing's files (`paths`, in listing order): a file of the previous
     listing (`previous`: path -> number) keeps its number, the others are spread over the gaps
     between their neighbours'. A run of new files that its gap cannot hold (a build leaves
-    ~157 numbers between neighbours at 53k files; 546 files added under one prefix, or at the
-    end, are one run) is numbered with the kept files around it (`_room_around`), which are
+    ~157 numbers between neighbours at 53k files; 546 files added under one prefix are one
+    run) is numbered with the kept files around it (`_room_around`), which are
     then renumbered: a part of the listing, not all of it. All files are numbered afresh
     (`spread_numbers`) when even the whole listing has no room, or the kept numbers do not
     increase in listing order."""
