@@ -10,9 +10,8 @@ its previous row, digest and token counts, and its description list moves to the
 The result is the shard a full merge gives (rows in title order within their kind; the
 block's rows in another order, which the structure's `description_row` follows).
 
-The merge's figures (`MergeStats`) are counted over all the shard's instances, by vectorized
-group-bys rather than the per-instance loop: they must be the whole shard's, not the
-touched part's.
+The merge's figures (`MergeStats`) are counted over all the shard's instances, without
+merging them: they must be the whole shard's, not the touched part's.
 """
 
 from __future__ import annotations
