@@ -392,6 +392,33 @@ def test_same_texts_finds_the_rows_whose_embedded_text_did_not_change(tmp_path):
                   .to_pylist()) == ["c", "d"]  # (a null and an empty text are alike)
 
 
+def test_same_texts_takes_the_rows_of_linked_parts_as_they_were(tmp_path):
+    """A part the update linked from the previous version serves the previous rows (but
+    those it leaves out); only the parts written now are compared."""
+    import numpy as np
+    import pyarrow as pa
+
+    from graphrag_ray.index.carry_over import same_texts
+
+    store = IndexStore(str(tmp_path / "index"))
+    before, after = store.stage(), store.stage()
+    before.write_table("entities", pa.table({
+        "id": ["a", "b", "c", "d"], "title": ["A", "B", "C", "D"],
+        "description": ["one", "two", "three", "four"]}), rows_per_part=2)
+    linked, first = after.link_parts(before, "entities", ["id"], lambda number, part: (
+        np.array([i != "b" for i in part.column("id").to_pylist()]), None))
+    assert [number for number, _, _ in linked] == [0, 1] and first == 2
+    after.write_table("entities", pa.table({  # "b" changed, "e" new
+        "id": ["b", "e"], "title": ["B", "E"], "description": ["TWO", "five"]}),
+        rows_per_part=2, first_part=first)
+    assert sorted(same_texts(before, after, "entities", ["title", "description"])
+                  .to_pylist()) == ["a", "c", "d"]
+    # The same parts, not linked by this process, are compared text by text.
+    again = IndexStore(str(tmp_path / "index"))._version(after.version)
+    assert sorted(same_texts(before, again, "entities", ["title", "description"])
+                  .to_pylist()) == ["a", "c", "d"]
+
+
 def test_an_index_numbered_densely_is_renumbered_by_its_first_update(corpus, tmp_path,
                                                                     monkeypatch):
     """Versions from before file numbers were spread numbered files 0, 1, 2, ...: a file
