@@ -543,7 +543,8 @@ def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
             piece = gathered.slice(start, GATHERED_PIECE_ROWS)
             first = piece.column("seq")[0].as_py()
             write_parquet(work_fs,
-                          f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet", piece)
+                          f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet", piece,
+                          read_whole=True)
     kind, _, shard = folder.removeprefix("instances/").partition("/shard-")
     if dropped and kind in KEY_COLUMNS:  # (claims are not merged by key)
         write_dropped(work_url, kind, int(shard), pa.concat_tables(dropped))

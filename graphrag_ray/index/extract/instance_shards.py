@@ -47,7 +47,8 @@ def write_pieces(work_url: str, pieces: list[Pieces], claims: pa.Table, name: st
     for shard, tables in enumerate(pieces):
         for kind, table in zip(KINDS, tables):
             if table.num_rows:
-                write_parquet(fs, f"{root}/instances/{kind}/shard-{shard:05d}/{name}", table)
+                write_parquet(fs, f"{root}/instances/{kind}/shard-{shard:05d}/{name}", table,
+                              read_whole=True)
     if claims.num_rows:
         write_parquet(fs, f"{root}/instances/claims/{name}", claims)
 

@@ -82,7 +82,7 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     fs, root = fsspec.core.url_to_fs(work_url)
     for kind, table in (("entities", entities), ("relationships", relationships),
                         ("block", block)):
-        write_parquet(fs, _merged_path(root, kind, number), table)
+        write_parquet(fs, _merged_path(root, kind, number), table, read_whole=True)
     return (stats, touched), block
 
 
