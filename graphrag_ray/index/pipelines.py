@@ -47,7 +47,7 @@ from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.carried_tables import CarriedTables
 from graphrag_ray.index.write.element_tables import unchanged_elements
-from graphrag_ray.index.write.tables import write_graph_tables
+from graphrag_ray.index.write.tables import CommunitiesTable, write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
 
 
@@ -79,6 +79,7 @@ class BuildState:
     warnings: list[str] = field(default_factory=list)
     graph: Graph | None = None
     communities: list[Community] | None = None
+    communities_table: CommunitiesTable | None = None  # being written by a thread
     kept_reports: KeptReports = field(default_factory=KeptReports)  # an update's
     kept_summaries: np.ndarray | None = None  # an update: element keys summarized as before
     report_services: LLMServices | None = None
@@ -98,6 +99,8 @@ class BuildState:
             self.text_units.reading_done.set()
         if self.feed:
             self.feed.stop()
+        if self.communities_table:
+            self.communities_table.close()
         for pool in self.pools:
             pool.close()
 
@@ -202,6 +205,10 @@ def _run_communities(ctx: BuildContext, state: BuildState) -> None:
         update.entity_ids() if update and update.partition_kept_from else None)
 
 
+def _run_communities_table(ctx: BuildContext, state: BuildState) -> None:
+    state.communities_table = CommunitiesTable(ctx, state.graph, state.communities)
+
+
 def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
     state.kept_reports = keep_reports(ctx, state.graph, state.communities, state.update,
                                       every_text=state.feed is not None)
@@ -230,7 +237,7 @@ def _run_summaries_and_reports(ctx: BuildContext, state: BuildState) -> None:
 
 def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
     state.counts = write_graph_tables(
-        ctx, state.graph, state.communities, state.described.reports,
+        ctx, state.graph, state.communities_table, state.described.reports,
         state.kept_reports.first_part, state.extraction, state.summaries_pool,
         CarriedTables.of(state.carried, state.file_numbers),
         unchanged_elements(state.graph, state.kept_summaries,
@@ -314,6 +321,9 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="the pool for summaries, reports, the tables' writers"),
     Stage("communities", _run_communities, reads=("graph", "extraction"),
           writes=("communities",), timed=False, about="hierarchical Leiden"),
+    Stage("communities_table", _run_communities_table, reads=("graph", "communities"),
+          writes=("communities_table",), timed=False,
+          about="the communities table, written by a thread while the reports are made"),
     Stage("kept_reports", _run_kept_reports, reads=("graph", "communities"),
           writes=("kept_reports",), about="what each community's report reads, digested; "
           "an update keeps the reports whose inputs did not change"),
@@ -330,7 +340,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("described",),
           calls="chat", about="element summaries and community reports, one schedule"),
     Stage("write_graph_tables", _run_write_graph_tables,
-          reads=("graph", "communities", "described", "extraction", "summaries_pool",
+          reads=("graph", "communities_table", "described", "extraction", "summaries_pool",
                  "text_units"),
           writes=("counts", "described"), timed=False,
           about="entities, relationships, documents, text units, covariates, communities "
@@ -354,7 +364,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
           "report_inputs", "merge", "kept_summaries", "summaries_pool", "communities",
-          "kept_reports", "layout", "summaries_and_reports_batch", "summaries_and_reports",
+          "communities_table", "kept_reports", "layout", "summaries_and_reports_batch", "summaries_and_reports",
           "write_graph_tables", "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
