@@ -364,8 +364,9 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
           "report_inputs", "merge", "kept_summaries", "summaries_pool", "communities",
-          "communities_table", "kept_reports", "layout", "summaries_and_reports_batch", "summaries_and_reports",
-          "write_graph_tables", "embed_batch", "embed", "vector_index", "keep_reading"]
+          "communities_table", "kept_reports", "layout", "summaries_and_reports_batch",
+          "summaries_and_reports", "write_graph_tables", "embed_batch", "embed", "vector_index",
+          "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 
