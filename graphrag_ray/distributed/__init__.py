@@ -4,7 +4,7 @@ the rate budget every worker of a job shares (`shared_budget`), and the query se
 Ray Serve deployment (`serving`, imported by name: it needs the `serve` extra).
 With `runtime.engine: local` the same classes run in-process and give the same rows."""
 
-from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine
+from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine, warm_up
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.distributed.workers import (
     PoolShape, WorkerPool, actors_that_fit, block_rows, io_pool_shape, map_items, map_table,
@@ -12,4 +12,4 @@ from graphrag_ray.distributed.workers import (
 
 __all__ = ["FanOut", "PoolShape", "WorkerPool", "actors_that_fit", "block_rows", "ensure_ray",
            "io_pool_shape", "map_items", "map_table", "open_worker_pool", "ray_initialized",
-           "resolve_engine", "split_table"]
+           "resolve_engine", "split_table", "warm_up"]

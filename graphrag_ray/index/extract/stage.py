@@ -8,6 +8,7 @@ reason, so no chunk disappears. Instance tables are flattened from these rows af
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import block_rows, map_items, map_table
+from graphrag_ray.distributed import block_rows, map_items, map_table, warm_up
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.chunks.positions import seq_file_number
 from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
@@ -231,11 +232,14 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     skip = carried.carried_numbers() if carried is not None else set()
     indexed = [(n, path) for n, path in zip(numbers.tolist(), files) if n not in skip]
     batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(indexed), FILES_PER_READ)]
-    scanned = [document for batch in map_items(
-        scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
-                         settings.min_chars, ctx.work_url) for batch in batches],
-        ctx.config.runtime) for document in batch]
-    kept = carry_scans(ctx, carried) if carried is not None else []
+    with ThreadPoolExecutor(1, thread_name_prefix="carried-scans") as reading:
+        carrying = reading.submit(carry_scans, ctx, carried) if carried is not None else None
+        warm_up(ctx.config.runtime)  # (Ray starts while the carried scans are read)
+        scanned = [document for batch in map_items(
+            scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
+                             settings.min_chars, ctx.work_url) for batch in batches],
+            ctx.config.runtime) for document in batch]
+        kept = carrying.result() if carrying is not None else []
     if len(files) < settings.min_documents:  # (scanned all the same, for the next update)
         if carried is not None:
             carried.read_again(reading_differently(carried, kept, RepeatedPassages()))
