@@ -9,6 +9,7 @@ The driver holds the graph's structure only; descriptions stay in object-store b
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import fsspec
@@ -105,9 +106,15 @@ def merged_shards_kept(url: str, shards: int) -> bool:
 
 
 def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
-    """The shards' structure (`merge_stored_shard`), in shard order."""
-    return [_read_merged_shard(work_url, number, ("entities", "relationships"))
-            for number in range(shards)]
+    """The shards' structure (`merge_stored_shard`), in shard order, read by threads (Arrow
+    decodes without the interpreter; one after the other, a 100M-token graph's 51 shards
+    took 2.4 s)."""
+    with ThreadPoolExecutor(MERGED_READING_THREADS, thread_name_prefix="read-merged") as pool:
+        return list(pool.map(lambda number: _read_merged_shard(
+            work_url, number, ("entities", "relationships")), range(shards)))
+
+
+MERGED_READING_THREADS = 4
 
 
 def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
