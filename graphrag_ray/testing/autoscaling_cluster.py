@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from graphrag_ray.testing.local_cluster import descendants, free_port, kill_at_once
+from graphrag_ray.testing.local_cluster import descendants, free_ports, kill_at_once
 
 
 def autoscaling_config(gcs_port: int, worker_cpus: float, max_workers: int,
@@ -69,7 +69,7 @@ class AutoscalingCluster:
     def __init__(self, max_workers: int, worker_cpus: float = 1, idle_timeout_s: float = 10,
                  upscaling_speed: float = 1.0, env: dict | None = None):
         self.directory = Path(tempfile.mkdtemp(prefix="graphrag-autoscaling-"))
-        port = free_port()
+        port, agent, runtime_env, metrics = free_ports(4)
         self.gcs = f"127.0.0.1:{port}"
         # RAY_TMPDIR: the head's "current cluster" file stays in our directory, so no other
         # `ray.init()` on this machine finds (and joins) this cluster.
@@ -85,8 +85,8 @@ class AutoscalingCluster:
             ["ray", "start", "--head", "--block", f"--autoscaling-config={config}",
              f"--port={port}", "--num-cpus=0", f"--temp-dir={self.directory / 'ray'}",
              "--include-dashboard=false", "--disable-usage-stats",
-             f"--dashboard-agent-listen-port={free_port()}",
-             f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"],
+             f"--dashboard-agent-listen-port={agent}",
+             f"--runtime-env-agent-port={runtime_env}", f"--metrics-export-port={metrics}"],
             env=head_env, stdout=(self.directory / "head.log").open("w"),
             stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -29,11 +29,33 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _agent_ports() -> dict[str, int]:
-    """Each node's agents on free ports: the defaults are fixed numbers, taken by any other Ray
-    instance on this machine, and a node whose agent cannot bind cannot take jobs."""
-    return {"dashboard_agent_listen_port": free_port(), "runtime_env_agent_port": free_port(),
-            "metrics_export_port": free_port()}
+def free_ports(count: int, taken: int | None = None) -> list[int]:
+    """`count` distinct free ports, not `taken`: each socket is held until all are picked.
+    A port picked and let go can be handed out again at once: the dashboard's and a node's
+    metrics port were once the same, and Ray refused to start the cluster."""
+    sockets, ports = [], []
+    try:
+        while len(ports) < count:
+            sock = socket.socket()
+            sockets.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            if port != taken and port not in ports:
+                ports.append(port)
+    finally:
+        for sock in sockets:
+            sock.close()
+    return ports
+
+
+AGENT_PORTS = ("dashboard_agent_listen_port", "runtime_env_agent_port", "metrics_export_port")
+
+
+def _agent_ports(ports) -> dict[str, int]:
+    """A node's agents on free ports (`ports`: an iterator of them): the defaults are fixed
+    numbers, taken by any other Ray instance on this machine, and a node whose agent cannot
+    bind cannot take jobs."""
+    return {name: next(ports) for name in AGENT_PORTS}
 
 
 def _wait_for_job_server(address: str, timeout_s: float = 120) -> None:
@@ -139,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from ray.cluster_utils import Cluster
 
+    ports = iter(free_ports(len(AGENT_PORTS) * (1 + args.workers), args.dashboard_port))
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": args.head_cpus, "include_dashboard": True,
         "dashboard_host": "127.0.0.1", "dashboard_port": args.dashboard_port,
-        **_agent_ports()})
-    workers = [cluster.add_node(num_cpus=args.worker_cpus, **_agent_ports())
+        **_agent_ports(ports)})
+    workers = [cluster.add_node(num_cpus=args.worker_cpus, **_agent_ports(ports))
                for _ in range(args.workers)]
     cluster.wait_for_nodes()
     dashboard = f"http://127.0.0.1:{args.dashboard_port}"
