@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray import schema
-from graphrag_ray.distributed import WorkerPool, map_items
+from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.grouped import ranges
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
@@ -29,50 +29,36 @@ from graphrag_ray.index.write.element_tables import CarriedElements, write_eleme
 
 
 class CommunitiesTable:
-    """The communities table, written from the moment the communities are found, while the
-    reports are made: by a Ray task beside the driver (by a thread of the driver on the local
-    engine), which a thread of the driver waits for. Gathering its lists was 5.7 of a 1%
-    update's 8.4 s of writing communities and reports at 100M tokens, with the driver's
-    other core idle; in a thread of the driver, it took 10-14 s and slowed the stages beside
-    it by 3-5 s (the interpreter's lock). `rows()` waits for it."""
+    """The communities table, written by a thread from the moment the communities are
+    found, while the reports are made (its lists are gathered in numpy and Arrow, which let
+    go of the interpreter: 5.7 of a 1% update's 8.4 s of writing communities and reports at
+    100M tokens, with the driver's other core idle). `rows()` waits for it."""
 
     def __init__(self, ctx: BuildContext, graph: Graph, communities: list[Community]):
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="communities-table")
-        self._written = self._thread.submit(
-            self._write, ctx, graph.entities.select(["id"]),
-            graph.relationships.select(["id", "text_unit_ids"]), graph.endpoints, communities)
+        self._written = self._thread.submit(self._write, ctx, graph.entities,
+                                            graph.relationships, graph.endpoints, communities)
 
     @staticmethod
     def _write(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
                endpoints: tuple[np.ndarray, np.ndarray], communities: list[Community]) -> int:
         started = time.perf_counter()
-        (rows,) = map_items(write_communities_table, [
-            (ctx.staged, communities, endpoints, ctx.config.output.rows_per_part)],
-            ctx.config.runtime, num_cpus=0, shared=[entities, relationships])
+        rows = ctx.staged.write_stream(
+            schema.COMMUNITIES, communities_tables(communities, entities, relationships,
+                                                   endpoints), ctx.config.output.rows_per_part)
         ctx.timings["communities_table"] = round(time.perf_counter() - started, 3)
         return rows
 
     def rows(self) -> int:
-        """The rows written (the writer's exception, if it failed)."""
+        """The rows written (the thread's exception, if it failed)."""
         try:
             return self._written.result()
         finally:
             self._thread.shutdown()
 
     def close(self) -> None:
-        """Waits for the writer (a failed build removes the version it writes into)."""
+        """Waits for the thread (a failed build removes the version it writes into)."""
         self._thread.shutdown(wait=True)
-
-
-def write_communities_table(job: tuple, entities: pa.Table, relationships: pa.Table) -> int:
-    """The communities table written into the staged version (a Ray task's, on Ray: it asks
-    for no CPU, as the readers do, since the pools' actors hold them): `job` is (the staged
-    version, the communities, the edges' ends, rows per part); `entities` hold `id`,
-    `relationships` `id` and `text_unit_ids`, in the graph's order."""
-    staged, communities, endpoints, rows_per_part = job
-    return staged.write_stream(
-        schema.COMMUNITIES, communities_tables(communities, entities, relationships, endpoints),
-        rows_per_part)
 
 
 def write_graph_tables(ctx: BuildContext, graph: Graph, communities_table: CommunitiesTable,
