@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import signal
@@ -132,28 +131,11 @@ def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None,
     return "ray" if n_chunks is not None and n_chunks > limit else "local"
 
 
-def warm_up(runtime: RuntimeConfig, modules: tuple[str, ...] = ()) -> None:
+def warm_up(runtime: RuntimeConfig) -> None:
     """Ray joined now, when the job runs on it, while the caller's threads do work that
-    needs none (3.5 s on 2 cores: an update reads its carried passage scans meanwhile), and
-    worker processes started that import `modules` (what the next tasks run), so the next
-    stage's tasks find them ready: a 1% deletion's first tasks otherwise waited ~2 s for
-    their processes. The warming tasks ask for no CPU and nobody waits for them."""
-    if runtime.engine != "ray":
-        return
-    ensure_ray(runtime)
-    import ray
-
-    importing = ray.remote(num_cpus=0)(_import_modules)
-    for _ in range(WARM_WORKERS):
-        importing.remote(modules)
-
-
-WARM_WORKERS = 2  # the worker processes `warm_up` starts: a 2-core machine's
-
-
-def _import_modules(modules: tuple[str, ...]) -> None:
-    for module in modules:
-        importlib.import_module(module)
+    needs none (3.5 s on 2 cores: an update reads its carried passage scans meanwhile)."""
+    if runtime.engine == "ray":
+        ensure_ray(runtime)
 
 
 def ray_initialized() -> bool:
