@@ -352,7 +352,7 @@ def run(args: argparse.Namespace, work: Path, provider: Provider | None) -> int:
 
     stages = ["list_inputs", "extract", "merge", "communities", "summaries_and_reports",
               "write_entities_and_relationships", "write_documents_and_text_units", "embed",
-              "write_communities_and_reports"]
+              "write_communities_and_reports", "communities_table"]
     print("\n| corpus | chunks | entities | relationships | communities | wall s | "
           + " | ".join(stages) + " | driver peak MB | largest worker MB | index MB |")
     print("|" + "---|" * (11 + len(stages)))

@@ -43,6 +43,7 @@ class CommunitiesTable:
     def _write(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
                endpoints: tuple[np.ndarray, np.ndarray], communities: list[Community]) -> int:
         started = time.perf_counter()
+        ctx.stage_starts["communities_table"] = round(started - ctx.created, 3)
         rows = ctx.staged.write_stream(
             schema.COMMUNITIES, communities_tables(communities, entities, relationships,
                                                    endpoints), ctx.config.output.rows_per_part)
