@@ -316,11 +316,11 @@ def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns
             for part in staged.iter_table(table, ["id"], linked=True)]
     written = list(staged.iter_table(table, ["id", *columns], linked=False))
     ids = pa.chunked_array([part.column("id") for part in written], type=pa.string())
-    before = pa.concat_tables([
-        *(previous.iter_rows_with(table, ["id", *columns], ids.combine_chunks())
-          if len(ids) else ()),
-        pa.table({name: pa.array([], pa.string()) for name in ["id", *columns]})],
-        promote_options="permissive")
+    found = list(previous.iter_rows_with(table, ["id", *columns], ids.combine_chunks())
+                 ) if len(ids) else []
+    if not found:  # (nothing written now was there before)
+        return pa.chunked_array(same, type=pa.string())
+    before = pa.concat_tables(found)
     for part in written:
         at = pc.index_in(part.column("id"), value_set=before.column("id"))
         found = pc.is_valid(at)
@@ -516,8 +516,8 @@ def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
     (as `carried-<its name>`, which tells the merge it is not new: `read_changes`); the
     other pieces' carried rows are gathered, renumbered, into pieces of `GATHERED_PIECE_ROWS`
     in `seq` order (`carried-<first seq>`: a shard read back is sorted by `seq`, so the
-    pieces' number and order do not matter). The
-    instances not carried are written as dropped, for the merge."""
+    pieces' number and order do not matter). The instances not carried are written as
+    dropped, for the merge."""
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     parts = parquet_parts(fs, f"{root}/{folder}")

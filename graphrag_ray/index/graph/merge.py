@@ -182,6 +182,15 @@ def _pair_key(source: str, target: str) -> str:
     return "\x00".join(_ordered_pair(source, target))
 
 
+def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """Each relationship's unordered endpoint pair as one string, `_pair_key` in Arrow (UTF-8
+    bytes order as code points do; titles hold no NUL, so keys sort as their pairs do)."""
+    source, target = relationships.column("source"), relationships.column("target")
+    first = pc.less_equal(source, target)
+    return pc.binary_join_element_wise(pc.if_else(first, source, target),
+                                       pc.if_else(first, target, source), "\x00")
+
+
 def _sum_stats(parts: list[MergeStats]) -> MergeStats:
     total = MergeStats()
     for part in parts:
@@ -250,21 +259,19 @@ def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, Mer
     loops = pc.equal(source, target)
     stats.self_loops_dropped = pc.sum(loops).as_py() or 0
     instances = relationship_instances.filter(pc.invert(loops))
-    first = pc.less(instances.column("source"), instances.column("target"))
-    ends = pa.table({
-        "source": pc.if_else(first, instances.column("source"), instances.column("target")),
-        "target": pc.if_else(first, instances.column("target"), instances.column("source"))})
-    pairs = ends.group_by(["source", "target"]).aggregate([]).sort_by(BY_ENDS)
-    group = _group_of(_joined(ends), _joined(pairs))
-    sources, targets = pairs.column("source").to_pylist(), pairs.column("target").to_pylist()
+    keys = pair_keys(instances)
+    pairs = _sorted_distinct(keys)  # (a pair's key sorts as the pair does)
+    group = _group_of(keys, pairs)
+    ends = pc.split_pattern(pairs, "\x00")
+    sources, targets = pc.list_element(ends, 0), pc.list_element(ends, 1)
     return pa.table({
-        "id": pa.array([element_id("relationship", s, t) for s, t in zip(sources, targets)],
-                       pa.string()),
-        "source": pairs.column("source"), "target": pairs.column("target"),
-        "descriptions": _distinct_lists(group, instances.column("description"), len(sources)),
+        "id": pa.array([element_id("relationship", s, t) for s, t in zip(
+            sources.to_pylist(), targets.to_pylist())], pa.string()),
+        "source": sources, "target": targets,
+        "descriptions": _distinct_lists(group, instances.column("description"), len(pairs)),
         "text_unit_ids": _distinct_lists(group, instances.column("text_unit_id"),
-                                         len(sources)),
-        "instance_count": pa.array(np.bincount(group, minlength=len(sources)), pa.int64()),
+                                         len(pairs)),
+        "instance_count": pa.array(np.bincount(group, minlength=len(pairs)), pa.int64()),
     }, schema=_RELATIONSHIPS_SCHEMA), stats
 
 
@@ -274,11 +281,6 @@ _RELATIONSHIPS_SCHEMA = pa.schema([
     ("instance_count", pa.int64())])
 # What Python's `str.strip()` strips (Arrow's own whitespace set differs: U+001C-U+001F).
 _WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
-
-
-def _joined(ends: pa.Table) -> pa.ChunkedArray:
-    """A pair's ends as one string that sorts as the pair does (titles hold no NUL)."""
-    return pc.binary_join_element_wise(ends.column("source"), ends.column("target"), "\x00")
 
 
 def _sorted_distinct(values: pa.ChunkedArray) -> pa.Array:

@@ -114,7 +114,7 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
             work_url, number, ("entities", "relationships")), range(shards)))
 
 
-MERGED_READING_THREADS = 4
+MERGED_READING_THREADS = 4  # (each decodes with Arrow's own threads too)
 
 
 def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,

@@ -23,16 +23,7 @@ import pyarrow.compute as pc
 from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships)
-
-
-def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """Each relationship's unordered endpoint pair as one string (`merge._pair_key`;
-    UTF-8 bytes order as code points do)."""
-    source, target = relationships.column("source"), relationships.column("target")
-    first = pc.less_equal(source, target)
-    return pc.binary_join_element_wise(pc.if_else(first, source, target),
-                                       pc.if_else(first, target, source), "\x00")
+    BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships, pair_keys)
 
 
 def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array, pa.Array]:

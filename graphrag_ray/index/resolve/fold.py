@@ -28,8 +28,7 @@ import pyarrow.compute as pc
 from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    BY_ENDS, BY_TITLE, MergeStats, Pieces, _pair_key, merge_shard, with_weights)
-from graphrag_ray.index.graph.touched_merge import pair_keys
+    BY_ENDS, BY_TITLE, MergeStats, Pieces, _pair_key, merge_shard, pair_keys, with_weights)
 from graphrag_ray.index.resolve.scoring import UNTYPED
 
 

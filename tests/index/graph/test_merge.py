@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from graphrag_ray.index.graph.merge import _majority, add_degrees, merge_elements
+from graphrag_ray.index.graph.merge import _majority, add_degrees, merge_elements, pair_keys
 
 
 def _entities(rows):
@@ -145,3 +145,8 @@ def test_descriptions_and_units_are_stripped_and_kept_once_in_instance_order():
     (edge,) = rels.to_pylist()
     assert (edge["source"], edge["target"], edge["descriptions"], edge["instance_count"]) == \
         ("A", "B", ["ba"], 2)
+
+
+def test_pair_keys_are_unordered():
+    table = pa.table({"source": ["B", "A", "É"], "target": ["A", "B", "Z"]})
+    assert pair_keys(table).to_pylist() == ["A\x00B", "A\x00B", "Z\x00É"]

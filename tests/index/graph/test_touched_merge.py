@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import endpoint_mentions, merge_shard
-from graphrag_ray.index.graph.touched_merge import merge_touched, pair_keys, shard_stats
+from graphrag_ray.index.graph.touched_merge import merge_touched, shard_stats
 
 NAMES = ["ADA", "BOB", "CARL", "DORA", "ÉMILE", "FAY", "GUS", "HAL", "Zoë", "zed"]
 TYPES = ["PERSON", "ORGANIZATION", "", "GEO"]
@@ -99,8 +99,3 @@ def test_shard_figures_count_what_the_merge_loop_counts():
     entities, relationships = _instances(random.Random(7), range(20))
     pieces = _pieces(entities, relationships)
     assert asdict(shard_stats(pieces)) == asdict(merge_shard(pieces)[2])
-
-
-def test_pair_keys_are_unordered():
-    table = pa.table({"source": ["B", "A", "É"], "target": ["A", "B", "Z"]})
-    assert pair_keys(table).to_pylist() == ["A\x00B", "A\x00B", "Z\x00É"]
