@@ -340,25 +340,37 @@ def with_weights(relationships: pa.Table) -> pa.Table:
 
 
 def edge_endpoints(entities: pa.Table, relationships: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Each relationship's source and target as row indices into `entities`."""
-    index = {title: i for i, title in enumerate(entities.column("title").to_pylist())}
-    sources = np.array([index[s] for s in relationships.column("source").to_pylist()],
-                       dtype=np.int64)
-    targets = np.array([index[t] for t in relationships.column("target").to_pylist()],
-                       dtype=np.int64)
-    return sources, targets
+    """Each relationship's source and target as row indices into `entities` (titles are
+    distinct); a KeyError names an end that is no entity's title."""
+    titles = entities.column("title").combine_chunks()
+    return tuple(_rows_of(relationships.column(end), titles)
+                 for end in ("source", "target"))
+
+
+def _rows_of(names: pa.ChunkedArray, titles: pa.Array) -> np.ndarray:
+    rows = pc.index_in(names, value_set=titles)
+    if rows.null_count:
+        raise KeyError(names.filter(pc.is_null(rows))[0].as_py())
+    return np.asarray(rows.to_numpy(), dtype=np.int64)
 
 
 def add_degrees(entities: pa.Table, relationships: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """Node degree (distinct neighbours) and edge combined degree (source + target degree)."""
-    degree = Counter()
-    for source, target in zip(relationships.column("source").to_pylist(),
-                              relationships.column("target").to_pylist()):
-        degree[source] += 1
-        degree[target] += 1
-    entity_degree = [degree[t] for t in entities.column("title").to_pylist()]
-    combined = [degree[s] + degree[t] for s, t in zip(relationships.column("source").to_pylist(),
-                                                      relationships.column("target").to_pylist())]
-    entities = entities.append_column("degree", pa.array(entity_degree, pa.int64()))
-    relationships = relationships.append_column("combined_degree", pa.array(combined, pa.int64()))
+    """Node degree (distinct neighbours: relationships are distinct pairs) and edge combined
+    degree (source + target degree), counted in Arrow (a Python loop over a 100M-token graph's
+    583k relationships took 1 s of the driver)."""
+    ends = pa.chunked_array(relationships.column("source").chunks +
+                            relationships.column("target").chunks, type=pa.string())
+    counted = pc.value_counts(ends)
+    names = counted.field("values")
+    counts = np.append(counted.field("counts").to_numpy(), 0)  # (the last: no relationship)
+
+    def degree(titles: pa.ChunkedArray) -> np.ndarray:
+        rows = pc.fill_null(pc.index_in(titles, value_set=names), len(names))
+        return counts[np.asarray(rows.to_numpy(), dtype=np.int64)]
+
+    entities = entities.append_column(
+        "degree", pa.array(degree(entities.column("title")), pa.int64()))
+    relationships = relationships.append_column("combined_degree", pa.array(
+        degree(relationships.column("source")) + degree(relationships.column("target")),
+        pa.int64()))
     return entities, relationships

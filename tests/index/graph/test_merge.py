@@ -1,7 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from graphrag_ray.index.graph.merge import _majority, add_degrees, merge_elements, pair_keys
+from graphrag_ray.index.graph.merge import (
+    _majority, add_degrees, edge_endpoints, merge_elements, pair_keys)
 
 
 def _entities(rows):
@@ -52,6 +53,19 @@ def test_degrees():
     ents, rels = add_degrees(ents, rels)
     assert ents.column("degree").to_pylist() == [2, 1, 1]
     assert rels.column("combined_degree").to_pylist() == [3, 3]
+
+
+def test_degrees_and_endpoints_from_chunked_columns_and_an_end_no_entity_names():
+    ents = pa.table({"title": pa.chunked_array([["A", "B"], ["C", "D", "E"]])})
+    rels = pa.table({"source": pa.chunked_array([["A"], ["C", "B"]]),
+                     "target": pa.chunked_array([["D", "D"], ["Z"]])})
+    degrees, combined = add_degrees(ents, rels)
+    assert degrees.column("degree").to_pylist() == [1, 1, 1, 2, 0]
+    assert combined.column("combined_degree").to_pylist() == [3, 3, 2]
+    sources, targets = edge_endpoints(ents, rels.slice(0, 2))
+    assert sources.tolist() == [0, 2] and targets.tolist() == [3, 3]
+    with pytest.raises(KeyError, match="Z"):
+        edge_endpoints(ents, rels)
 
 
 @pytest.mark.parametrize("n_shards", [1, 3, 16])
