@@ -4,9 +4,12 @@ footprint)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def use_system_allocator_for_arrow() -> None:
@@ -21,6 +24,29 @@ def use_system_allocator_for_arrow() -> None:
 
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+# A build's driver makes millions of short-lived lists, tuples and dicts (rows turned into
+# Python, per-community contexts); at Python's default (a young collection every 700
+# allocations, a middle one every 10 of those) its collector ran ~3,000 times in a 1% update
+# of a 100M-token index, 17 of them over every object (2.0 of its 2.5 s). Measured on that
+# update, run after run in the same hour: deletion 71.1 -> 69.3 s, add 90.2 -> 86.4 s.
+BUILD_GC_THRESHOLDS = (50_000, 20, 20)
+
+
+@contextmanager
+def fewer_collections(thresholds: tuple[int, int, int] = BUILD_GC_THRESHOLDS
+                      ) -> Iterator[None]:
+    """Python's cyclic garbage collector runs less often inside (`BUILD_GC_THRESHOLDS`), and
+    as before after: the build's objects are freed by reference counting as they go, few of
+    them in cycles, so a collection mostly walks objects that are alive. Set back on the way
+    out, so a program that builds an index (the Python API) keeps its own setting."""
+    before = gc.get_threshold()
+    gc.set_threshold(*thresholds)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def rss_mb(pid: int | str = "self") -> int | None:

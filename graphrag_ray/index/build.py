@@ -29,6 +29,7 @@ from graphrag_ray.llm.client import LLMServices, check_endpoint
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.progress import estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts
+from graphrag_ray.resources import fewer_collections
 from graphrag_ray.storage import IndexStore, Manifest
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         state = BuildState(input_url, root, files, numbers, chunk_estimates, shards, ignored,
                            update)
         try:
-            run_stages(ctx, state, stages)
+            with fewer_collections():
+                run_stages(ctx, state, stages)
             manifest = build_manifest(ctx, state, name, [s.name for s in stages], started)
             manifest = store.publish(ctx.staged, manifest)  # Last: readers now open it.
             if config.output.keep_versions:
