@@ -175,9 +175,10 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
 def _row_weights(table: pa.Table) -> np.ndarray:
     """Per row, about how long its stored row is: one, plus its text units (each brings an
     id to `text_unit_ids` and, mostly, a description to `descriptions`: the lists that make a
-    row long)."""
-    units = pc.list_value_length(table.column("text_unit_ids").combine_chunks()).fill_null(0)
-    return 1.0 + units.to_numpy(zero_copy_only=False).astype(np.float64)
+    row long). Counted chunk by chunk: joining a 100M-token graph's lists first copied their
+    470 MB of ids for 0.4 s."""
+    units = pc.fill_null(pc.list_value_length(table.column("text_unit_ids")), 0)
+    return 1.0 + np.asarray(units.to_numpy(), dtype=np.float64)
 
 
 def _with_text(table: pa.Table, description: pa.Array, lists: pa.Array) -> pa.Table:
