@@ -47,13 +47,13 @@ from graphrag_ray.index.chunks.positions import FILE_SHIFT, FileMap
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import (
-    CARRIED_PREFIX, KEY_COLUMNS, write_dropped)
+    CARRIED_PREFIX, GATHERED, KEY_COLUMNS, write_dropped, write_gathered)
 from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS
 from graphrag_ray.index.write.documents_and_text_units import DOCUMENT_FILES
 from graphrag_ray.input.loader import relative_path
 from graphrag_ray.llm.client import USAGE_FIELDS
 from graphrag_ray.storage import IndexVersion
-from graphrag_ray.storage.index_store import LEFT_OUT_SHARE
+from graphrag_ray.storage.index_store import LEFT_OUT_SHARE, remove_tree
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
@@ -87,6 +87,7 @@ def keep_reading(staged: IndexVersion, files: list[str], numbers: np.ndarray,
     fs = staged.fs
     work, kept = f"{staged.root}/_work", f"{staged.root}/{READING}"
     fs.makedirs(kept, exist_ok=True)
+    _put_gathered_in_place(fs, work)
     for folder in KEPT_FOLDERS:
         if fs.exists(f"{work}/{folder}"):
             _move_tree(fs, f"{work}/{folder}", f"{kept}/{folder}")
@@ -103,6 +104,19 @@ def keep_reading(staged: IndexVersion, files: list[str], numbers: np.ndarray,
     staged.write_table(f"{READING}/openings", openings)
     write_atomically(fs, f"{kept}/reading.json", json.dumps({"shards": shards}).encode())
     staged.remove("_work")
+
+
+def _put_gathered_in_place(fs: fsspec.AbstractFileSystem, work: str) -> None:
+    """Each folder of instances the merge gathered (`instance_shards.gather_shard`) takes the
+    place of its pieces."""
+    gathered = f"{work}/{GATHERED}"
+    if not fs.exists(gathered):
+        return
+    folders = sorted({path[len(gathered) + 1:].rsplit("/", 1)[0]
+                      for path in fs.find(gathered)})
+    for folder in folders:
+        remove_tree(fs, f"{work}/instances/{folder}")
+        _move_tree(fs, f"{gathered}/{folder}", f"{work}/instances/{folder}")
 
 
 def _move_tree(fs: fsspec.AbstractFileSystem, source: str, target: str) -> None:
@@ -499,34 +513,21 @@ def _carry_pieces(job: tuple[str, list[str], str], files: FileMap) -> None:
         _carry_folder(url, folder, work_url, files)
 
 
-# Pieces in a folder of instances past which an update gathers them into one: each update
-# links the pieces it carries and adds those it extracted, and a shard is read piece by
-# piece (a 100M-token build writes ~420 per folder).
-MAX_CARRIED_PIECES = 1024
-# Rows of a gathered piece, at most: a later update that touches one of its files (deleted,
-# changed, numbered again) writes the whole piece again. Gathered into one, the pieces of an
-# update that renumbered every file (a 100M-token index: ~140k instances a shard) made every
-# later update that touched any file write the shard's instances again.
-GATHERED_PIECE_ROWS = 16_384
-
-
 def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
     """One folder of instance pieces (a kind's shard, or the claims): the carried chunks'
     instances. A piece whose chunks are all carried at the positions they had is linked
     (as `carried-<its name>`, which tells the merge it is not new: `read_changes`); the
-    other pieces' carried rows are gathered, renumbered, into pieces of `GATHERED_PIECE_ROWS`
-    in `seq` order (`carried-<first seq>`: a shard read back is sorted by `seq`, so the
-    pieces' number and order do not matter). The instances not carried are written as
-    dropped, for the merge."""
+    other pieces' carried rows are gathered, renumbered, in `seq` order
+    (`instance_shards.write_gathered`: a shard read back is sorted by `seq`, so the pieces'
+    number and order do not matter; a folder of too many pieces the merge gathers). The
+    instances not carried are written as dropped, for the merge."""
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    parts = parquet_parts(fs, f"{root}/{folder}")
-    gather_all = len(parts) > MAX_CARRIED_PIECES
     kept, dropped = [], []
-    for part in parts:
+    for part in parquet_parts(fs, f"{root}/{folder}"):
         old = _int64(read_parquet(fs, part, ["seq"]).column("seq"))
         keep, seq = files.remap(old)
-        if not gather_all and _as_they_were(old, keep, seq):
+        if _as_they_were(old, keep, seq):
             name = part.rsplit("/", 1)[-1]
             if not name.startswith(CARRIED_PREFIX):
                 name = f"{CARRIED_PREFIX}-{name}"
@@ -540,13 +541,7 @@ def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
             kept.append(table.set_column(table.column_names.index("seq"), "seq",
                                          pa.array(seq, pa.int64())))
     if kept:
-        gathered = pa.concat_tables(kept).sort_by("seq")
-        for start in range(0, gathered.num_rows, GATHERED_PIECE_ROWS):
-            piece = gathered.slice(start, GATHERED_PIECE_ROWS)
-            first = piece.column("seq")[0].as_py()
-            write_parquet(work_fs,
-                          f"{work_root}/{folder}/{CARRIED_PREFIX}-{first:019d}.parquet", piece,
-                          read_whole=True)
+        write_gathered(work_fs, f"{work_root}/{folder}", pa.concat_tables(kept).sort_by("seq"))
     kind, _, shard = folder.removeprefix("instances/").partition("/shard-")
     if dropped and kind in KEY_COLUMNS:  # (claims are not merged by key)
         write_dropped(work_url, kind, int(shard), pa.concat_tables(dropped))

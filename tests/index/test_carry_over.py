@@ -5,6 +5,7 @@ new corpus, also when a change elsewhere makes a passage of an unchanged file re
 file is read again)."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -165,43 +166,74 @@ def _stored_reading(url: str) -> dict[str, int]:
     return parts
 
 
-def test_an_update_gathers_a_folder_of_too_many_pieces_into_one(corpus, tmp_path, monkeypatch):
-    """Each update links the pieces it carries and adds its own: past a number, they are
-    gathered into one, and the update still equals a full build."""
-    from graphrag_ray.index import carry_over
+def _instance_pieces(url: str) -> dict[str, list[str]]:
+    """The kept reading's instance pieces by folder (name order), with their rows."""
+    version = IndexStore(url).open()
+    pieces: dict[str, list[str]] = {}
+    for path in sorted(version.fs.find(f"{version.root}/{READING}/instances")):
+        folder, name = path.rsplit("/", 1)
+        pieces.setdefault(folder, []).append(path)
+    return pieces
+
+
+def test_a_build_keeps_its_instances_gathered_and_an_update_links_them(corpus, tmp_path,
+                                                                        monkeypatch):
+    """Past `GATHER_PAST_PIECES` pieces, the merge writes a folder of instances again as
+    bounded pieces in `seq` order, which the version keeps instead of the extraction's; the
+    next update links those its change leaves alone and equals a full build."""
+    from graphrag_ray.index.extract import instance_shards
 
     index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    monkeypatch.setattr(instance_shards, "GATHER_PAST_PIECES", 0)
+    monkeypatch.setattr(instance_shards, "GATHERED_PIECE_ROWS", 40)
     build_index(str(corpus), index, _config(), progress=lambda _: None)
-    monkeypatch.setattr(carry_over, "MAX_CARRIED_PIECES", 1)
-    files = sorted(corpus.glob("*.txt"))
-    (corpus / f"{files[4].stem}-b.txt").write_text(files[9].read_text()[:3000])
-    _update(index, corpus)
     version = IndexStore(index).open()
-    pieces: dict[str, list[str]] = {}
-    for path in version.fs.find(f"{version.root}/{READING}/instances"):
-        folder, name = path.rsplit("/", 1)
-        pieces.setdefault(folder, []).append(name)
-    # The gathered piece, and the one extracted now (where the new file has instances).
-    assert pieces and all(len(names) <= 2 for names in pieces.values()), pieces
-    assert all(sum(n.startswith("carried-") for n in names) == 1 for names in pieces.values())
+    assert not version.fs.exists(f"{version.root}/_work")
+    gathered = _instance_pieces(index)
+    shard_folders = [f for f in gathered if "/shard-" in f]
+    assert shard_folders and any(len(gathered[f]) > 1 for f in shard_folders)
+    for folder in shard_folders:
+        names = [path.rsplit("/", 1)[-1] for path in gathered[folder]]
+        assert all(name.startswith("carried-") for name in names), names
+        seqs = [read_parquet(version.fs, path, ["seq"]).column("seq").to_pylist()
+                for path in gathered[folder]]
+        assert all(0 < len(s) <= 40 for s in seqs)
+        flat = [q for s in seqs for q in s]
+        assert flat == sorted(flat)  # listed in name order, they are in seq order
+    monkeypatch.setattr(instance_shards, "GATHER_PAST_PIECES", 1_000)
+    before = _stored_reading(index)
+    (corpus / "zz-later.txt").write_text(sorted(corpus.glob("*.txt"))[2].read_text()[:2000])
+    _update(index, corpus)
+    after = _stored_reading(index)
+    linked = [n for n, inode in before.items() if n.startswith("instances/")
+              and after.get(n) == inode]
+    assert linked and len(linked) == len([n for n in before if n.startswith("instances/")])
     build_index(str(corpus), full, _config(), progress=lambda _: None)
     _assert_same_tables(index, full)
 
 
-def test_gathered_instances_come_in_pieces_of_bounded_rows(corpus, tmp_path, monkeypatch):
-    """Gathered into one piece, a touch on any of its files would write them all again."""
-    from graphrag_ray.index import carry_over
+def test_an_update_gathers_a_folder_of_too_many_pieces(corpus, tmp_path, monkeypatch):
+    """Each update links the pieces it carries and adds its own: past a number, the merge
+    gathers them, and the update still equals a full build."""
+    from graphrag_ray.index.extract import instance_shards
 
     index, full = str(tmp_path / "index"), str(tmp_path / "full")
     build_index(str(corpus), index, _config(), progress=lambda _: None)
-    monkeypatch.setattr(carry_over, "MAX_CARRIED_PIECES", 1)
-    monkeypatch.setattr(carry_over, "GATHERED_PIECE_ROWS", 40)
-    sorted(corpus.glob("*.txt"))[6].unlink()
+    monkeypatch.setattr(instance_shards, "GATHER_PAST_PIECES", 1)
+    files = sorted(corpus.glob("*.txt"))
+    (corpus / f"{files[4].stem}-b.txt").write_text(files[9].read_text()[:3000])
+    files[6].unlink()
     _update(index, corpus)
-    version = IndexStore(index).open()
-    rows = {path: len(read_parquet(version.fs, path, ["seq"]))
-            for path in version.fs.find(f"{version.root}/{READING}/instances/entities")}
-    assert len(rows) > 1 and max(rows.values()) <= 40
+    pieces = _instance_pieces(index)
+    shard_folders = [f for f in pieces if "/shard-" in f]
+    assert shard_folders
+    # Carried, extracted now and rewritten around the deleted file: more than one piece
+    # before the merge, gathered into bounded ones after it.
+    assert all(p.rsplit("/", 1)[-1].startswith("carried-")
+               for f in shard_folders for p in pieces[f])
+    assert all(len(pieces[f]) == 1 for f in shard_folders)
+    assert any(re.fullmatch(r"carried-\d{19}-00000\.parquet", pieces[f][0].rsplit("/", 1)[-1])
+               for f in shard_folders)
     build_index(str(corpus), full, _config(), progress=lambda _: None)
     _assert_same_tables(index, full)
 

@@ -11,6 +11,12 @@ Instances carry `seq`, their chunk's position in the corpus; a shard read back i
 (stably), which restores chunk order: exactly the shard a whole-table partition gives, hence
 the same merge. A retried batch rewrites the same names whole, so nothing is counted twice.
 
+A build writes a piece per extraction batch (a 100M-token build: ~600 per folder, of ~200
+rows each), and a reader pays for each piece it opens (~1 ms): the merge, which reads a shard
+whole anyway, writes a folder past `GATHER_PAST_PIECES` pieces again as bounded ones
+(`gather_shard`), under `<work>/gathered/`, which the version keeps in its place
+(`carry_over.keep_reading`).
+
 An update links the unchanged files' pieces, or gathers their rows into bounded pieces, under names
 that start with `CARRIED_PREFIX` (`carry_over._carry_folder`), and writes the keys of the
 previous instances it did not carry (files changed, deleted, read again) under
@@ -26,6 +32,7 @@ import fsspec
 import pyarrow as pa
 
 from graphrag_ray.index.graph.merge import Pieces
+from graphrag_ray.storage.index_store import remove_tree
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 KINDS = ("entities", "mentions", "relationships")
@@ -35,6 +42,17 @@ KEY_COLUMNS = {"entities": ("title",), "mentions": ("title",),
                "relationships": ("source", "target")}
 CARRIED_PREFIX = "carried"  # a piece an update carried over from the previous version
 DROPPED = "dropped"
+GATHERED = "gathered"  # `<work>/gathered/<kind>/shard-NNNNN/`: a folder's pieces, gathered
+# Rows of a gathered piece, at most: a later update that touches one of its files (deleted,
+# changed, numbered again) writes the whole piece again. Gathered into one, the pieces of an
+# update that renumbered every file (a 100M-token index: ~140k instances a shard) made every
+# later update that touched any file write the shard's instances again.
+GATHERED_PIECE_ROWS = 16_384
+# Pieces of a kind in a shard past which the merge gathers them. A fresh 100M-token build's
+# ~600 pieces a folder made each later 1% update open ~90k pieces twice (carrying them, then
+# merging), 38 + 42 s of its 140; an update adds a few pieces a folder (its extraction
+# batches, the gathered pieces it rewrote), so a folder is gathered every few updates.
+GATHER_PAST_PIECES = 32
 
 
 def piece_name(chunk_ids: list[str]) -> str:
@@ -51,6 +69,33 @@ def write_pieces(work_url: str, pieces: list[Pieces], claims: pa.Table, name: st
                               read_whole=True)
     if claims.num_rows:
         write_parquet(fs, f"{root}/instances/claims/{name}", claims)
+
+
+def write_gathered(fs: fsspec.AbstractFileSystem, folder: str, instances: pa.Table) -> None:
+    """`instances` (in `seq` order) as pieces of at most `GATHERED_PIECE_ROWS` rows, named
+    `CARRIED_PREFIX` with their first `seq` and their number (a chunk's instances may span
+    two pieces): listed in name order they are in `seq` order."""
+    for number, start in enumerate(range(0, instances.num_rows, GATHERED_PIECE_ROWS)):
+        piece = instances.slice(start, GATHERED_PIECE_ROWS)
+        first = piece.column("seq")[0].as_py()
+        write_parquet(fs, f"{folder}/{CARRIED_PREFIX}-{first:019d}-{number:05d}.parquet", piece,
+                      read_whole=True)
+
+
+def gather_shard(work_url: str, shard: int, pieces: Pieces) -> None:
+    """Each of the shard's folders holding more than `GATHER_PAST_PIECES` pieces written
+    again, as `pieces` hold it (read by `read_shard`), into `<work>/gathered/`. The pieces
+    themselves stay until the version keeps its reading (resolution reads them after the
+    merge); a retried task writes its folders afresh."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    for kind, instances in zip(KINDS, pieces):
+        folder = f"shard-{shard:05d}"
+        if len(parquet_parts(fs, f"{root}/instances/{kind}/{folder}")) <= GATHER_PAST_PIECES:
+            continue
+        target = f"{root}/{GATHERED}/{kind}/{folder}"
+        if fs.exists(target):
+            remove_tree(fs, target)
+        write_gathered(fs, target, instances)
 
 
 def _read_dir(fs: fsspec.AbstractFileSystem, folder: str, schema: pa.Schema) -> pa.Table:

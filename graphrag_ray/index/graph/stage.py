@@ -21,7 +21,8 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.index.extract.instance_shards import read_changes, read_shard
+from graphrag_ray.index.extract.instance_shards import (
+    gather_shard, read_changes, read_shard)
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.claims import build_covariates
@@ -67,10 +68,13 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     and its description text as a block that stays with the workers; with the figures, the
     titles of the entities an update touched (`touched_merge`; None for a full merge). The
     driver reads the structure from storage, not from the object store: object-store pages
-    a process has read stay in its RSS (on a 100M-token build, 800 MB of the driver's)."""
+    a process has read stay in its RSS (on a 100M-token build, 800 MB of the driver's).
+    A folder of many instance pieces, read whole here, is written again gathered
+    (`instance_shards.gather_shard`)."""
     work_url, number, encoding, previous_url = shard
     pieces = read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
+    gather_shard(work_url, number, pieces)
     touched = None
     if previous_url is None:
         entities, relationships, stats = merge_shard(pieces)
