@@ -167,7 +167,7 @@ def _stored_reading(url: str) -> dict[str, int]:
 
 
 def _instance_pieces(url: str) -> dict[str, list[str]]:
-    """The kept reading's instance pieces by folder (name order), with their rows."""
+    """The kept reading's instance pieces' paths by folder, in name order."""
     version = IndexStore(url).open()
     pieces: dict[str, list[str]] = {}
     for path in sorted(version.fs.find(f"{version.root}/{READING}/instances")):

@@ -88,8 +88,8 @@ def gather_shard(work_url: str, shard: int, pieces: Pieces) -> None:
     themselves stay until the version keeps its reading (resolution reads them after the
     merge); a retried task writes its folders afresh."""
     fs, root = fsspec.core.url_to_fs(work_url)
+    folder = f"shard-{shard:05d}"
     for kind, instances in zip(KINDS, pieces):
-        folder = f"shard-{shard:05d}"
         if len(parquet_parts(fs, f"{root}/instances/{kind}/{folder}")) <= GATHER_PAST_PIECES:
             continue
         target = f"{root}/{GATHERED}/{kind}/{folder}"
