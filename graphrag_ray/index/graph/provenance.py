@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS
+
 
 @dataclass
 class Provenance:
@@ -49,18 +51,16 @@ class Provenance:
 
     @classmethod
     def from_tables(cls, entities: pa.Table, chunks: pa.Table) -> Provenance:
-        """`entities`: with `text_unit_ids`; `chunks`: `text_unit_id`, `document_id`, `seq`
-        (the extraction's status rows, one per text unit of the build). Worked out in Arrow:
-        as Python lists, a 100M-token graph's units were a gigabyte of the driver."""
-        lists = entities.column("text_unit_ids").combine_chunks()
-        found = pc.index_in(pc.list_flatten(lists),
-                            value_set=chunks.column("text_unit_id").combine_chunks())
-        known = pc.is_valid(found)
-        owners = pc.list_parent_indices(lists).filter(known).to_numpy()
+        """`entities`: with `unit_rows` (`unit_rows.py`: each text unit's row of `chunks`);
+        `chunks`: `text_unit_id`, `document_id`, `seq` (the extraction's status rows, one
+        per text unit of the build). Worked out in Arrow: as Python lists, a 100M-token
+        graph's units were a gigabyte of the driver."""
+        lists = entities.column(UNIT_ROWS).combine_chunks()
+        owners = pc.list_parent_indices(lists).to_numpy()
         documents = pc.dictionary_encode(chunks.column("document_id").combine_chunks())
         return cls(
             unit_offsets=np.searchsorted(owners, np.arange(len(lists) + 1)).astype(np.int64),
-            units=found.filter(known).to_numpy().astype(np.int64),
+            units=pc.list_flatten(lists).to_numpy().astype(np.int64),
             unit_document=documents.indices.to_numpy(zero_copy_only=False).astype(np.int64),
             unit_seq=chunks.column("seq").to_numpy().astype(np.int64),
             document_ids=documents.dictionary.to_pylist())

@@ -35,6 +35,7 @@ from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.graph.touched_merge import merge_touched
+from graphrag_ray.index.graph.unit_rows import with_unit_rows
 from graphrag_ray.index.resolve.stage import resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage import IndexVersion
@@ -44,23 +45,28 @@ from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 @dataclass
 class Graph:
     """The merged graph as the driver holds it."""
-    entities: pa.Table  # structure with degrees, `description_count`, `inner_tokens`
+    # Structure with degrees, `description_count`, `inner_tokens`, and each element's text
+    # units as rows of `unit_ids` (`unit_rows`).
+    entities: pa.Table
     relationships: pa.Table
     endpoints: tuple[np.ndarray, np.ndarray]  # each edge's ends as entity rows
     addresses: DescriptionAddresses  # where each element's description text is
     claims: pa.Table  # id, subject_id, text_unit_id, row_tokens
     claims_block: object  # the claims' context fields, in the object store
     aliases: pa.Table  # entity_aliases (empty unless resolution is enabled)
+    unit_ids: pa.Array  # the text unit ids `unit_rows` count in (the extraction's status rows)
     # An update that merged only what it touched: per entity row, whether its merged row or
     # one of its relationships may have changed (None: a build, or anything may have).
     touched: np.ndarray | None = None
 
 
-# The merged shards' structure, in the work area, for the driver.
+# The merged shards' structure, in the work area: as the version keeps it for the next
+# update, and as the driver reads it (`unit_rows`).
 MERGED = "merged"
+DRIVERS_MERGED = "merged_for_driver"
 
 
-def merge_stored_shard(shard: tuple[str, int, str, str | None]
+def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Array
                        ) -> tuple[tuple[MergeStats, pa.Array | None], pa.Table]:
     """One shard (work URL, number, tokenizer, the previous reading's URL when an update
     merges only what it touched: `touched_merge`) read from storage and merged: its
@@ -70,7 +76,9 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     driver reads the structure from storage, not from the object store: object-store pages
     a process has read stay in its RSS (on a 100M-token build, 800 MB of the driver's).
     A folder of many instance pieces, read whole here, is written again gathered
-    (`instance_shards.gather_shard`)."""
+    (`instance_shards.gather_shard`). The driver's copy of the structure numbers the text
+    units (`unit_rows`: rows of `unit_ids`, the extraction's status table's); the kept one,
+    which the next update merges again, lists their ids."""
     work_url, number, encoding, previous_url = shard
     pieces = read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
@@ -88,18 +96,21 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None]
     for kind, table in (("entities", entities), ("relationships", relationships),
                         ("block", block)):
         write_parquet(fs, _merged_path(root, kind, number), table, read_whole=True)
+    for kind, table in (("entities", entities), ("relationships", relationships)):
+        write_parquet(fs, _merged_path(root, kind, number, DRIVERS_MERGED),
+                      with_unit_rows(table, unit_ids), read_whole=True)
     return (stats, touched), block
 
 
-def _merged_path(root: str, kind: str, number: int) -> str:
-    return f"{root}/{MERGED}/{kind}-{number:05d}.parquet"
+def _merged_path(root: str, kind: str, number: int, folder: str = MERGED) -> str:
+    return f"{root}/{folder}/{kind}-{number:05d}.parquet"
 
 
 def _read_merged_shard(url: str, number: int,
-                       kinds: tuple[str, ...] = ("entities", "relationships", "block")
-                       ) -> tuple[pa.Table, ...]:
+                       kinds: tuple[str, ...] = ("entities", "relationships", "block"),
+                       folder: str = MERGED) -> tuple[pa.Table, ...]:
     fs, root = fsspec.core.url_to_fs(url)
-    return tuple(read_parquet(fs, _merged_path(root, kind, number)) for kind in kinds)
+    return tuple(read_parquet(fs, _merged_path(root, kind, number, folder)) for kind in kinds)
 
 
 def merged_shards_kept(url: str, shards: int) -> bool:
@@ -115,7 +126,7 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
     took 2.4 s)."""
     with ThreadPoolExecutor(MERGED_READING_THREADS, thread_name_prefix="read-merged") as pool:
         return list(pool.map(lambda number: _read_merged_shard(
-            work_url, number, ("entities", "relationships")), range(shards)))
+            work_url, number, ("entities", "relationships"), DRIVERS_MERGED), range(shards)))
 
 
 MERGED_READING_THREADS = 4  # (each decodes with Arrow's own threads too)
@@ -133,9 +144,10 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
     if previous_url is not None and not merged_shards_kept(previous_url, shards):
         previous_url = None
     with ctx.stage("merge"):
+        unit_ids = extraction.column("text_unit_id").combine_chunks()
         merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer, previous_url)
                                                 for k in range(shards)],
-                           config.runtime, keep_blocks=True)
+                           config.runtime, keep_blocks=True, shared=[unit_ids])
         entities, relationships, stats = combine_shards([
             (shard_entities, shard_relationships, shard_stats) for
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(
@@ -157,7 +169,7 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, resolved.aliases, touched)
+                 claims, claims_block, resolved.aliases, unit_ids, touched)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.extract.nlp_extractor import GIVEN_NAMES
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS
 from graphrag_ray.index.resolve.names import (
     content_tokens, is_short_side, leading_words, name_relation, name_tokens, placement)
 
@@ -131,12 +132,12 @@ class Profiles:
 
     def __init__(self, entities: pa.Table, neighbour_offsets: np.ndarray,
                  neighbours: np.ndarray, descriptions):
-        """`entities`: title, type, text_unit_ids in row order; neighbours in CSR form
+        """`entities`: title, type, unit_rows (`unit_rows.py`) in row order; neighbours in CSR form
         (row r's are `neighbours[offsets[r]:offsets[r + 1]]`); `descriptions(row)` -> the
         row's description list."""
         self.titles = entities.column("title").to_pylist()
         self.types = entities.column("type").to_pylist()
-        self._units = entities.column("text_unit_ids")
+        self._units = entities.column(UNIT_ROWS)
         self._offsets, self._neighbours = neighbour_offsets, neighbours
         self._descriptions = descriptions
         self._unit_sets: dict[int, frozenset] = {}

@@ -38,6 +38,7 @@ from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.merge import edge_endpoints, element_id
 from graphrag_ray.index.graph.provenance import Provenance
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_rows
 from graphrag_ray.index.resolve.candidates import (
     PAIR_SCHEMA, key_rows, neighbour_lists, score_partition)
 from graphrag_ray.index.resolve.clusters import PairRules, Resolution, resolve_clusters
@@ -51,7 +52,7 @@ from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
 ALIAS_SCHEMA = pa.schema([(name, {"score": pa.float64(), "document_ids": pa.list_(pa.string())}
                            .get(name, pa.string())) for name in schema.ENTITY_ALIAS_COLUMNS])
-PROFILE_COLUMNS = ["title", "type", "text_unit_ids", "description_shard", "description_row"]
+PROFILE_COLUMNS = ["title", "type", UNIT_ROWS, "description_shard", "description_row"]
 CHUNK_PARTS_PER_TASK = 64
 
 
@@ -172,8 +173,9 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         renames = renames_of(titles, unit_ids, resolution, in_documents)
         splits = split_homonyms(titles, types, provenance, unit_ids, renames) \
             if config.split_homonyms else []
-        folded, splits, dropped = _fold_with_splits(ctx, entities, relationships, handles,
-                                                    renames, splits, unit_ids)
+        folded, splits, dropped = _fold_with_splits(
+            ctx, entities, relationships, handles, renames, splits, unit_ids,
+            extraction.column("text_unit_id"))
         aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
                               in_documents, splits, provenance.document_ids)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
@@ -207,7 +209,7 @@ def _without_aliases(entities: pa.Table) -> pa.Table:
 
 
 def _fold_with_splits(ctx: BuildContext, entities, relationships, handles, renames: Renames,
-                      splits: list[Split], unit_ids: list[str]):
+                      splits: list[Split], unit_ids: list[str], unit_id_array: pa.ChunkedArray):
     """The fold (`_fold`, None when nothing is renamed) with the homonym splits whose every
     part is still typed a person after it (`homonyms.typed_apart`); a split that leaves a
     part otherwise is undone and the fold made again without it (UNIX, typed a person from
@@ -218,7 +220,8 @@ def _fold_with_splits(ctx: BuildContext, entities, relationships, handles, renam
         for split in kept:
             renames.split.setdefault(split.title, {}).update(
                 (unit_ids[u], split.new_title) for u in split.units)
-        return _fold(ctx, entities, relationships, handles, renames) if renames else None
+        return _fold(ctx, entities, relationships, handles, renames,
+                     unit_id_array) if renames else None
 
     folded = folded_with(splits)
     if not splits:
@@ -232,17 +235,20 @@ def _fold_with_splits(ctx: BuildContext, entities, relationships, handles, renam
     return folded_with(kept), kept, dropped
 
 
-def _fold(ctx: BuildContext, entities, relationships, handles, renames: Renames):
+def _fold(ctx: BuildContext, entities, relationships, handles, renames: Renames,
+          unit_ids: pa.ChunkedArray):
     """The aliases' mentions renamed in every merge shard (one block of handles per shard),
-    the touched elements merged again into a new block (`fold.py`)."""
+    the touched elements merged again into a new block (`fold.py`), their text units
+    numbered as the graph's are (`unit_ids`: the extraction's status rows)."""
     titles, pairs = renamed_keys(relationships, renames)
     shards = map_items(_rename_task, [(ctx.work_url, k) for k in range(len(handles))],
                        ctx.config.runtime, shared=[renames, titles, pairs])
     ((merged_entities, merged_relationships, merge_stats), block), = map_items(
         _merge_renamed_task, [(shards, len(handles), ctx.tokenizer)], ctx.config.runtime,
         keep_blocks=True)
-    entities, relationships, stats = swap_rows(entities, relationships, merged_entities,
-                                               merged_relationships, titles, pairs, renames)
+    entities, relationships, stats = swap_rows(
+        entities, relationships, with_unit_rows(merged_entities, unit_ids),
+        with_unit_rows(merged_relationships, unit_ids), titles, pairs, renames)
     stats.self_loops_dropped = merge_stats.self_loops_dropped
     return entities, relationships, handles + [block], stats
 

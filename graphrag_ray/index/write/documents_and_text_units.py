@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.grouped import runs_as_lists
 from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import write_parquet
 
@@ -69,8 +70,8 @@ class TextUnitRows:
     def __init__(self, work_url: str, extraction: pa.Table, entities: pa.Table,
                  relationships: pa.Table, claims: pa.Table):
         self.units = StatusRows(extraction)
-        self.entity_ids = ElementsByUnit(entities, "text_unit_ids", self.units.ids)
-        self.relationship_ids = ElementsByUnit(relationships, "text_unit_ids", self.units.ids)
+        self.entity_ids = ElementsByUnit(entities, UNIT_ROWS, self.units.ids)
+        self.relationship_ids = ElementsByUnit(relationships, UNIT_ROWS, self.units.ids)
         self.covariate_ids = ElementsByUnit(claims, "text_unit_id", self.units.ids)
         self.extra_documents, self.extra_units = shared_content_links(work_url)
 
@@ -182,14 +183,17 @@ class ElementsByUnit:
     driver; as a dict of unit ids to runs, its build and lookups were 10 s of 30)."""
 
     def __init__(self, elements: pa.Table, unit_column: str, unit_ids: pa.Array):
+        """`unit_column`: each element's text unit id (a claim's `text_unit_id`), or its
+        text units as rows of `unit_ids` (`UNIT_ROWS`)."""
         units = elements.column(unit_column).combine_chunks()
         self.ids = elements.column("id").combine_chunks()
-        owners = np.arange(len(units))
-        if pa.types.is_list(units.type):
+        if unit_column == UNIT_ROWS:
             owners = pc.list_parent_indices(units).to_numpy()
-            units = pc.list_flatten(units)
-        unit_row = pc.index_in(units, value_set=unit_ids).fill_null(-1).to_numpy(
-            zero_copy_only=False).astype(np.int64)
+            unit_row = pc.list_flatten(units).to_numpy().astype(np.int64)
+        else:
+            owners = np.arange(len(units))
+            unit_row = pc.index_in(units, value_set=unit_ids).fill_null(-1).to_numpy(
+                zero_copy_only=False).astype(np.int64)
         known = unit_row >= 0  # (an element's text unit that is not in the table: none)
         order = np.argsort(unit_row[known], kind="stable")  # each unit's in table order
         self.unit_row = unit_row[known][order]

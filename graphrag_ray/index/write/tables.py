@@ -7,6 +7,7 @@ version. Entities and relationships are joined with their description text by wo
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
@@ -22,6 +23,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_ids
 from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
 from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
@@ -36,17 +38,17 @@ class CommunitiesTable:
 
     def __init__(self, ctx: BuildContext, graph: Graph, communities: list[Community]):
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="communities-table")
-        self._written = self._thread.submit(self._write, ctx, graph.entities,
-                                            graph.relationships, graph.endpoints, communities)
+        self._written = self._thread.submit(
+            self._write, ctx, communities_tables(communities, graph.entities,
+                                                 graph.relationships, graph.endpoints,
+                                                 graph.unit_ids))
 
     @staticmethod
-    def _write(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
-               endpoints: tuple[np.ndarray, np.ndarray], communities: list[Community]) -> int:
+    def _write(ctx: BuildContext, pieces: Iterator[pa.Table]) -> int:
         started = time.perf_counter()
         ctx.stage_starts["communities_table"] = round(started - ctx.created, 3)
-        rows = ctx.staged.write_stream(
-            schema.COMMUNITIES, communities_tables(communities, entities, relationships,
-                                                   endpoints), ctx.config.output.rows_per_part)
+        rows = ctx.staged.write_stream(schema.COMMUNITIES, pieces,
+                                       ctx.config.output.rows_per_part)
         ctx.timings["communities_table"] = round(time.perf_counter() - started, 3)
         return rows
 
@@ -76,11 +78,14 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities_table: Commu
     version's parts it linked (`reports_first_part`, `kept_reports.link_kept_reports`).
     Returns the row count of each table."""
     rows_per_part = ctx.config.output.rows_per_part
-    entities = finalize_entities(graph.entities)
-    relationships = finalize_relationships(graph.relationships)
     with ctx.stage("write_entities_and_relationships"):
-        counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
-                                      pool, rows_per_part, ctx.work_url, elements)
+        counts = write_element_tables(
+            ctx.staged, finalize_entities(with_unit_ids(graph.entities, graph.unit_ids)),
+            finalize_relationships(with_unit_ids(graph.relationships, graph.unit_ids)),
+            graph.addresses, pool, rows_per_part, ctx.work_url, elements)
+    # The text units' element lists, from the elements' text units by row (`unit_rows`).
+    entities = graph.entities.select(["id", UNIT_ROWS])
+    relationships = graph.relationships.select(["id", UNIT_ROWS])
     with ctx.stage("write_documents_and_text_units"):
         write = partial(carry_documents_and_text_units, carried=carried,
                         changed=_changed_elements(graph)) if carried \
@@ -142,13 +147,15 @@ COMMUNITIES_PER_PIECE = 10_000
 
 
 def communities_tables(communities: list[Community], entities: pa.Table,
-                       relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray]):
-    """The communities table, `COMMUNITIES_PER_PIECE` rows at a time (at least one piece)."""
+                       relationships: pa.Table, endpoints: tuple[np.ndarray, np.ndarray],
+                       unit_ids: pa.Array):
+    """The communities table, `COMMUNITIES_PER_PIECE` rows at a time (at least one piece).
+    `unit_ids`: the text unit ids the relationships' `unit_rows` count in."""
     entity_ids = entities.column("id").combine_chunks()
     first_members = entity_ids.to_pylist()
     edges_inside = edges_by_community(communities, *endpoints, entities.num_rows)
     relationship_ids = relationships.column("id").combine_chunks()
-    edge_units = EdgeUnits(relationships.column("text_unit_ids"))
+    edge_units = EdgeUnits(relationships.column(UNIT_ROWS), unit_ids)
     for start in range(0, max(1, len(communities)), COMMUNITIES_PER_PIECE):
         yield communities_table(communities[start:start + COMMUNITIES_PER_PIECE], entity_ids,
                                 first_members, relationship_ids, edge_units, edges_inside)
@@ -194,15 +201,15 @@ def gathered_lists(values: pa.Array, groups: list[np.ndarray]) -> pa.ListArray:
 
 
 class EdgeUnits:
-    """Each relationship's text units as codes into one dictionary (encoded once for every
-    piece of the communities table)."""
+    """Each relationship's text units (`unit_rows`: rows of `unit_ids`), for every piece of
+    the communities table."""
 
-    def __init__(self, edge_units: pa.ChunkedArray):
+    def __init__(self, edge_units: pa.ChunkedArray, unit_ids: pa.Array):
         lists = edge_units.combine_chunks()
-        encoded = pc.list_flatten(lists).dictionary_encode()
-        self.codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.dictionary = encoded.dictionary
-        self.offsets = lists.offsets.to_numpy().astype(np.int64)
+        self.codes = pc.list_flatten(lists).to_numpy().astype(np.int64)
+        self.dictionary = unit_ids
+        offsets = lists.offsets.to_numpy().astype(np.int64)
+        self.offsets = offsets - offsets[0]
 
     def distinct(self, groups: list[np.ndarray]) -> pa.ListArray:
         """Per group of edges: their text units, each once, in first-seen order."""

@@ -61,16 +61,18 @@ def test_a_loose_community_is_split_into_bins_of_components_in_corpus_order():
     import pyarrow as pa
 
     from graphrag_ray.index.graph.provenance import Provenance
+    from graphrag_ray.index.graph.unit_rows import with_unit_rows
 
     # Six lone pairs (nodes 2k, 2k+1) of one document; pairs 0, 2, 4 are mentioned in chunks
     # 0..2, pairs 1, 3, 5 in chunks 10..12: by node number they interleave.
     sources, targets = np.arange(0, 12, 2), np.arange(1, 12, 2)
     graph = build_graph(12, sources, targets, np.ones(6))
     chunk_of_pair = [0, 10, 1, 11, 2, 12]
-    provenance = Provenance.from_tables(
+    chunks = pa.table({"text_unit_id": [f"c{k}" for k in range(13)],
+                       "document_id": ["d"] * 13, "seq": list(range(13))})
+    provenance = Provenance.from_tables(with_unit_rows(
         pa.table({"text_unit_ids": [[f"c{chunk_of_pair[n // 2]}"] for n in range(12)]}),
-        pa.table({"text_unit_id": [f"c{k}" for k in range(13)], "document_id": ["d"] * 13,
-                  "seq": list(range(13))}))
+        chunks.column("text_unit_id")), chunks)
     config = CommunitiesConfig(max_cluster_size=6, min_component_size=3)
     communities = hierarchical_leiden(graph, config, provenance=provenance)
     assert [c.members.tolist() for c in communities if c.level == 0] == [list(range(12))]

@@ -10,6 +10,7 @@ from graphrag_ray.config import CommunitiesConfig, load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.graph.communities import build_graph, hierarchical_leiden
 from graphrag_ray.index.graph.provenance import Provenance, _votes_all, _votes_each
+from graphrag_ray.index.graph.unit_rows import with_unit_rows
 from graphrag_ray.storage import IndexStore
 
 # Four 5-cliques (0-4, 5-9, 10-14, 15-19) in a chain; 20.. are stray names.
@@ -42,7 +43,8 @@ def _provenance():
     chunks = pa.table({"text_unit_id": list(UNITS),
                        "document_id": [d for d, _ in UNITS.values()],
                        "seq": list(range(len(UNITS)))})
-    return Provenance.from_tables(entities, chunks)
+    return Provenance.from_tables(with_unit_rows(entities, chunks.column("text_unit_id")),
+                                  chunks)
 
 
 def _community_of(communities, node, level):

@@ -5,6 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_rows
 from graphrag_ray.index.write.documents_and_text_units import ElementsByUnit, StatusRows
 
 
@@ -13,7 +14,8 @@ def test_a_units_elements_come_in_table_order_and_a_unit_without_any_gets_none()
     relationships = pa.table({
         "id": ["r0", "r1", "r2", "r3"],
         "text_unit_ids": [["u1", "u2"], ["u2", "u3"], ["u4"], ["u3", "u1"]]})
-    found = ElementsByUnit(relationships, "text_unit_ids", units).lists(np.array([2, 4, 0]))
+    found = ElementsByUnit(with_unit_rows(relationships, units), UNIT_ROWS, units).lists(
+        np.array([2, 4, 0]))
     assert found.to_pylist() == [["r1", "r3"], [], ["r0", "r3"]]
     claims = pa.table({"id": ["c0", "c1"], "text_unit_id": ["u2", "u2"]})
     by_unit = ElementsByUnit(claims, "text_unit_id", units)

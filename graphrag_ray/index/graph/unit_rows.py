@@ -1,0 +1,63 @@
+"""Elements' text units as numbers while the driver holds the graph.
+
+A merged entity or relationship lists the text units it was found in (`text_unit_ids`, the
+table's column). Those ids are 128-character hashes: a 100M-token graph's lists were ~750 MB
+of the driver, copied whole to sort the merged shards into one order (2.5-5.6 s), and looked
+up again by every stage that needed a unit's place (its document, its neighbours, its
+elements: `Provenance`, the text units' element lists, the communities' text units, each
+hashing 7-10M ids). The merge's workers number them instead: `UNIT_ROWS` lists each text
+unit's row in the extraction's status table (`text_unit_id`, one row per chunk of the
+build), the rows every one of those stages counts in already. The ids come back as strings
+only where they are written (`with_unit_ids`).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+UNIT_IDS = "text_unit_ids"
+UNIT_ROWS = "unit_rows"
+UNIT_ROWS_TYPE = pa.list_(pa.int32())
+
+
+def with_unit_rows(table: pa.Table, unit_ids: pa.Array) -> pa.Table:
+    """`table` with `UNIT_ROWS` (each id's row in `unit_ids`) in place of `UNIT_IDS`. Every
+    element's text units are the build's (its instances' chunks): an id the status table
+    does not hold is a bug upstream, and fails here rather than vanish from the index."""
+    lists = table.column(UNIT_IDS).combine_chunks()
+    offsets, values = _parts(lists)
+    rows = pc.index_in(values, value_set=_one_chunk(unit_ids))
+    if rows.null_count:
+        unknown = values.filter(pc.is_null(rows))[0].as_py()
+        raise ValueError(f"text unit {unknown!r} of a merged element is not one of the "
+                         "build's chunks")
+    numbered = pa.ListArray.from_arrays(offsets, rows.cast(pa.int32()), mask=_null_mask(lists))
+    return table.set_column(table.column_names.index(UNIT_IDS), UNIT_ROWS, numbered)
+
+
+def with_unit_ids(table: pa.Table, unit_ids: pa.Array) -> pa.Table:
+    """`table` with `UNIT_IDS` (the ids at `UNIT_ROWS` of `unit_ids`) in place of
+    `UNIT_ROWS`: the column as it is written."""
+    lists = table.column(UNIT_ROWS).combine_chunks()
+    offsets, values = _parts(lists)
+    ids = pa.ListArray.from_arrays(offsets, _one_chunk(unit_ids).take(values),
+                                   mask=_null_mask(lists))
+    return table.set_column(table.column_names.index(UNIT_ROWS), UNIT_IDS, ids)
+
+
+def _parts(lists: pa.ListArray) -> tuple[pa.Array, pa.Array]:
+    """The offsets and values of `lists`, counted from its first value (a slice's offsets
+    are not)."""
+    offsets = lists.offsets
+    first, last = (offsets[0].as_py(), offsets[-1].as_py()) if len(offsets) else (0, 0)
+    return (pc.subtract(offsets, first) if first else offsets,
+            lists.values.slice(first, last - first))
+
+
+def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _null_mask(lists: pa.ListArray) -> pa.Array | None:
+    return pc.is_null(lists) if lists.null_count else None
