@@ -15,27 +15,32 @@ from graphrag_ray import schema
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.graph.description_blocks import DescriptionAddresses, take_descriptions
 from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS, with_unit_ids
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 
 ADDRESS_COLUMNS = ["block", "row", "list_block", "list_row", "path"]
 ELEMENT_PIECES = "element_pieces"  # in the work area
+UNIT_ID = "text_unit_id"
 
 
 class ElementTableWriter:
     """A batch names one part of the table (`piece`: where the driver wrote its structure,
     with each row's description and list addresses and the part's path inside the index
-    version); the part is written here. The structure comes through storage, not the object
-    store, whose pages stay in the RSS of the process that wrote them (the driver's, 800 MB
-    on a 100M-token build)."""
+    version); the part is written here, its text units' ids taken from their rows
+    (`unit_rows.py`) in the ids the driver wrote once (`unit_ids_url`). The structure comes
+    through storage, not the object store, whose pages stay in the RSS of the process that
+    wrote them (the driver's, 800 MB on a 100M-token build)."""
 
-    def __init__(self, version_url: str, columns: list[str]):
+    def __init__(self, version_url: str, columns: list[str], unit_ids_url: str):
         self.fs, self.root = fsspec.core.url_to_fs(version_url)
         self.columns = columns
+        fs, path = fsspec.core.url_to_fs(unit_ids_url)
+        self.unit_ids = read_parquet(fs, path).column(UNIT_ID).combine_chunks()
 
     def __call__(self, named: pa.Table, blocks: list[pa.Table]) -> pa.Table:
         fs, path = fsspec.core.url_to_fs(named.column("piece")[0].as_py())
-        batch = read_parquet(fs, path)
+        batch = with_unit_ids(read_parquet(fs, path), self.unit_ids)
         description = take_descriptions(blocks, batch.column("block"), batch.column("row"))
         lists = take_descriptions(blocks, batch.column("list_block"), batch.column("list_row"),
                                   "descriptions")
@@ -94,15 +99,17 @@ def _largest_count(relationships: pa.Table) -> int:
 
 def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships: pa.Table,
                          addresses: DescriptionAddresses, pool: WorkerPool,
-                         rows_per_part: int, work_url: str,
+                         rows_per_part: int, work_url: str, unit_ids: pa.Array,
                          carried: CarriedElements | None = None) -> dict[str, int]:
     """Written like `IndexVersion.write_table`: whole, or in parts of
     `ELEMENT_ROWS_PER_PART` rows at most (each part's structure handed to its writer through
-    `work_url`). `carried`: an update's unchanged rows, served by the previous version's
+    `work_url`, with `unit_ids`, the ids the tables' `unit_rows` count in). `carried`: an update's unchanged rows, served by the previous version's
     parts where they lie (`carried_elements`); only the other rows are joined and written,
     in parts after those."""
     fs, work_root = fsspec.core.url_to_fs(work_url)
     rows_per_part = min(rows_per_part, ELEMENT_ROWS_PER_PART)
+    unit_ids_path = f"{work_root}/{ELEMENT_PIECES}/{UNIT_IDS}.parquet"
+    write_parquet(fs, unit_ids_path, pa.table({UNIT_ID: unit_ids}), read_whole=True)
     n_entities = entities.num_rows
     for name, table, first_key, columns, unchanged in (
             (schema.ENTITIES, entities, 0, schema.ENTITY_COLUMNS,
@@ -110,16 +117,17 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
             (schema.RELATIONSHIPS, relationships, n_entities, schema.RELATIONSHIP_COLUMNS,
              carried.relationships if carried else None)):
         if not table.num_rows:
-            staged.write_table(name, _with_text(table, pa.array([], pa.string()), pa.array(
-                [], pa.list_(pa.string()))).select(columns))
+            staged.write_table(name, _with_text(with_unit_ids(table, unit_ids), pa.array(
+                [], pa.string()), pa.array([], pa.list_(pa.string()))).select(columns))
             continue
         rows, first_part = np.arange(table.num_rows), 0
         if carried is not None and len(carried.previous.table_files(name)) > 1:
             served, first_part = carried_elements(carried.previous, staged, name, table,
                                                   unchanged)
             rows = np.flatnonzero(~served)
-        writer = pool.bind(ElementTableWriter, {"version_url": staged.url_of(""),
-                                                "columns": columns})
+        writer = pool.bind(ElementTableWriter, {
+            "version_url": staged.url_of(""), "columns": columns,
+            "unit_ids_url": fs.unstrip_protocol(unit_ids_path)})
         starts = range(0, len(rows), rows_per_part)
         for part, start in enumerate(starts):
             taken = rows[start:start + rows_per_part]
@@ -177,7 +185,7 @@ def _row_weights(table: pa.Table) -> np.ndarray:
     id to `text_unit_ids` and, mostly, a description to `descriptions`: the lists that make a
     row long). Counted chunk by chunk: joining a 100M-token graph's lists first copied their
     470 MB of ids for 0.4 s."""
-    units = pc.fill_null(pc.list_value_length(table.column("text_unit_ids")), 0)
+    units = pc.fill_null(pc.list_value_length(table.column(UNIT_ROWS)), 0)
     return 1.0 + np.asarray(units.to_numpy(), dtype=np.float64)
 
 

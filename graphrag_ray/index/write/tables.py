@@ -23,7 +23,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.index.graph.stage import Graph
-from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_ids
+from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
 from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
 from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
@@ -78,14 +78,12 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities_table: Commu
     version's parts it linked (`reports_first_part`, `kept_reports.link_kept_reports`).
     Returns the row count of each table."""
     rows_per_part = ctx.config.output.rows_per_part
+    entities = finalize_entities(graph.entities)
+    relationships = finalize_relationships(graph.relationships)
     with ctx.stage("write_entities_and_relationships"):
-        counts = write_element_tables(
-            ctx.staged, finalize_entities(with_unit_ids(graph.entities, graph.unit_ids)),
-            finalize_relationships(with_unit_ids(graph.relationships, graph.unit_ids)),
-            graph.addresses, pool, rows_per_part, ctx.work_url, elements)
-    # The text units' element lists, from the elements' text units by row (`unit_rows`).
-    entities = graph.entities.select(["id", UNIT_ROWS])
-    relationships = graph.relationships.select(["id", UNIT_ROWS])
+        counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
+                                      pool, rows_per_part, ctx.work_url, graph.unit_ids,
+                                      elements)
     with ctx.stage("write_documents_and_text_units"):
         write = partial(carry_documents_and_text_units, carried=carried,
                         changed=_changed_elements(graph)) if carried \
@@ -106,9 +104,11 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities_table: Commu
     return counts
 
 
-# The final tables' columns but the text, which the writers join (`element_tables`).
-ENTITY_STRUCTURE = [c for c in schema.ENTITY_COLUMNS if c not in ("description", "descriptions")]
-RELATIONSHIP_STRUCTURE = [c for c in schema.RELATIONSHIP_COLUMNS
+# The final tables' columns but the text, which the writers join, and the text units' ids,
+# which they write for the driver's numbers (`element_tables`).
+ENTITY_STRUCTURE = [UNIT_ROWS if c == UNIT_IDS else c for c in schema.ENTITY_COLUMNS
+                    if c not in ("description", "descriptions")]
+RELATIONSHIP_STRUCTURE = [UNIT_ROWS if c == UNIT_IDS else c for c in schema.RELATIONSHIP_COLUMNS
                           if c not in ("description", "descriptions")]
 
 

@@ -104,6 +104,8 @@ def test_a_part_whose_left_out_rows_would_be_most_of_its_bytes_is_written_again(
     import numpy as np
     import pyarrow as pa
 
+    from graphrag_ray.index.graph.unit_rows import with_unit_rows
+
     store = IndexStore(str(tmp_path / "index"))
     previous = store.stage()
     units = [[f"u{k}" for k in range(100)] if i == 3 else ["u0"] for i in range(20)]
@@ -111,8 +113,9 @@ def test_a_part_whose_left_out_rows_would_be_most_of_its_bytes_is_written_again(
     previous.write_table(schema.ENTITIES, table, rows_per_part=10)
     staged = store.stage()
     unchanged = np.array([i not in (3, 14) for i in range(20)])
-    served, first = element_tables.carried_elements(previous, staged, schema.ENTITIES, table,
-                                                    unchanged)
+    numbered = with_unit_rows(table, pa.array([f"u{k}" for k in range(100)]))
+    served, first = element_tables.carried_elements(previous, staged, schema.ENTITIES,
+                                                    numbered, unchanged)
     assert first == 2 and served.tolist() == [False] * 10 + [i != 14 for i in range(10, 20)]
     assert {k: v.to_pylist() for k, v in staged.left_out(schema.ENTITIES).items()} == {
         "part-00001.parquet": ["e14"]}
