@@ -103,9 +103,10 @@ def write_element_tables(staged: IndexVersion, entities: pa.Table, relationships
                          carried: CarriedElements | None = None) -> dict[str, int]:
     """Written like `IndexVersion.write_table`: whole, or in parts of
     `ELEMENT_ROWS_PER_PART` rows at most (each part's structure handed to its writer through
-    `work_url`, with `unit_ids`, the ids the tables' `unit_rows` count in). `carried`: an update's unchanged rows, served by the previous version's
-    parts where they lie (`carried_elements`); only the other rows are joined and written,
-    in parts after those."""
+    `work_url`, with `unit_ids`, the ids the tables' `unit_rows` count in). `carried`: an
+    update's unchanged rows, served by the previous version's parts where they lie
+    (`carried_elements`); only the other rows are joined and written, in parts after
+    those."""
     fs, work_root = fsspec.core.url_to_fs(work_url)
     rows_per_part = min(rows_per_part, ELEMENT_ROWS_PER_PART)
     unit_ids_path = f"{work_root}/{ELEMENT_PIECES}/{UNIT_IDS}.parquet"
