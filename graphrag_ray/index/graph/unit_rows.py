@@ -1,7 +1,7 @@
 """Elements' text units as numbers while the driver holds the graph.
 
 A merged entity or relationship lists the text units it was found in (`text_unit_ids`, the
-table's column). Those ids are 128-character hashes: a 100M-token graph's lists were ~750 MB
+table's column). Those ids are 64-character hashes: a 100M-token graph's lists were ~750 MB
 of the driver, copied whole to sort the merged shards into one order (2.5-5.6 s), and looked
 up again by every stage that needed a unit's place (its document, its neighbours, its
 elements: `Provenance`, the text units' element lists, the communities' text units, each
