@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 
 UNIT_IDS = "text_unit_ids"
 UNIT_ROWS = "unit_rows"
-UNIT_ROWS_TYPE = pa.list_(pa.int32())
 
 
 def with_unit_rows(table: pa.Table, unit_ids: pa.Array) -> pa.Table:
