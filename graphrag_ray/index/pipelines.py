@@ -185,7 +185,8 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
     state.graph = number_elements(
         merge_graph(ctx, state.shards, state.extraction,
-                    state.carried.url if state.carried is not None else None),
+                    *((state.carried.url, state.carried.status.column("text_unit_id"))
+                      if state.carried is not None else ())),
         state.update.version if state.update is not None else None)
 
 

@@ -35,7 +35,8 @@ from graphrag_ray.index.graph.merge import (
     MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.graph.touched_merge import merge_touched
-from graphrag_ray.index.graph.unit_rows import with_unit_rows
+from graphrag_ray.index.graph.unit_rows import (
+    UNIT_ROWS, renumbered, require_known, rows_now, with_unit_rows)
 from graphrag_ray.index.resolve.stage import resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage import IndexVersion
@@ -60,25 +61,26 @@ class Graph:
     touched: np.ndarray | None = None
 
 
-# The merged shards' structure, in the work area: as the version keeps it for the next
-# update, and as the driver reads it (`unit_rows`).
+# The merged shards' structure and blocks, in the work area: what the driver reads, and what
+# the version keeps for the next update's merge.
 MERGED = "merged"
-DRIVERS_MERGED = "merged_for_driver"
 
 
-def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Array
+def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Array,
+                       previous_rows_now: pa.Array | None
                        ) -> tuple[tuple[MergeStats, pa.Array | None], pa.Table]:
     """One shard (work URL, number, tokenizer, the previous reading's URL when an update
     merges only what it touched: `touched_merge`) read from storage and merged: its
-    structure written to the work area for the driver, with its block for the next update,
-    and its description text as a block that stays with the workers; with the figures, the
-    titles of the entities an update touched (`touched_merge`; None for a full merge). The
-    driver reads the structure from storage, not from the object store: object-store pages
-    a process has read stay in its RSS (on a 100M-token build, 800 MB of the driver's).
-    A folder of many instance pieces, read whole here, is written again gathered
-    (`instance_shards.gather_shard`). The driver's copy of the structure numbers the text
-    units (`unit_rows`: rows of `unit_ids`, the extraction's status table's); the kept one,
-    which the next update merges again, lists their ids."""
+    structure written to the work area, where the driver reads it and the version keeps it
+    with its block for the next update, and its description text as a block that stays with
+    the workers; with the figures, the titles of the entities an update touched
+    (`touched_merge`; None for a full merge). The driver reads the structure from storage,
+    not from the object store: object-store pages a process has read stay in its RSS (on a
+    100M-token build, 800 MB of the driver's). A folder of many instance pieces, read whole
+    here, is written again gathered (`instance_shards.gather_shard`). The structure numbers
+    the text units (`unit_rows`: rows of `unit_ids`, the extraction's status table's);
+    `previous_rows_now` (an update) turns the previous shard's rows into those
+    (`unit_rows.rows_now`)."""
     work_url, number, encoding, previous_url = shard
     pieces = read_shard(work_url, number, (
         ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
@@ -88,29 +90,42 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Arr
         entities, relationships, stats = merge_shard(pieces)
         entities, relationships, block = split_descriptions(entities, relationships, number,
                                                             encoding)
+        entities, relationships = (with_unit_rows(table, unit_ids)
+                                   for table in (entities, relationships))
     else:
+        previous_entities, previous_relationships, previous_block = _read_merged_shard(
+            previous_url, number)
         entities, relationships, block, stats, touched = merge_touched(
-            pieces, read_changes(work_url, number), _read_merged_shard(previous_url, number),
-            number, encoding)
+            pieces, read_changes(work_url, number), (
+                _rows_now(previous_entities, unit_ids, previous_rows_now),
+                _rows_now(previous_relationships, unit_ids, previous_rows_now),
+                previous_block), number, encoding, unit_ids)
+        for table in (entities, relationships):
+            require_known(table)
     fs, root = fsspec.core.url_to_fs(work_url)
     for kind, table in (("entities", entities), ("relationships", relationships),
                         ("block", block)):
         write_parquet(fs, _merged_path(root, kind, number), table, read_whole=True)
-    for kind, table in (("entities", entities), ("relationships", relationships)):
-        write_parquet(fs, _merged_path(root, kind, number, DRIVERS_MERGED),
-                      with_unit_rows(table, unit_ids), read_whole=True)
     return (stats, touched), block
 
 
-def _merged_path(root: str, kind: str, number: int, folder: str = MERGED) -> str:
-    return f"{root}/{folder}/{kind}-{number:05d}.parquet"
+def _rows_now(table: pa.Table, unit_ids: pa.Array, previous_rows_now: pa.Array) -> pa.Table:
+    """A previous merged shard's structure with its text units as rows of `unit_ids`. (A
+    version written before the kept shards listed rows lists the ids.)"""
+    if UNIT_ROWS in table.column_names:
+        return renumbered(table, previous_rows_now)
+    return with_unit_rows(table, unit_ids, dropped=True)
+
+
+def _merged_path(root: str, kind: str, number: int) -> str:
+    return f"{root}/{MERGED}/{kind}-{number:05d}.parquet"
 
 
 def _read_merged_shard(url: str, number: int,
-                       kinds: tuple[str, ...] = ("entities", "relationships", "block"),
-                       folder: str = MERGED) -> tuple[pa.Table, ...]:
+                       kinds: tuple[str, ...] = ("entities", "relationships", "block")
+                       ) -> tuple[pa.Table, ...]:
     fs, root = fsspec.core.url_to_fs(url)
-    return tuple(read_parquet(fs, _merged_path(root, kind, number, folder)) for kind in kinds)
+    return tuple(read_parquet(fs, _merged_path(root, kind, number)) for kind in kinds)
 
 
 def merged_shards_kept(url: str, shards: int) -> bool:
@@ -126,28 +141,33 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
     took 2.4 s)."""
     with ThreadPoolExecutor(MERGED_READING_THREADS, thread_name_prefix="read-merged") as pool:
         return list(pool.map(lambda number: _read_merged_shard(
-            work_url, number, ("entities", "relationships"), DRIVERS_MERGED), range(shards)))
+            work_url, number, ("entities", "relationships")), range(shards)))
 
 
 MERGED_READING_THREADS = 4  # (each decodes with Arrow's own threads too)
 
 
 def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
-                previous_url: str | None = None) -> Graph:
+                previous_url: str | None = None,
+                previous_units: pa.ChunkedArray | None = None) -> Graph:
     """Each shard merged by its own task (parallel on Ray), the driver getting the structure
     in its final order and the address of every element's description; the covariates
     written by a worker when claims are kept. `extraction`: the extraction's status rows
     (which document each text unit is of, for resolution). `previous_url` (an update that
     carried the unchanged files over): the previous reading, whose merged shards are merged
-    again only where the update touched them, when it kept them."""
+    again only where the update touched them, when it kept them; `previous_units`: the text
+    unit ids its status table held, which its merged shards number."""
     config = ctx.config
     if previous_url is not None and not merged_shards_kept(previous_url, shards):
         previous_url = None
     with ctx.stage("merge"):
         unit_ids = extraction.column("text_unit_id").combine_chunks()
+        previous_rows_now = rows_now(previous_units, unit_ids) \
+            if previous_url is not None else None
         merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer, previous_url)
                                                 for k in range(shards)],
-                           config.runtime, keep_blocks=True, shared=[unit_ids])
+                           config.runtime, keep_blocks=True,
+                           shared=[unit_ids, previous_rows_now])
         entities, relationships, stats = combine_shards([
             (shard_entities, shard_relationships, shard_stats) for
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(

@@ -24,6 +24,7 @@ from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
     BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships, pair_keys)
+from graphrag_ray.index.graph.unit_rows import with_unit_rows
 
 
 def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array, pa.Array]:
@@ -56,13 +57,16 @@ def shard_stats(pieces: Pieces) -> MergeStats:
 
 
 def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
-                  previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str
+                  previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str,
+                  unit_ids: pa.Array | None = None
                   ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats, pa.Array]:
     """The shard's (entities, relationships) structure and block, as
     `description_blocks.split_descriptions` gives them after a full merge, from `previous`
     (the last version's structure and block of this shard) and the touched elements merged
     again; and the titles of the entities touched, or at an end of a touched relationship
-    (the nodes whose neighbourhood in the graph may have changed: `continuity`)."""
+    (the nodes whose neighbourhood in the graph may have changed: `continuity`). With
+    `unit_ids`, the previous structure lists its text units as rows of it (`unit_rows`),
+    and so does the result."""
     entities, mentions, relationships = pieces
     titles, pairs = touched_keys(changes)
     ends = changes[2]
@@ -76,6 +80,9 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
         else relationships)
     new_entities, new_relationships, new_block = split_descriptions(
         merged_entities, merged_relationships, shard, encoding)
+    if unit_ids is not None:
+        new_entities, new_relationships = (with_unit_rows(table, unit_ids)
+                                           for table in (new_entities, new_relationships))
     old_entities, old_relationships, old_block = previous
     old_entities = old_entities.filter(pc.invert(pc.is_in(old_entities.column("title"),
                                                           value_set=titles)))

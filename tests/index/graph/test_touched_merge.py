@@ -7,10 +7,12 @@ from dataclasses import asdict
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import endpoint_mentions, merge_shard
 from graphrag_ray.index.graph.touched_merge import merge_touched, shard_stats
+from graphrag_ray.index.graph.unit_rows import renumbered, rows_now, with_unit_rows
 
 NAMES = ["ADA", "BOB", "CARL", "DORA", "ÉMILE", "FAY", "GUS", "HAL", "Zoë", "zed"]
 TYPES = ["PERSON", "ORGANIZATION", "", "GEO"]
@@ -49,12 +51,22 @@ def _keys(table: pa.Table, columns: list[str]) -> pa.Table:
     return table.select(columns)
 
 
-def test_a_touched_merge_equals_a_full_merge_of_the_new_instances():
+def _units(*tables: pa.Table) -> pa.Array:
+    """The text units of `tables`' instances, in a status table's order (by `seq`)."""
+    rows = pa.concat_tables([t.select(["seq", "text_unit_id"]) for t in tables])
+    return pc.unique(rows.sort_by("seq").column("text_unit_id"))
+
+
+@pytest.mark.parametrize("as_rows", [False, True], ids=["unit ids", "unit rows"])
+def test_a_touched_merge_equals_a_full_merge_of_the_new_instances(as_rows):
+    """`as_rows`: the kept shard lists its text units as rows of the previous version's
+    status table, renumbered into the one now (`unit_rows`), as the merge's tasks give it."""
     for seed in range(6):
         rng = random.Random(seed)
         entities, relationships = _instances(rng, range(12))
         previous = split_descriptions(*merge_shard(_pieces(entities, relationships))[:2], 3,
                                       "cl100k_base")
+        units_before = _units(entities, relationships)
         # Files 4 and 9 changed (their instances dropped, new ones extracted), file 12 added.
         gone = lambda table: pc.is_in(pc.divide(table.column("seq"), 100),  # noqa: E731
                                       value_set=pa.array([4, 9]))
@@ -75,7 +87,14 @@ def test_a_touched_merge_equals_a_full_merge_of_the_new_instances():
         pieces = _pieces(now_entities, now_relationships)
         full_entities, full_relationships, full_stats = merge_shard(pieces)
         full = split_descriptions(full_entities, full_relationships, 3, "cl100k_base")
-        touched = merge_touched(pieces, changes, previous, 3, "cl100k_base")
+        units_now = None
+        if as_rows:
+            units_now = _units(now_entities, now_relationships)
+            previous = (*(renumbered(with_unit_rows(table, units_before),
+                                     rows_now(units_before, units_now))
+                          for table in previous[:2]), previous[2])
+            full = (*(with_unit_rows(table, units_now) for table in full[:2]), full[2])
+        touched = merge_touched(pieces, changes, previous, 3, "cl100k_base", units_now)
         assert touched[0].column("title").to_pylist() == full[0].column("title").to_pylist()
         assert _by_element(touched[0], touched[2], "title") == \
             _by_element(full[0], full[2], "title")
