@@ -13,8 +13,9 @@ only where they are written (`with_unit_ids`).
 The merged shards a version keeps for the next update's merge (`graph/stage`) list rows too,
 of that version's status table: the update renumbers them (`renumbered`, through
 `rows_now`), so a shard's elements that no change touched are never turned into ids and
-back. Written as ids, a 100M-token update's kept shards cost its merge's workers 8 s of
-compression (64-character hashes, high entropy) and the numbering of every element again.
+back. Written as ids (a second copy beside the driver's), a 100M-token add's kept shards
+cost its merge's workers 12.5-13.7 s of writing (64-character hashes compress slowly) and
+numbering, against 2.1-2.9 s for the one copy of rows.
 """
 
 from __future__ import annotations
