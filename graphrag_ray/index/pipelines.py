@@ -183,10 +183,11 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
+    carried = state.carried
     state.graph = number_elements(
         merge_graph(ctx, state.shards, state.extraction,
-                    *((state.carried.url, state.carried.status.column("text_unit_id"))
-                      if state.carried is not None else ())),
+                    carried.url if carried is not None else None,
+                    carried.status.column("text_unit_id") if carried is not None else None),
         state.update.version if state.update is not None else None)
 
 
