@@ -208,7 +208,11 @@ def _run_communities(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_communities_table(ctx: BuildContext, state: BuildState) -> None:
-    state.communities_table = CommunitiesTable(ctx, state.graph, state.communities)
+    update = state.update
+    state.communities_table = CommunitiesTable(
+        ctx, state.graph, state.communities,
+        update.version if update is not None and update.manifest.adopted_from is None
+        else None)
 
 
 def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
@@ -323,7 +327,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="the pool for summaries, reports, the tables' writers"),
     Stage("communities", _run_communities, reads=("graph", "extraction"),
           writes=("communities",), timed=False, about="hierarchical Leiden"),
-    Stage("communities_table", _run_communities_table, reads=("graph", "communities"),
+    Stage("communities_table", _run_communities_table,
+          reads=("graph", "communities", "update"),
           writes=("communities_table",), timed=False,
           about="the communities table, written by a thread while the reports are made"),
     Stage("kept_reports", _run_kept_reports, reads=("graph", "communities"),

@@ -6,6 +6,7 @@ file is read again)."""
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from graphrag_ray.index.build import build_index
 from graphrag_ray.index.carry_over import READING
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS
 from graphrag_ray.index.update import update_index
+from graphrag_ray.index.write import tables
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.storage.parquet_io import read_parquet
 from graphrag_ray.testing.synthetic_corpus import generate_corpus
@@ -507,6 +509,33 @@ def test_reports_an_update_keeps_in_place_are_served_by_the_previous_parts(corpu
         sorted(communities.select(place).to_pylist(), key=lambda r: r["community"])
     assert 0 < manifest.update["reports_kept"] < reports.num_rows
     assert sum(manifest.reports_by_generation.values()) == reports.num_rows
+
+
+def test_communities_an_update_keeps_are_served_by_the_previous_parts(corpus, tmp_path,
+                                                                    monkeypatch):
+    """Two copies of one index, updated alike: one links the previous communities part
+    and writes only the rows that changed after it, the other writes every row again. Read
+    back, the two tables are the same rows."""
+    index, again = tmp_path / "index", tmp_path / "again"
+    build_index(str(corpus), str(index), _config(), progress=lambda _: None)
+    shutil.copytree(index, again)
+    previous_file = IndexStore(str(index)).open().table_files(schema.COMMUNITIES)[0]
+    # New names and one sentence of an existing file: a few entities touched, most not.
+    first_sentence = sorted(corpus.glob("*.txt"))[2].read_text().split(". ")[0]
+    (corpus / "zz-new.txt").write_text("Jonas Pellew founded Quarry Lane Works. Marta Quill "
+                                       f"met Jonas Pellew. {first_sentence}.")
+    manifest, _ = _update(str(index), corpus)
+    monkeypatch.setattr(tables, "link_kept_communities", lambda *_: (set(), 0))
+    _update(str(again), corpus)
+    version = IndexStore(str(index)).open()
+    parts = version.table_files(schema.COMMUNITIES)
+    assert len(parts) == 2 and os.stat(parts[0]).st_ino == os.stat(previous_file).st_ino
+    assert len(version.left_out(schema.COMMUNITIES)["part-00000.parquet"])
+    linked = version.read_table(schema.COMMUNITIES)
+    assert linked.num_rows == manifest.tables[schema.COMMUNITIES]
+    assert 0 < read_parquet(version.fs, parts[1]).num_rows < linked.num_rows / 2
+    written = IndexStore(str(again)).open().read_table(schema.COMMUNITIES)
+    assert linked.sort_by("community").to_pylist() == written.sort_by("community").to_pylist()
 
 
 def test_files_added_where_their_gap_is_full_renumber_only_their_neighbours(corpus, tmp_path,

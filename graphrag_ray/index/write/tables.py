@@ -28,29 +28,42 @@ from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
 from graphrag_ray.index.write.documents_and_text_units import write_documents_and_text_units
 from graphrag_ray.index.write.element_tables import CarriedElements, write_element_tables
+from graphrag_ray.index.write.kept_communities import community_title, link_kept_communities
+from graphrag_ray.storage import IndexVersion
 
 
 class CommunitiesTable:
     """The communities table, written by a thread from the moment the communities are
     found, while the reports are made (its lists are gathered in numpy and Arrow, which let
     go of the interpreter: 5.7 of a 1% update's 8.4 s of writing communities and reports at
-    100M tokens, with the driver's other core idle). `rows()` waits for it."""
+    100M tokens, with the driver's other core idle). An update whose merge knows what it
+    touched links the previous parts whose rows are unchanged (`kept_communities`) and
+    writes the other rows after them. `rows()` waits for it."""
 
-    def __init__(self, ctx: BuildContext, graph: Graph, communities: list[Community]):
+    def __init__(self, ctx: BuildContext, graph: Graph, communities: list[Community],
+                 previous: IndexVersion | None = None):
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="communities-table")
+        # (the graph's tables as they are now: the layout adds columns meanwhile)
         self._written = self._thread.submit(
-            self._write, ctx, communities_tables(communities, graph.entities,
-                                                 graph.relationships, graph.endpoints,
-                                                 graph.unit_ids))
+            self._write, ctx, communities, (graph.entities, graph.relationships,
+                                            graph.endpoints, graph.unit_ids),
+            graph.touched, previous if graph.touched is not None else None)
 
     @staticmethod
-    def _write(ctx: BuildContext, pieces: Iterator[pa.Table]) -> int:
+    def _write(ctx: BuildContext, communities: list[Community], structure: tuple,
+               touched: np.ndarray | None, previous: IndexVersion | None) -> int:
         started = time.perf_counter()
         ctx.stage_starts["communities_table"] = round(started - ctx.created, 3)
+        served, first_part = link_kept_communities(
+            previous, ctx.staged, communities, structure[0].column("id").combine_chunks(),
+            touched) if previous is not None else (set(), 0)
+        written = [c for c in communities if c.id not in served]
+        pieces = communities_tables(written, *structure) if written or not served \
+            else iter(())
         rows = ctx.staged.write_stream(schema.COMMUNITIES, pieces,
-                                       ctx.config.output.rows_per_part)
+                                       ctx.config.output.rows_per_part, first_part=first_part)
         ctx.timings["communities_table"] = round(time.perf_counter() - started, 3)
-        return rows
+        return rows + len(served)
 
     def rows(self) -> int:
         """The rows written (the thread's exception, if it failed)."""
@@ -180,9 +193,7 @@ def communities_table(communities: list[Community], entity_ids: pa.Array,
         "level": pa.array([c.level for c in communities], pa.int64()),
         "parent": pa.array([c.parent for c in communities], pa.int64()),
         "children": pa.array([c.children for c in communities], pa.list_(pa.int64())),
-        "title": pa.array([f"Community {c.id}" + (" (small components sharing documents)"
-                                                  if c.loose else "") for c in communities],
-                          pa.string()),
+        "title": pa.array([community_title(c) for c in communities], pa.string()),
         "entity_ids": gathered_lists(entity_ids, [c.members for c in communities]),
         "relationship_ids": gathered_lists(relationship_ids, inside),
         "text_unit_ids": edge_units.distinct(inside),
