@@ -355,7 +355,7 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     rows carried."""
     groups = in_shares(carried.previous.table_urls(name), runtime)
     carried_parts = map_items(_carry_vector_parts, [
-        (group, staged.url_of(f"{name}/part-carried-{i:05d}"))
+        (group, staged.url_of(f"{name}/{CARRIED_VECTOR_PARTS}{i:05d}"))
         for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS,
         shared=[ids, carried.previous.left_out(name)])
     staged.write_left_out(name, {part: left for _, parts in carried_parts
@@ -363,6 +363,9 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     return sum(rows for rows, _ in carried_parts)
 
 
+# The name every part of carried vectors starts with (linked or written): such a part holds
+# only vectors of the ids carried (`vector_index` need not read it for others).
+CARRIED_VECTOR_PARTS = "part-carried-"
 # Bytes of vectors per carried part. One part per share held half a 100M-token index's
 # text-unit vectors (~450 MB), which every reader of the table (the vector index's sync, a
 # brute-force search) holds whole. (The update's driver peak in the sync, 4.1 GB, was 3.95

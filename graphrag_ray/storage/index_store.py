@@ -183,25 +183,30 @@ class IndexVersion:
             table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids)))
             yield table if columns is None else table.select(columns)
 
-    def iter_rows_without(self, name: str, columns: list[str], ids: pa.Array):
+    def iter_rows_without(self, name: str, columns: list[str], ids: pa.Array,
+                          skip_part: Callable[[str], bool] | None = None):
         """The table part by part, without the rows whose `id` is in `ids` (nor those its
         parts leave out): a part's other columns are read only when one of its rows is left
         (an update embeds and indexes the few rows of a table whose vectors it did not
-        carry)."""
-        return self._iter_rows_by_id(name, columns, ids, False)
+        carry). `skip_part(file name)`: a part the caller knows holds only rows of `ids`,
+        not read at all."""
+        return self._iter_rows_by_id(name, columns, ids, False, skip_part)
 
     def iter_rows_with(self, name: str, columns: list[str], ids: pa.Array):
         """The table's rows whose `id` is in `ids` (not those its parts leave out), part by
         part: a part's other columns are read only when it holds one of them."""
         return self._iter_rows_by_id(name, columns, ids, True)
 
-    def _iter_rows_by_id(self, name: str, columns: list[str], ids: pa.Array, wanted: bool):
+    def _iter_rows_by_id(self, name: str, columns: list[str], ids: pa.Array, wanted: bool,
+                         skip_part: Callable[[str], bool] | None = None):
         """The ids are a Python set built once: `pc.is_in` hashes its value set again on
         every call, 30 ms a part for 255k ids (7 s over a 100M-token index's entity
         vectors)."""
         chosen = set(ids.to_pylist())
         left_out = self.left_out(name)
         for path in self.table_files(name):
+            if skip_part is not None and skip_part(_file_name(path)):
+                continue
             part_ids = read_parquet(self.fs, path, ["id"]).column("id").to_pylist()
             mask = np.fromiter(((i in chosen) == wanted for i in part_ids), dtype=bool,
                                count=len(part_ids))

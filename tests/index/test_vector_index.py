@@ -5,6 +5,7 @@ same on S3."""
 
 import shutil
 
+import lance
 import pytest
 
 from graphrag_ray import GraphIndex, schema
@@ -65,6 +66,14 @@ def test_every_method_searches_the_approximate_index_and_an_update_extends_it(tm
     assert units["added"] == second.tables[schema.TEXT_UNIT_EMBEDDINGS] - \
         first.tables[schema.TEXT_UNIT_EMBEDDINGS] and units["deleted"] == 0
     assert units["version"] > stores[schema.TEXT_UNIT_EMBEDDINGS]["version"]
+    # Each dataset holds the table's rows, each once (the parts of carried vectors were not
+    # read for others: `vector_index._parts`).
+    version = IndexStore(index_url).open()
+    for name, store in second.vector_stores.items():
+        held = lance.dataset(str(tmp_path / "index" / store["path"]),
+                             version=store["version"]).to_table(columns=["id"])
+        assert sorted(held.column("id").to_pylist()) == \
+            sorted(version.read_table(name, ["id"]).column("id").to_pylist()), name
     updated = GraphIndex.open(index_url)
     assert "Ebenezer" in updated.search("basic", "Ebenezer Scrooge's nephew").answer
     # The first version still searches its own vectors.

@@ -5,8 +5,12 @@ brute force from their Parquet table and need nothing here."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+from functools import partial
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphrag_ray.index.carry_over import CARRIED_VECTOR_PARTS
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.storage.lance_vectors import (
     KeptVectors, lance_options, lance_uri, sync_vectors)
@@ -30,15 +34,26 @@ def index_vectors(ctx: BuildContext, embedded: dict[str, int],
         kept = KeptVectors(carried[table].combine_chunks(), int(before["version"])) \
             if before and carried and table in carried else None
         figures = sync_vectors(uri, lance_options(staged.url, staged.fs.storage_options),
-                               lambda skip, table=table: _parts(staged, table, skip),
+                               partial(_parts, staged, table,
+                                       _distinct(kept.ids) if kept is not None else None),
                                config, kept)
         stores[table] = figures.as_json(table)
     return stores
 
 
-def _parts(staged, table: str, skip: pa.Array | None):
+def _parts(staged, table: str, carried: int | None, skip: pa.Array | None):
     """The table's (id, vector) parts, without the rows of `skip` (a part holding nothing
-    else is read no further than its ids)."""
+    else is read no further than its ids). `carried`: how many distinct ids the update
+    carried vectors for; `skip` (the carried ids the dataset holds already) holding them
+    all, the parts of carried vectors hold nothing else and are not read: on a 1% update of
+    a 100M-token index, the ids of 215 text-unit parts were read twice to find the rows of
+    the 3 parts embedded now."""
     if skip is None:
         return staged.iter_table(table, ["id", "vector"])
-    return staged.iter_rows_without(table, ["id", "vector"], skip)
+    carried_only = (lambda part: part.startswith(CARRIED_VECTOR_PARTS)) \
+        if carried is not None and _distinct(skip) == carried else None
+    return staged.iter_rows_without(table, ["id", "vector"], skip, carried_only)
+
+
+def _distinct(ids: pa.Array) -> int:
+    return pc.count_distinct(ids).as_py()
