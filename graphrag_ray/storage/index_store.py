@@ -271,14 +271,24 @@ class IndexVersion:
             weights = np.ones(part.num_rows) if weights is None else weights
             if not serves.any() or weights[~serves].sum() > LEFT_OUT_SHARE * weights.sum():
                 continue  # (its rows still served are written again with the others)
-            target = self.part_path(name, number)
-            copy_whole(previous.fs, path, target)
-            self._linked.setdefault(name, set()).add(_file_name(target))
+            self.link_part(previous, path, name, number)
             linked.append((number, part, serves))
             if not serves.all():
-                left[_file_name(target)] = ids.filter(pa.array(~serves))
+                left[_file_name(self.part_path(name, number))] = ids.filter(pa.array(~serves))
         self.write_left_out(name, left)
         return linked, len(files)
+
+    def link_part(self, previous: "IndexVersion", path: str, name: str, number: int) -> None:
+        """`previous`'s file `path` linked as part `number` of table `name`, which
+        `iter_table(linked=True)` and `linked_parts` then name."""
+        target = self.part_path(name, number)
+        copy_whole(previous.fs, path, target)
+        self._linked.setdefault(name, set()).add(_file_name(target))
+
+    def linked_parts(self, name: str) -> set[str]:
+        """The file names of table `name`'s parts this process linked from a previous
+        version (`link_part`)."""
+        return set(self._linked.get(name, ()))
 
     def table_files(self, name: str) -> list[str]:
         """The files that hold the table (one if it was written whole; none when the version

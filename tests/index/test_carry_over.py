@@ -149,6 +149,13 @@ def test_an_update_reads_only_new_and_changed_files_and_equals_a_full_build(corp
     assert before.keys() <= after.keys()
     assert [n for n, inode in before.items() if after[n] != inode] == []
     assert any(name.startswith(("chunks/", "documents/")) for name in after.keys() - before)
+    # Every row has its vector, each once.
+    version = IndexStore(index).open()
+    for name, table in ((schema.TEXT_UNIT_EMBEDDINGS, schema.TEXT_UNITS),
+                        (schema.ENTITY_DESCRIPTION_EMBEDDINGS, schema.ENTITIES)):
+        vectors = version.read_table(name, ["id"]).column("id").to_pylist()
+        assert sorted(vectors) == sorted(version.read_table(table, ["id"]).column(
+            "id").to_pylist()), name
 
 
 def _stored_reading(url: str) -> dict[str, int]:
@@ -536,6 +543,35 @@ def test_communities_an_update_keeps_are_served_by_the_previous_parts(corpus, tm
     assert 0 < read_parquet(version.fs, parts[1]).num_rows < linked.num_rows / 2
     written = IndexStore(str(again)).open().read_table(schema.COMMUNITIES)
     assert linked.sort_by("community").to_pylist() == written.sort_by("community").to_pylist()
+
+
+def test_text_units_in_linked_parts_are_not_embedded_again_and_keep_their_vectors(
+        corpus, tmp_path, monkeypatch):
+    """Text units in many parts (files read two at a time): an added file's update links
+    the previous parts whose rows it carries as they are, embeds only the new text units
+    (`feed.parts_without` does not read the linked parts) and every text unit has its
+    vector, the full build's."""
+    from graphrag_ray.index.extract import stage
+    from graphrag_ray.index.write import carried_tables
+
+    monkeypatch.setattr(carried_tables, "SMALL_PART_BYTES", 0)
+    monkeypatch.setattr(stage, "FILES_PER_READ", 2)
+    overrides = ["runtime.engine=local", "output.rows_per_part=16"]
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    build_index(str(corpus), index, load_config(None, overrides), progress=lambda _: None)
+    before = IndexStore(index).open().table_files(schema.TEXT_UNITS)
+    (corpus / "zz-later.txt").write_text(sorted(corpus.glob("*.txt"))[2].read_text()[:2000])
+    manifest = update_index(index, str(corpus), load_config(None, overrides),
+                            progress=lambda _: None)
+    version = IndexStore(index).open()
+    inodes = {os.stat(p).st_ino for p in version.table_files(schema.TEXT_UNITS)}
+    assert len(before) > 2 and sum(os.stat(p).st_ino in inodes for p in before) > 1
+    units = manifest.tables[schema.TEXT_UNITS]
+    assert manifest.tables[schema.TEXT_UNIT_EMBEDDINGS] == units
+    build_index(str(corpus), full, load_config(None, overrides), progress=lambda _: None)
+    assert _vectors(index, schema.TEXT_UNIT_EMBEDDINGS) == \
+        _vectors(full, schema.TEXT_UNIT_EMBEDDINGS)
+    assert len(version.read_table(schema.TEXT_UNIT_EMBEDDINGS, ["id"])) == units
 
 
 def test_files_added_where_their_gap_is_full_renumber_only_their_neighbours(corpus, tmp_path,

@@ -323,12 +323,16 @@ def _rows_left(fs: fsspec.AbstractFileSystem, path: str, columns: list[str],
 
 def parts_without(staged: IndexVersion, name: str, columns: list[str],
                   ids: pa.ChunkedArray | None):
-    """Table `name`'s rows (`columns`, a part at a time) whose id is not in `ids`; a part
-    all of whose ids are is not read further."""
+    """Table `name`'s rows (`columns`, a part at a time) whose id is not in `ids`, the ids
+    of an update's carried vectors: every row of a part linked from the previous version is
+    among them (its text is the previous text: `carry_over.same_texts`, the carried text
+    units), so a linked part is not read; a part all of whose ids are is read no further."""
     if ids is None:
         yield from staged.iter_table(name, columns)
         return
-    yield from staged.iter_rows_without(name, columns, ids.combine_chunks())
+    linked = staged.linked_parts(name)
+    yield from staged.iter_rows_without(name, columns, ids.combine_chunks(),
+                                        linked.__contains__)
 
 
 def texts_to_embed(staged: IndexVersion, skip: dict[str, pa.ChunkedArray] | None = None

@@ -1,5 +1,5 @@
 """An update's documents and text units, written from the previous version's parts: a part
-whose rows are all carried over unchanged is linked as it is (`copy_whole`), a part that lost
+whose rows are all carried over unchanged is linked as it is (`IndexVersion.link_part`), a part that lost
 rows (a file deleted, changed or read again) or whose rows changed (a chunk's elements, the
 documents sharing its passage) is written again, and the rows of the files read now follow in
 new parts. New rows are numbered after the previous version's largest `human_readable_id` (as
@@ -27,7 +27,6 @@ from graphrag_ray.index.chunks.positions import FILE_SHIFT, FileMap
 from graphrag_ray.index.write.documents_and_text_units import (
     DOCUMENT_FILES, TextUnitRows, write_document_files)
 from graphrag_ray.storage import IndexVersion
-from graphrag_ray.storage.atomic import copy_whole
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
 # A previous version's last part smaller than this is written again with the new rows
@@ -169,7 +168,7 @@ def carry_parts(previous: IndexVersion, staged: IndexVersion, name: str, light: 
         keep, columns = now(part)
         last_and_small = number == len(files) - 1 and fs.size(path) < SMALL_PART_BYTES
         if keep.all() and not last_and_small and _unchanged(part, columns):
-            copy_whole(fs, path, staged.part_path(name, number))
+            staged.link_part(previous, path, name, number)
             written += part.num_rows
             continue
         if not keep.any():
