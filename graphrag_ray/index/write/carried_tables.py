@@ -1,11 +1,11 @@
 """An update's documents and text units, written from the previous version's parts: a part
-whose rows are all carried over unchanged is linked as it is (`IndexVersion.link_part`), a part that lost
-rows (a file deleted, changed or read again) or whose rows changed (a chunk's elements, the
-documents sharing its passage) is written again, and the rows of the files read now follow in
-new parts. New rows are numbered after the previous version's largest `human_readable_id` (as
-Microsoft GraphRAG's incremental update numbers them), so a carried row keeps its number: a
-number an answer cited names the same text unit in the next version. A 1% add to a 100M-token
-index wrote both tables again, 420 MB of compressed text (17 s).
+whose rows are all carried over unchanged is linked as it is (`IndexVersion.link_part`), a
+part that lost rows (a file deleted, changed or read again) or whose rows changed (a chunk's
+elements, the documents sharing its passage) is written again, and the rows of the files read
+now follow in new parts. New rows are numbered after the previous version's largest
+`human_readable_id` (as Microsoft GraphRAG's incremental update numbers them), so a carried
+row keeps its number: a number an answer cited names the same text unit in the next version.
+A 1% add to a 100M-token index wrote both tables again, 420 MB of compressed text (17 s).
 
 The tables' rows are then no longer in reading order, nor their numbers dense; no reader
 relies on either (a table is read by id, a text unit cited by its number)."""
