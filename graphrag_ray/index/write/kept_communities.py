@@ -65,8 +65,9 @@ def kept_rows(part: pa.Table, by_id: dict[int, Community], entity_ids: pa.Array,
             *(part.column(name).to_pylist() for name in _COLUMNS[1:6]),
             pc.list_value_length(part.column("entity_ids")).to_pylist())):
         community = by_id.get(number)
-        if community is None or not size or (community.level, community.parent, len(community.members),
-                                 community.children, community_title(community)) != \
+        if community is None or not size or (
+                community.level, community.parent, len(community.members),
+                community.children, community_title(community)) != \
                 (level, parent, size, children or [], title):
             continue
         candidates.append(row)
