@@ -51,7 +51,9 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if uses_embedding_endpoint(config):
         check_endpoint(config.embeddings)
     listing_started = time.perf_counter()
-    _, root, files, file_bytes, ignored = list_input_files(input_url, config.input)
+    _, root, files, file_bytes, ignored = update.listing \
+        if update is not None and update.listing is not None \
+        else list_input_files(input_url, config.input)
     # An update keeps the previous version's file numbers (unchanged files' rows then keep
     # their positions, and their stored parts are carried as they are).
     numbers = file_numbers([relative_path(path, root) for path in files],

@@ -113,6 +113,9 @@ class UpdateBase:
     carry_reading: bool = False
     # The input files' fingerprints the update compared (`input_fingerprints`).
     fingerprints: pa.Table | None = None
+    # The input as the update listed it (`input.loader.list_input_files`), which the build
+    # takes rather than listing it again (0.4-0.9 s for 54k files).
+    listing: tuple | None = None
 
     @cached_property
     def manifest(self) -> Manifest:

@@ -51,7 +51,8 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     manifest = previous.read_manifest()
     config = config or config_from_manifest(manifest)
     prompts = load_prompts(config)
-    fs, root, files, _, _ = list_input_files(input_url, config.input)
+    listing = list_input_files(input_url, config.input)
+    fs, root, files, _, _ = listing
     fingerprints = previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES) \
         else None
     now = input_fingerprints(fs, root, files, fingerprints)
@@ -84,7 +85,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         extraction_fingerprint(config, prompts)
     base = UpdateBase(previous, diff,
                       previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
-                      carry_reading=same_settings, fingerprints=now)
+                      carry_reading=same_settings, fingerprints=now, listing=listing)
     return build_index(input_url, index_url, config, progress=progress,
                        progress_bars=progress_bars, update=base)
 
