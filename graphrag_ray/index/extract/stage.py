@@ -233,8 +233,8 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     indexed = [(n, path) for n, path in zip(numbers.tolist(), files) if n not in skip]
     batches = [indexed[i:i + FILES_PER_READ] for i in range(0, len(indexed), FILES_PER_READ)]
     with ThreadPoolExecutor(1, thread_name_prefix="carried-scans") as reading:
-        carrying = reading.submit(carry_scans, ctx, carried) if carried is not None else None
-        warm_up(ctx.config.runtime)  # (Ray starts while the carried scans are read)
+        carrying = warm_up(ctx.config.runtime, (lambda: reading.submit(
+            carry_scans, ctx, carried)) if carried is not None else None)
         scanned = [document for batch in map_items(
             scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
                              settings.min_chars, ctx.work_url) for batch in batches],
