@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
@@ -37,11 +38,12 @@ from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.extract.stage import (
     EXTRACTION_METHODS, ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
-from graphrag_ray.index.graph.numbers import number_elements
-from graphrag_ray.index.graph.stage import Graph, find_communities, lay_out, merge_graph
+from graphrag_ray.index.graph.numbers import NUMBERED, number_elements
+from graphrag_ray.index.graph.stage import (
+    POSITIONS, Graph, find_communities, lay_out, merge_graph)
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
-from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.index.previous_version import PREVIOUS_PARTITION, UpdateBase
 from graphrag_ray.index.reports.kept_reports import KeptReports, keep_reports
 from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
@@ -182,13 +184,21 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
         state.update.fingerprints if state.update else None)
 
 
+# What the stages after the merge read of the previous version, read while the merge's
+# tasks run (`PreviousTables`): the numbers, Leiden's warm start, the layout's positions.
+_READ_DURING_MERGE = [(schema.ENTITIES, NUMBERED), (schema.RELATIONSHIPS, NUMBERED),
+                      (schema.COMMUNITIES, PREVIOUS_PARTITION), (schema.ENTITIES, POSITIONS)]
+
+
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
-    carried = state.carried
+    carried, update = state.carried, state.update
+    if update is not None:
+        update.tables.read_ahead(_READ_DURING_MERGE)
     state.graph = number_elements(
         merge_graph(ctx, state.shards, state.extraction,
                     carried.url if carried is not None else None,
                     carried.status.column("text_unit_id") if carried is not None else None),
-        state.update.version if state.update is not None else None)
+        update.tables if update is not None else None)
 
 
 def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:
@@ -221,7 +231,7 @@ def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_layout(ctx: BuildContext, state: BuildState) -> None:
-    lay_out(ctx, state.graph, state.update.version if state.update else None)
+    lay_out(ctx, state.graph, state.update.tables if state.update else None)
 
 
 def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:

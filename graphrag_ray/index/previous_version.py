@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
 import fsspec
 import pyarrow as pa
 
+from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.graph.merge import element_id
@@ -25,6 +27,8 @@ from graphrag_ray.storage import IndexVersion, Manifest
 from graphrag_ray.storage.atomic import is_local
 
 INPUT_FILES = "_input_files"
+# What Leiden's warm start reads of the previous communities (`UpdateBase.communities`).
+PREVIOUS_PARTITION = ["community", "level", "entity_ids"]
 # `modified`: a local file's settled modification time (`loader.settled_time`), or null.
 INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
                                 ("sha256", pa.string()), ("modified", pa.float64())])
@@ -103,6 +107,34 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
                           .encode("utf-8")).hexdigest()[:32]
 
 
+class PreviousTables:
+    """Tables of the previous version, some read ahead by a thread: an update's stages after
+    the merge read the entities' and relationships' numbers, the entities' positions and the
+    communities, 2.5 s of a 1% update's critical path at 100M tokens, while during the
+    merge the driver only waits on its tasks. `read_table` and `has_table` as
+    `IndexVersion`'s; a table not read ahead is read when asked for."""
+
+    def __init__(self, version: IndexVersion):
+        self.version = version
+        self._ahead: dict[tuple[str, tuple[str, ...]], Future] = {}
+
+    def read_ahead(self, wanted: list[tuple[str, list[str]]]) -> None:
+        """Starts reading `wanted` (table, columns) in a thread, in that order."""
+        thread = ThreadPoolExecutor(1, thread_name_prefix="previous-tables")
+        for name, columns in wanted:
+            if self.version.has_table(name):
+                self._ahead[(name, tuple(columns))] = thread.submit(
+                    self.version.read_table, name, columns)
+        thread.shutdown(wait=False)  # (it reads what it was given, then ends)
+
+    def has_table(self, name: str) -> bool:
+        return self.version.has_table(name)
+
+    def read_table(self, name: str, columns: list[str]) -> pa.Table:
+        ahead = self._ahead.pop((name, tuple(columns)), None)
+        return ahead.result() if ahead is not None else self.version.read_table(name, columns)
+
+
 @dataclass
 class UpdateBase:
     """What a build that is an update starts from."""
@@ -121,6 +153,10 @@ class UpdateBase:
     def manifest(self) -> Manifest:
         return self.version.read_manifest()
 
+    @cached_property
+    def tables(self) -> PreviousTables:
+        return PreviousTables(self.version)
+
     @property
     def partition_kept_from(self) -> str | None:
         """Whose partition the previous communities are when it is kept rather than refined
@@ -131,8 +167,7 @@ class UpdateBase:
         """The previous communities, their members named by the ids this build gives them
         (an entity's id is its title's: a version adopted from another tool named them its
         own way, and Leiden's warm start matches members by id)."""
-        communities = self.version.read_table("communities", ["community", "level",
-                                                              "entity_ids"])
+        communities = self.tables.read_table(schema.COMMUNITIES, PREVIOUS_PARTITION)
         ids = self._our_ids
         if ids is None:
             return communities

@@ -17,11 +17,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from typing import TYPE_CHECKING
+
 from graphrag_ray import schema
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.storage import IndexVersion
 
+if TYPE_CHECKING:
+    from graphrag_ray.index.previous_version import PreviousTables
+
 NUMBER = "human_readable_id"
+# What an update reads of the previous entities and relationships to number them.
+NUMBERED = ["id", NUMBER]
 
 
 def kept_numbers(ids: pa.Array | pa.ChunkedArray, before: pa.Table | None) -> pa.Array:
@@ -36,12 +43,13 @@ def kept_numbers(ids: pa.Array | pa.ChunkedArray, before: pa.Table | None) -> pa
     return pa.array(numbers, pa.int64())
 
 
-def number_elements(graph: Graph, previous: IndexVersion | None) -> Graph:
-    """The graph's entities and relationships with their `human_readable_id`."""
+def number_elements(graph: Graph, previous: IndexVersion | PreviousTables | None) -> Graph:
+    """The graph's entities and relationships with their `human_readable_id`; `previous`:
+    the version an update numbers after (its tables, maybe read ahead)."""
     tables = {}
     for name, table in ((schema.ENTITIES, graph.entities),
                         (schema.RELATIONSHIPS, graph.relationships)):
-        before = previous.read_table(name, ["id", NUMBER]) \
+        before = previous.read_table(name, NUMBERED) \
             if previous is not None and previous.has_table(name) else None
         tables[name] = table.append_column(NUMBER, kept_numbers(table.column("id"), before))
     return replace(graph, entities=tables[schema.ENTITIES],

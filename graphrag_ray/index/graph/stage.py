@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import fsspec
 import numpy as np
@@ -41,6 +42,12 @@ from graphrag_ray.index.resolve.stage import resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
+
+if TYPE_CHECKING:
+    from graphrag_ray.index.previous_version import PreviousTables
+
+# What an update's layout reads of the previous entities.
+POSITIONS = ["id", "x", "y"]
 
 
 @dataclass
@@ -216,16 +223,18 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
         return communities
 
 
-def lay_out(ctx: BuildContext, graph: Graph, previous: IndexVersion | None = None) -> None:
+def lay_out(ctx: BuildContext, graph: Graph,
+            previous: IndexVersion | PreviousTables | None = None) -> None:
     """`entities.x`/`y` from a layout of the graph (`layout.py`), on the driver, which holds
     the structure; timed as the `layout` stage. `previous` (an update that merged only what
-    it touched): the version whose positions the entities it had keep (`layout.place_new`)."""
+    it touched): the version (its tables, maybe read ahead) whose positions the entities it
+    had keep (`layout.place_new`)."""
     with ctx.stage("layout"):
         sources, targets = graph.endpoints
         entity_graph = build_graph(graph.entities.num_rows, sources, targets,
                                    graph.relationships.column("weight").to_numpy())
         if previous is not None and graph.touched is not None:
-            before = previous.read_table(schema.ENTITIES, ["id", "x", "y"])
+            before = previous.read_table(schema.ENTITIES, POSITIONS)
             where = pc.index_in(graph.entities.column("id"), value_set=before.column("id"))
             placed = pc.is_valid(where).to_numpy()
             rows = where.fill_null(0).to_numpy()
