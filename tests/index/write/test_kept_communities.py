@@ -8,33 +8,22 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray import schema
-from graphrag_ray.index.graph.communities import Community
-from graphrag_ray.index.graph.unit_rows import with_unit_rows
 from graphrag_ray.index.write.kept_communities import (
     _COLUMNS, kept_rows, link_kept_communities)
 from graphrag_ray.index.write.tables import communities_tables
 from graphrag_ray.storage import IndexStore
 
 
-def _previous_part():
-    """Six entities in two communities at level 0, the first split in two at level 1."""
-    entities = pa.table({"id": [f"e{i}" for i in range(6)]})
-    units = pa.array(["u0", "u1", "u2", "u3", "u4"])
-    relationships = with_unit_rows(pa.table({
-        "id": ["r0", "r1", "r2", "r3"],
-        "text_unit_ids": [["u1", "u2"], ["u2", "u3"], ["u4"], ["u3", "u1"]]}), units)
-    endpoints = (np.array([0, 1, 3, 0]), np.array([1, 2, 4, 2]))
-    communities = [Community(0, 0, -1, np.array([0, 1, 2]), children=[2, 3]),
-                   Community(1, 0, -1, np.array([3, 4, 5])),
-                   Community(2, 1, 0, np.array([0, 1])),
-                   Community(3, 1, 0, np.array([2]))]
+def _previous_part(community_graph):
+    communities, entities, relationships, endpoints, units = community_graph
     table = pa.concat_tables(communities_tables(communities, entities, relationships,
                                                 endpoints, units))
     return communities, entities, table
 
 
-def test_a_row_is_kept_only_while_its_community_and_members_are_as_they_were():
-    communities, entities, part = _previous_part()
+def test_a_row_is_kept_only_while_its_community_and_members_are_as_they_were(
+        community_graph):
+    communities, entities, part = _previous_part(community_graph)
     ids = entities.column("id").combine_chunks()
     untouched = np.zeros(entities.num_rows, dtype=bool)
     by_id = {c.id: c for c in communities}
@@ -58,8 +47,9 @@ def test_a_row_is_kept_only_while_its_community_and_members_are_as_they_were():
         [False, True, False, False]
 
 
-def test_kept_rows_are_served_by_the_linked_part_and_the_rest_written_after(tmp_path):
-    communities, entities, table = _previous_part()
+def test_kept_rows_are_served_by_the_linked_part_and_the_rest_written_after(
+        community_graph, tmp_path):
+    communities, entities, table = _previous_part(community_graph)
     store = IndexStore(str(tmp_path / "index"))
     previous = store.stage()
     previous.write_table(schema.COMMUNITIES, table)
