@@ -12,12 +12,11 @@ incremental update does). Numbers of elements gone are not given again within th
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from typing import TYPE_CHECKING
 
 from graphrag_ray import schema
 from graphrag_ray.index.graph.stage import Graph

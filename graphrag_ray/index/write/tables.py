@@ -7,7 +7,6 @@ version. Entities and relationships are joined with their description text by wo
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
