@@ -186,8 +186,8 @@ def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
 
 # What the stages after the merge read of the previous version, read while the merge's
 # tasks run (`PreviousTables`): the numbers, Leiden's warm start, the layout's positions.
-_READ_DURING_MERGE = [(schema.ENTITIES, NUMBERED), (schema.RELATIONSHIPS, NUMBERED),
-                      (schema.COMMUNITIES, PREVIOUS_PARTITION), (schema.ENTITIES, POSITIONS)]
+_READ_DURING_MERGE = {schema.ENTITIES: list(dict.fromkeys(NUMBERED + POSITIONS)),
+                      schema.RELATIONSHIPS: NUMBERED, schema.COMMUNITIES: PREVIOUS_PARTITION}
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:

@@ -118,23 +118,26 @@ class PreviousTables:
 
     def __init__(self, version: IndexVersion):
         self.version = version
-        self._ahead: dict[tuple[str, tuple[str, ...]], Future] = {}
+        self._ahead: dict[str, tuple[list[str], Future]] = {}
 
-    def read_ahead(self, wanted: list[tuple[str, list[str]]]) -> None:
-        """Starts reading `wanted` (table, columns) in a thread, in that order."""
+    def read_ahead(self, wanted: dict[str, list[str]]) -> None:
+        """Starts reading `wanted` (table -> columns: every column the stages will ask of
+        it, read once) in a thread, in that order."""
         thread = ThreadPoolExecutor(1, thread_name_prefix="previous-tables")
-        for name, columns in wanted:
+        for name, columns in wanted.items():
             if self.version.has_table(name):
-                self._ahead[(name, tuple(columns))] = thread.submit(
-                    self.version.read_table, name, columns)
+                self._ahead[name] = (columns, thread.submit(self.version.read_table, name,
+                                                           columns))
         thread.shutdown(wait=False)  # (it reads what it was given, then ends)
 
     def has_table(self, name: str) -> bool:
         return self.version.has_table(name)
 
     def read_table(self, name: str, columns: list[str]) -> pa.Table:
-        ahead = self._ahead.pop((name, tuple(columns)), None)
-        return ahead.result() if ahead is not None else self.version.read_table(name, columns)
+        read, ahead = self._ahead.get(name, ([], None))
+        if ahead is None or not set(columns) <= set(read):
+            return self.version.read_table(name, columns)
+        return ahead.result().select(columns)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The input fingerprints an update compares (`previous_version.input_fingerprints`): a
 local file of the size and settled time recorded keeps its recorded hash unread; any other
-is read and hashed."""
+is read and hashed. The previous tables an update reads ahead (`PreviousTables`) are the
+tables as read when asked for."""
 
 import hashlib
 import os
@@ -11,8 +12,9 @@ import pyarrow as pa
 
 from graphrag_ray.config import InputConfig
 from graphrag_ray.index.previous_version import (
-    INPUT_FILES_SCHEMA, diff_inputs, input_fingerprints)
+    INPUT_FILES_SCHEMA, PreviousTables, diff_inputs, input_fingerprints)
 from graphrag_ray.input.loader import load_file
+from graphrag_ray.storage import IndexStore
 
 
 def _settled(path, text: str, age_s: float = 60.0) -> None:
@@ -53,3 +55,21 @@ def test_a_file_written_a_moment_ago_records_no_time(tmp_path):
     path.write_text("just written")
     recorded = load_file(fsspec.filesystem("file"), str(tmp_path), str(path), InputConfig())
     assert recorded.files[0]["modified"] is None
+
+
+def test_tables_read_ahead_are_the_tables_read_when_asked(tmp_path):
+    version = IndexStore(str(tmp_path / "index")).stage()
+    entities = pa.table({"id": ["a", "b", "c"], "human_readable_id": [0, 1, 2],
+                         "x": [0.5, 1.5, 2.5], "title": ["A", "B", "C"]})
+    version.write_table("entities", entities, rows_per_part=2)
+    version.write_table("relationships", pa.table({"id": ["r"], "human_readable_id": [0]}))
+    tables = PreviousTables(version)
+    tables.read_ahead({"entities": ["id", "human_readable_id", "x"], "missing": ["id"]})
+    assert tables.read_table("entities", ["id", "x"]).equals(entities.select(["id", "x"]))
+    assert tables.read_table("entities", ["human_readable_id", "id"]).equals(
+        entities.select(["human_readable_id", "id"]))
+    # Columns it did not read ahead, and a table it did not: read now.
+    assert tables.read_table("entities", ["id", "title"]).equals(
+        entities.select(["id", "title"]))
+    assert tables.read_table("relationships", ["id"]).column("id").to_pylist() == ["r"]
+    assert tables.has_table("entities") and not tables.has_table("missing")
