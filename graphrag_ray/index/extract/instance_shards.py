@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 
 import fsspec
+import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.graph.merge import Pieces
@@ -103,7 +104,12 @@ def _read_dir(fs: fsspec.AbstractFileSystem, folder: str, schema: pa.Schema) -> 
               for part in parquet_parts(fs, folder)]
     if not tables:
         return schema.empty_table()
-    return pa.concat_tables(tables).sort_by("seq")  # stable: chunk order, then extraction order
+    table = pa.concat_tables(tables)
+    # Chunk order, then extraction order (a stable sort). Pieces named by their first chunk
+    # come in order but where an update extracted files among the carried ones; sorting rows
+    # already in order was 1.2 s of a 1% deletion's merge tasks at 100M tokens.
+    seq = table.column("seq").to_numpy()
+    return table if bool(np.all(seq[1:] >= seq[:-1])) else table.sort_by("seq")
 
 
 def read_shard(work_url: str, shard: int, schemas: tuple[pa.Schema, pa.Schema, pa.Schema]) -> Pieces:

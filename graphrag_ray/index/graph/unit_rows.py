@@ -23,6 +23,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import index_in
+
 UNIT_IDS = "text_unit_ids"
 UNIT_ROWS = "unit_rows"
 
@@ -35,7 +37,7 @@ def with_unit_rows(table: pa.Table, unit_ids: pa.Array, dropped: bool = False) -
     (`renumbered`)."""
     lists = table.column(UNIT_IDS).combine_chunks()
     offsets, values = _parts(lists)
-    rows = pc.index_in(values, value_set=_one_chunk(unit_ids))
+    rows = index_in(values, unit_ids)
     if dropped:
         rows = rows.fill_null(-1)
     elif rows.null_count:
@@ -50,7 +52,7 @@ def rows_now(previous_ids: pa.Array | pa.ChunkedArray, unit_ids: pa.Array) -> pa
     """Per row of a previous status table (its `text_unit_id`s, `previous_ids`), that text
     unit's row in `unit_ids` now; -1 for a unit the update dropped (its file changed or
     went)."""
-    rows = pc.index_in(_one_chunk(previous_ids), value_set=_one_chunk(unit_ids))
+    rows = index_in(previous_ids, unit_ids)
     return rows.fill_null(-1).cast(pa.int32())
 
 
