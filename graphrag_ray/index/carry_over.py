@@ -7,7 +7,7 @@ A build keeps its reading with the version it publishes (`keep_reading`):
     <version>/_reading/documents/files-N.parquet, chunks/, inputs/, shared_content/
                       (the readers' output, `chunks/read_and_chunk`)
     <version>/_reading/instances/...     (the extraction's instances, `extract/instance_shards`)
-    <version>/_reading/passages/...      (each document's scanned passages, `passage_scans`)
+    <version>/_reading/passages/documents.parquet   (every document's scanned passages)
     <version>/_reading/status.parquet    (one extraction status row per chunk)
     <version>/_reading/files.parquet     (the listing: file index -> path under the input)
     <version>/_reading/document_files.parquet   (document id -> file index, `write`)
@@ -204,19 +204,23 @@ def plan_carry_over(previous: IndexVersion, unchanged: list[str], files: list[st
     return CarriedReading(previous, files_now, paths, settings["shards"], status)
 
 
-def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, Scan]]:
-    """The carried files' passage scans, written into the work area renumbered; returns
-    (previous position, scan at its current position) per document. Read by the driver's
-    threads (a part is a few kilobytes: opening it is most of its cost), not by Ray tasks,
-    which pickled the scans to send them back (2.4 s of a 1% update at 100M tokens) and
-    waited for Ray to start, which now starts meanwhile (`find_repeated_passages`)."""
+def carry_scans(ctx: BuildContext, carried: CarriedReading
+                ) -> tuple[list[tuple[int, Scan]], list[pa.Table]]:
+    """The carried files' passage scans: (previous position, scan at its current position)
+    per document, and the same as tables (`passage_scans.SCAN_SCHEMA`), renumbered, for the
+    version to keep (`passage_scans.write_scans`). Read by the driver's threads (a version
+    written before the scans were kept whole has a part per read batch, a few kilobytes
+    each: opening it is most of its cost), not by Ray tasks, which pickled the scans to
+    send them back (2.4 s of a 1% update at 100M tokens) and waited for Ray to start, which
+    now starts meanwhile (`find_repeated_passages`)."""
     fs, root = fsspec.core.url_to_fs(carried.url)
     parts = [fs.unstrip_protocol(p) for p in _listing(fs, f"{root}/passages")
              if p.endswith(".parquet")]
     with ThreadPoolExecutor(SCAN_READING_THREADS, thread_name_prefix="carry-scans") as threads:
-        return [pair for pairs in threads.map(
-            lambda url: _carry_scan_part(url, ctx.work_url, carried.files), parts)
-            for pair in pairs]
+        carried_parts = [part for part in threads.map(
+            lambda url: _carry_scan_part(url, carried.files), parts) if part is not None]
+    return ([pair for pairs, _ in carried_parts for pair in pairs],
+            [table for _, table in carried_parts])
 
 
 # Threads reading the carried passage scans: enough to keep object storage's round trips
@@ -224,23 +228,18 @@ def carry_scans(ctx: BuildContext, carried: CarriedReading) -> list[tuple[int, S
 SCAN_READING_THREADS = 8
 
 
-def _carry_scan_part(url: str, work_url: str, files: FileMap) -> list[tuple[int, Scan]]:
+def _carry_scan_part(url: str, files: FileMap
+                     ) -> tuple[list[tuple[int, Scan]], pa.Table] | None:
     fs, path = fsspec.core.url_to_fs(url)
     table = read_parquet(fs, path)
     old = _int64(table.column("position"))
     keep, positions = files.remap(old)
     if not keep.any():
-        return []
-    work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    # Named, like the scans of the files read now, by its first file's number.
-    target = f"{work_root}/passages/files-{int(positions.min()) >> FILE_SHIFT:08d}.parquet"
-    if _as_they_were(old, keep, positions):
-        copy_whole(fs, path, target)
-    else:
+        return None
+    if not _as_they_were(old, keep, positions):
         table = table.filter(pa.array(keep))
         table = table.set_column(0, "position", pa.array(positions, pa.int64()))
-        write_parquet(work_fs, target, table)
-    return list(zip(old[keep].tolist(), scans_of(table)))
+    return list(zip(old[keep].tolist(), scans_of(table))), table
 
 
 def _as_they_were(old: np.ndarray, keep: np.ndarray, positions: np.ndarray) -> bool:

@@ -9,17 +9,19 @@ import re
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from graphrag_ray import schema
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
+from graphrag_ray.index.chunks.passage_scans import SCANS
 from graphrag_ray.index.carry_over import READING
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS
 from graphrag_ray.index.update import update_index
 from graphrag_ray.index.write import tables
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.storage.parquet_io import read_parquet
+from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
 from graphrag_ray.testing.synthetic_corpus import generate_corpus
 
 DISCLAIMER = ("This transcript is provided for information only and may contain errors; "
@@ -165,9 +167,10 @@ def _stored_reading(url: str) -> dict[str, int]:
     root = f"{version.root}/{READING}/"
     parts = {}
     for path in version.fs.find(root):
-        name = path[len(root):]  # (not the listing, status and passages found: rewritten)
+        # (Not the listing, status, passages found and every document's scan: rewritten.)
+        name = path[len(root):]
         if path.endswith((".parquet", ".json")) and "/" in name \
-                and not name.startswith("merged/"):
+                and not name.startswith("merged/") and name != SCANS:
             if name.startswith("instances/"):
                 folder, piece = name.rsplit("/", 1)
                 name = f"{folder}/{piece if piece.startswith('carried') else 'carried-' + piece}"
@@ -279,6 +282,44 @@ def test_a_passage_made_repeated_by_a_new_file_is_cut_from_the_unchanged_ones(co
     units = IndexStore(index).open().read_table(schema.TEXT_UNITS, ["text"]).column(
         "text").to_pylist()
     assert sum(DISCLAIMER in text for text in units) == 1  # kept once, as its own unit
+
+
+def _scans(url: str) -> tuple[list[str], pa.Table]:
+    """The parts of a version's kept passage scans, and their rows."""
+    version = IndexStore(url).open()
+    parts = sorted(version.fs.glob(f"{version.root}/{READING}/passages/*.parquet"))
+    return parts, pa.concat_tables([read_parquet(version.fs, p) for p in parts])
+
+
+def test_every_documents_scan_is_kept_in_one_table_and_older_parts_are_read(corpus, tmp_path):
+    index, full = str(tmp_path / "index"), str(tmp_path / "full")
+    files = sorted(corpus.glob("*.txt"))
+    for path in files[1:4]:  # a repeated passage, which the carried scans must still find
+        path.write_text(path.read_text() + "\n\n" + DISCLAIMER)
+    manifest = build_index(str(corpus), index, _config(), progress=lambda _: None)
+    parts, scans = _scans(index)
+    assert [p.rsplit("/", 2)[-2:] for p in parts] == [SCANS.split("/")]
+    positions = scans.column("position").to_pylist()
+    assert positions == sorted(positions) and len(positions) == manifest.tables[
+        schema.DOCUMENTS]
+    # A version written before kept them in a part per read batch: split so, it is read
+    # whole, and the update keeps one table again.
+    version = IndexStore(index).open()
+    for number, start in enumerate(range(0, scans.num_rows, 5)):
+        write_parquet(version.fs, f"{version.root}/{READING}/passages/files-{number:08d}"
+                      ".parquet", scans.slice(start, 5))
+    version.fs.rm(parts[0])
+    files[7].write_text(files[7].read_text() + "\n\nMarta Quill joined Quarry Lane Works.")
+    files[9].unlink()
+    manifest, _ = _update(index, corpus)
+    assert manifest.repeated_passages["documents_carried"] == len(files) - 2
+    assert manifest.repeated_passages["boilerplate_passages"] == 1
+    build_index(str(corpus), full, _config(), progress=lambda _: None)
+    _assert_same_tables(index, full)
+    parts, scans = _scans(index)
+    # (Positions aside: an update keeps the files' numbers, a build numbers them afresh.)
+    assert len(parts) == 1 and scans.drop(["position"]).equals(_scans(full)[1].drop(
+        ["position"]))
 
 
 def test_carried_vectors_come_in_parts_of_bounded_size(tmp_path, monkeypatch):

@@ -1,6 +1,9 @@
 """Each document's scanned passages (`read_and_chunk.scan_passages`) as a table, kept with the
 version, so that an update scans only the files that changed and still finds the passages
 repeated across the whole corpus (`RepeatedPassages.find` over the kept rows and the new).
+The driver, which gathers every scan to find them, keeps them as one table
+(`write_scans`): kept as the scanning tasks wrote them, a part per read batch, a 100M-token
+corpus's were 1,687 files that an update spent 1.8 s of CPU opening, beside Ray's start.
 
 A row is a document: its corpus position (`positions.chunk_seq` of its file and place
 in the file), its passages (key, MinHash bands, tokens; a null key for the rest of its text)
@@ -11,9 +14,11 @@ update can tell which unchanged documents a change elsewhere reads differently
 
 from __future__ import annotations
 
+import fsspec
 import pyarrow as pa
 
 from graphrag_ray.index.chunks.repeated_passages import OPENING_WORDS, RepeatedPassages
+from graphrag_ray.storage.parquet_io import write_parquet
 
 PASSAGE_STRUCT = pa.struct([("key", pa.string()), ("bands", pa.list_(pa.string())),
                             ("tokens", pa.int64())])
@@ -29,6 +34,17 @@ def scan_table(scans: list[Scan]) -> pa.Table:
           "passages": [{"key": key, "bands": bands, "tokens": tokens}
                        for key, bands, tokens in passages]}
          for position, passages, opening in scans], schema=SCAN_SCHEMA)
+
+
+def write_scans(work_url: str, scanned: list[Scan], carried: list[pa.Table]) -> None:
+    """Every document's scan as one table in the work area (`passages/`), in corpus order:
+    the scans made now and the carried ones (as tables: `carry_over.carry_scans`)."""
+    table = pa.concat_tables([scan_table(scanned), *carried]).sort_by("position")
+    fs, root = fsspec.core.url_to_fs(work_url)
+    write_parquet(fs, f"{root}/{SCANS}", table, read_whole=True)
+
+
+SCANS = "passages/documents.parquet"
 
 
 def scans_of(table: pa.Table) -> list[Scan]:

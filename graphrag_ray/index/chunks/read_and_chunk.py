@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from graphrag_ray.config import ChunksConfig, InputConfig
 from graphrag_ray.index.chunks.chunking import chunk_documents, chunk_id
-from graphrag_ray.index.chunks.passage_scans import scan_table
 from graphrag_ray.index.chunks.positions import chunk_seq
 from graphrag_ray.index.chunks.repeated_passages import (
     RepeatedPassages, document_passages, framed_boilerplate, opening_words, split_repeated)
@@ -69,14 +68,13 @@ def _content_chunks(documents: pa.Table, units: pa.Table,
     return rows
 
 
-def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int, str]
+def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, int]
                   ) -> list[tuple[int, list, list[str]]]:
     """(files as (file index, path), input URL and root, input settings, tokenizer, passage
-    minimum, work area) -> each document of the files as (corpus position, its passages'
-    keys, MinHash bands and tokens, its opening words): the pass before extraction that
-    finds repeated passages. The scans are also written to the work area
-    (`passages/files-N.parquet`), kept with the version for the next update."""
-    files, input_url, input_root, input_config, tokenizer, min_chars, work_url = job
+    minimum) -> each document of the files as (corpus position, its passages' keys, MinHash
+    bands and tokens, its opening words): the pass before extraction that finds repeated
+    passages (the driver keeps them all with the version: `passage_scans.write_scans`)."""
+    files, input_url, input_root, input_config, tokenizer, min_chars = job
     input_fs = fsspec.core.url_to_fs(input_url)[0]
     documents = []
     for file_index, path in files:
@@ -86,9 +84,6 @@ def scan_passages(job: tuple[list[tuple[int, str]], str, str, InputConfig, str, 
             documents.append((chunk_seq(file_index, position, 0),
                               document_passages(body, min_chars, tokenizer),
                               opening_words(body)))
-    work_fs, work_root = fsspec.core.url_to_fs(work_url)
-    write_parquet(work_fs, f"{work_root}/passages/files-{files[0][0]:08d}.parquet",
-                  scan_table(documents))
     return documents
 
 

@@ -20,6 +20,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import block_rows, map_items, map_table, warm_up
 from graphrag_ray.errors import LLMError
+from graphrag_ray.index.chunks.passage_scans import write_scans
 from graphrag_ray.index.chunks.positions import seq_file_number
 from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
@@ -237,9 +238,10 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
             carry_scans, ctx, carried)) if carried is not None else None)
         scanned = [document for batch in map_items(
             scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
-                             settings.min_chars, ctx.work_url) for batch in batches],
+                             settings.min_chars) for batch in batches],
             ctx.config.runtime) for document in batch]
-        kept = carrying.result() if carrying is not None else []
+        kept, kept_tables = carrying.result() if carrying is not None else ([], [])
+    write_scans(ctx.work_url, scanned, kept_tables)
     if len(files) < settings.min_documents:  # (scanned all the same, for the next update)
         if carried is not None:
             carried.read_again(reading_differently(carried, kept, RepeatedPassages()))
