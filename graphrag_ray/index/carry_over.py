@@ -281,9 +281,11 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     new = carried.files.new
     paths = {carried.paths[i]: int(new[i])
              for i in np.flatnonzero(new >= 0)}  # carried path -> its number now
+    unmoved = {carried.paths[i] for i in np.flatnonzero(new == carried.files.old)}
     map_items(_carry_parts, [(carried.url, share, ctx.work_url)
                              for share in in_shares(parts, ctx.config.runtime)],
-              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files, paths])
+              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS,
+              shared=[carried.files, paths, unmoved])
     map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
                               for share in in_shares(folders, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files])
@@ -446,17 +448,18 @@ def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
 
 
 def _carry_parts(job: tuple[str, list[str], str], files: FileMap,
-                 paths: dict[str, int]) -> None:
+                 paths: dict[str, int], unmoved: set[str]) -> None:
     url, names, work_url = job
     for name in names:
-        _carry_part(url, name, work_url, files, paths)
+        _carry_part(url, name, work_url, files, paths, unmoved)
 
 
 def _carry_part(url: str, name: str, work_url: str, files: FileMap,
-                paths: dict[str, int]) -> None:
+                paths: dict[str, int], unmoved: set[str]) -> None:
     """One read batch's documents, chunks, input report and shared content: the carried
     files' rows, under the name of the first of them in the current listing; linked as they
-    are when every file of the batch is carried at the number it had."""
+    are when every file of the batch is carried at the number it had (`unmoved`: then so is
+    every document, numbered by its file, and the documents need not be read to know it)."""
     fs, root = fsspec.core.url_to_fs(url)
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     stored = json.loads(fs.cat_file(f"{root}/inputs/{name}.json"))
@@ -465,15 +468,10 @@ def _carry_part(url: str, name: str, work_url: str, files: FileMap,
     if not report["files"]:
         return
     whole = len(report["files"]) == len(stored["files"]) \
-        and len(report["skipped"]) == len(stored["skipped"])
+        and len(report["skipped"]) == len(stored["skipped"]) \
+        and all(f["path"] in unmoved for f in report["files"])
     sources = {folder: f"{root}/{folder}/{name}.parquet"
                for folder in ("documents", "chunks", "shared_content")}
-    has_documents = fs.exists(sources["documents"])
-    if has_documents:
-        old = _int64(read_parquet(fs, sources["documents"], ["file_index"])
-                     .column("file_index"))
-        keep, now = files.remap(old << FILE_SHIFT)
-        whole = whole and _as_they_were(old, keep, now >> FILE_SHIFT)
     target = f"files-{min(paths[f['path']] for f in report['files']):08d}"
     if whole:
         copy_whole(fs, f"{root}/inputs/{name}.json", f"{work_root}/inputs/{target}.json")
@@ -487,9 +485,10 @@ def _carry_part(url: str, name: str, work_url: str, files: FileMap,
     report["kept_out"] = [k for k in stored.get("kept_out", []) if k[0] in paths]
     write_atomically(work_fs, f"{work_root}/inputs/{target}.json",
                      json.dumps(report).encode("utf-8"))
-    if not has_documents:
+    if not fs.exists(sources["documents"]):
         return
     documents = read_parquet(fs, sources["documents"])
+    keep, now = files.remap(_int64(documents.column("file_index")) << FILE_SHIFT)
     documents = documents.filter(pa.array(keep)).set_column(
         documents.column_names.index("file_index"), "file_index",
         pa.array(now >> FILE_SHIFT, pa.int64()))
