@@ -91,7 +91,11 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
             pair_keys(old_relationships), value_set=pairs)))
     kept_rows = np.concatenate([old_entities.column("description_row").to_numpy(),
                                 old_relationships.column("description_row").to_numpy()])
-    block = pa.concat_tables([old_block.take(pa.array(kept_rows, pa.int64())), new_block])
+    # One chunk, as a build's block is: the workers take a few rows of it per report, and a
+    # take from a list column in two chunks joins the whole column first (1.3 ms against
+    # 0.01 for 10 rows of a 100k-row block: 5.8 s of a 1% add's workers at 100M tokens).
+    block = pa.concat_tables([old_block.take(pa.array(kept_rows, pa.int64())),
+                              new_block]).combine_chunks()
     # The kept rows first (in that order), then the new block's.
     n_old_entities, n_kept = old_entities.num_rows, len(kept_rows)
     old_entities = _placed(old_entities, np.arange(n_old_entities))

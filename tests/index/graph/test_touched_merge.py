@@ -101,6 +101,8 @@ def test_a_touched_merge_equals_a_full_merge_of_the_new_instances(as_rows):
         assert _by_element(touched[1], touched[2], "source,target") == \
             _by_element(full[1], full[2], "source,target")
         assert asdict(touched[3]) == asdict(full_stats)
+        # In one chunk per column, as a build's: workers take rows of it per report.
+        assert all(column.num_chunks == 1 for column in touched[2].columns)
         # Every entity whose row changed, or whose relationships did, is among the touched.
         before = _by_element(previous[0], previous[2], "title")
         after = _by_element(full[0], full[2], "title")
