@@ -282,13 +282,12 @@ def carry_reading(ctx: BuildContext, carried: CarriedReading,
     paths = {carried.paths[i]: int(new[i])
              for i in np.flatnonzero(new >= 0)}  # carried path -> its number now
     unmoved = {carried.paths[i] for i in np.flatnonzero(new == carried.files.old)}
-    map_items(_carry_parts, [(carried.url, share, ctx.work_url)
-                             for share in in_shares(parts, ctx.config.runtime)],
+    # The read batches' parts and the instance folders, by the same tasks at once.
+    map_items(_carry_share, [(carried.url, kind, share, ctx.work_url)
+                             for kind, items in (("parts", parts), ("folders", folders))
+                             for share in in_shares(items, ctx.config.runtime)],
               ctx.config.runtime, num_cpus=CARRY_TASK_CPUS,
               shared=[carried.files, paths, unmoved])
-    map_items(_carry_pieces, [(carried.url, share, ctx.work_url)
-                              for share in in_shares(folders, ctx.config.runtime)],
-              ctx.config.runtime, num_cpus=CARRY_TASK_CPUS, shared=[carried.files])
     status = carried.carried_status()
     status = status.set_column(status.column_names.index("reused"), "reused",
                                pa.array(np.ones(status.num_rows, dtype=bool)))
@@ -447,11 +446,15 @@ def _listing(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
         return []
 
 
-def _carry_parts(job: tuple[str, list[str], str], files: FileMap,
+def _carry_share(job: tuple[str, str, list[str], str], files: FileMap,
                  paths: dict[str, int], unmoved: set[str]) -> None:
-    url, names, work_url = job
+    """A carrying task's share: read batches' parts, or instance folders."""
+    url, kind, names, work_url = job
     for name in names:
-        _carry_part(url, name, work_url, files, paths, unmoved)
+        if kind == "parts":
+            _carry_part(url, name, work_url, files, paths, unmoved)
+        else:
+            _carry_folder(url, name, work_url, files)
 
 
 def _carry_part(url: str, name: str, work_url: str, files: FileMap,
@@ -506,12 +509,6 @@ def _carry_part(url: str, name: str, work_url: str, files: FileMap,
                                         value_set=documents.column("id")))
         if shared.num_rows:
             write_parquet(work_fs, f"{work_root}/shared_content/{target}.parquet", shared)
-
-
-def _carry_pieces(job: tuple[str, list[str], str], files: FileMap) -> None:
-    url, folders, work_url = job
-    for folder in folders:
-        _carry_folder(url, folder, work_url, files)
 
 
 def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:

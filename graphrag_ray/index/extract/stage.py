@@ -391,13 +391,12 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
     instances into `shards` pieces per batch. Returns one status row per chunk, in chunk
     order; stops if every chunk failed. `services`: the context's, or those a batch pass
     returned; `chunk_estimates`: per file number, for the progress bar."""
-    with ctx.stage("extract"):
-        carried = carry_reading(ctx, plan.carried, plan.previous_kept_url) \
-            if plan.carried is not None else CHUNK_STATUS_SCHEMA.empty_table()
-        if plan.carried is not None:
-            ctx.progress(f"{plan.carried.carried()} unchanged files carried over "
-                         f"({carried.num_rows} chunks); {plan.inputs.num_rows} to read")
-        extraction = carried if not plan.inputs.num_rows else map_table(
+    with ctx.stage("extract"), ThreadPoolExecutor(1, thread_name_prefix="carry") as carrying:
+        # An update's carried reading is linked and renumbered (tasks asking for no CPU,
+        # mostly waiting on files) while the pool reads and extracts the files read now.
+        pending = carrying.submit(carry_reading, ctx, plan.carried, plan.previous_kept_url) \
+            if plan.carried is not None else None
+        extraction = None if not plan.inputs.num_rows else map_table(
             plan.inputs, plan.method.worker, plan.worker_args(ctx, services or ctx.services),
             ctx.config.runtime, output_schema=CHUNK_STATUS_SCHEMA, **plan.pool,
             first=(read_and_chunk, {"reading": plan.reading}, FILES_PER_READ),
@@ -407,7 +406,13 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
                 else None}, plan.method.instance_batch_chunks),
             progress=ChunkProgress("extract", chunk_estimates, seq_file_number)
             if ctx.progress_bars and chunk_estimates else None)
-        if plan.carried is not None and plan.inputs.num_rows:
+        carried = pending.result() if pending is not None else None
+        if carried is not None:
+            ctx.progress(f"{plan.carried.carried()} unchanged files carried over "
+                         f"({carried.num_rows} chunks); {plan.inputs.num_rows} to read")
+        if extraction is None:
+            extraction = carried if carried is not None else CHUNK_STATUS_SCHEMA.empty_table()
+        elif carried is not None:
             extraction = pa.concat_tables([carried, extraction.cast(carried.schema)])
     # Workers return rows in completion order; chunk order makes every later stage
     # (description lists, prompts, hence cache keys) the same from run to run.
