@@ -208,15 +208,11 @@ def read_kept_reports(version: IndexVersion, kept: dict[int, int],
 _LIGHT_COLUMNS = ["community", "title", "generation"]
 
 
-def _whole_rows_needed(kept: dict[int, int], linked: set[int],
-                       communities: list[Community]) -> set[int]:
+def _whole_rows_needed(kept: dict[int, int], linked: set[int]) -> set[int]:
     """The previous communities whose kept reports are read whole at once: those not
-    served by a linked part (their rows are written again), and those whose parent is
-    reported again, whose context may take them as sub-reports (`KeptReports.reports`).
-    Read as each context asked, a 1% update of a 100M-token index read the previous
-    reports table 110 times, 1.2 s."""
-    return {kept[c.id] for c in communities if c.id in kept and (
-        c.id not in linked or (c.parent >= 0 and c.parent not in kept))}
+    served by a linked part (their rows are written again). A context reads its kept
+    sub-communities' reports when it takes them (`KeptReports.reports`)."""
+    return {kept[c] for c in kept if c not in linked}
 
 
 def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
@@ -241,7 +237,7 @@ def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
     kept = kept_communities(communities, digests, update.version.read_table(COMMUNITY_DIGESTS))
     linked, first_part = link_kept_reports(update.version, ctx.staged, communities, kept)
     reports = read_kept_reports(update.version, kept, None if every_text else
-                                _whole_rows_needed(kept, linked, communities))
+                                _whole_rows_needed(kept, linked))
     reports.linked, reports.first_part = linked, first_part
     return reports
 
