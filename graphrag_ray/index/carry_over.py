@@ -223,13 +223,6 @@ def carry_scans(ctx: BuildContext, carried: CarriedReading
             [table for _, table in carried_parts])
 
 
-# Threads carrying the read batches' parts and the instance folders: linking files, reading
-# and writing small ones, mostly waiting on storage, in the driver (as Ray tasks asking for
-# no CPU, a 1% update at 100M tokens started two to six more worker processes, each
-# importing for a second or two on 2 cores: 3.4-5.3 s, against 3.0-3.2 s in threads).
-CARRY_THREADS = 8
-
-
 # Threads reading the carried passage scans: enough to keep object storage's round trips
 # overlapping, few enough for two cores.
 SCAN_READING_THREADS = 8
@@ -266,10 +259,17 @@ def reading_differently(carried: CarriedReading, kept: list[tuple[int, Scan]],
             if reading_signature((old, *scan[1:]), before) != reading_signature(scan, repeated)}
 
 
+# Threads carrying the read batches' parts and the instance folders: linking files, reading
+# and writing small ones, mostly waiting on storage, in the driver (as Ray tasks asking for
+# no CPU, a 1% update at 100M tokens started two to six more worker processes, each
+# importing for a second or two on 2 cores: 3.4-5.3 s, against 3.0-3.2 s in threads).
+CARRY_THREADS = 8
+
+
 def carry_reading(ctx: BuildContext, carried: CarriedReading,
                   kept_extractions_url: str | None = None) -> pa.Table:
     """The carried files' documents, chunks, input reports and instances written into the
-    work area (renumbered), in parallel tasks; returns their chunks' extraction status rows
+    work area (renumbered), by threads; returns their chunks' extraction status rows
     (marked reused, no usage). `kept_extractions_url`: the previous version's kept LLM
     extractions, copied into this version's (the next update with other settings reuses
     them)."""
