@@ -360,16 +360,10 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     rows of linked parts the staged table leaves out (`IndexVersion.left_out`); returns the
     rows carried."""
     groups = in_shares(carried.previous.table_urls(name), runtime)
-    # The previous rows not carried: few, where the carried are most (each task hashed all
-    # of these: 1.75 s of a 1% update's workers at 100M tokens).
-    previous = pa.chunked_array([part.column("id") for part in carried.previous.iter_table(
-        name, ["id"])], type=pa.string())
-    wanted = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    dropped = previous.filter(pc.invert(pc.is_in(previous, value_set=wanted)))
     carried_parts = map_items(_carry_vector_parts, [
         (group, staged.url_of(f"{name}/{CARRIED_VECTOR_PARTS}{i:05d}"))
         for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS,
-        shared=[dropped.combine_chunks(), carried.previous.left_out(name)])
+        shared=[ids, carried.previous.left_out(name)])
     staged.write_left_out(name, {part: left for _, parts in carried_parts
                                  for part, left in parts.items()})
     return sum(rows for rows, _ in carried_parts)
@@ -393,10 +387,10 @@ CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 CARRIED_WHOLE_ROWS = 512
 
 
-def _carry_vector_parts(job: tuple[list[str], str], dropped: pa.Array,
+def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray,
                         left_out: dict[str, pa.Array]) -> tuple[int, dict[str, pa.Array]]:
     """Parts of a previous embeddings table (`left_out`: the rows each already left out) ->
-    its rows but those of `dropped` (the ids an update does not carry): a long part that keeps most of its rows linked as it is, with the
+    the rows of `ids`: a long part that keeps most of its rows linked as it is, with the
     ids of the rows it no longer serves, the rows of the others gathered into parts of about
     `CARRIED_VECTOR_PART_BYTES` (a table of small parts, one per read batch, is not carried
     part for part; nor in one part, which a reader would hold whole). A 1% add to a
@@ -404,6 +398,9 @@ def _carry_vector_parts(job: tuple[list[str], str], dropped: pa.Array,
     spread over every part: their 1.3 GB and 1 GB of vectors were decoded and encoded again
     (12 s, then 11 s). Returns the rows carried and, per linked part, its left-out ids."""
     sources, target = job
+    # A Python set, built once: `pc.is_in` hashes its value set again on every call (27 ms
+    # a part for 258k entity ids: 6.8 s to link a 100M-token index's 244 parts).
+    wanted = set(ids.combine_chunks().to_pylist())
     kept, size, written, rows = [], 0, 0, 0
     left: dict[str, pa.Array] = {}
 
@@ -421,7 +418,8 @@ def _carry_vector_parts(job: tuple[list[str], str], dropped: pa.Array,
     for source in sources:
         fs, path = fsspec.core.url_to_fs(source)
         part_ids = read_parquet(fs, path, ["id"]).column("id")
-        keep = pc.invert(pc.is_in(part_ids, value_set=dropped))
+        keep = pa.array(np.fromiter((i in wanted for i in part_ids.to_pylist()), dtype=bool,
+                                    count=len(part_ids)))
         before = left_out.get(path.rsplit("/", 1)[-1])
         if before is not None:  # (its current vector, if any, is in another part)
             keep = pc.and_(keep, pc.invert(pc.is_in(part_ids, value_set=before)))
