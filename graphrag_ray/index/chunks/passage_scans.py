@@ -36,10 +36,11 @@ def scan_table(scans: list[Scan]) -> pa.Table:
          for position, passages, opening in scans], schema=SCAN_SCHEMA)
 
 
-def write_scans(work_url: str, scanned: list[Scan], carried: list[pa.Table]) -> None:
+def write_scans(work_url: str, tables: list[pa.Table]) -> None:
     """Every document's scan as one table in the work area (`passages/`), in corpus order:
-    the scans made now and the carried ones (as tables: `carry_over.carry_scans`)."""
-    table = pa.concat_tables([scan_table(scanned), *carried]).sort_by("position")
+    the tables of the scans made now (`read_and_chunk.scan_passages`) and of the carried
+    ones (`carry_over.carry_scans`)."""
+    table = pa.concat_tables([SCAN_SCHEMA.empty_table(), *tables]).sort_by("position")
     fs, root = fsspec.core.url_to_fs(work_url)
     write_parquet(fs, f"{root}/{SCANS}", table, read_whole=True)
 

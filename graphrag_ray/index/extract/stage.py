@@ -20,7 +20,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import block_rows, map_items, map_table, warm_up
 from graphrag_ray.errors import LLMError
-from graphrag_ray.index.chunks.passage_scans import write_scans
+from graphrag_ray.index.chunks.passage_scans import scans_of, write_scans
 from graphrag_ray.index.chunks.positions import seq_file_number
 from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
@@ -236,12 +236,12 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
     with ThreadPoolExecutor(1, thread_name_prefix="carried-scans") as reading:
         carrying = warm_up(ctx.config.runtime, (lambda: reading.submit(
             carry_scans, ctx, carried)) if carried is not None else None)
-        scanned = [document for batch in map_items(
+        scanned_tables = map_items(
             scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
-                             settings.min_chars) for batch in batches],
-            ctx.config.runtime) for document in batch]
+                             settings.min_chars) for batch in batches], ctx.config.runtime)
+        scanned = [document for table in scanned_tables for document in scans_of(table)]
         kept, kept_tables = carrying.result() if carrying is not None else ([], [])
-    write_scans(ctx.work_url, scanned, kept_tables)
+    write_scans(ctx.work_url, scanned_tables + kept_tables)
     if len(files) < settings.min_documents:  # (scanned all the same, for the next update)
         if carried is not None:
             carried.read_again(reading_differently(carried, kept, RepeatedPassages()))
@@ -392,7 +392,7 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
     order; stops if every chunk failed. `services`: the context's, or those a batch pass
     returned; `chunk_estimates`: per file number, for the progress bar."""
     with ctx.stage("extract"), ThreadPoolExecutor(1, thread_name_prefix="carry") as carrying:
-        # An update's carried reading is linked and renumbered (tasks asking for no CPU,
+        # An update's carried reading is linked and renumbered (by the driver's threads,
         # mostly waiting on files) while the pool reads and extracts the files read now.
         pending = carrying.submit(carry_reading, ctx, plan.carried, plan.previous_kept_url) \
             if plan.carried is not None else None
