@@ -99,9 +99,12 @@ def gather_shard(work_url: str, shard: int, pieces: Pieces) -> None:
         write_gathered(fs, target, instances)
 
 
-def _read_dir(fs: fsspec.AbstractFileSystem, folder: str, schema: pa.Schema) -> pa.Table:
+def _read_dir(fs: fsspec.AbstractFileSystem, folder: str, schema: pa.Schema,
+              carried: bool = True) -> pa.Table:
+    """The folder's pieces as one table in `seq` order (`carried`: with the pieces an
+    update carried over)."""
     tables = [read_parquet(fs, part).select(schema.names).cast(schema)
-              for part in parquet_parts(fs, folder)]
+              for part in (parquet_parts(fs, folder) if carried else _new_parts(fs, folder))]
     if not tables:
         return schema.empty_table()
     table = pa.concat_tables(tables)
@@ -130,6 +133,24 @@ def write_dropped(work_url: str, kind: str, shard: int, table: pa.Table) -> None
                   table.select(list(KEY_COLUMNS[kind])))
 
 
+def only_added(work_url: str, shard: int) -> bool:
+    """Whether the shard's changes are only instances extracted now (nothing dropped), in
+    folders the merge need not gather: its merge needs no carried instance
+    (`graph/added_merge`)."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    return not any(fs.exists(f"{root}/{DROPPED}/{kind}/shard-{shard:05d}.parquet") or
+                   len(parquet_parts(fs, f"{root}/instances/{kind}/shard-{shard:05d}"))
+                   > GATHER_PAST_PIECES for kind in KINDS)
+
+
+def read_new(work_url: str, shard: int, schemas: tuple[pa.Schema, pa.Schema, pa.Schema]
+             ) -> Pieces:
+    """The shard's instances extracted now (every piece but the carried ones)."""
+    fs, root = fsspec.core.url_to_fs(work_url)
+    return tuple(_read_dir(fs, f"{root}/instances/{kind}/shard-{shard:05d}", schema,
+                           carried=False) for kind, schema in zip(KINDS, schemas))
+
+
 def read_changes(work_url: str, shard: int) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Per kind, the keys (`KEY_COLUMNS`) of the shard's instances that differ from the
     previous version's: those extracted now (every piece but the carried ones) and those
@@ -138,8 +159,7 @@ def read_changes(work_url: str, shard: int) -> tuple[pa.Table, pa.Table, pa.Tabl
     changes = []
     for kind in KINDS:
         columns = list(KEY_COLUMNS[kind])
-        paths = [p for p in parquet_parts(fs, f"{root}/instances/{kind}/shard-{shard:05d}")
-                 if not p.rsplit("/", 1)[-1].startswith(CARRIED_PREFIX)]
+        paths = _new_parts(fs, f"{root}/instances/{kind}/shard-{shard:05d}")
         dropped = f"{root}/{DROPPED}/{kind}/shard-{shard:05d}.parquet"
         if fs.exists(dropped):
             paths.append(dropped)
@@ -147,3 +167,8 @@ def read_changes(work_url: str, shard: int) -> tuple[pa.Table, pa.Table, pa.Tabl
         changes.append(pa.concat_tables(tables) if tables else pa.table(
             {c: pa.array([], pa.string()) for c in columns}))
     return tuple(changes)
+
+
+def _new_parts(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
+    return [p for p in parquet_parts(fs, folder)
+            if not p.rsplit("/", 1)[-1].startswith(CARRIED_PREFIX)]

@@ -107,6 +107,20 @@ def _majority_of(counts: Counter) -> str:
     return min(t for t, c in totals.items() if c == best)
 
 
+# A merge's state (`merge_entities(state=True)`): what merging an element again needs besides
+# its instances' keys, so that an update that only adds instances to it merges its previous
+# row with the new instances (`added_merge`) instead of reading all its instances again.
+# Places are text unit rows (`UNIT_ROW`, each instance's chunk as a row of the build's status
+# table, which is in corpus order): where each description, and each type, first appears.
+UNIT_ROW = "unit_row"
+ENTITY_STATE = ("description_units", "type_counts", "record_units")
+RELATIONSHIP_STATE = ("description_units",)
+
+
+def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
 def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
                    ) -> tuple[pa.Table, pa.Table, MergeStats]:
     """Returns (entities, relationships) with description lists, before summarization."""
@@ -131,10 +145,10 @@ def partition_instances(entity_instances: pa.Table, relationship_instances: pa.T
                                n_shards)))
 
 
-def merge_shard(pieces: Pieces) -> tuple[pa.Table, pa.Table, MergeStats]:
+def merge_shard(pieces: Pieces, state: bool = False) -> tuple[pa.Table, pa.Table, MergeStats]:
     entity_instances, mentions, relationship_instances = pieces
-    entities, entity_stats = merge_entities(entity_instances, mentions)
-    relationships, relationship_stats = merge_relationships(relationship_instances)
+    entities, entity_stats = merge_entities(entity_instances, mentions, state)
+    relationships, relationship_stats = merge_relationships(relationship_instances, state)
     return entities, relationships, _sum_stats([entity_stats, relationship_stats])
 
 
@@ -220,39 +234,54 @@ def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
     return pa.table(mentions)
 
 
-def merge_entities(entity_instances: pa.Table, mentions: pa.Table) -> tuple[pa.Table, MergeStats]:
+def merge_entities(entity_instances: pa.Table, mentions: pa.Table, state: bool = False
+                   ) -> tuple[pa.Table, MergeStats]:
     """Entities by title (in title order): the majority type, the distinct descriptions and
     text units in instance order (the records' units, then the mentions'). Grouped in Arrow,
     not a row at a time: an update merges again every title its changes touch, with all its
     instances, and the most mentioned titles hold most instances (a Python loop was 13 s of
-    a 1% update of a 100M-token index)."""
+    a 1% update of a 100M-token index). `state`: the instances are numbered (`UNIT_ROW`),
+    and each entity keeps what merging it again from its row needs (`ENTITY_STATE`)."""
     stats = MergeStats(entity_instances=entity_instances.num_rows)
     named = entity_instances.column("title")
     titles = _sorted_distinct(pa.chunked_array(named.chunks + mentions.column("title").chunks,
                                                type=pa.string()))
     stats.entities_added_from_relationships = len(titles) - len(pc.unique(named))
     of_record = _group_of(named, titles)
-    types, stats.type_conflicts = _majority_types(of_record, entity_instances.column("type"),
-                                                  len(titles))
-    descriptions = _distinct_lists(of_record, entity_instances.column("description"),
-                                   len(titles))
-    units = _distinct_lists(
+    counted = type_counts(of_record, entity_instances.column("type"),
+                          np.ones(len(of_record), np.int64),
+                          np.arange(len(of_record), dtype=np.int64))
+    types, stats.type_conflicts = majorities(counted, len(titles))
+    descriptions, description_firsts = _distinct_lists(
+        of_record, entity_instances.column("description"), len(titles))
+    units, unit_firsts = _distinct_lists(
         np.concatenate([of_record, _group_of(mentions.column("title"), titles)]),
         pa.chunked_array(entity_instances.column("text_unit_id").chunks +
                          mentions.column("text_unit_id").chunks, type=pa.string()),
         len(titles))
-    return pa.table({
+    columns = {
         "id": pa.array([element_id("entity", t) for t in titles.to_pylist()], pa.string()),
         "title": titles, "type": pa.array(types, pa.string()),
         "descriptions": descriptions, "text_unit_ids": units,
         "frequency": pc.cast(pc.list_value_length(units), pa.int64()),
-    }), stats
+    }
+    if state:
+        rows = _one_chunk(entity_instances.column(UNIT_ROW)).to_numpy()
+        columns["description_units"] = pa.ListArray.from_arrays(
+            descriptions.offsets, pa.array(rows[description_firsts], pa.int32()))
+        columns["type_counts"] = type_count_lists(counted, rows, len(titles))
+        unit_groups = np.repeat(np.arange(len(titles)), np.diff(units.offsets.to_numpy()))
+        columns["record_units"] = pa.array(np.bincount(
+            unit_groups, weights=unit_firsts < len(of_record), minlength=len(titles)
+        ).astype(np.int32), pa.int32())
+    return pa.table(columns), stats
 
 
-def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, MergeStats]:
+def merge_relationships(relationship_instances: pa.Table, state: bool = False
+                        ) -> tuple[pa.Table, MergeStats]:
     """Merged by unordered endpoint pair (in pair order), with instance counts and the
     distinct descriptions and text units in instance order; `with_weights` adds weights.
-    Grouped in Arrow, as `merge_entities`."""
+    Grouped in Arrow, as `merge_entities`; `state` as there (`RELATIONSHIP_STATE`)."""
     stats = MergeStats(relationship_instances=relationship_instances.num_rows)
     source, target = (relationship_instances.column("source"),
                       relationship_instances.column("target"))
@@ -264,15 +293,20 @@ def merge_relationships(relationship_instances: pa.Table) -> tuple[pa.Table, Mer
     group = _group_of(keys, pairs)
     ends = pc.split_pattern(pairs, "\x00")
     sources, targets = pc.list_element(ends, 0), pc.list_element(ends, 1)
-    return pa.table({
+    descriptions, firsts = _distinct_lists(group, instances.column("description"), len(pairs))
+    merged = pa.table({
         "id": pa.array([element_id("relationship", s, t) for s, t in zip(
             sources.to_pylist(), targets.to_pylist())], pa.string()),
-        "source": sources, "target": targets,
-        "descriptions": _distinct_lists(group, instances.column("description"), len(pairs)),
+        "source": sources, "target": targets, "descriptions": descriptions,
         "text_unit_ids": _distinct_lists(group, instances.column("text_unit_id"),
-                                         len(pairs)),
+                                         len(pairs))[0],
         "instance_count": pa.array(np.bincount(group, minlength=len(pairs)), pa.int64()),
-    }, schema=_RELATIONSHIPS_SCHEMA), stats
+    }, schema=_RELATIONSHIPS_SCHEMA)
+    if state:
+        rows = _one_chunk(instances.column(UNIT_ROW)).to_numpy()
+        merged = merged.append_column("description_units", pa.ListArray.from_arrays(
+            descriptions.offsets, pa.array(rows[firsts], pa.int32())))
+    return merged, stats
 
 
 _RELATIONSHIPS_SCHEMA = pa.schema([
@@ -297,38 +331,67 @@ def _group_of(keys: pa.Array | pa.ChunkedArray, distinct: pa.Array) -> np.ndarra
 
 
 def _distinct_lists(groups: np.ndarray, values: pa.Array | pa.ChunkedArray, n_groups: int
-                    ) -> pa.ListArray:
-    """Per group 0..n_groups-1 (`groups`: each value's), its values stripped, each once at its
-    first place, without nulls and empty ones: `_unique` of each group's values in order."""
-    stripped = pc.utf8_trim(values, characters=_WHITESPACE)
-    rows = pa.table({"group": pa.array(groups, pa.int64()), "value": stripped,
+                    ) -> tuple[pa.ListArray, np.ndarray]:
+    """Per group 0..n_groups-1 (`groups`: each value's), its values each once at its first
+    place, without nulls (and strings stripped, without empty ones): `_unique` of each
+    group's values in order; and where each list value first came (its row in `values`)."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        values = pc.utf8_trim(values, characters=_WHITESPACE)
+        valid = pc.fill_null(pc.greater(pc.utf8_length(values), 0), False)
+    else:
+        valid = pc.is_valid(values)
+    rows = pa.table({"group": pa.array(groups, pa.int64()), "value": values,
                      "row": pa.array(np.arange(len(groups), dtype=np.int64))})
-    rows = rows.filter(pc.fill_null(pc.greater(pc.utf8_length(stripped), 0), False))
+    rows = rows.filter(valid)
     first = rows.group_by(["group", "value"]).aggregate([("row", "min")]).sort_by(
         [("group", "ascending"), ("row_min", "ascending")])
     offsets = np.zeros(n_groups + 1, dtype=np.int64)
     np.cumsum(np.bincount(first.column("group").to_numpy(), minlength=n_groups),
               out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                    first.column("value").combine_chunks().cast(pa.string()))
+    return (pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                     first.column("value").combine_chunks().cast(values.type)),
+            first.column("row_min").to_numpy())
 
 
-def _majority_types(groups: np.ndarray, types: pa.Array | pa.ChunkedArray, n_groups: int
-                    ) -> tuple[list[str], int]:
-    """Per group, `_majority` of its instances' types (from each type's count, the types in
-    the order they first appear, as `_majority` meets them), and how many groups had more
-    than one type."""
-    counted = pa.table({
+def type_counts(groups: np.ndarray, types: pa.Array | pa.ChunkedArray, counts: np.ndarray,
+                order: np.ndarray) -> pa.Table:
+    """Per group and type: how many instances say it (`counts` each) and the least `order`
+    of them (where it first appears), rows by group, then first appearance."""
+    return pa.table({
         "group": pa.array(groups, pa.int64()), "type": types,
-        "row": pa.array(np.arange(len(groups), dtype=np.int64))}).group_by(
-        ["group", "type"]).aggregate([([], "count_all"), ("row", "min")]).sort_by("row_min")
+        "count": pa.array(counts, pa.int64()), "order": pa.array(order, pa.int64())}).group_by(
+        ["group", "type"]).aggregate([("count", "sum"), ("order", "min")]).sort_by(
+        [("group", "ascending"), ("order_min", "ascending")])
+
+
+def majorities(counted: pa.Table, n_groups: int) -> tuple[list[str], int]:
+    """Per group, `_majority` of its instances' types (from each type's count, the types in
+    the order they first appear, as `_majority` meets them: `type_counts`), and how many
+    groups had more than one type."""
     per_group: list[Counter] = [Counter() for _ in range(n_groups)]
     for group, kind, count in zip(counted.column("group").to_pylist(),
                                   counted.column("type").to_pylist(),
-                                  counted.column("count_all").to_pylist()):
+                                  counted.column("count_sum").to_pylist()):
         per_group[group][kind] += count
     conflicts = sum(1 for counts in per_group if sum(1 for kind in counts if kind) > 1)
     return [_majority_of(counts) for counts in per_group], conflicts
+
+
+TYPE_COUNT = pa.struct([("type", pa.string()), ("count", pa.int64()), ("unit", pa.int32())])
+
+
+def type_count_lists(counted: pa.Table, unit_of_order: np.ndarray, n_groups: int
+                     ) -> pa.ListArray:
+    """`type_counts` as each group's list of (type, count, the text unit row it first
+    appears in: `unit_of_order` at its least order)."""
+    offsets = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(counted.column("group").to_numpy(), minlength=n_groups),
+              out=offsets[1:])
+    units = unit_of_order[counted.column("order_min").to_numpy()]
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.StructArray.from_arrays(
+        [counted.column("type").combine_chunks().cast(pa.string()),
+         counted.column("count_sum").combine_chunks(), pa.array(units, pa.int32())],
+        fields=list(TYPE_COUNT)))
 
 
 def with_weights(relationships: pa.Table) -> pa.Table:

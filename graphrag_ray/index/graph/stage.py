@@ -23,7 +23,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import (
-    gather_shard, read_changes, read_shard)
+    gather_shard, only_added, read_changes, read_new, read_shard)
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
 from graphrag_ray.index.graph.claims import build_covariates
@@ -32,10 +32,13 @@ from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, le
 from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
 from graphrag_ray.index.graph.layout import layout_positions, place_new
+from graphrag_ray.index.graph.added_merge import merge_added
 from graphrag_ray.index.graph.merge import (
-    MergeStats, add_degrees, combine_shards, edge_endpoints, merge_shard)
+    ENTITY_STATE, RELATIONSHIP_STATE, MergeStats, add_degrees, combine_shards, edge_endpoints,
+    merge_shard)
+from graphrag_ray.index.graph.merge_state import SELF_LOOPS, numbered, renumbered_state
 from graphrag_ray.index.graph.provenance import Provenance
-from graphrag_ray.index.graph.touched_merge import merge_touched
+from graphrag_ray.index.graph.touched_merge import merge_touched, touched_keys, touched_nodes
 from graphrag_ray.index.graph.unit_rows import (
     UNIT_ROWS, renumbered, require_known, rows_now, with_unit_rows)
 from graphrag_ray.index.resolve.stage import resolve_entities
@@ -68,52 +71,100 @@ class Graph:
     touched: np.ndarray | None = None
 
 
-# The merged shards' structure and blocks, in the work area: what the driver reads, and what
-# the version keeps for the next update's merge.
+# The merged shards' structure, state and blocks, in the work area: what the driver reads
+# (the structure), and what the version keeps for the next update's merge.
 MERGED = "merged"
+STATE = "state"  # `merged/entities-state-NNNNN.parquet`: the structure's rows' `merge_state`
 
 
 def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Array,
-                       previous_rows_now: pa.Array | None
+                       previous_rows_now: pa.Array | None, unit_seqs: np.ndarray
                        ) -> tuple[tuple[MergeStats, pa.Array | None], pa.Table]:
     """One shard (work URL, number, tokenizer, the previous reading's URL when an update
     merges only what it touched: `touched_merge`) read from storage and merged: its
     structure written to the work area, where the driver reads it and the version keeps it
-    with its block for the next update, and its description text as a block that stays with
-    the workers; with the figures, the titles of the entities an update touched
-    (`touched_merge`; None for a full merge). The driver reads the structure from storage,
-    not from the object store: object-store pages a process has read stay in its RSS (on a
-    100M-token build, 800 MB of the driver's). A folder of many instance pieces, read whole
-    here, is written again gathered (`instance_shards.gather_shard`). The structure numbers
-    the text units (`unit_rows`: rows of `unit_ids`, the extraction's status table's);
-    `previous_rows_now` (an update) turns the previous shard's rows into those
-    (`unit_rows.rows_now`)."""
+    with its state (`merge_state`) and block for the next update, and its description text
+    as a block that stays with the workers; with the figures, the titles of the entities an
+    update touched (`touched_merge`; None for a build). The driver reads the structure from
+    storage, not from the object store: object-store pages a process has read stay in its
+    RSS (on a 100M-token build, 800 MB of the driver's). A folder of many instance pieces,
+    read whole here, is written again gathered (`instance_shards.gather_shard`). The
+    structure numbers the text units (`unit_rows`: rows of `unit_ids`, the extraction's
+    status table's, whose `seq`s are `unit_seqs`); `previous_rows_now` (an update) turns
+    the previous shard's rows into those (`unit_rows.rows_now`). A shard that only gained
+    instances, whose previous version kept its state, is merged without reading the
+    carried instances (`added_merge`)."""
     work_url, number, encoding, previous_url = shard
-    pieces = read_shard(work_url, number, (
-        ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA))
-    gather_shard(work_url, number, pieces)
+    schemas = (ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
+    previous, self_loops = (None, None) if previous_url is None else _previous_shard(
+        previous_url, number, unit_ids, previous_rows_now)
     touched = None
-    if previous_url is None:
-        entities, relationships, stats = merge_shard(pieces)
-        entities, relationships, block = split_descriptions(entities, relationships, number,
-                                                            encoding)
-        entities, relationships = (with_unit_rows(table, unit_ids)
-                                   for table in (entities, relationships))
+    if self_loops is not None and only_added(work_url, number):
+        entities, relationships, block, stats, touched = merge_added(
+            numbered(read_new(work_url, number, schemas), unit_seqs), previous, self_loops,
+            number, encoding, unit_ids)
     else:
-        previous_entities, previous_relationships, previous_block = _read_merged_shard(
-            previous_url, number)
-        entities, relationships, block, stats, touched = merge_touched(
-            pieces, read_changes(work_url, number), (
-                _rows_now(previous_entities, unit_ids, previous_rows_now),
-                _rows_now(previous_relationships, unit_ids, previous_rows_now),
-                previous_block), number, encoding, unit_ids)
+        pieces = read_shard(work_url, number, schemas)
+        gather_shard(work_url, number, pieces)
+        pieces = numbered(pieces, unit_seqs)
+        changes = read_changes(work_url, number) if previous is not None else None
+        if self_loops is not None:
+            entities, relationships, block, stats, touched = merge_touched(
+                pieces, changes, previous, number, encoding, unit_ids)
+        else:  # a build, or a previous version that kept no state
+            entities, relationships, stats = merge_shard(pieces, state=True)
+            entities, relationships, block = split_descriptions(entities, relationships,
+                                                                number, encoding)
+            entities, relationships = (with_unit_rows(table, unit_ids)
+                                       for table in (entities, relationships))
+            if changes is not None:
+                touched = touched_nodes(touched_keys(changes)[0], changes)
+    if previous is not None:
         for table in (entities, relationships):
             require_known(table)
-    fs, root = fsspec.core.url_to_fs(work_url)
-    for kind, table in (("entities", entities), ("relationships", relationships),
-                        ("block", block)):
-        write_parquet(fs, _merged_path(root, kind, number), table, read_whole=True)
+    _write_merged(work_url, number, entities, relationships, block, stats.self_loops_dropped)
     return (stats, touched), block
+
+
+def _previous_shard(url: str, number: int, unit_ids: pa.Array, previous_rows_now: pa.Array
+                    ) -> tuple[tuple[pa.Table, pa.Table, pa.Table], int | None]:
+    """A previous version's merged shard: structure (with its state when it kept one) with
+    text units as rows of `unit_ids`, and block; and its self-loop instances (None: it kept
+    no state, as versions before it did not)."""
+    entities, relationships, block = _read_merged_shard(url, number)
+    entities, relationships = (_rows_now(table, unit_ids, previous_rows_now)
+                               for table in (entities, relationships))
+    fs, root = fsspec.core.url_to_fs(url)
+    paths = [_merged_path(root, f"{kind}-{STATE}", number)
+             for kind in ("entities", "relationships")]
+    if not all(fs.exists(path) for path in paths):
+        return (entities, relationships, block), None
+    states = [read_parquet(fs, path) for path in paths]
+    entities, relationships = (
+        renumbered_state(_beside(table, state), previous_rows_now)
+        for table, state in zip((entities, relationships), states))
+    return (entities, relationships, block), int(states[1].schema.metadata[SELF_LOOPS])
+
+
+def _beside(table: pa.Table, columns: pa.Table) -> pa.Table:
+    for name in columns.column_names:
+        table = table.append_column(name, columns.column(name))
+    return table
+
+
+def _write_merged(work_url: str, number: int, entities: pa.Table, relationships: pa.Table,
+                  block: pa.Table, self_loops: int) -> None:
+    fs, root = fsspec.core.url_to_fs(work_url)
+    for kind, table, state in (("entities", entities, ENTITY_STATE),
+                               ("relationships", relationships, RELATIONSHIP_STATE)):
+        write_parquet(fs, _merged_path(root, kind, number),
+                      table.drop_columns(list(state)), read_whole=True)
+        kept = table.select(list(state))
+        if kind == "relationships":
+            kept = kept.replace_schema_metadata({SELF_LOOPS: str(self_loops).encode()})
+        write_parquet(fs, _merged_path(root, f"{kind}-{STATE}", number), kept,
+                      read_whole=True)
+    write_parquet(fs, _merged_path(root, "block", number), block, read_whole=True)
 
 
 def _rows_now(table: pa.Table, unit_ids: pa.Array, previous_rows_now: pa.Array) -> pa.Table:
@@ -174,7 +225,8 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
         merged = map_items(merge_stored_shard, [(ctx.work_url, k, ctx.tokenizer, previous_url)
                                                 for k in range(shards)],
                            config.runtime, keep_blocks=True,
-                           shared=[unit_ids, previous_rows_now])
+                           shared=[unit_ids, previous_rows_now,
+                                   extraction.column("seq").to_numpy()])
         entities, relationships, stats = combine_shards([
             (shard_entities, shard_relationships, shard_stats) for
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(

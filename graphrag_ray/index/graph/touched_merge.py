@@ -10,8 +10,9 @@ its previous row, digest and token counts, and its description list moves to the
 The result is the shard a full merge gives (rows in title order within their kind; the
 block's rows in another order, which the structure's `description_row` follows).
 
-The merge's figures (`MergeStats`) are counted over all the shard's instances, without
-merging them: they must be the whole shard's, not the touched part's.
+The merge's figures (`MergeStats`) are the whole shard's, not the touched part's: counted
+from the merged rows' state (`merge_state.state_stats`). A shard that only gained instances
+is merged without reading the carried ones (`added_merge`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
     BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships, pair_keys)
+from graphrag_ray.index.graph.merge_state import state_stats
 from graphrag_ray.index.graph.unit_rows import with_unit_rows
 
 
@@ -37,53 +39,51 @@ def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array
         [pair_keys(relationships)] if relationships.num_rows else [], type=pa.string()))
 
 
-def shard_stats(pieces: Pieces) -> MergeStats:
-    """What `merge.merge_shard` counts, over all of a shard's instances."""
-    entities, mentions, relationships = pieces
-    loops = pc.sum(pc.equal(relationships.column("source"),
-                            relationships.column("target"))).as_py() or 0
-    mentioned = pc.unique(mentions.column("title"))
-    only_mentioned = pc.sum(pc.invert(pc.is_in(
-        mentioned, value_set=pc.unique(entities.column("title"))))).as_py() or 0
-    typed = entities.filter(pc.and_(pc.is_valid(entities.column("type")),
-                                    pc.not_equal(entities.column("type"), "")))
-    types = typed.group_by("title").aggregate([("type", "count_distinct")])
-    conflicts = pc.sum(pc.greater(types.column("type_count_distinct"), 1)).as_py() or 0
-    return MergeStats(entity_instances=entities.num_rows,
-                      relationship_instances=relationships.num_rows,
-                      self_loops_dropped=loops,
-                      entities_added_from_relationships=only_mentioned,
-                      type_conflicts=conflicts)
-
-
 def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
                   previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str,
-                  unit_ids: pa.Array | None = None
+                  unit_ids: pa.Array
                   ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats, pa.Array]:
-    """The shard's (entities, relationships) structure and block, as
-    `description_blocks.split_descriptions` gives them after a full merge, from `previous`
-    (the last version's structure and block of this shard) and the touched elements merged
-    again; and the titles of the entities touched, or at an end of a touched relationship
-    (the nodes whose neighbourhood in the graph may have changed: `continuity`). With
-    `unit_ids`, the previous structure lists its text units as rows of it (`unit_rows`),
-    and so does the result."""
+    """The shard's (entities, relationships) structure with state (`merge_state`) and block,
+    as `description_blocks.split_descriptions` gives them after a full merge, from
+    `previous` (the last version's structure with state, and block, of this shard, its text
+    units as rows of `unit_ids`) and the touched elements merged again from all their
+    instances (`pieces`, numbered: `merge_state.numbered`); with the shard's figures and the
+    titles of the entities touched, or at an end of a touched relationship (the nodes whose
+    neighbourhood in the graph may have changed: `continuity`)."""
     entities, mentions, relationships = pieces
     titles, pairs = touched_keys(changes)
-    ends = changes[2]
-    nodes = pc.unique(pa.chunked_array([titles, *ends.column("source").chunks,
-                                        *ends.column("target").chunks], type=pa.string()))
     merged_entities, _ = merge_entities(
         entities.filter(pc.is_in(entities.column("title"), value_set=titles)),
-        mentions.filter(pc.is_in(mentions.column("title"), value_set=titles)))
+        mentions.filter(pc.is_in(mentions.column("title"), value_set=titles)), state=True)
     merged_relationships, _ = merge_relationships(relationships.filter(
         pc.is_in(pair_keys(relationships), value_set=pairs)) if relationships.num_rows
-        else relationships)
+        else relationships, state=True)
+    loops = pc.sum(pc.equal(relationships.column("source"),
+                            relationships.column("target"))).as_py() or 0
+    merged = with_touched(previous, titles, pairs, *(
+        with_unit_rows(table, unit_ids) for table in (merged_entities, merged_relationships)),
+        shard, encoding)
+    return (*merged, state_stats(merged[0], merged[1], loops), touched_nodes(titles, changes))
+
+
+def touched_nodes(titles: pa.Array, changes: tuple[pa.Table, pa.Table, pa.Table]) -> pa.Array:
+    """The touched titles and the ends of the touched relationships."""
+    ends = changes[2]
+    return pc.unique(pa.chunked_array([titles, *ends.column("source").chunks,
+                                       *ends.column("target").chunks], type=pa.string()))
+
+
+def with_touched(previous: tuple[pa.Table, pa.Table, pa.Table], titles: pa.Array,
+                 pairs: pa.Array, entities: pa.Table, relationships: pa.Table, shard: int,
+                 encoding: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """`previous` (structure with state, and block) with the elements of `titles` and
+    `pairs` replaced by `entities` and `relationships` (merged again, with `descriptions`):
+    the new structure, in key order, and block."""
     new_entities, new_relationships, new_block = split_descriptions(
-        merged_entities, merged_relationships, shard, encoding)
-    if unit_ids is not None:
-        new_entities, new_relationships = (with_unit_rows(table, unit_ids)
-                                           for table in (new_entities, new_relationships))
+        entities, relationships, shard, encoding)
     old_entities, old_relationships, old_block = previous
+    new_entities = new_entities.select(old_entities.column_names)
+    new_relationships = new_relationships.select(old_relationships.column_names)
     old_entities = old_entities.filter(pc.invert(pc.is_in(old_entities.column("title"),
                                                           value_set=titles)))
     if old_relationships.num_rows:
@@ -106,7 +106,7 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
         "description_row").to_numpy())
     return (sorted_rows(pa.concat_tables([old_entities, new_entities]), BY_TITLE),
             sorted_rows(pa.concat_tables([old_relationships, new_relationships]), BY_ENDS),
-            block, shard_stats(pieces), nodes)
+            block)
 
 
 def _placed(table: pa.Table, rows: np.ndarray) -> pa.Table:

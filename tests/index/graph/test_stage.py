@@ -39,7 +39,7 @@ def _graph(url: str) -> tuple[dict, dict]:
 
 def _kept_shards_as_ids(index: str) -> int:
     """The version's kept merged shards rewritten as versions before rows wrote them (each
-    element's text unit ids); how many files."""
+    element's text unit ids, and no state); how many files."""
     version = IndexStore(index).open()
     unit_ids = version.read_table(f"{READING}/status", ["text_unit_id"]).column(
         "text_unit_id").combine_chunks()
@@ -47,6 +47,9 @@ def _kept_shards_as_ids(index: str) -> int:
     rewritten = 0
     for path in fs.ls(root, detail=False):
         if "/block-" in path:
+            continue
+        if f"-{stage.STATE}-" in path:
+            fs.rm(path)
             continue
         table = read_parquet(fs, path)
         assert UNIT_ROWS in table.column_names
@@ -74,3 +77,16 @@ def test_an_update_merged_into_the_kept_shards_equals_a_full_build(tmp_path: Pat
     full = str(tmp_path / "full")
     build_index(str(corpus), full, _config(), **QUIET)
     assert _graph(index) == _graph(full)
+    # Files only added: the shards that gained instances merge them into the kept rows
+    # (`added_merge`), from the state the last update kept.
+    for number, source in ((1, files[3]), (2, files[5])):
+        (corpus / f"m{number}-added.txt").write_text(
+            source.read_text(encoding="utf-8")[:4_000] + f"\nTessa Varn {number} met "
+            "Marta Quill at Quarry Lane Works.", encoding="utf-8")
+    updated = update_index(index, str(corpus), _config(), **QUIET)
+    assert updated.update["documents"]["added"] == 2 and not updated.update[
+        "documents"]["deleted"]
+    again = str(tmp_path / "again")
+    build_index(str(corpus), again, _config(), **QUIET)
+    assert _graph(index) == _graph(again)
+    assert updated.merge == IndexStore(again).open().read_manifest().merge
