@@ -470,13 +470,15 @@ class OutputConfig(_Section):
 
 class RuntimeConfig(_Section):
     changes_content: ClassVar[bool] = False
-    # auto: Ray when connected to a cluster, or when the corpus has more chunks than one
-    # process serves well: `local_max_chunks` for CPU-bound (offline) extraction, which Ray
-    # spreads over the cores, `local_max_llm_chunks` for LLM extraction, where threads wait on
-    # the endpoint and Ray's start-up and scheduling cost more than they give on one machine
-    # (the podcast corpus with an instant provider: 48 s in-process, 102 s on local Ray).
+    # auto: Ray when connected to a cluster, or when the build has more chunks to extract
+    # (an update: those of its new and changed files) than one process serves well:
+    # `local_max_chunks` for CPU-bound (offline) extraction, which Ray spreads over the cores
+    # (None: from the cores, `distributed.engine.local_chunk_limit`), `local_max_llm_chunks`
+    # for LLM extraction, where threads wait on the endpoint and Ray's start-up and
+    # scheduling cost more than they give on one machine (the podcast corpus with an instant
+    # provider: 48 s in-process, 102 s on local Ray).
     engine: Literal["auto", "ray", "local"] = "auto"
-    local_max_chunks: int = Field(256, ge=0)
+    local_max_chunks: int | None = Field(None, ge=0)
     local_max_llm_chunks: int = Field(20_000, ge=0)
     ray_address: str | None = None
     num_workers: int = Field(2, gt=0, description="max actors per stage pool")
@@ -778,11 +780,20 @@ def _describe_validation_error(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+OLD_LOCAL_MAX_CHUNKS = 256
+
+
 def config_from_manifest(manifest: Manifest, overrides: list[str] | None = None
                          ) -> GraphRagConfig:
     """The build's config (it holds no API key: `config_from_data` takes it from the
     environment)."""
     data = known_settings(copy.deepcopy(manifest.config))
     # The build's engine is not a query preference: queries use Ray only when attached to it.
-    data.setdefault("runtime", {})["engine"] = "auto"
+    runtime = data.setdefault("runtime", {})
+    runtime["engine"] = "auto"
+    # Manifests hold every setting, defaults too: before the in-process limit came from the
+    # cores (`distributed.engine.local_chunk_limit`) they held its old default, 256, which
+    # would send every later update of any size to Ray.
+    if runtime.get("local_max_chunks") == OLD_LOCAL_MAX_CHUNKS:
+        del runtime["local_max_chunks"]
     return config_from_data(data, overrides, source="the index manifest")

@@ -85,6 +85,18 @@ def test_an_older_index_manifest_with_a_renamed_key_still_opens():
         config_from_manifest(manifest, ["merge.typo=1"])  # the user's own keys stay checked
 
 
+def test_an_older_manifests_default_in_process_limit_gives_way_to_the_cores():
+    """Manifests hold every setting: one written while 256 chunks was the default limit
+    would send every update to Ray; a limit the user chose stays."""
+    from graphrag_ray.config import config_from_manifest
+
+    for held, now in ((256, None), (300, 300)):
+        manifest = Manifest.read({"config": {"runtime": {"engine": "ray",
+                                                         "local_max_chunks": held}}}, "old")
+        config = config_from_manifest(manifest)
+        assert config.runtime.local_max_chunks == now and config.runtime.engine == "auto"
+
+
 def test_the_old_tokenizer_key_still_works_with_a_deprecation_warning(tmp_path):
     path = tmp_path / "settings.yaml"
     path.write_text("chunks:\n  size: 300\n  encoding_model: p50k_base\n", encoding="utf-8")

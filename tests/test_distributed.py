@@ -27,9 +27,14 @@ def test_resolve_engine(monkeypatch):
     assert resolve_engine(RuntimeConfig(engine="local"), 10_000) == "local"
     assert resolve_engine(RuntimeConfig(engine="ray"), 1) == "ray"
     assert resolve_engine(RuntimeConfig(ray_address="ray://head:10001"), 1) == "ray"
-    # On one machine: offline extraction (CPU-bound) goes to Ray sooner than LLM extraction.
-    assert resolve_engine(RuntimeConfig(), 1_000) == "ray"
-    assert resolve_engine(RuntimeConfig(), 1_000, llm_bound=True) == "local"
+    # On one machine: offline extraction (CPU-bound) goes to Ray sooner than LLM extraction,
+    # the sooner the more cores Ray spreads it over; never on one core.
+    assert resolve_engine(RuntimeConfig(num_cpus=2), 5_000) == "local"
+    assert resolve_engine(RuntimeConfig(num_cpus=2), 6_000) == "ray"
+    assert resolve_engine(RuntimeConfig(num_cpus=8), 3_500) == "ray"
+    assert resolve_engine(RuntimeConfig(num_cpus=1), 10 ** 7) == "local"
+    assert resolve_engine(RuntimeConfig(local_max_chunks=256), 1_000) == "ray"
+    assert resolve_engine(RuntimeConfig(num_cpus=2), 6_000, llm_bound=True) == "local"
     assert resolve_engine(RuntimeConfig(), 30_000, llm_bound=True) == "ray"
     assert resolve_engine(RuntimeConfig()) == "local"  # queries
     monkeypatch.setenv("RAY_ADDRESS", "auto")
