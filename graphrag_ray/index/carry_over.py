@@ -55,7 +55,8 @@ from graphrag_ray.llm.client import USAGE_FIELDS
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.index_store import LEFT_OUT_SHARE, remove_tree
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
-from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
+from graphrag_ray.storage.parquet_io import (
+    parquet_bounds, parquet_parts, read_parquet, write_parquet)
 
 READING = "_reading"
 # The carrying tasks read and write files (no CPU to speak of) and run beside the pools,
@@ -518,9 +519,13 @@ def _carry_folder(url: str, folder: str, work_url: str, files: FileMap) -> None:
     work_fs, work_root = fsspec.core.url_to_fs(work_url)
     kept, dropped = [], []
     for part in parquet_parts(fs, f"{root}/{folder}"):
-        old = _int64(read_parquet(fs, part, ["seq"]).column("seq"))
-        keep, seq = files.remap(old)
-        if _as_they_were(old, keep, seq):
+        bounds = parquet_bounds(fs, part, "seq")
+        unmoved = bounds is not None and files.unmoved(bounds[0] >> FILE_SHIFT,
+                                                       bounds[1] >> FILE_SHIFT)
+        if not unmoved:
+            old = _int64(read_parquet(fs, part, ["seq"]).column("seq"))
+            keep, seq = files.remap(old)
+        if unmoved or _as_they_were(old, keep, seq):
             name = part.rsplit("/", 1)[-1]
             if not name.startswith(CARRIED_PREFIX):
                 name = f"{CARRIED_PREFIX}-{name}"

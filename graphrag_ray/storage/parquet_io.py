@@ -32,9 +32,12 @@ def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table,
     """Written whole (see `write_atomically`): a retried writer replaces it, a reader never
     sees half of it. `read_whole`: a work file no reader takes rows of by number, written in
     Arrow's default row groups (the small ones `row_group_rows` gives are twice as slow to
-    encode: the 100M-token entities' structure, 4.4 s against 1.9)."""
+    encode: the 100M-token entities' structure, 4.4 s against 1.9), without dictionaries:
+    its columns are mostly distinct values (ids, titles, descriptions, lists of rows), where
+    a dictionary is built to be dropped (a merged shard's structure: 10.8 -> 4.3 ms to
+    write, 765 -> 560 KB; its block 14.4 -> 12.7 ms)."""
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd",
+    pq.write_table(table, buffer, compression="zstd", use_dictionary=not read_whole,
                    row_group_size=None if read_whole else row_group_rows(table))
     write_atomically(fs, path, buffer.getvalue())
 
@@ -56,6 +59,29 @@ def read_parquet(fs: fsspec.AbstractFileSystem, path: str,
             return pq.ParquetFile(handle).read(columns=columns)
     with fs.open(path, "rb") as handle:
         return pq.read_table(handle, columns=columns, use_threads=False)
+
+
+def parquet_bounds(fs: fsspec.AbstractFileSystem, path: str, column: str
+                   ) -> tuple[object, object] | None:
+    """A column's least and greatest values, from the file's statistics, without decoding
+    it (an update carrying 2,600 instance pieces read each one's `seq` to learn that its
+    files had not moved); None when a row group holds none."""
+    if isinstance(fs, LocalFileSystem):
+        with pa.OSFile(fs._strip_protocol(path), "rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+    else:
+        with fs.open(path, "rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+    index = metadata.schema.to_arrow_schema().get_field_index(column)
+    bounds = []
+    for group in range(metadata.num_row_groups):
+        statistics = metadata.row_group(group).column(index).statistics
+        if statistics is None or not statistics.has_min_max:
+            return None
+        bounds.append((statistics.min, statistics.max))
+    if not bounds:
+        return None
+    return min(low for low, _ in bounds), max(high for _, high in bounds)
 
 
 def parquet_from_bytes(data: bytes, columns: list[str] | None = None) -> pa.Table:

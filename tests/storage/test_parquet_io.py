@@ -9,7 +9,8 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-from graphrag_ray.storage.parquet_io import parquet_from_bytes, read_parquet, write_parquet
+from graphrag_ray.storage.parquet_io import (
+    parquet_bounds, parquet_from_bytes, read_parquet, write_parquet)
 
 READER = """
 import sys, fsspec
@@ -56,3 +57,13 @@ def test_a_program_that_reads_tables_exits_cleanly(tmp_path, filesystem, runs):
     codes = [subprocess.run([sys.executable, "-c", READER, filesystem, *paths],
                             capture_output=True, timeout=120).returncode for _ in range(runs)]
     assert codes == [0] * runs
+
+
+def test_a_columns_bounds_come_from_the_files_statistics(tmp_path):
+    fs = fsspec.filesystem("file")
+    path = str(tmp_path / "seq.parquet")
+    write_parquet(fs, path, pa.table({"seq": pa.array([7, 3, 9] * 50_000, pa.int64()),
+                                      "text": ["x"] * 150_000}))
+    assert parquet_bounds(fs, path, "seq") == (3, 9)
+    simple = fsspec.filesystem("simplecache", target_protocol="file")
+    assert parquet_bounds(simple, path, "seq") == (3, 9)

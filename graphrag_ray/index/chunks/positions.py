@@ -13,7 +13,7 @@ when the whole listing has no room."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -117,6 +117,17 @@ class FileMap:
     -1 for a file not carried over: changed, deleted, read again)."""
     old: np.ndarray
     new: np.ndarray
+    # Per `old` index, how many files before it moved or went (`unmoved`; reset by `drop`).
+    _moved_before: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def unmoved(self, first: int, last: int) -> bool:
+        """Whether every previous file numbered `first` .. `last` is carried at the number it
+        had: a stored part whose rows lie between them is carried as it is, unread."""
+        if self._moved_before is None:
+            self._moved_before = np.concatenate([[0], np.cumsum(self.new != self.old)])
+        low, high = (np.searchsorted(self.old, first, "left"),
+                     np.searchsorted(self.old, last, "right"))
+        return bool(self._moved_before[high] == self._moved_before[low])
 
     def remap(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions (or chunk `seq`s) of the previous corpus -> (which belong to a file
@@ -138,6 +149,7 @@ class FileMap:
         inside = place < len(self.old)
         place = place[inside][self.old[place[inside]] == numbers[inside]]
         self.new[place] = -1
+        self._moved_before = None
 
     def carried(self) -> np.ndarray:
         """The carried files' numbers now."""

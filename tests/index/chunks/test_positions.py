@@ -71,6 +71,8 @@ def test_a_file_map_moves_positions_and_drops_files_not_carried():
     keep, now = files.remap(old)
     assert keep.tolist() == [True, True, False, False]
     assert now.tolist() == [chunk_seq(10, 0, 3), chunk_seq(25, 2, 0)]
+    assert files.unmoved(10, 10) and not files.unmoved(10, 20) and files.unmoved(11, 19)
     files.drop({20, 99})
     assert files.carried().tolist() == [10]
+    assert files.unmoved(5, 12) and not files.unmoved(12, 20)
     assert FileMap(np.array([], np.int64), np.array([], np.int64)).remap(old)[0].sum() == 0
