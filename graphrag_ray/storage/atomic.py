@@ -33,10 +33,13 @@ def copy_whole(fs: fsspec.AbstractFileSystem, source: str, target: str) -> None:
     copy where links are refused (another device); on object storage the store's own copy
     (the bytes do not come through this process)."""
     if is_local(fs):
-        fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
-        try:
-            os.link(fs._strip_protocol(source), fs._strip_protocol(target))
-            return
-        except OSError:
-            pass
+        source_path, target_path = fs._strip_protocol(source), fs._strip_protocol(target)
+        for attempt in range(2):  # the folder is made only when missing (an update links
+            try:                  # ~3,000 files into a few folders)
+                os.link(source_path, target_path)
+                return
+            except FileNotFoundError:
+                fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+            except OSError:
+                break
     fs.copy(source, target)
