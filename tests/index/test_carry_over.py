@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -16,7 +17,8 @@ from graphrag_ray import schema
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.chunks.passage_scans import SCANS
-from graphrag_ray.index.carry_over import READING
+from graphrag_ray.index.carry_over import READING, CarriedReading
+from graphrag_ray.index.chunks.positions import FileMap, chunk_seq
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS
 from graphrag_ray.index.update import update_index
 from graphrag_ray.index.write import tables
@@ -654,3 +656,15 @@ def _numbers(url: str) -> dict[str, int]:
     listing = IndexStore(url).open().read_table(f"{READING}/files")
     return dict(zip(listing.column("path").to_pylist(),
                     listing.column("file_index").to_pylist()))
+
+
+def test_the_text_units_gone_are_those_no_carried_chunk_shares():
+    """A chunk of a file read again is gone unless a carried chunk has the same text (the
+    same id): its vector stays."""
+    status = pa.table({"seq": [chunk_seq(f, 0, 0) for f in (10, 20, 30, 30)],
+                       "text_unit_id": ["a", "b", "c", "a"]})
+    carried = CarriedReading(None, FileMap(np.array([10, 20, 30]), np.array([10, 20, 30])),
+                             ["x", "y", "z"], 1, status)
+    assert carried.text_unit_ids_gone().to_pylist() == []
+    carried.read_again({20, 30})
+    assert carried.text_unit_ids_gone().to_pylist() == ["b", "c"]
