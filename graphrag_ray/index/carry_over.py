@@ -376,10 +376,14 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
     rows of linked parts the staged table leaves out (`IndexVersion.left_out`); returns the
     rows carried."""
     groups = in_shares(carried.previous.table_urls(name), runtime)
+    if gone is not None:
+        ids = None
+    elif runtime.engine == "local":
+        ids = frozenset(ids.combine_chunks().to_pylist())
     carried_parts = map_items(_carry_vector_parts, [
         (group, staged.url_of(f"{name}/{CARRIED_VECTOR_PARTS}{i:05d}"))
         for i, group in enumerate(groups)], runtime, num_cpus=CARRY_TASK_CPUS,
-        shared=[None if gone is not None else ids, carried.previous.left_out(name), gone])
+        shared=[ids, carried.previous.left_out(name), gone])
     staged.write_left_out(name, {part: left for _, parts in carried_parts
                                  for part, left in parts.items()})
     return sum(rows for rows, _ in carried_parts)
@@ -403,7 +407,7 @@ CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 CARRIED_WHOLE_ROWS = 512
 
 
-def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray | None,
+def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray | frozenset | None,
                         left_out: dict[str, pa.Array], gone: pa.Array | None = None
                         ) -> tuple[int, dict[str, pa.Array]]:
     """Parts of a previous embeddings table (`left_out`: the rows each already left out) ->
@@ -417,8 +421,10 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray | None,
     (12 s, then 11 s). Returns the rows carried and, per linked part, its left-out ids."""
     sources, target = job
     # A Python set, built once: `pc.is_in` hashes its value set again on every call (27 ms
-    # a part for 258k entity ids: 6.8 s to link a 100M-token index's 244 parts).
-    wanted = set(ids.combine_chunks().to_pylist()) if ids is not None else None
+    # a part for 258k entity ids: 6.8 s to link a 100M-token index's 244 parts). In-process
+    # the tasks' threads share the one `carry_vectors` built.
+    wanted = ids if isinstance(ids, frozenset) or ids is None else \
+        set(ids.combine_chunks().to_pylist())
     kept, size, written, rows = [], 0, 0, 0
     left: dict[str, pa.Array] = {}
 
