@@ -23,15 +23,15 @@ from graphrag_ray.index.graph.merge import (
     merge_entities, merge_relationships, pair_keys, type_count_lists, type_counts)
 from graphrag_ray.index.graph.merge_state import list_values, state_stats
 from graphrag_ray.index.graph.touched_merge import touched_keys, touched_nodes, with_touched
-from graphrag_ray.index.graph.unit_rows import with_unit_rows
 
 
 def merge_added(new: Pieces, previous: tuple[pa.Table, pa.Table, pa.Table],
-                previous_loops: int, shard: int, encoding: str, unit_ids: pa.Array
+                previous_loops: int, shard: int, encoding: str
                 ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats, pa.Array]:
     """What `touched_merge.merge_touched` returns, for a shard whose changes are only `new`
     instances (numbered: `merge_state.numbered`): `previous` (structure with state, text
-    units as rows of `unit_ids`; block) and the self-loop instances it counted."""
+    units as rows of the status table the instances are numbered by; block) and the
+    self-loop instances it counted."""
     titles, pairs = touched_keys(new)
     old_entities, old_relationships, old_block = previous
     old_entities = old_entities.filter(pc.is_in(old_entities.column("title"),
@@ -39,7 +39,7 @@ def merge_added(new: Pieces, previous: tuple[pa.Table, pa.Table, pa.Table],
     old_relationships = old_relationships.filter(pc.is_in(
         pair_keys(old_relationships), value_set=pairs)) if old_relationships.num_rows \
         else old_relationships
-    new_entities, new_relationships = merge_new_instances(*new, unit_ids)
+    new_entities, new_relationships = merge_new_instances(*new)
     merged = with_touched(previous, titles, pairs, combine_entities(
         _with_descriptions(old_entities, old_block), new_entities), combine_relationships(
         _with_descriptions(old_relationships, old_block), new_relationships), shard, encoding)
@@ -107,14 +107,12 @@ def combine_relationships(previous: pa.Table, new: pa.Table) -> pa.Table:
         "description_units": description_units})
 
 
-def merge_new_instances(entities: pa.Table, mentions: pa.Table, relationships: pa.Table,
-                        unit_ids: pa.Array) -> tuple[pa.Table, pa.Table]:
+def merge_new_instances(entities: pa.Table, mentions: pa.Table, relationships: pa.Table
+                        ) -> tuple[pa.Table, pa.Table]:
     """The new instances (numbered: `merge_state.numbered`) merged with state, their text
-    units as rows (of `unit_ids`, the rows `merge.UNIT_ROW` counts)."""
-    merged_entities, _ = merge_entities(entities, mentions, state=True)
-    merged_relationships, _ = merge_relationships(relationships, state=True)
-    return (with_unit_rows(merged_entities, unit_ids),
-            with_unit_rows(merged_relationships, unit_ids))
+    units as rows (those `merge.UNIT_ROW` counts)."""
+    return (merge_entities(entities, mentions, state=True)[0],
+            merge_relationships(relationships, state=True)[0])
 
 
 def _owners(groups: np.ndarray, tables: list[pa.Table], column: str) -> np.ndarray:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.arrow_rows import sorted_rows
+from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
 
 
 def element_id(*parts: str) -> str:
@@ -112,6 +113,8 @@ def _majority_of(counts: Counter) -> str:
 # row with the new instances (`added_merge`) instead of reading all its instances again.
 # Places are text unit rows (`UNIT_ROW`, each instance's chunk as a row of the build's status
 # table, which is in corpus order): where each description, and each type, first appears.
+# A merge with state lists the elements' text units as those rows too (`unit_rows.UNIT_ROWS`),
+# not as ids to be looked up again.
 UNIT_ROW = "unit_row"
 ENTITY_STATE = ("description_units", "type_counts", "record_units")
 RELATIONSHIP_STATE = ("description_units",)
@@ -254,15 +257,16 @@ def merge_entities(entity_instances: pa.Table, mentions: pa.Table, state: bool =
     types, stats.type_conflicts = majorities(counted, len(titles))
     descriptions, description_firsts = _distinct_lists(
         of_record, entity_instances.column("description"), len(titles))
+    unit = UNIT_ROW if state else "text_unit_id"
     units, unit_firsts = _distinct_lists(
         np.concatenate([of_record, _group_of(mentions.column("title"), titles)]),
-        pa.chunked_array(entity_instances.column("text_unit_id").chunks +
-                         mentions.column("text_unit_id").chunks, type=pa.string()),
+        pa.chunked_array(entity_instances.column(unit).chunks + mentions.column(unit).chunks,
+                         type=entity_instances.schema.field(unit).type),
         len(titles))
     columns = {
         "id": pa.array([element_id("entity", t) for t in titles.to_pylist()], pa.string()),
         "title": titles, "type": pa.array(types, pa.string()),
-        "descriptions": descriptions, "text_unit_ids": units,
+        "descriptions": descriptions, (UNIT_ROWS if state else UNIT_IDS): units,
         "frequency": pc.cast(pc.list_value_length(units), pa.int64()),
     }
     if state:
@@ -298,11 +302,13 @@ def merge_relationships(relationship_instances: pa.Table, state: bool = False
         "id": pa.array([element_id("relationship", s, t) for s, t in zip(
             sources.to_pylist(), targets.to_pylist())], pa.string()),
         "source": sources, "target": targets, "descriptions": descriptions,
-        "text_unit_ids": _distinct_lists(group, instances.column("text_unit_id"),
-                                         len(pairs))[0],
+        UNIT_IDS: _distinct_lists(group, instances.column(UNIT_ROW if state else "text_unit_id"),
+                                  len(pairs))[0],
         "instance_count": pa.array(np.bincount(group, minlength=len(pairs)), pa.int64()),
-    }, schema=_RELATIONSHIPS_SCHEMA)
+    }, schema=_RELATIONSHIPS_SCHEMA if not state else None)
     if state:
+        merged = merged.rename_columns([UNIT_ROWS if name == UNIT_IDS else name
+                                        for name in merged.column_names])
         rows = _one_chunk(instances.column(UNIT_ROW)).to_numpy()
         merged = merged.append_column("description_units", pa.ListArray.from_arrays(
             descriptions.offsets, pa.array(rows[firsts], pa.int32())))

@@ -102,7 +102,7 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Arr
     if self_loops is not None and only_added(work_url, number):
         entities, relationships, block, stats, touched = merge_added(
             numbered(read_new(work_url, number, schemas), unit_seqs), previous, self_loops,
-            number, encoding, unit_ids)
+            number, encoding)
     else:
         pieces = read_shard(work_url, number, schemas)
         gather_shard(work_url, number, pieces)
@@ -110,13 +110,11 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Arr
         changes = read_changes(work_url, number) if previous is not None else None
         if self_loops is not None:
             entities, relationships, block, stats, touched = merge_touched(
-                pieces, changes, previous, number, encoding, unit_ids)
+                pieces, changes, previous, number, encoding)
         else:  # a build, or a previous version that kept no state
             entities, relationships, stats = merge_shard(pieces, state=True)
             entities, relationships, block = split_descriptions(entities, relationships,
                                                                 number, encoding)
-            entities, relationships = (with_unit_rows(table, unit_ids)
-                                       for table in (entities, relationships))
             if changes is not None:
                 touched = touched_nodes(touched_keys(changes)[0], changes)
     if previous is not None:

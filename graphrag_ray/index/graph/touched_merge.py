@@ -26,7 +26,6 @@ from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
     BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships, pair_keys)
 from graphrag_ray.index.graph.merge_state import state_stats
-from graphrag_ray.index.graph.unit_rows import with_unit_rows
 
 
 def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array, pa.Array]:
@@ -40,14 +39,14 @@ def touched_keys(changes: tuple[pa.Table, pa.Table, pa.Table]) -> tuple[pa.Array
 
 
 def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
-                  previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str,
-                  unit_ids: pa.Array
+                  previous: tuple[pa.Table, pa.Table, pa.Table], shard: int, encoding: str
                   ) -> tuple[pa.Table, pa.Table, pa.Table, MergeStats, pa.Array]:
     """The shard's (entities, relationships) structure with state (`merge_state`) and block,
     as `description_blocks.split_descriptions` gives them after a full merge, from
     `previous` (the last version's structure with state, and block, of this shard, its text
-    units as rows of `unit_ids`) and the touched elements merged again from all their
-    instances (`pieces`, numbered: `merge_state.numbered`); with the shard's figures and the
+    units as rows of the status table the instances are numbered by) and the touched
+    elements merged again from all their instances (`pieces`, numbered:
+    `merge_state.numbered`); with the shard's figures and the
     titles of the entities touched, or at an end of a touched relationship (the nodes whose
     neighbourhood in the graph may have changed: `continuity`)."""
     entities, mentions, relationships = pieces
@@ -60,9 +59,8 @@ def merge_touched(pieces: Pieces, changes: tuple[pa.Table, pa.Table, pa.Table],
         else relationships, state=True)
     loops = pc.sum(pc.equal(relationships.column("source"),
                             relationships.column("target"))).as_py() or 0
-    merged = with_touched(previous, titles, pairs, *(
-        with_unit_rows(table, unit_ids) for table in (merged_entities, merged_relationships)),
-        shard, encoding)
+    merged = with_touched(previous, titles, pairs, merged_entities, merged_relationships,
+                          shard, encoding)
     return (*merged, state_stats(merged[0], merged[1], loops), touched_nodes(titles, changes))
 
 

@@ -14,7 +14,7 @@ from graphrag_ray.index.graph.merge import endpoint_mentions, merge_shard
 from graphrag_ray.index.graph.added_merge import merge_added
 from graphrag_ray.index.graph.merge_state import numbered, renumbered_state, state_stats
 from graphrag_ray.index.graph.touched_merge import merge_touched
-from graphrag_ray.index.graph.unit_rows import renumbered, rows_now, with_unit_rows
+from graphrag_ray.index.graph.unit_rows import renumbered, rows_now
 
 NAMES = ["ADA", "BOB", "CARL", "DORA", "ÉMILE", "FAY", "GUS", "HAL", "Zoë", "zed"]
 TYPES = ["PERSON", "ORGANIZATION", "", "GEO"]
@@ -73,8 +73,7 @@ def _merged(pieces, units: pa.Array):
     entities, relationships, stats = merge_shard(_numbered(pieces, units), state=True)
     entities, relationships, block = split_descriptions(entities, relationships, 3,
                                                         "cl100k_base")
-    return (with_unit_rows(entities, units), with_unit_rows(relationships, units), block,
-            stats)
+    return entities, relationships, block, stats
 
 
 def _renumbered(previous, units_before: pa.Array, units_now: pa.Array):
@@ -138,7 +137,7 @@ def test_a_touched_merge_equals_a_full_merge_of_the_new_instances():
         full = _merged(pieces, units_now)
         previous = _renumbered(previous, units_before, units_now)
         touched = merge_touched(_numbered(pieces, units_now), changes, previous, 3,
-                                "cl100k_base", units_now)
+                                "cl100k_base")
         _same_shard(touched, full)
         changed = _changed_titles(previous, full)
         assert changed and changed <= set(touched[4].to_pylist())
@@ -162,7 +161,7 @@ def test_a_shard_that_only_gained_instances_merges_without_the_carried_ones():
             kept = _renumbered(previous[:3], units_before, units_now)
             added_merge = merge_added(
                 _numbered(_pieces(new_entities, new_relationships), units_now), kept,
-                previous[3].self_loops_dropped, 3, "cl100k_base", units_now)
+                previous[3].self_loops_dropped, 3, "cl100k_base")
             _same_shard(added_merge, full)
             changed = _changed_titles(kept, full)
             assert changed and changed <= set(added_merge[4].to_pylist())
