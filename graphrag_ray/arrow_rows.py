@@ -24,6 +24,29 @@ def one_chunk(table: pa.Table) -> pa.Table:
     return pa.table(columns, schema=table.schema)
 
 
+def one_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`array` as one Arrow array (a chunked one joined)."""
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def list_parts(lists: pa.ListArray | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """The offsets and values of `lists`, counted from its first value (a slice's offsets
+    are not, and its `values` hold more than its lists)."""
+    lists = one_array(lists)
+    offsets = lists.offsets
+    first, last = (offsets[0].as_py(), offsets[-1].as_py()) if len(offsets) else (0, 0)
+    return (pc.subtract(offsets, first) if first else offsets,
+            lists.values.slice(first, last - first))
+
+
+def group_offsets(groups: np.ndarray, n_groups: int) -> pa.Array:
+    """The list offsets of `n_groups` lists whose values are grouped in order, `groups`
+    giving each value's group (ascending)."""
+    offsets = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(groups, minlength=n_groups), out=offsets[1:])
+    return pa.array(offsets, pa.int32())
+
+
 def take_rows(table: pa.Table, rows) -> pa.Table:
     """`table.take(rows)`, from one chunk per column."""
     return one_chunk(table).take(rows)

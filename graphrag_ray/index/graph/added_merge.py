@@ -18,10 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import group_offsets, list_parts
 from graphrag_ray.index.graph.merge import (
     MergeStats, Pieces, _distinct_lists, _group_of, _sorted_distinct, element_id, majorities,
     merge_entities, merge_relationships, pair_keys, type_count_lists, type_counts)
-from graphrag_ray.index.graph.merge_state import list_values, state_stats
+from graphrag_ray.index.graph.merge_state import state_stats
 from graphrag_ray.index.graph.touched_merge import touched_keys, touched_nodes, with_touched
 
 
@@ -39,7 +40,9 @@ def merge_added(new: Pieces, previous: tuple[pa.Table, pa.Table, pa.Table],
     old_relationships = old_relationships.filter(pc.is_in(
         pair_keys(old_relationships), value_set=pairs)) if old_relationships.num_rows \
         else old_relationships
-    new_entities, new_relationships = merge_new_instances(*new)
+    # The new instances merged with state, their text units as rows (`merge.UNIT_ROW`'s).
+    new_entities, _ = merge_entities(new[0], new[1], state=True)
+    new_relationships, _ = merge_relationships(new[2], state=True)
     merged = with_touched(previous, titles, pairs, combine_entities(
         _with_descriptions(old_entities, old_block), new_entities), combine_relationships(
         _with_descriptions(old_relationships, old_block), new_relationships), shard, encoding)
@@ -64,7 +67,7 @@ def combine_entities(previous: pa.Table, new: pa.Table) -> pa.Table:
     n = len(titles)
     descriptions, description_units = _first_places(
         groups, [previous, new], "descriptions", "description_units", n)
-    counts = pa.concat_arrays([list_values(t, "type_counts") for t in (previous, new)])
+    counts = _values([previous, new], "type_counts")
     owners = _owners(groups, [previous, new], "type_counts")
     places = counts.field("unit").to_numpy(zero_copy_only=False)
     order = np.argsort(places, kind="stable")
@@ -72,7 +75,8 @@ def combine_entities(previous: pa.Table, new: pa.Table) -> pa.Table:
                           counts.field("count").to_numpy(zero_copy_only=False)[order],
                           np.arange(len(order), dtype=np.int64))
     types, _ = majorities(counted, n)
-    units, record_units = _entity_units(groups, [previous, new], n)
+    units, record_units = _sorted_units(
+        groups, [previous, new], np.concatenate([_leading(t) for t in (previous, new)]), n)
     return pa.table({
         "id": pa.array([element_id("entity", t) for t in titles.to_pylist()], pa.string()),
         "title": titles, "type": pa.array(types, pa.string()),
@@ -92,9 +96,7 @@ def combine_relationships(previous: pa.Table, new: pa.Table) -> pa.Table:
     n = len(pairs)
     descriptions, description_units = _first_places(
         groups, [previous, new], "descriptions", "description_units", n)
-    owners = _owners(groups, [previous, new], "unit_rows")
-    rows = pa.concat_arrays([list_values(t, "unit_rows") for t in (previous, new)])
-    units = _sorted_sets(owners, rows.to_numpy(zero_copy_only=False), n)
+    units, _ = _sorted_units(groups, [previous, new], None, n)
     ends = pc.split_pattern(pairs, "\x00")
     sources, targets = pc.list_element(ends, 0), pc.list_element(ends, 1)
     counts = np.bincount(groups, weights=np.concatenate([
@@ -107,12 +109,9 @@ def combine_relationships(previous: pa.Table, new: pa.Table) -> pa.Table:
         "description_units": description_units})
 
 
-def merge_new_instances(entities: pa.Table, mentions: pa.Table, relationships: pa.Table
-                        ) -> tuple[pa.Table, pa.Table]:
-    """The new instances (numbered: `merge_state.numbered`) merged with state, their text
-    units as rows (those `merge.UNIT_ROW` counts)."""
-    return (merge_entities(entities, mentions, state=True)[0],
-            merge_relationships(relationships, state=True)[0])
+def _values(tables: list[pa.Table], column: str) -> pa.Array:
+    """The values of `tables`' lists in `column`, in order."""
+    return pa.concat_arrays([list_parts(t.column(column))[1] for t in tables])
 
 
 def _owners(groups: np.ndarray, tables: list[pa.Table], column: str) -> np.ndarray:
@@ -127,34 +126,33 @@ def _first_places(groups: np.ndarray, tables: list[pa.Table], column: str, place
     """Per group, the distinct values of `tables`' lists in `column`, in the order of their
     first place (`places`, a list beside it), with those places."""
     owners = _owners(groups, tables, column)
-    values = pa.concat_arrays([list_values(t, column) for t in tables])
-    at = np.concatenate([list_values(t, places).to_numpy(zero_copy_only=False)
-                         for t in tables]).astype(np.int64)
+    values = _values(tables, column)
+    at = _values(tables, places).to_numpy(zero_copy_only=False).astype(np.int64)
     order = np.argsort(at, kind="stable")
     lists, firsts = _distinct_lists(owners[order], values.take(order), n_groups)
     return lists, pa.ListArray.from_arrays(lists.offsets,
                                            pa.array(at[order][firsts], pa.int32()))
 
 
-def _entity_units(groups: np.ndarray, tables: list[pa.Table], n_groups: int
-                  ) -> tuple[pa.ListArray, pa.Array]:
-    """Per entity, its records' text units, then the units only its mentions name, each
-    ascending (as a merge lists them: `merge.merge_entities`), and how many are records'."""
+def _sorted_units(groups: np.ndarray, tables: list[pa.Table], leading: np.ndarray | None,
+                  n_groups: int) -> tuple[pa.ListArray, pa.Array]:
+    """Per element (group), its distinct text units (`tables`' `unit_rows`), those that
+    are `leading` anywhere first, each part ascending (as a merge lists an entity's: its
+    records' units, then the units only its mentions name: `merge.merge_entities`; a
+    relationship's, none leading: all ascending), and how many lead."""
     owners = _owners(groups, tables, "unit_rows")
-    rows = np.concatenate([list_values(t, "unit_rows").to_numpy(zero_copy_only=False)
-                           for t in tables]).astype(np.int64)
-    of_record = np.concatenate([_leading(t) for t in tables])
-    units = pa.table({"group": owners, "unit": rows, "record": of_record.astype(np.int8)}
-                     ).group_by(["group", "unit"]).aggregate([("record", "max")]).sort_by(
-        [("group", "ascending"), ("record_max", "descending"), ("unit", "ascending")])
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(units.column("group").to_numpy(), minlength=n_groups),
-              out=offsets[1:])
-    records = np.bincount(units.column("group").to_numpy(),
-                          weights=units.column("record_max").to_numpy(), minlength=n_groups)
-    return (pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(
+    rows = _values(tables, "unit_rows").to_numpy(zero_copy_only=False).astype(np.int64)
+    if leading is None:
+        leading = np.zeros(len(rows), dtype=bool)
+    units = pa.table({"group": owners, "unit": rows, "lead": leading.astype(np.int8)}
+                     ).group_by(["group", "unit"]).aggregate([("lead", "max")]).sort_by(
+        [("group", "ascending"), ("lead_max", "descending"), ("unit", "ascending")])
+    group = units.column("group").to_numpy()
+    leads = np.bincount(group, weights=units.column("lead_max").to_numpy(),
+                        minlength=n_groups)
+    return (pa.ListArray.from_arrays(group_offsets(group, n_groups), pa.array(
         units.column("unit").to_numpy().astype(np.int32), pa.int32())),
-        pa.array(records.astype(np.int32), pa.int32()))
+        pa.array(leads.astype(np.int32), pa.int32()))
 
 
 def _leading(table: pa.Table) -> np.ndarray:
@@ -164,13 +162,3 @@ def _leading(table: pa.Table) -> np.ndarray:
     starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
     leading = np.repeat(table.column("record_units").to_numpy().astype(np.int64), lengths)
     return (np.arange(int(lengths.sum())) - starts) < leading
-
-
-def _sorted_sets(owners: np.ndarray, values: np.ndarray, n_groups: int) -> pa.ListArray:
-    """Per group, its distinct values ascending."""
-    pairs = np.unique(np.stack([owners, values.astype(np.int64)], axis=1), axis=0) \
-        if len(values) else np.zeros((0, 2), dtype=np.int64)
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pairs[:, 0], minlength=n_groups), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                    pa.array(pairs[:, 1].astype(np.int32), pa.int32()))

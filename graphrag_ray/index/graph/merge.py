@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.arrow_rows import sorted_rows
+from graphrag_ray.arrow_rows import group_offsets, one_array, sorted_rows
 from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
 
 
@@ -118,10 +118,6 @@ def _majority_of(counts: Counter) -> str:
 UNIT_ROW = "unit_row"
 ENTITY_STATE = ("description_units", "type_counts", "record_units")
 RELATIONSHIP_STATE = ("description_units",)
-
-
-def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
@@ -270,7 +266,7 @@ def merge_entities(entity_instances: pa.Table, mentions: pa.Table, state: bool =
         "frequency": pc.cast(pc.list_value_length(units), pa.int64()),
     }
     if state:
-        rows = _one_chunk(entity_instances.column(UNIT_ROW)).to_numpy()
+        rows = one_array(entity_instances.column(UNIT_ROW)).to_numpy()
         columns["description_units"] = pa.ListArray.from_arrays(
             descriptions.offsets, pa.array(rows[description_firsts], pa.int32()))
         columns["type_counts"] = type_count_lists(counted, rows, len(titles))
@@ -309,7 +305,7 @@ def merge_relationships(relationship_instances: pa.Table, state: bool = False
     if state:
         merged = merged.rename_columns([UNIT_ROWS if name == UNIT_IDS else name
                                         for name in merged.column_names])
-        rows = _one_chunk(instances.column(UNIT_ROW)).to_numpy()
+        rows = one_array(instances.column(UNIT_ROW)).to_numpy()
         merged = merged.append_column("description_units", pa.ListArray.from_arrays(
             descriptions.offsets, pa.array(rows[firsts], pa.int32())))
     return merged, stats
@@ -351,10 +347,7 @@ def _distinct_lists(groups: np.ndarray, values: pa.Array | pa.ChunkedArray, n_gr
     rows = rows.filter(valid)
     first = rows.group_by(["group", "value"]).aggregate([("row", "min")]).sort_by(
         [("group", "ascending"), ("row_min", "ascending")])
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(first.column("group").to_numpy(), minlength=n_groups),
-              out=offsets[1:])
-    return (pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+    return (pa.ListArray.from_arrays(group_offsets(first.column("group").to_numpy(), n_groups),
                                      first.column("value").combine_chunks().cast(values.type)),
             first.column("row_min").to_numpy())
 
@@ -390,11 +383,9 @@ def type_count_lists(counted: pa.Table, unit_of_order: np.ndarray, n_groups: int
                      ) -> pa.ListArray:
     """`type_counts` as each group's list of (type, count, the text unit row it first
     appears in: `unit_of_order` at its least order)."""
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(counted.column("group").to_numpy(), minlength=n_groups),
-              out=offsets[1:])
     units = unit_of_order[counted.column("order_min").to_numpy()]
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.StructArray.from_arrays(
+    return pa.ListArray.from_arrays(group_offsets(
+        counted.column("group").to_numpy(), n_groups), pa.StructArray.from_arrays(
         [counted.column("type").combine_chunks().cast(pa.string()),
          counted.column("count_sum").combine_chunks(), pa.array(units, pa.int32())],
         fields=list(TYPE_COUNT)))

@@ -16,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphrag_ray.arrow_rows import list_parts
 from graphrag_ray.index.graph.merge import TYPE_COUNT, UNIT_ROW, MergeStats, Pieces
+from graphrag_ray.index.graph.unit_rows import renumbered
 
 # The relationships' state's schema metadata: the shard's self-loop instances, which the
 # merge drops (no row remembers them) but counts.
@@ -42,44 +44,30 @@ def renumbered_state(table: pa.Table, previous_rows_now: pa.Array) -> pa.Table:
     """A previous shard's structure with state, its places counted in the status table now
     (`previous_rows_now`: `unit_rows.rows_now`; -1 for a unit the update dropped, which only
     elements it merges again from all their instances list)."""
-    table = _with_list_values(table, "description_units",
-                              previous_rows_now.take(list_values(table, "description_units")))
+    table = renumbered(table, previous_rows_now, "description_units")
     if "type_counts" in table.column_names:
-        counts = list_values(table, "type_counts")
-        table = _with_list_values(table, "type_counts", pa.StructArray.from_arrays(
-            [counts.field("type"), counts.field("count"),
-             previous_rows_now.take(counts.field("unit"))], fields=list(TYPE_COUNT)))
+        offsets, counts = list_parts(table.column("type_counts"))
+        table = table.set_column(
+            table.column_names.index("type_counts"), "type_counts", pa.ListArray.from_arrays(
+                offsets, pa.StructArray.from_arrays(
+                    [counts.field("type"), counts.field("count"),
+                     previous_rows_now.take(counts.field("unit"))], fields=list(TYPE_COUNT))))
     return table
 
 
 def state_stats(entities: pa.Table, relationships: pa.Table, self_loops: int) -> MergeStats:
     """What `merge.merge_shard` counts over a shard's instances, from its merged rows'
     state (every entity record counts in its title's type counts, of a type or none)."""
-    counts = entities.column("type_counts").combine_chunks()
-    per_type = counts.values
+    offsets, per_type = list_parts(entities.column("type_counts"))
+    lengths = np.diff(offsets.to_numpy())
     n_records = pc.sum(per_type.field("count")).as_py() or 0
     said = pc.fill_null(pc.greater(pc.utf8_length(per_type.field("type")), 0), False)
-    owners = np.repeat(np.arange(len(counts)), np.diff(counts.offsets.to_numpy()))
-    typed = np.bincount(owners[said.to_numpy(zero_copy_only=False)], minlength=len(counts))
+    owners = np.repeat(np.arange(len(lengths)), lengths)
+    typed = np.bincount(owners[said.to_numpy(zero_copy_only=False)], minlength=len(lengths))
     return MergeStats(
         entity_instances=n_records,
         relationship_instances=(pc.sum(relationships.column("instance_count")).as_py() or 0)
         + self_loops,
         self_loops_dropped=self_loops,
-        entities_added_from_relationships=int(np.sum(np.diff(counts.offsets.to_numpy()) == 0)),
+        entities_added_from_relationships=int(np.sum(lengths == 0)),
         type_conflicts=int(np.sum(typed > 1)))
-
-
-def list_values(table: pa.Table, column: str) -> pa.Array:
-    """The values of the lists in `table`'s `column`, in order (a slice's offsets need not
-    start at 0)."""
-    lists = table.column(column).combine_chunks()
-    first, last = lists.offsets[0].as_py(), lists.offsets[-1].as_py()
-    return lists.values.slice(first, last - first)
-
-
-def _with_list_values(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
-    lists = table.column(column).combine_chunks()
-    offsets = pc.subtract(lists.offsets, lists.offsets[0])
-    return table.set_column(table.column_names.index(column), column,
-                            pa.ListArray.from_arrays(offsets, values))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.arrow_rows import index_in
+from graphrag_ray.arrow_rows import index_in, list_parts, one_array
 
 UNIT_IDS = "text_unit_ids"
 UNIT_ROWS = "unit_rows"
@@ -36,7 +36,7 @@ def with_unit_rows(table: pa.Table, unit_ids: pa.Array, dropped: bool = False) -
     `dropped`: `table` is a previous version's, whose ids the update dropped get -1
     (`renumbered`)."""
     lists = table.column(UNIT_IDS).combine_chunks()
-    offsets, values = _parts(lists)
+    offsets, values = list_parts(lists)
     rows = index_in(values, unit_ids)
     if dropped:
         rows = rows.fill_null(-1)
@@ -56,22 +56,23 @@ def rows_now(previous_ids: pa.Array | pa.ChunkedArray, unit_ids: pa.Array) -> pa
     return rows.fill_null(-1).cast(pa.int32())
 
 
-def renumbered(table: pa.Table, previous_rows_now: pa.Array) -> pa.Table:
-    """`table`, whose `UNIT_ROWS` count in a previous status table, with its rows counted in
-    the status table now (`previous_rows_now`: `rows_now`); -1 for a unit the update
-    dropped, which only an element it touched lists, and merges again in its place
-    (`touched_merge`: `require_known` says it did)."""
-    lists = table.column(UNIT_ROWS).combine_chunks()
-    offsets, values = _parts(lists)
+def renumbered(table: pa.Table, previous_rows_now: pa.Array, column: str = UNIT_ROWS
+               ) -> pa.Table:
+    """`table`, whose `column` (`UNIT_ROWS`, or another list of rows) counts in a previous
+    status table, with its rows counted in the status table now (`previous_rows_now`:
+    `rows_now`); -1 for a unit the update dropped, which only an element it touched lists,
+    and merges again in its place (`touched_merge`: `require_known` says it did)."""
+    lists = table.column(column).combine_chunks()
+    offsets, values = list_parts(lists)
     numbered = pa.ListArray.from_arrays(offsets, previous_rows_now.take(values),
                                         mask=_null_mask(lists))
-    return table.set_column(table.column_names.index(UNIT_ROWS), UNIT_ROWS, numbered)
+    return table.set_column(table.column_names.index(column), column, numbered)
 
 
 def require_known(table: pa.Table) -> None:
     """Fails when an element of `table` lists a text unit by -1 (`renumbered`): an element an
     update kept though a unit it was found in is gone, a bug upstream."""
-    values = _parts(table.column(UNIT_ROWS).combine_chunks())[1]
+    values = list_parts(table.column(UNIT_ROWS))[1]
     if len(values) and pc.min(values).as_py() < 0:
         raise ValueError("a merged element kept from the previous version lists a text unit "
                          "the update dropped")
@@ -81,23 +82,10 @@ def with_unit_ids(table: pa.Table, unit_ids: pa.Array) -> pa.Table:
     """`table` with `UNIT_IDS` (the ids at `UNIT_ROWS` of `unit_ids`) in place of
     `UNIT_ROWS`: the column as it is written."""
     lists = table.column(UNIT_ROWS).combine_chunks()
-    offsets, values = _parts(lists)
-    ids = pa.ListArray.from_arrays(offsets, _one_chunk(unit_ids).take(values),
+    offsets, values = list_parts(lists)
+    ids = pa.ListArray.from_arrays(offsets, one_array(unit_ids).take(values),
                                    mask=_null_mask(lists))
     return table.set_column(table.column_names.index(UNIT_ROWS), UNIT_IDS, ids)
-
-
-def _parts(lists: pa.ListArray) -> tuple[pa.Array, pa.Array]:
-    """The offsets and values of `lists`, counted from its first value (a slice's offsets
-    are not)."""
-    offsets = lists.offsets
-    first, last = (offsets[0].as_py(), offsets[-1].as_py()) if len(offsets) else (0, 0)
-    return (pc.subtract(offsets, first) if first else offsets,
-            lists.values.slice(first, last - first))
-
-
-def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def _null_mask(lists: pa.ListArray) -> pa.Array | None:
