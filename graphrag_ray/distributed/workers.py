@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from graphrag_ray.config import RuntimeConfig
+from graphrag_ray.distributed import processes
 from graphrag_ray.distributed.engine import ensure_ray
 from graphrag_ray.progress import ProgressBar
 
@@ -54,6 +55,69 @@ def io_pool_shape(in_flight: int, per_actor: int) -> PoolShape:
     return PoolShape(-(-in_flight // per_actor), per_actor)
 
 
+def _in_threads(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
+                batch_size: int, in_flight: int, first: FollowUp | None, then: FollowUp | None,
+                progress: ProgressBar | None = None) -> list[pa.Table]:
+    """`map_table` in this process: `first` over the table, the worker over its output in
+    `in_flight` threads, then `then` over theirs."""
+    if first is not None:
+        fn, kwargs, first_batch = first
+        made = [out for block in split_table(table, first_batch)
+                for out in _tables(fn(block, **kwargs))]
+        if not made:
+            return []
+        table = pa.concat_tables(made)
+    worker = worker_cls(**constructor_kwargs)
+    results = []
+    with ThreadPoolExecutor(in_flight) as threads:
+        # As they finish, not in input order: one slow batch holds no progress back.
+        for future in as_completed([threads.submit(worker, block)
+                                    for block in split_table(table, batch_size)]):
+            results.append(future.result())
+            if progress:
+                progress.add_rows(results[-1])
+    if then is not None and results:
+        fn, kwargs, then_batch = then
+        results = [fn(block, **kwargs)
+                   for block in split_table(pa.concat_tables(results), then_batch)]
+    return results
+
+
+def _chain(table: pa.Table, worker_cls: type, constructor_kwargs: dict, batch_size: int,
+           first: FollowUp, then: FollowUp | None, output_schema: pa.Schema) -> pa.Table:
+    """One worker process's share of `map_table`: its rows' whole chain, as one table."""
+    return _as_schema(_in_threads(table, worker_cls, constructor_kwargs, batch_size, 1,
+                                  first, then), output_schema)
+
+
+# Shares of a process-run `map_table` per worker process: a few, so that one share of large
+# files does not leave the other processes idle at the end, and few, so that each share's
+# `then` still writes batches of its full size.
+SHARES_PER_PROCESS = 2
+
+
+def _in_processes(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
+                  output_schema: pa.Schema, batch_size: int, first: FollowUp,
+                  then: FollowUp | None, progress: ProgressBar | None) -> pa.Table:
+    """`map_table` for Python-bound work (`first` reads the input, the worker extracts
+    offline) in the in-process engine's worker processes (`processes.py`): the input's rows
+    in shares, each share's whole chain in one process."""
+    share = max(first[2], -(-table.num_rows // (SHARES_PER_PROCESS * processes.open_workers())))
+    futures = [processes.submit(_chain, part, worker_cls, constructor_kwargs, batch_size,
+                                first, then, output_schema)
+               for part in split_table(table, share)]
+    if any(future is None for future in futures):  # (closed meanwhile: the job is ending)
+        raise RuntimeError("the worker processes were closed while a stage ran")
+    results = []
+    for future in as_completed(futures):
+        results.append(future.result())
+        if progress:
+            progress.add_rows(results[-1])
+    if progress:
+        progress.close()
+    return _as_schema(results, output_schema)
+
+
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
               *, output_schema: pa.Schema, num_cpus: float = 1.0,
               batch_size: int | None = None, shape: PoolShape | None = None,
@@ -89,31 +153,15 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     batch_size = batch_size or runtime.batch_size
     if runtime.engine == "auto":
         raise ValueError("resolve runtime.engine before calling map_table")
-    results = []
     if runtime.engine == "local":
-        if first is not None:
-            fn, kwargs, first_batch = first
-            made = [out for block in split_table(table, first_batch)
-                    for out in _tables(fn(block, **kwargs))]
-            if not made:
-                return output_schema.empty_table()
-            table = pa.concat_tables(made)
-        worker = worker_cls(**constructor_kwargs)
-        with ThreadPoolExecutor(shape.in_flight if shape else 1) as threads:
-            # As they finish, not in input order: one slow batch holds no progress back.
-            for future in as_completed([threads.submit(worker, block)
-                                        for block in split_table(table, batch_size)]):
-                results.append(future.result())
-                if progress:
-                    progress.add_rows(results[-1])
+        if first is not None and shape is None and num_cpus >= 1 \
+                and table.num_rows > first[2] and processes.open_workers():
+            return _in_processes(table, worker_cls, constructor_kwargs, output_schema,
+                                 batch_size, first, then, progress)
+        results = _in_threads(table, worker_cls, constructor_kwargs, batch_size,
+                              shape.in_flight if shape else 1, first, then, progress)
         if progress:
             progress.close()
-        if then is not None:
-            fn, kwargs, then_batch = then
-            results = [fn(block, **kwargs)
-                       for block in split_table(pa.concat_tables(results), then_batch)] \
-                if results else []
-
         return _as_schema(results, output_schema)
 
     import ray
@@ -143,6 +191,7 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     if inbox is not None:
         worker_cls = _reporting(worker_cls, inbox, progress.columns)
     drain = _Drain(inbox, progress) if inbox is not None else None
+    results = []
     with _io_bound_pipeline(io_bound), ClusterDemand(num_cpus) as demand:
         if first is not None:
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
@@ -401,7 +450,7 @@ def _as_schema(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: float = 1.0,
-              keep_blocks: bool = False, shared: list = ()) -> list:
+              keep_blocks: bool = False, shared: list = (), python_bound: bool = False) -> list:
     """`[fn(item, *shared) for item in items]`, as parallel Ray tasks when the engine is Ray.
 
     `keep_blocks`: `fn` returns (result, block); the block stays where the task put it (Ray's
@@ -412,10 +461,16 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     values put in the object store once (not copied into every task). In-process, the calls
     run in `runtime.num_workers` threads: the tasks read, decode and write Arrow and Parquet,
     which leave the interpreter (a 1% update of a 100M-token index merged its 51 shards in
-    5.6 s in two threads, 8.7 s in one)."""
+    5.6 s in two threads, 8.7 s in one); `python_bound` calls, which do not, run in the
+    engine's worker processes when a job opened them (`processes.py`; `fn`, the items and
+    `shared` must then pickle)."""
     if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks and not shared):
         if len(items) <= 1:
             return [fn(item, *shared) for item in items]
+        if python_bound and processes.open_workers():
+            futures = [processes.submit(fn, item, *shared) for item in items]
+            if all(future is not None for future in futures):
+                return [future.result() for future in futures]
         with ThreadPoolExecutor(min(runtime.num_workers, len(items)),
                                 thread_name_prefix="map-items") as pool:
             return list(pool.map(lambda item: fn(item, *shared), items))

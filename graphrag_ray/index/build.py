@@ -14,6 +14,7 @@ import time
 
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
+from graphrag_ray.distributed.processes import local_processes
 from graphrag_ray.index.carry_over import previous_numbers
 from graphrag_ray.index.chunks.positions import file_numbers
 from graphrag_ray.index.context import BuildContext, Progress
@@ -63,9 +64,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
                        for size in file_bytes]
     config = config.model_copy(deep=True)
-    config.runtime.engine = resolve_engine(config.runtime, sum(_to_extract(
-        chunk_estimates, relative, update)), llm_bound=EXTRACTION_METHODS[
-            config.extraction.method].calls_llm)
+    to_read = _to_extract(chunk_estimates, relative, update)
+    method = EXTRACTION_METHODS[config.extraction.method]
+    config.runtime.engine = resolve_engine(config.runtime, sum(to_read),
+                                           llm_bound=method.calls_llm)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(
@@ -76,7 +78,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         warm_graph_libraries()
     store = IndexStore(output_url)
     # A build that fails or is stopped removes its unpublished version (`building`).
-    with store.building(store.stage()) as staged:
+    # In-process, a build that reads many files scans (and, offline, extracts) them in
+    # worker processes.
+    with store.building(store.stage()) as staged, local_processes(
+            config.runtime, len(to_read), config.tokenizer.encoding):
         ctx = BuildContext(config, prompts, _services(config, output_url), staged,
                            progress, progress_bars)
         ctx.timings["list_inputs"] = listing_s

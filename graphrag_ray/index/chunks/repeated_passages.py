@@ -214,7 +214,10 @@ class RepeatedPassages:
             for key, bands, _ in _compared(passages):
                 root(key)
                 bands_of.setdefault(key, frozenset(bands))
-                for other in {holders[band] for band in bands if band in holders} - {key}:
+                # (In key order: a set's order follows the process's hash seed, and which
+                # key names the passage, hence the figures' token counts, followed it.)
+                for other in sorted({holders[band] for band in bands if band in holders}
+                                    - {key}):
                     # Two bands agreeing, not one: near-copies, not passages that merely
                     # share phrases (one band agrees for ~40% of pairs at 0.5 similarity).
                     if len(bands_of[key] & bands_of[other]) >= SAME_BANDS:

@@ -238,7 +238,8 @@ def find_repeated_passages(ctx: BuildContext, input_url: str, input_root: str,
             carry_scans, ctx, carried)) if carried is not None else None)
         scanned_tables = map_items(
             scan_passages, [(batch, input_url, input_root, ctx.config.input, ctx.tokenizer,
-                             settings.min_chars) for batch in batches], ctx.config.runtime)
+                             settings.min_chars) for batch in batches], ctx.config.runtime,
+            python_bound=True)
         scanned = [document for table in scanned_tables for document in scans_of(table)]
         kept, kept_tables = carrying.result() if carrying is not None else ([], [])
     write_scans(ctx.work_url, scanned_tables + kept_tables)

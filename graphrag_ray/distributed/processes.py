@@ -1,0 +1,92 @@
+"""The in-process engine's worker processes, for the work that is Python from end to end.
+
+In-process (`runtime.engine: local`) the stages run in threads, which suits what leaves the
+interpreter (Arrow, Parquet, files, LLM calls) but not the offline reading: scanning files for
+repeated passages, chunking and extracting them are pure Python, so on k cores a thread pool
+ran them on one. A build that reads many files (`USE_PROCESSES_FROM_FILES`) opens this pool
+(`local_processes`) while it lists its inputs; `map_items(python_bound=True)` and an offline
+`map_table` then run their batches in it, and without it (few files, the Python API between
+builds, a platform without fork) in threads as before: the same rows either way.
+
+The processes are forked from a server that imported the reading and extraction modules once
+(`multiprocessing`'s forkserver): a worker starts in milliseconds and pays no imports, and,
+unlike a fork of the driver, inherits none of its threads' locks.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from graphrag_ray.config import RuntimeConfig
+
+# What the fork server imports before it forks the workers: the reading, chunking, passage
+# scanning and offline extraction, with pyarrow, numpy and tiktoken under them.
+PRELOAD = ["graphrag_ray.index.extract.stage"]
+# Files read by the build from which the pool pays off: its start (~0.6 s of a core, while
+# the driver lists the inputs) against ~20 ms of Python per file read, halved on 2 cores.
+USE_PROCESSES_FROM_FILES = 64
+
+_open: tuple[ProcessPoolExecutor, int] | None = None  # the pool and its workers
+_opening = threading.Lock()
+
+
+def _load_tokenizer(encoding: str) -> None:
+    from graphrag_ray.tokens import get_encoding
+
+    get_encoding(encoding)
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+def processes_available(runtime: RuntimeConfig) -> int:
+    """How many worker processes an in-process job may use: `runtime.num_workers`, at most
+    the machine's cores; 0 where there is one core or no fork server (Windows)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return 0
+    workers = min(runtime.num_workers, runtime.num_cpus or os.cpu_count() or 1)
+    return workers if workers >= 2 else 0
+
+
+@contextmanager
+def local_processes(runtime: RuntimeConfig, files: int, encoding: str) -> Iterator[None]:
+    """The worker processes for a job in-process that reads `files` files, open inside; none
+    for a smaller job or one on Ray. Started at once (each worker loads the `encoding`
+    tokenizer) so that they are up by the time the first files are read."""
+    global _open
+    workers = processes_available(runtime)
+    if runtime.engine != "local" or files < USE_PROCESSES_FROM_FILES or not workers:
+        yield
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_load_tokenizer,
+                               initargs=(encoding,))
+    for _ in range(workers):
+        pool.submit(_ready)  # (a worker is started per task waiting for one)
+    with _opening:
+        _open = (pool, workers)
+    try:
+        yield
+    finally:
+        with _opening:
+            _open = None
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def submit(fn: Callable, *args) -> Future | None:
+    """`fn(*args)` in a worker process, or None when no pool is open (run it in a thread)."""
+    with _opening:
+        return _open[0].submit(fn, *args) if _open is not None else None
+
+
+def open_workers() -> int:
+    """How many worker processes are open (0: none)."""
+    with _opening:
+        return _open[1] if _open is not None else 0
