@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
+import types
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -45,6 +47,22 @@ def _ready() -> int:
     return os.getpid()
 
 
+@contextmanager
+def _main_left_alone() -> Iterator[None]:
+    """Workers started inside do not run the program's main script again. multiprocessing
+    starts each worker by importing the parent's `__main__` from its file (as `__mp_main__`),
+    for functions defined there; ours are all in the package, and a user's script that
+    calls the Python API without an `if __name__ == "__main__"` guard would run again in
+    every worker (and fail, starting processes while it bootstraps). A main module with
+    neither a file nor a module name is left alone."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def processes_available(runtime: RuntimeConfig) -> int:
     """How many worker processes an in-process job may use: `runtime.num_workers`, at most
     the machine's cores; 0 where there is one core or no fork server (Windows)."""
@@ -68,8 +86,9 @@ def local_processes(runtime: RuntimeConfig, files: int, encoding: str) -> Iterat
     context.set_forkserver_preload(PRELOAD)
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_load_tokenizer,
                                initargs=(encoding,))
-    for _ in range(workers):
-        pool.submit(_ready)  # (a worker is started per task waiting for one)
+    with _main_left_alone():
+        for _ in range(workers):
+            pool.submit(_ready)  # (a worker is started per task waiting for one: all here)
     with _opening:
         _open = (pool, workers)
     try:
