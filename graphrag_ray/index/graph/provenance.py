@@ -110,8 +110,9 @@ def _votes_by_owner(owners: np.ndarray, units: np.ndarray, n_owners: int, labels
     per_unit = provenance._node_offsets[units + 1] - provenance._node_offsets[units]
     voters = provenance._unit_nodes[_ranges(provenance._node_offsets[units], per_unit)]
     voter_owner = np.repeat(owners, per_unit)
-    keep = labels[voters] >= 0
-    voters, voter_owner = voters[keep], voter_owner[keep]
+    voter_labels = labels[voters]
+    keep = voter_labels >= 0
+    voters, voter_owner, voter_labels = voters[keep], voter_owner[keep], voter_labels[keep]
     chosen = np.full(n_owners, -1, dtype=np.int64)
     if not len(voters):
         return chosen
@@ -119,12 +120,16 @@ def _votes_by_owner(owners: np.ndarray, units: np.ndarray, n_owners: int, labels
                                - provenance.unit_offsets[voters])
     # Each (owner, label) bin sums its weights in voting order, as one owner's bincount did.
     span = int(labels.max()) + 1
-    bins, slots = np.unique(voter_owner * span + labels[voters], return_inverse=True)
+    bins, slots = np.unique(voter_owner * span + voter_labels, return_inverse=True)
     totals = np.bincount(slots, weights=weights)
     bin_owner, bin_label = bins // span, bins % span
-    # Per owner the largest total, the smallest label among equals.
-    order = np.lexsort((bin_label, -totals, bin_owner))
-    first = order[np.r_[True, bin_owner[order][1:] != bin_owner[order][:-1]]]
+    # Per owner (its bins are consecutive, by label) the largest total, the smallest label
+    # among equals: the first bin equal to its owner's largest. (A sort by owner, total and
+    # label took 0.4 s of the 1.2 a 100M-token update spent here.)
+    starts = np.flatnonzero(np.r_[True, bin_owner[1:] != bin_owner[:-1]])
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(bins)]))
+    best = np.flatnonzero(totals == np.maximum.reduceat(totals, starts)[group])
+    first = best[np.r_[True, group[best][1:] != group[best][:-1]]]
     chosen[bin_owner[first]] = bin_label[first]
     return chosen
 
