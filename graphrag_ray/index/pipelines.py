@@ -29,7 +29,8 @@ from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
-    CarriedReading, carry_embeddings, has_reading, keep_reading, plan_carry_over)
+    CarriedReading, ReadingTables, carry_embeddings, has_reading, keep_reading,
+    plan_carry_over)
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (
@@ -77,6 +78,7 @@ class BuildState:
     plan: ExtractionPlan | None = None
     extract_services: LLMServices | None = None
     extraction: pa.Table | None = None  # one status row per chunk
+    reading_tables: ReadingTables | None = None  # being written by a thread
     skipped: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     graph: Graph | None = None
@@ -103,6 +105,8 @@ class BuildState:
             self.feed.stop()
         if self.communities_table:
             self.communities_table.close()
+        if self.reading_tables:
+            self.reading_tables.close()
         for pool in self.pools:
             pool.close()
 
@@ -286,9 +290,13 @@ def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
         state.update.manifest.vector_stores if state.update else None)
 
 
+def _run_reading_tables(ctx: BuildContext, state: BuildState) -> None:
+    state.reading_tables = ReadingTables(ctx.staged, state.files, state.file_numbers,
+                                         state.input_root, state.extraction, state.repeated)
+
+
 def _run_keep_reading(ctx: BuildContext, state: BuildState) -> None:
-    keep_reading(ctx.staged, state.files, state.file_numbers, state.input_root,
-                 state.extraction, state.repeated, state.shards)
+    keep_reading(ctx.staged, state.reading_tables, state.shards)
 
 
 def _online_embeddings(config: GraphRagConfig) -> bool:
@@ -324,6 +332,10 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored", "update"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
+    Stage("reading_tables", _run_reading_tables, reads=("extraction", "repeated"),
+          writes=("reading_tables",), timed=False,
+          about="the reading's tables kept with the version (chunks' status, the listing, "
+                "repeated passages), written by a thread while the graph is made"),
     Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("graph",),
           calls="chat", timed=False,
           about="instances merged per shard (and entities resolved, when enabled)"),
@@ -374,16 +386,16 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("vector_stores",),
           about="approximate indexes (Lance) of the embeddings tables past "
                 "vector_index.ann_min_rows rows"),
-    Stage("keep_reading", _run_keep_reading, reads=("extraction", "repeated", "shards"),
+    Stage("keep_reading", _run_keep_reading, reads=("reading_tables", "shards"),
           about="the reading (documents, chunks, instances, passage scans) kept with the "
                 "version for the next update; the rest of the work area removed"),
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
-          "report_inputs", "merge", "kept_summaries", "summaries_pool", "communities",
-          "communities_table", "kept_reports", "layout", "summaries_and_reports_batch",
-          "summaries_and_reports", "write_graph_tables", "embed_batch", "embed", "vector_index",
-          "keep_reading"]
+          "report_inputs", "reading_tables", "merge", "kept_summaries", "summaries_pool",
+          "communities", "communities_table", "kept_reports", "layout",
+          "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
+          "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 

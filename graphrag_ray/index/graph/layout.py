@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     import igraph as ig
 
 
+def positions(n_nodes: int, sources: np.ndarray, targets: np.ndarray, weights: np.ndarray,
+              config: LayoutConfig, before: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) per node of the graph of these edges: a whole layout, or (`before`: x, y and
+    whether each node was placed, an update's) the new nodes placed (`place_new`). From the
+    edges, so that a worker process can make it (`graph.stage.lay_out`)."""
+    from graphrag_ray.index.graph.communities import build_graph
+
+    graph = build_graph(n_nodes, sources, targets, weights)
+    return place_new(graph, *before, config) if before is not None \
+        else layout_positions(graph, config)
+
+
 def layout_positions(graph: ig.Graph, config: LayoutConfig) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) per node, rounded to 4 decimals (equal across runs and machines' last bits);
     zeros when the layout is off or the graph exceeds `max_nodes`."""

@@ -9,7 +9,7 @@ The driver holds the graph's structure only; descriptions stay in object-store b
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_items
+from graphrag_ray.distributed import map_items, processes
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import (
     gather_shard, only_added, read_changes, read_new, read_shard)
@@ -31,7 +31,7 @@ from graphrag_ray.index.graph.communities import Community, build_graph, hierarc
 from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, level0_similarity
 from graphrag_ray.index.graph.description_blocks import (
     DescriptionAddresses, place_blocks, split_descriptions)
-from graphrag_ray.index.graph.layout import layout_positions, place_new
+from graphrag_ray.index.graph.layout import positions
 from graphrag_ray.index.graph.added_merge import merge_added
 from graphrag_ray.index.graph.merge import (
     ENTITY_STATE, RELATIONSHIP_STATE, MergeStats, add_degrees, combine_shards, edge_endpoints,
@@ -69,6 +69,9 @@ class Graph:
     # An update that merged only what it touched: per entity row, whether its merged row or
     # one of its relationships may have changed (None: a build, or anything may have).
     touched: np.ndarray | None = None
+    # The entities' positions (x, y), or their worker process's future (`lay_out`): joined
+    # to the entities when they are written (`with_layout`).
+    layout: tuple[np.ndarray, np.ndarray] | Future | None = None
 
 
 # The merged shards' structure, state and blocks, in the work area: what the driver reads
@@ -275,26 +278,37 @@ def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
 
 def lay_out(ctx: BuildContext, graph: Graph,
             previous: IndexVersion | PreviousTables | None = None) -> None:
-    """`entities.x`/`y` from a layout of the graph (`layout.py`), on the driver, which holds
-    the structure; timed as the `layout` stage. `previous` (an update that merged only what
-    it touched): the version (its tables, maybe read ahead) whose positions the entities it
-    had keep (`layout.place_new`)."""
+    """`entities.x`/`y` from a layout of the graph (`layout.py`), timed as the `layout`
+    stage; in a worker process when the job opened them (`distributed/processes.py`: igraph
+    holds the interpreter while it lays out, 1.2 s of a 1% update at 100M tokens), the
+    driver going on with the reports meanwhile (`with_layout` waits for it). `previous` (an
+    update that merged only what it touched): the version (its tables, maybe read ahead)
+    whose positions the entities it had keep (`layout.place_new`)."""
     with ctx.stage("layout"):
-        sources, targets = graph.endpoints
-        entity_graph = build_graph(graph.entities.num_rows, sources, targets,
-                                   graph.relationships.column("weight").to_numpy())
+        before = None
         if previous is not None and graph.touched is not None:
-            before = previous.read_table(schema.ENTITIES, POSITIONS)
-            where = pc.index_in(graph.entities.column("id"), value_set=before.column("id"))
-            placed = pc.is_valid(where).to_numpy()
+            kept = previous.read_table(schema.ENTITIES, POSITIONS)
+            where = pc.index_in(graph.entities.column("id"), value_set=kept.column("id"))
             rows = where.fill_null(0).to_numpy()
-            positions = place_new(entity_graph, before.column("x").to_numpy()[rows],
-                                  before.column("y").to_numpy()[rows], placed,
-                                  ctx.config.layout)
-        else:
-            positions = layout_positions(entity_graph, ctx.config.layout)
-        for name, values in zip(("x", "y"), positions):
-            graph.entities = graph.entities.append_column(name, pa.array(values, pa.float64()))
+            before = (kept.column("x").to_numpy()[rows], kept.column("y").to_numpy()[rows],
+                      pc.is_valid(where).to_numpy())
+        work = (positions, graph.entities.num_rows, *graph.endpoints,
+                graph.relationships.column("weight").to_numpy(), ctx.config.layout, before)
+        graph.layout = processes.submit(*work)
+        if graph.layout is None:
+            graph.layout = work[0](*work[1:])
+
+
+def with_layout(graph: Graph) -> pa.Table:
+    """The graph's entities with their layout's `x` and `y` (waiting for its process)."""
+    layout, graph.layout = graph.layout, None
+    if layout is None:
+        return graph.entities
+    entities = graph.entities
+    for name, values in zip(("x", "y"), layout if isinstance(layout, tuple)
+                            else layout.result()):
+        entities = entities.append_column(name, pa.array(values, pa.float64()))
+    return entities
 
 
 def detect_communities(entities: pa.Table, relationships: pa.Table,

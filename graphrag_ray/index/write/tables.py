@@ -21,7 +21,7 @@ from graphrag_ray.grouped import ranges
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import element_id
-from graphrag_ray.index.graph.stage import Graph
+from graphrag_ray.index.graph.stage import Graph, with_layout
 from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
 from graphrag_ray.index.write.carried_tables import (
     CarriedTables, carry_documents_and_text_units)
@@ -90,7 +90,7 @@ def write_graph_tables(ctx: BuildContext, graph: Graph, communities_table: Commu
     version's parts it linked (`reports_first_part`, `kept_reports.link_kept_reports`).
     Returns the row count of each table."""
     rows_per_part = ctx.config.output.rows_per_part
-    entities = finalize_entities(graph.entities)
+    entities = finalize_entities(with_layout(graph))
     relationships = finalize_relationships(graph.relationships)
     with ctx.stage("write_entities_and_relationships"):
         counts = write_element_tables(ctx.staged, entities, relationships, graph.addresses,
