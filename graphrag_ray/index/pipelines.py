@@ -332,10 +332,6 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored", "update"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
-    Stage("reading_tables", _run_reading_tables, reads=("extraction", "repeated"),
-          writes=("reading_tables",), timed=False,
-          about="the reading's tables kept with the version (chunks' status, the listing, "
-                "repeated passages), written by a thread while the graph is made"),
     Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("graph",),
           calls="chat", timed=False,
           about="instances merged per shard (and entities resolved, when enabled)"),
@@ -347,6 +343,12 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     # so the actors start while it runs.
     Stage("summaries_pool", _run_summaries_pool, writes=("summaries_pool",), timed=False,
           about="the pool for summaries, reports, the tables' writers"),
+    # Beside Leiden, which holds the interpreter on one core while Parquet's writer, which
+    # does not, has the other (beside the merge, it slowed the merge's threads).
+    Stage("reading_tables", _run_reading_tables, reads=("extraction", "repeated"),
+          writes=("reading_tables",), timed=False,
+          about="the reading's tables kept with the version (chunks' status, the listing, "
+                "repeated passages), written by a thread while communities are found"),
     Stage("communities", _run_communities, reads=("graph", "extraction"),
           writes=("communities",), timed=False, about="hierarchical Leiden"),
     Stage("communities_table", _run_communities_table,
@@ -392,7 +394,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
-          "report_inputs", "reading_tables", "merge", "kept_summaries", "summaries_pool",
+          "report_inputs", "merge", "kept_summaries", "summaries_pool", "reading_tables",
           "communities", "communities_table", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
           "embed_batch", "embed", "vector_index", "keep_reading"]

@@ -17,11 +17,12 @@ citations are turned back into the index's ids (`citations.cite_index_ids`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.tokens import count_tokens
+from graphrag_ray.tokens import count_tokens, get_encoding
 
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description|degree"
 CLAIM_HEADER = "-----Claims-----\nid|entity|type|status|description"
@@ -71,10 +72,32 @@ def inner_cells_tokens(record: dict, encoding: str) -> int:
 
 
 def number_tokens(values: np.ndarray, encoding: str) -> np.ndarray:
-    """Tokens of each non-negative integer written out, counted once per distinct value."""
+    """Tokens of each non-negative integer written out: a token per three digits where the
+    encoding cuts numbers so (`_digits_in_threes`), else counted once per distinct value (a
+    100M-token update counted 600k numbers' tokens one by one: 0.5 s of its driver)."""
+    values = np.asarray(values, dtype=np.int64)
+    if _digits_in_threes(encoding):
+        digits = np.ones(len(values), dtype=np.int64)
+        for power in range(1, 19):
+            digits += values >= 10 ** power
+        return (digits + 2) // 3
     distinct, inverse = np.unique(values, return_inverse=True)
     return np.array([count_tokens(str(v), encoding) for v in distinct.tolist()],
                     dtype=np.int64)[inverse]
+
+
+@lru_cache(maxsize=4)
+def _digits_in_threes(encoding: str) -> bool:
+    """Whether the encoding writes a number as one token per three digits, left to right:
+    every string of one to three digits is one token, and longer ones are cut in threes
+    (cl100k_base and o200k_base; checked, not assumed, for whatever encoding is set)."""
+    enc = get_encoding(encoding)
+    if not all(len(enc.encode_ordinary(f"{v:0{width}d}")) == 1
+               for width in (1, 2, 3) for v in range(10 ** width)):
+        return False
+    samples = ["1234567890", "1000000", "90071992547409", "1010"]
+    return all([enc.decode([t]) for t in enc.encode_ordinary(text)]
+               == [text[i:i + 3] for i in range(0, len(text), 3)] for text in samples)
 
 
 @dataclass

@@ -217,3 +217,12 @@ def test_the_tokens_left_after_each_substitution_are_those_counted_afresh():
             remaining = np.setdiff1d(remaining, child)
             assert np.array_equal(left(), remaining)
             assert tokens == elements.element_tokens(remaining), (trial, k)
+
+
+def test_numbers_count_the_tokens_the_tokenizer_gives_them():
+    values = np.concatenate([np.arange(0, 3000), [9_999, 10_000, 999_999, 1_000_000,
+                                                  1_000_001, 10 ** 15, 10 ** 18 - 1],
+                             np.random.default_rng(1).integers(0, 10 ** 12, 2000)])
+    for encoding in ("cl100k_base", "o200k_base"):
+        assert number_tokens(values, encoding).tolist() == [
+            count_tokens(str(v), encoding) for v in values.tolist()]
