@@ -5,8 +5,9 @@ interpreter (Arrow, Parquet, files, LLM calls) but not the offline reading: scan
 repeated passages, chunking and extracting them are pure Python, so on k cores a thread pool
 ran them on one. A build that reads many files (`USE_PROCESSES_FROM_FILES`) opens this pool
 (`local_processes`) while it lists its inputs; `map_items(python_bound=True)` and an offline
-`map_table` then run their batches in it, and without it (few files, the Python API between
-builds, a platform without fork) in threads as before: the same rows either way.
+`map_table` then run their batches in it, the layout and the offline embeddings their work
+(`submit`, `run`), and without it (few files, a query, a platform without fork) they run in
+threads as before: the same rows either way.
 
 The processes are forked from a server that imported the reading and extraction modules once
 (`multiprocessing`'s forkserver): a worker starts in milliseconds and pays no imports, and,
@@ -27,8 +28,9 @@ from typing import Callable, Iterator
 from graphrag_ray.config import RuntimeConfig
 
 # What the fork server imports before it forks the workers: the reading, chunking, passage
-# scanning and offline extraction, with pyarrow, numpy and tiktoken under them.
-PRELOAD = ["graphrag_ray.index.extract.stage"]
+# scanning and offline extraction, with pyarrow, numpy and tiktoken under them, and the
+# offline embeddings. (The layout imports igraph in the worker that first makes one.)
+PRELOAD = ["graphrag_ray.index.extract.stage", "graphrag_ray.llm.embeddings"]
 # Files read by the build from which the pool pays off: its start (~0.6 s of a core, while
 # the driver lists the inputs) against ~20 ms of Python per file read, halved on 2 cores.
 USE_PROCESSES_FROM_FILES = 64
@@ -103,6 +105,13 @@ def submit(fn: Callable, *args) -> Future | None:
     """`fn(*args)` in a worker process, or None when no pool is open (run it in a thread)."""
     with _opening:
         return _open[0].submit(fn, *args) if _open is not None else None
+
+
+def run(fn: Callable, *args):
+    """`fn(*args)`: in a worker process when a job opened them (the caller's thread waits
+    without holding the interpreter), else here."""
+    future = submit(fn, *args)
+    return future.result() if future is not None else fn(*args)
 
 
 def open_workers() -> int:

@@ -21,6 +21,7 @@ from hashlib import blake2b
 import numpy as np
 
 from graphrag_ray.config import EmbeddingsConfig
+from graphrag_ray.distributed import processes
 from graphrag_ray.llm.cache import cache_key
 from graphrag_ray.llm.client import LLMCallError, LLMServices, _EndpointClient
 from graphrag_ray.terms import content_terms
@@ -141,8 +142,8 @@ class Embedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """One vector per text; identical texts are embedded once."""
         distinct = list(dict.fromkeys(texts))
-        if self.client is None:
-            vectors = hashing_embed(distinct, self.config.hashing_dimensions)
+        if self.client is None:  # (Python from end to end: a build's worker process makes it)
+            vectors = processes.run(hashing_embed, distinct, self.config.hashing_dimensions)
         else:
             vectors = self.client.embed(distinct)
         if len(distinct) == len(texts):
