@@ -41,6 +41,8 @@ COMMUNITY_DIGESTS_SCHEMA = pa.schema([("community", pa.int64()), ("digest", pa.s
 # What is copied of a kept report (its id follows the community's, `report_id`).
 KEPT_COLUMNS = ["community", "title", "summary", "full_content", "rank", "rating_explanation",
                 "findings", "full_content_json", "period", "generation"]
+# What a parent's context takes of a sub-community's report (`context.context_spec`).
+CONTEXT_COLUMNS = ["community", "title", "summary", "rank", "findings"]
 
 
 @dataclass
@@ -70,24 +72,26 @@ class KeptReports:
         return community in self.row_of
 
     def reports(self, rows: list[int], communities: list[int]) -> list[dict]:
-        """Rows `rows` as the report schedule holds the reports of `communities` (`rating`
-        and `rank`, the community each now serves)."""
-        found = self.whole_rows(rows).to_pylist() if rows else []
+        """Rows `rows` as a parent's context takes the reports of `communities` (its
+        `CONTEXT_COLUMNS`, `rating`, the community each now serves). Their full contents
+        are not read: they were three quarters of the rows a 100M-token update read back
+        for its parents' contexts (100 MB of 20k rows, 1.2 s)."""
+        found = self.whole_rows(rows, CONTEXT_COLUMNS).to_pylist() if rows else []
         for report, community in zip(found, communities):
             report["rating"] = report["rank"]
             report["findings"] = report["findings"] or []
             report["community"] = community
         return found
 
-    def whole_rows(self, rows) -> pa.Table:
-        """Rows `rows` of `rows` with every column, those read in part completed from the
-        previous table at once."""
+    def whole_rows(self, rows, columns: list[str] = KEPT_COLUMNS) -> pa.Table:
+        """Rows `rows` of `rows` with `columns` (every one by default), those read in part
+        completed from the previous table at once."""
         rows = np.asarray(rows, dtype=np.int64)
-        taken = self.rows.take(pa.array(rows))
+        taken = self.rows.select(columns).take(pa.array(rows))
         if self.whole is None or self.whole[rows].all():
             return taken
         present, missing = np.flatnonzero(self.whole[rows]), np.flatnonzero(~self.whole[rows])
-        read = self.reader.take(self.stored[rows[missing]], KEPT_COLUMNS).cast(self.rows.schema)
+        read = self.reader.take(self.stored[rows[missing]], columns).cast(taken.schema)
         both = pa.concat_tables([taken.take(pa.array(present)), read])
         order = np.empty(len(rows), dtype=np.int64)
         order[np.concatenate([present, missing])] = np.arange(len(rows))

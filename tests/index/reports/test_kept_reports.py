@@ -141,11 +141,8 @@ def test_kept_reports_stay_rows_and_come_back_as_they_were_in_the_communities_or
     assert 1 in kept and 0 not in kept and len(kept) == 2
     # What a context reads of a sub-community's report (`context.context_spec`) is there.
     assert kept.reports([0], [2])[0] == {"community": 2, "title": "Old A", "summary": "sa",
-                                 "full_content": "# Old A", "rank": 7.0, "rating": 7.0,
-                                 "rating_explanation": "ra",
-                                 "findings": [{"summary": "f", "explanation": "e"}],
-                                 "full_content_json": '{"rating": 7}',
-                                 "period": "2026-01-02", "generation": "llm"}
+                                         "rank": 7.0, "rating": 7.0,
+                                         "findings": [{"summary": "f", "explanation": "e"}]}
     assert kept.reports([1], [1])[0]["findings"] == []
     communities = [Community(0, 0, -1, np.arange(4), children=[1, 2]),
                    Community(1, 1, 0, np.array([0, 1])), Community(2, 1, 0, np.array([2, 3]))]
