@@ -1,14 +1,19 @@
 """The in-process engine's worker processes (`distributed/processes.py`): what runs in them
-gives the rows threads give, a program's main script is not run again in them, and a build
-that reads many files uses them and writes the tables a build in threads writes."""
+gives the rows threads give, a program's main script is not run again in them, they end
+when their driver is killed, and a build that reads many files uses them and writes the
+tables a build in threads writes."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import descendants
 
 from graphrag_ray.config import RuntimeConfig, load_config
 from graphrag_ray.distributed import map_items, map_table, processes
@@ -116,3 +121,35 @@ def test_a_build_of_many_files_reads_them_in_processes_and_writes_the_same_table
     for name, key in (("entities", "id"), ("relationships", "id"), ("communities", "id"),
                       ("community_reports", "id"), ("text_units", "id"), ("documents", "id")):
         assert a.read_table(name).sort_by(key).equals(b.read_table(name).sort_by(key)), name
+
+
+@pytest.mark.slow
+def test_the_workers_go_when_their_driver_is_killed(tmp_path):
+    """A driver killed outright (SIGKILL, the OOM killer) never closes its pool: its worker
+    processes, and the fork server they keep alive, end by themselves."""
+    script = tmp_path / "driver.py"
+    script.write_text(textwrap.dedent("""
+        import os, time
+        from graphrag_ray.config import RuntimeConfig
+        from graphrag_ray.distributed import processes
+        with processes.local_processes(RuntimeConfig(engine="local", num_workers=2,
+                                                     num_cpus=2), 100, "cl100k_base"):
+            print(processes.submit(os.getpid).result(), flush=True)
+            time.sleep(600)
+        """))
+    driver = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              cwd=tmp_path)
+    try:
+        worker = int(driver.stdout.readline())
+        below = descendants(driver.pid)
+        assert worker in below and any("forkserver" in c for c in below.values())
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while (alive := [pid for pid in below if os.path.exists(f"/proc/{pid}")
+                     and "multiprocessing" in Path(f"/proc/{pid}/cmdline").read_text(
+                         errors="replace")]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert alive == []
+    driver.stdout.close()

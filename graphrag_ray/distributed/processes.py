@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 import types
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -39,9 +40,28 @@ _open: tuple[ProcessPoolExecutor, int] | None = None  # the pool and its workers
 _opening = threading.Lock()
 
 
-def _load_tokenizer(encoding: str) -> None:
+# How often a worker looks for the process that opened it: a driver that is killed (SIGKILL,
+# the OOM killer) never closes its pool, and its workers, which each hold a copy of the fork
+# server's lifeline, would keep themselves and the server alive for good.
+DRIVER_CHECK_S = 0.5
+
+
+def _start_worker(encoding: str, driver: int) -> None:
+    """Each worker: the tokenizer loaded, and a thread that ends the worker once `driver`
+    is gone."""
     from graphrag_ray.tokens import get_encoding
 
+    def watch() -> None:
+        while True:
+            time.sleep(DRIVER_CHECK_S)
+            try:
+                os.kill(driver, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # (alive, under another user: not ours to signal)
+                continue
+
+    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
     get_encoding(encoding)
 
 
@@ -77,17 +97,19 @@ def processes_available(runtime: RuntimeConfig) -> int:
 @contextmanager
 def local_processes(runtime: RuntimeConfig, files: int, encoding: str) -> Iterator[None]:
     """The worker processes for a job in-process that reads `files` files, open inside; none
-    for a smaller job or one on Ray. Started at once (each worker loads the `encoding`
-    tokenizer) so that they are up by the time the first files are read."""
+    for a smaller job or one on Ray, and none of its own inside a job that holds them
+    already. Started at once (each worker loads the `encoding` tokenizer) so that they are
+    up by the time the first files are read."""
     global _open
     workers = processes_available(runtime)
-    if runtime.engine != "local" or files < USE_PROCESSES_FROM_FILES or not workers:
+    if runtime.engine != "local" or files < USE_PROCESSES_FROM_FILES or not workers \
+            or open_workers():
         yield
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_load_tokenizer,
-                               initargs=(encoding,))
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                               initargs=(encoding, os.getpid()))
     with _main_left_alone():
         for _ in range(workers):
             pool.submit(_ready)  # (a worker is started per task waiting for one: all here)
@@ -105,6 +127,14 @@ def submit(fn: Callable, *args) -> Future | None:
     """`fn(*args)` in a worker process, or None when no pool is open (run it in a thread)."""
     with _opening:
         return _open[0].submit(fn, *args) if _open is not None else None
+
+
+def submit_all(fn: Callable, calls: list[tuple]) -> list[Future]:
+    """`fn(*args)` for each of `calls` in the worker processes, which must be open."""
+    futures = [submit(fn, *args) for args in calls]
+    if any(future is None for future in futures):  # (closed meanwhile: the job is ending)
+        raise RuntimeError("the worker processes were closed while a stage ran")
+    return futures
 
 
 def run(fn: Callable, *args):

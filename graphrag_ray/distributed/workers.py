@@ -103,11 +103,9 @@ def _in_processes(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     offline) in the in-process engine's worker processes (`processes.py`): the input's rows
     in shares, each share's whole chain in one process."""
     share = max(first[2], -(-table.num_rows // (SHARES_PER_PROCESS * processes.open_workers())))
-    futures = [processes.submit(_chain, part, worker_cls, constructor_kwargs, batch_size,
-                                first, then, output_schema)
-               for part in split_table(table, share)]
-    if any(future is None for future in futures):  # (closed meanwhile: the job is ending)
-        raise RuntimeError("the worker processes were closed while a stage ran")
+    futures = processes.submit_all(_chain, [
+        (part, worker_cls, constructor_kwargs, batch_size, first, then, output_schema)
+        for part in split_table(table, share)])
     results = []
     for future in as_completed(futures):
         results.append(future.result())
@@ -468,9 +466,8 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
         if len(items) <= 1:
             return [fn(item, *shared) for item in items]
         if python_bound and processes.open_workers():
-            futures = [processes.submit(fn, item, *shared) for item in items]
-            if all(future is not None for future in futures):
-                return [future.result() for future in futures]
+            return [future.result() for future in processes.submit_all(
+                fn, [(item, *shared) for item in items])]
         with ThreadPoolExecutor(min(runtime.num_workers, len(items)),
                                 thread_name_prefix="map-items") as pool:
             return list(pool.map(lambda item: fn(item, *shared), items))
