@@ -328,7 +328,11 @@ class ExtractionPlan:
     carried: CarriedReading | None = None  # an update: files not read again
 
     def worker_args(self, ctx: BuildContext, services: LLMServices) -> dict:
-        return {"config": ctx.config, "prompts": ctx.prompts, "services": services,
+        """The worker's constructor arguments: an offline method is given no LLM services
+        (it calls none, and its workers may be processes, where the services' rate budget
+        and cache do not travel)."""
+        return {"config": ctx.config, "prompts": ctx.prompts,
+                "services": services if self.method.calls_llm else None,
                 "kept_url": self.previous_kept_url}
 
 
