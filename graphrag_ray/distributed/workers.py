@@ -98,7 +98,7 @@ SHARES_PER_PROCESS = 2
 
 def _in_processes(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
                   output_schema: pa.Schema, batch_size: int, first: FollowUp,
-                  then: FollowUp | None, progress: ProgressBar | None) -> pa.Table:
+                  then: FollowUp | None, progress: ProgressBar | None) -> list[pa.Table]:
     """`map_table` for Python-bound work (`first` reads the input, the worker extracts
     offline) in the in-process engine's worker processes (`processes.py`): the input's rows
     in shares, each share's whole chain in one process."""
@@ -111,9 +111,7 @@ def _in_processes(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
         results.append(future.result())
         if progress:
             progress.add_rows(results[-1])
-    if progress:
-        progress.close()
-    return _as_schema(results, output_schema)
+    return results
 
 
 def map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict, runtime: RuntimeConfig,
@@ -154,10 +152,11 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     if runtime.engine == "local":
         if first is not None and shape is None and num_cpus >= 1 \
                 and table.num_rows > first[2] and processes.open_workers():
-            return _in_processes(table, worker_cls, constructor_kwargs, output_schema,
-                                 batch_size, first, then, progress)
-        results = _in_threads(table, worker_cls, constructor_kwargs, batch_size,
-                              shape.in_flight if shape else 1, first, then, progress)
+            results = _in_processes(table, worker_cls, constructor_kwargs, output_schema,
+                                    batch_size, first, then, progress)
+        else:
+            results = _in_threads(table, worker_cls, constructor_kwargs, batch_size,
+                                  shape.in_flight if shape else 1, first, then, progress)
         if progress:
             progress.close()
         return _as_schema(results, output_schema)

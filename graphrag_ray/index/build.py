@@ -78,8 +78,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         warm_graph_libraries()
     store = IndexStore(output_url)
     # A build that fails or is stopped removes its unpublished version (`building`).
-    # In-process, a build that reads many files scans (and, offline, extracts) them in
-    # worker processes.
+    # In-process, a build that reads many files runs its Python-bound work (scans, offline
+    # extraction, layout, offline embeddings) in worker processes.
     with store.building(store.stage()) as staged, local_processes(
             config.runtime, len(to_read), config.tokenizer.encoding):
         ctx = BuildContext(config, prompts, _services(config, output_url), staged,

@@ -292,11 +292,9 @@ def lay_out(ctx: BuildContext, graph: Graph,
             rows = where.fill_null(0).to_numpy()
             before = (kept.column("x").to_numpy()[rows], kept.column("y").to_numpy()[rows],
                       pc.is_valid(where).to_numpy())
-        work = (positions, graph.entities.num_rows, *graph.endpoints,
+        args = (graph.entities.num_rows, *graph.endpoints,
                 graph.relationships.column("weight").to_numpy(), ctx.config.layout, before)
-        graph.layout = processes.submit(*work)
-        if graph.layout is None:
-            graph.layout = work[0](*work[1:])
+        graph.layout = processes.submit(positions, *args) or positions(*args)
 
 
 def with_layout(graph: Graph) -> pa.Table:
