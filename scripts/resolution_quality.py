@@ -78,7 +78,7 @@ def main() -> int:
         # The per-document resolutions that moved the most mentions (their evidence says
         # "N of M mentions, ..."): where a wrong rule costs most, whatever their score.
         moved = [(int(r["evidence"].split(" of ")[0]), r["alias"], r["entity_title"],
-                  r["method"]) for r in rows if r["method"].startswith("in_document")]
+                  r["method"]) for r in rows if r["method"].startswith(("in_document", "in_work"))]
         figures = {"wall_s": round(wall, 1), "resolution": manifest.resolution,
                    "top_merges": [(r["alias"], r["entity_title"], r["score"], r["method"])
                                   for r in rows[:args.top]],

@@ -130,7 +130,7 @@ def split_quality(aliases: list[dict], labels: dict) -> dict:
     moved: dict[str, dict[str, str]] = {}
     resolved: dict[str, dict[str, str]] = {}
     for row in aliases:
-        if row["method"] == "homonym_split" or row["method"].startswith("in_document"):
+        if row["method"] == "homonym_split" or row["method"].startswith(("in_document", "in_work")):
             (moved if row["method"] == "homonym_split" else resolved).setdefault(
                 row["alias"], {}).update(dict.fromkeys(row["document_ids"], row["entity_title"]))
     apart_right = apart_wrong = missed = 0

@@ -61,6 +61,7 @@ _POSSESSIVE = re.compile(rf"['’]s\b(?!\s+(?:{_PLACE_AFTER_POSSESSIVE})\b)")
 _HONORIFICS = {"MR", "MRS", "MS", "MISS", "DR", "SIR", "LADY", "LORD", "SAINT", "ST", "MASTER",
                "UNCLE", "AUNT", "PROFESSOR", "PROF", "CAPTAIN", "KING", "QUEEN"}
 _ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIVERSITY",
+              "INCORPORATED", "LIMITED", "INDUSTRIES", "HOLDINGS", "ENTERPRISES",
               "INSTITUTE", "BANK", "GROUP", "FOUNDATION", "SOCIETY", "ASSOCIATION", "COUNCIL",
               "COMMITTEE", "AGENCY", "DEPARTMENT", "MINISTRY", "LABS", "SCHOOL", "COLLEGE", "GUILD",
               "PRESS", "UNION", "PARTY", "CHURCH", "MUSEUM", "LIBRARY", "OBSERVATORY",
@@ -206,6 +207,12 @@ _ADDRESSES_THE_MODEL = re.compile(
 # Articles that open names in other languages (La Paz, Los Angeles, Le Monde, Il Giornale).
 _NAME_ARTICLES = {"la", "le", "les", "los", "las", "el", "il", "lo", "gli", "der", "die", "das"}
 
+# Words of pity, fondness or time that open a sentence or a letter before a name ("Poor
+# Edward!", "Dear Lizzy,", "Till Elizabeth came"), whether or not the chunk writes them in
+# lower case: no part of it. (Kept, POOR ELINOR was an entity of its own and, being the
+# longer name, the title resolution merged ELINOR into. Mid-sentence, the Poor Law stays.)
+_BEFORE_NAMES = {"poor", "dear", "dearest", "till"}
+
 # Words a name neither starts nor ends with, and lone words that are no name.
 _NOT_LEADING = _STOPWORDS | _LEADING_PREPOSITIONS
 _NOT_TRAILING = _STOPWORDS | {"and", "&", "of", "the"}
@@ -260,9 +267,10 @@ def find_entities(sentence: str, lowercase_words: set[str],
         at_start = _is_sentence_start(sentence, match.start())
         if at_start and len(words) > 1 and words[0] not in midsentence_words and \
                 words[0].lower() not in _NAME_ARTICLES and (
-                words[0].lower() in lowercase_words or re.search(r"(?:ing|ed)$", words[0])):
-            # A sentence-opening verb before a name ("Take LinkedIn", "Excluding the
-            # LinkedIn"): the name is what follows.
+                words[0].lower() in lowercase_words or words[0].lower() in _BEFORE_NAMES or
+                re.search(r"(?:ing|ed)$", words[0])):
+            # A sentence-opening verb or `_BEFORE_NAMES` word before a name ("Take LinkedIn",
+            # "Excluding the LinkedIn", "Poor Edward"): the name is what follows.
             words = _clean_phrase(" ".join(words[1:])).split()
             if not words:
                 continue

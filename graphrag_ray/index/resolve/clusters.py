@@ -14,8 +14,14 @@ no other Drew) takes it below the threshold too, where the corpus names the full
 least `SOLE_NAMED_SHARE` as often and the pair has some evidence of its own
 (`SOLE_MIN_SCORE`): scattered mentions seldom share enough text units and neighbours to reach
 the threshold, and nothing says it is anyone else. (Not other things: GITHUB and GITHUB
-COPILOT, ARCTIC and ARCTIC CIRCLE are each other's only partners too.) Forced merges come
-first and override every rule; forbidden merges are never made.
+COPILOT, ARCTIC and ARCTIC CIRCLE are each other's only partners too.) So do a place's or
+an organization's name and that name with a kind word after it, typed alike (STANFORD,
+STANFORD UNIVERSITY: `names.SAME_THING_KIND_WORDS`), and an acronym of three letters or more
+and the one name it spells, named in one work (CMU and CARNEGIE MELLON UNIVERSITY in one
+episode; not HCI and a HUMAN-CENTERED INSTITUTE that no episode names with it). A partner
+named after a typed short name makes it no one's less (STANFORD RESEARCH leaves STANFORD to
+STANFORD UNIVERSITY). Forced merges come first and
+override every rule; forbidden merges are never made.
 
 The canonical entity of a cluster is its forced first name, else its most frequent name of
 two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
@@ -25,6 +31,7 @@ run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alph
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Callable
 from itertools import combinations
 from dataclasses import dataclass, field
 
@@ -128,6 +135,23 @@ class PairRules:
             and (self.types[short] == "PERSON" or
                  is_person_name(self.titles[full], "PERSON", self.common))
 
+    def kind_form(self, short: int, full: int) -> bool:
+        """A place or an organization and its name with a kind word after it, typed alike
+        (THORNFIELD, THORNFIELD HALL; STANFORD, STANFORD UNIVERSITY:
+        `names.SAME_THING_KIND_WORDS`)."""
+        relation = name_relation(self.titles[short], self.titles[full])
+        return relation is not None and relation[0] == "kind_form" and not self.apart(short, full)
+
+    def acronym(self, short: int, full: int) -> bool:
+        """An acronym of three letters or more and the one name of something it spells
+        (CMU, CARNEGIE MELLON UNIVERSITY), not a person's (two letters spell too many names;
+        a person's initials are seldom their name)."""
+        relation = name_relation(self.titles[short], self.titles[full])
+        return relation is not None and relation[0] == "acronym" and \
+            len("".join(name_tokens(self.titles[short]))) >= 3 and \
+            not is_person_name(self.titles[full], self.types[full], self.common) and \
+            not self.apart(short, full)
+
     def apart(self, a: int, b: int) -> bool:
         if frozenset((a, b)) in self.forbidden or types_conflict(self.types[a], self.types[b]):
             return True
@@ -136,17 +160,27 @@ class PairRules:
         relation = name_relation(self.titles[a], self.titles[b])
         if relation is not None and relation[0] == "kind_form":
             return self.types[a] != self.types[b] or self.types[a] not in KIND_FORM_TYPES
-        return relation is None or relation[0] == "short_form" and rules_out_short_form(
+        return relation is None or self.named_after(a, b, relation)
+
+    def named_after(self, a: int, b: int, relation: tuple[str, float] | None = None) -> bool:
+        """Whether the longer of two names is something named after the shorter (STANFORD
+        RESEARCH after STANFORD: `scoring.names_another_thing`)."""
+        relation = relation or name_relation(self.titles[a], self.titles[b])
+        return relation is not None and relation[0] == "short_form" and rules_out_short_form(
             self.titles, self.types, a, b, self.organizations, self.common)
 
 
 def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
                      threshold: float, rules: PairRules,
-                     confirmed: set[tuple[int, int]] = frozenset()) -> Resolution:
+                     confirmed: set[tuple[int, int]] = frozenset(),
+                     together: Callable[[int, int], bool] | None = None) -> Resolution:
     """`pairs` (a, b, score, kind, evidence): the candidates at least at the review threshold;
     those at `threshold` or above are accepted, and those below it only if in `confirmed`
     (the LLM said yes); all of them count as evidence of ambiguity. `rules`: the forced and
-    forbidden merges and what keeps two rows apart (`PairRules`, over the same rows)."""
+    forbidden merges and what keeps two rows apart (`PairRules`, over the same rows).
+    `together(a, b)`: whether two rows are named in one work (`mentions.Works`), which an
+    acronym and its only spelled-out name must be to merge below the threshold (None: they
+    do not)."""
     forbidden, forced_groups, apart = rules.forbidden, rules.forced_groups, rules.apart
     forced_rows = {r for g in forced_groups for r in g}
 
@@ -168,6 +202,12 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         # A bare surname is the man's where the family has one (BINGLEY is MR BINGLEY, not
         # MISS BINGLEY); between women only (MRS and MISS DASHWOOD) it cannot say.
         partners[row] |= men[row] or others
+    # (A thing named after a typed short name says nothing about which of the others it is;
+    # a partner kept apart by its type does, and so does one named after an untyped short
+    # name: offline types are guesses, and PONNOU ROXTAND, guessed an organization, is a
+    # man PONNOU may be.)
+    partners = {row: {p for p in others if rules.types[row] in UNTYPED or
+                      not rules.named_after(row, p)} for row, others in partners.items()}
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
         apart(p, q) for p, q in combinations(sorted(others), 2))}
     # ... where the family's full names make it so, it is still its man's (WICKHAM beside
@@ -179,10 +219,17 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         apart(p, q) for p, q in combinations(sorted(men[row]), 2)) and all(
         placement(titles[row], titles[full]) == "suffix" for full in partners[row] - men[row])}
     ambiguous -= mans_only
+
+    def takes_sole(short: int, full: int) -> bool:
+        """Whether a short name may take its only partner below the threshold."""
+        if rules.kind_form(short, full):
+            return True
+        if rules.acronym(short, full):
+            return together is not None and together(short, full)
+        return rules.persons_short_name(short, full) and \
+            frequency[full] >= SOLE_NAMED_SHARE * frequency[short]
     sole = {frozenset((row, *others)) for row, others in partners.items()
-            if len(others) == 1 and row not in ambiguous
-            and rules.persons_short_name(row, next(iter(others)))
-            and frequency[next(iter(others))] >= SOLE_NAMED_SHARE * frequency[row]}
+            if len(others) == 1 and row not in ambiguous and takes_sole(row, next(iter(others)))}
 
     def womans(a: int, b: int) -> bool:
         """A bare name paired with a woman's honorific where it has a man's (joined last)."""

@@ -13,6 +13,10 @@ not merged whole (`clusters.py`), each mention is resolved by its document:
   if that one has `DOMINANT_SHARE` of their mentions there and is named at least
   `NAMED_SHARE` as often as the short name (a novel that says MARY 27 times and MARY KING
   three means another Mary, never named in full);
+- any other, in a document that names none of them, is resolved so by its work: the
+  documents cut from one episode or one book (`work_of`: files named `...-part3.txt`,
+  `... chapter 12.md`), where a transcript's part names SATYA and the episode's other parts
+  SATYA NADELLA;
 - the rest stay the short name's own.
 
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
@@ -29,6 +33,7 @@ no document resolved.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
@@ -48,6 +53,26 @@ DOMINANT_SHARE = 0.8
 # name's mentions without a text unit naming it.
 NAMED_SHARE = 0.2
 RESOLVED_BY_DOCUMENT = ("short_form", "initials", "title_form")
+# A part, chapter or section number ending a document's title (its file's name): what is left
+# names the work the document was cut from.
+_PART_OF_WORK = re.compile(
+    r"[\s_.-]*\b(?:part|pt|chapter|chap|ch|section|sec|segment)[\s_.-]*\d+$", re.I)
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
+
+
+def work_of(title: str) -> str:
+    """The work a document is a part of, by its title: `Episode 29_Transcript-part12.txt` and
+    `Episode 29_Transcript-part3.txt` are one episode's; a title without a part number is a
+    work of its own."""
+    name = _EXTENSION.sub("", title or "")
+    return _PART_OF_WORK.sub("", name) or name
+
+
+def works_of(titles: list[str]) -> np.ndarray:
+    """Per document (by its index in `titles`), the index of its work."""
+    numbers: dict[str, int] = {}
+    return np.array([numbers.setdefault(work_of(t), len(numbers)) for t in titles],
+                    dtype=np.int64)
 
 
 @dataclass
@@ -85,10 +110,29 @@ def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
     return dict(found)
 
 
+class Works:
+    """Which documents are one work's (`works_of`), to say whether two entities are named in
+    one."""
+
+    def __init__(self, provenance: Provenance, works: np.ndarray):
+        self.provenance, self.works = provenance, works
+
+    def together(self, a: int, b: int) -> bool:
+        def named_in(row: int) -> set[int]:
+            units = self.provenance.units_of(np.array([row]))
+            return set(self.works[self.provenance.unit_document[units]].tolist())
+        return bool(named_in(a) & named_in(b))
+
+
 def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
-                     provenance: Provenance, apart: Callable[[int, int], bool]
-                     ) -> list[MentionAlias]:
-    """Each short name's mentions that a document resolves (see the module's docstring)."""
+                     provenance: Provenance, apart: Callable[[int, int], bool],
+                     works: np.ndarray | None = None) -> list[MentionAlias]:
+    """Each short name's mentions that a document, or its work, resolves (see the module's
+    docstring). `works`: per document index, its work's index (`works_of`; None: each
+    document is its own)."""
+    if works is None:
+        works = np.arange(len(provenance.document_ids or ()) or
+                          int(provenance.unit_document.max(initial=-1)) + 1)
     members: dict[int, list[int]] = defaultdict(list)
     for alias in resolution.aliases:
         members[alias.canonical].append(alias.row)
@@ -100,33 +144,59 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
                  for full in full_names}
         in_document = {full: Counter(provenance.unit_document[u].tolist())
                        for full, u in named.items()}
-        given: dict[int, list[int]] = defaultdict(list)
+        in_work = {full: Counter(works[provenance.unit_document[u]].tolist())
+                   for full, u in named.items()}
+        given: dict[tuple[str, int], list[int]] = defaultdict(list)
         for document in np.unique(documents):
+            here_units = units[documents == document]
             counts = {full: c[document] for full, c in in_document.items() if c[document]}
-            if not counts:
+            if not counts:  # the document names none: its work may
+                work = works[document]
+                counts = {full: c[work] for full, c in in_work.items() if c[work]}
+                choice = _dominant(titles, short, counts, int(
+                    (works[documents] == work).sum()), apart, family_wide=True)
+                if choice is not None:
+                    given[("in_work", choice)].extend(here_units.tolist())
                 continue
-            top = max(sorted(counts), key=counts.get)
-            dominant = top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and \
-                counts[top] >= NAMED_SHARE * (documents == document).sum() else None
-            # A surname the document gives to several people of one family (ELLIOT: Anne,
-            # Sir Walter, Mr Elliot) is the family's, or any of theirs: a text unit naming
-            # one of them does not say the surname is that one's.
-            family = len(counts) > 1 and all(
-                placement(titles[short], titles[full]) == "suffix" for full in counts) and \
-                any(apart(p, q) for p, q in combinations(sorted(counts), 2))
-            for unit in units[documents == document].tolist():
+            dominant = _dominant(titles, short, counts, len(here_units), apart)
+            family = _family(titles, short, counts, apart)
+            for unit in here_units.tolist():
                 here = [full for full in counts if _has(named[full], unit)]
                 choice = here[0] if len(here) == 1 and not family else dominant
                 if choice is not None:
-                    given[choice].append(unit)
-        for full, given_units in sorted(given.items()):
+                    given[("in_document", choice)].append(unit)
+        for (where, full), given_units in sorted(given.items(), key=lambda g: (g[0][1], g[0][0])):
             score, kind = full_names[full]
             given_documents = sorted(set(provenance.unit_document[given_units].tolist()))
             resolved.append(MentionAlias(
-                short, full, given_units, given_documents, score, f"in_document:{kind}",
+                short, full, given_units, given_documents, score, f"{where}:{kind}",
                 f"{len(given_units)} of {len(units)} mentions, in {len(given_documents)} "
-                f"documents naming {titles[full]}"))
+                f"documents {'naming' if where == 'in_document' else 'of works naming'} "
+                f"{titles[full]}"))
     return resolved
+
+
+def _dominant(titles: list[str], short: int, counts: dict[int, int], mentions: int,
+              apart: Callable[[int, int], bool], family_wide: bool = False) -> int | None:
+    """The full name that takes a place's (a document's, a work's) mentions of the short
+    name: the one it names most, with `DOMINANT_SHARE` of its full names' mentions and at
+    least `NAMED_SHARE` of the short name's. `family_wide`: none where the place gives the
+    surname to several of a family (`_family`)."""
+    if not counts or family_wide and _family(titles, short, counts, apart):
+        return None
+    top = max(sorted(counts), key=counts.get)
+    return top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and \
+        counts[top] >= NAMED_SHARE * mentions else None
+
+
+def _family(titles: list[str], short: int, counts: dict[int, int],
+            apart: Callable[[int, int], bool]) -> bool:
+    """A surname a place gives to several people of one family (ELLIOT: Anne, Sir Walter,
+    Mr Elliot) is the family's, or any of theirs: a text unit naming one of them does not
+    say the surname is that one's."""
+    return len(counts) > 1 and all(
+        placement(titles[short], titles[full]) == "suffix" for full in counts) and \
+        any(apart(p, q) for p, q in combinations(sorted(counts), 2))
 
 
 def _has(sorted_units: np.ndarray, unit: int) -> bool:

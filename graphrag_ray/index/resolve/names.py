@@ -40,8 +40,10 @@ HONORIFIC_BEARERS = {
                     "woman")}
 JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
                      "FOR", "IN", "ON", "AT", "Y"})
-# Suffixes that say nothing about identity: "ACME CORP" is "ACME".
-SUFFIXES = frozenset({"INC", "CORP", "CO", "LTD", "LLC", "PLC", "GMBH", "AG", "SA", "JR", "SR"})
+# Suffixes that say nothing about identity: "ACME CORP" is "ACME", BITWISE INDUSTRIES is
+# BITWISE. (Not HOLDINGS: a holding company owns the one of the name.)
+SUFFIXES = frozenset({"INC", "INCORPORATED", "CORP", "CO", "LTD", "LIMITED", "LLC", "PLC",
+                      "GMBH", "AG", "SA", "INDUSTRIES", "JR", "SR"})
 _TOKEN = re.compile(r"[^\W_]+")
 # Tokens this long or longer open typo blocks (their one-deletion variants).
 TYPO_MIN_LENGTH = 5

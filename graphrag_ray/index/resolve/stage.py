@@ -46,7 +46,8 @@ from graphrag_ray.index.resolve.confirm import confirm_pairs
 from graphrag_ray.index.resolve.fold import (
     Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
 from graphrag_ray.index.resolve.homonyms import Split, split_homonyms, typed_apart
-from graphrag_ray.index.resolve.mentions import MentionAlias, resolve_mentions
+from graphrag_ray.index.resolve.mentions import (
+    MentionAlias, Works, resolve_mentions, works_of)
 from graphrag_ray.index.resolve.scoring import Profiles, WordForms, word_forms
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
@@ -120,6 +121,18 @@ def no_name_openers(ctx: BuildContext) -> frozenset[str]:
     return reduce(operator.or_, forms, WordForms(set(), set(), set())).no_name_openers()
 
 
+def document_titles(ctx: BuildContext, document_ids: list[str]) -> list[str]:
+    """The documents' titles (their files' names), by their order in `document_ids`, as the
+    readers stored them in the work area (an update's carried files' too); a document not
+    found there keeps its id."""
+    fs, root = fsspec.core.url_to_fs(ctx.work_url)
+    title_of: dict[str, str] = {}
+    for part in parquet_parts(fs, f"{root}/documents"):
+        stored = read_parquet(fs, part, ["id", "title"])
+        title_of.update(zip(stored.column("id").to_pylist(), stored.column("title").to_pylist()))
+    return [title_of.get(d) or d for d in document_ids]
+
+
 def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Table,
                     handles: list) -> tuple[pa.Table, dict]:
     """Every pair worth a look (score >= review threshold), found and scored in tasks."""
@@ -165,10 +178,12 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         confirmed, confirm_usage = set(), None
         if config.confirm_with_llm and uncertain.num_rows:
             confirmed, confirm_usage = confirm_pairs(ctx, entities, uncertain, handles)
-        resolution = resolve_clusters(titles, entities.column("frequency").to_pylist(), pairs,
-                                      config.threshold, rules, confirmed)
         provenance = Provenance.from_tables(entities, extraction)
-        in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart)
+        works = Works(provenance, works_of(document_titles(ctx, provenance.document_ids)))
+        resolution = resolve_clusters(titles, entities.column("frequency").to_pylist(), pairs,
+                                      config.threshold, rules, confirmed, works.together)
+        in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart,
+                                        works.works)
         unit_ids = extraction.column("text_unit_id").to_pylist()
         renames = renames_of(titles, unit_ids, resolution, in_documents)
         splits = split_homonyms(titles, types, provenance, unit_ids, renames) \

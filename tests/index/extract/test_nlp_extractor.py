@@ -179,3 +179,14 @@ def test_a_name_the_document_writes_mid_sentence_is_one_where_it_opens_sentences
         # Every chunk of a.txt names NEMO; b.txt never writes it mid-sentence: none of its.
         assert sorted(nemo["text_unit_ids"]) == sorted(
             u["id"] for u in units if titles[u["document_id"]] == "a.txt")
+
+
+def test_words_of_pity_and_fondness_opening_a_sentence_are_no_part_of_a_name():
+    """POOR ELINOR and DEAR LIZZY had been entities; a chunk need not write "poor" in lower
+    case for it to be a word. Mid-sentence the Poor Law is a name."""
+    titles = {e["title"] for e in extract_nlp(
+        "Poor Elinor! She said it to Marianne. \"Dear Lizzy, come.\" Till Edward came, Elinor "
+        "waited.").entities}
+    assert titles == {"ELINOR", "MARIANNE", "LIZZY", "EDWARD"}
+    assert "POOR LAW" in {e["title"] for e in extract_nlp(
+        "The Treadmill and the Poor Law are in full vigour, then?").entities}

@@ -140,3 +140,44 @@ def test_a_name_and_the_name_with_its_kind_word_are_one_where_typed_alike():
     resolution = resolve_clusters(titles, [80, 10, 20, 5, 3, 3], table, 0.75,
                                   PairRules(titles, types))
     assert merged(titles, resolution) == {("STANFORD", "STANFORD UNIVERSITY")}
+
+
+def kind_pairs(titles, scored):
+    row = {t: i for i, t in enumerate(titles)}
+    items = [(min(row[a], row[b]), max(row[a], row[b]), s, kind, "") for a, b, s, kind in scored]
+    return pa.table({f.name: pa.array([item[k] for item in items], f.type)
+                     for k, f in enumerate(PAIR_SCHEMA)}, schema=PAIR_SCHEMA)
+
+
+def test_a_partner_named_after_the_short_name_leaves_it_to_its_fuller_name():
+    # STANFORD RESEARCH (a thing named after Stanford, kept apart from STANFORD by the rules)
+    # does not make STANFORD ambiguous; STANFORD UNIVERSITY, its only partner, takes it below
+    # the threshold, however more often the corpus says STANFORD alone.
+    titles = ["STANFORD", "STANFORD RESEARCH", "STANFORD UNIVERSITY"]
+    table = kind_pairs(titles, [("STANFORD", "STANFORD UNIVERSITY", 0.7, "kind_form"),
+                                ("STANFORD", "STANFORD RESEARCH", 0.6, "short_form")])
+    types = ["ORGANIZATION", "OTHER", "ORGANIZATION"]
+    resolution = resolve_clusters(titles, [87, 1, 10], table, 0.75, PairRules(titles, types))
+    assert [(titles[a.row], titles[a.canonical], a.method) for a in resolution.aliases] == [
+        ("STANFORD", "STANFORD UNIVERSITY", "sole:kind_form")]
+    assert resolution.ambiguous == []
+
+
+def test_an_acronym_takes_its_only_spelled_out_name_where_one_work_names_both():
+    titles = ["CMU", "CARNEGIE MELLON UNIVERSITY", "HCI", "HUMAN-CENTERED INSTITUTE", "CS",
+              "COMPUTER SCIENCE"]
+    table = kind_pairs(titles, [("CMU", "CARNEGIE MELLON UNIVERSITY", 0.7, "acronym"),
+                                ("HCI", "HUMAN-CENTERED INSTITUTE", 0.72, "acronym"),
+                                ("CS", "COMPUTER SCIENCE", 0.72, "acronym")])
+    types = ["ORGANIZATION", "ORGANIZATION", "OTHER", "ORGANIZATION", "OTHER", "OTHER"]
+    named_together = {frozenset((0, 1)), frozenset((4, 5))}  # HCI and its "name" never
+
+    def together(a, b):
+        return frozenset((a, b)) in named_together
+    resolution = resolve_clusters(titles, [10, 3, 1, 1, 13, 13], table, 0.75,
+                                  PairRules(titles, types), together=together)
+    # (CS: two letters spell too many names to take one below the threshold.)
+    assert merged(titles, resolution) == {("CMU", "CARNEGIE MELLON UNIVERSITY")}
+    # Without knowing which work names what, no acronym merges below the threshold.
+    assert resolve_clusters(titles, [10, 3, 1, 1, 13, 13], table, 0.75,
+                            PairRules(titles, types)).aliases == []

@@ -2,11 +2,12 @@
 document naming two, by the text unit, else by the one it names most; left alone where no
 full name is named."""
 
+import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
 from graphrag_ray.index.resolve.clusters import Alias, PairRules, Resolution
-from graphrag_ray.index.resolve.mentions import resolve_mentions
+from graphrag_ray.index.resolve.mentions import resolve_mentions, work_of, works_of
 
 from conftest import provenance_of
 
@@ -111,3 +112,32 @@ def test_a_family_surname_is_not_given_by_the_text_unit_naming_one_of_the_family
         Resolution(), provenance_of([[0, 1], [1, 2], [3]], [0, 0, 0, 0]),
         PairRules(titles, ["PERSON"] * 3).apart)
     assert found == []
+
+
+def test_a_work_cut_into_parts_is_one_work():
+    titles = ["Episode 29_Bloomberg_Transcript-part1.txt",
+              "Episode 29_Bloomberg_Transcript-part12.txt", "Episode 30_Transcript-part1.txt",
+              "Persuasion Chapter 3.md", "Persuasion chapter 14.md", "annual report 2023.txt",
+              "annual report 2024.txt"]
+    assert [work_of(t) for t in titles] == [
+        "Episode 29_Bloomberg_Transcript", "Episode 29_Bloomberg_Transcript",
+        "Episode 30_Transcript", "Persuasion", "Persuasion", "annual report 2023",
+        "annual report 2024"]
+    assert works_of(titles).tolist() == [0, 0, 1, 2, 2, 3, 4]
+
+
+def test_a_document_naming_no_full_name_is_resolved_by_its_work():
+    # Documents 0 and 1 are parts of one episode (work 0), document 2 another episode's
+    # (work 1). Document 0 says ELIZABETH only; document 1, of its episode, names ELIZABETH
+    # BENNET: the short name in document 0 is hers. Document 2 and its work name neither.
+    found = resolve_mentions(
+        TITLES, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.65, "short_form", "")]),
+        Resolution(), provenance_of([[0, 3], [1], [], []], [0, 1, 2, 2]),
+        PairRules(TITLES, ["PERSON"] * 4).apart, works=np.array([0, 0, 1]))
+    assert [(TITLES[m.row], TITLES[m.canonical], m.units, m.method) for m in found] == [
+        ("ELIZABETH", "ELIZABETH BENNET", [0], "in_work:short_form")]
+    # Each document its own work: nothing names her beside unit 0.
+    assert resolve_mentions(
+        TITLES, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.65, "short_form", "")]),
+        Resolution(), provenance_of([[0, 3], [1], [], []], [0, 1, 2, 2]),
+        PairRules(TITLES, ["PERSON"] * 4).apart) == []

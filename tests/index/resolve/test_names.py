@@ -66,6 +66,7 @@ def test_unrelated_names(a, b):
 def test_honorifics_lead_and_suffixes_trail():
     assert name_tokens("DR. JOHN WATSON") == ("JOHN", "WATSON")
     assert name_tokens("ACME HOLDINGS INC.") == ("ACME", "HOLDINGS")
+    assert name_tokens("BITWISE INDUSTRIES") == ("BITWISE",)
     assert name_tokens("MR.") == ("MR",)  # an honorific alone stays what it is
 
 
