@@ -20,7 +20,7 @@ else changes.
 from __future__ import annotations
 
 import operator
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from functools import reduce
 
@@ -192,7 +192,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
             ctx, entities, relationships, handles, renames, splits, unit_ids,
             extraction.column("text_unit_id"))
         aliases = alias_table(titles, entities.column("id").to_pylist(), resolution,
-                              in_documents, splits, provenance.document_ids)
+                              in_documents, splits, provenance)
         figures = {**counts, "candidate_pairs": pairs.num_rows,
                    "uncertain_pairs": uncertain.num_rows, "confirmed_by_llm": len(confirmed),
                    "aliases": len(resolution.aliases),
@@ -280,22 +280,42 @@ def renames_of(titles: list[str], units: list[str], resolution: Resolution,
 
 def alias_table(titles: list[str], ids: list[str], resolution: Resolution,
                 in_documents: list[MentionAlias], splits: list[Split],
-                documents: list[str]) -> pa.Table:
+                provenance: Provenance) -> pa.Table:
     """One row per alias: its title and former id, its canonical entity, how it was matched,
     and the documents it was resolved in (none: everywhere). A split name has a row per new
-    entity it gave mentions to (method `homonym_split`). `documents`: document ids by
-    `Provenance` document index."""
+    entity it gave mentions to (method `homonym_split`), and so has a name merged whole into
+    it, scoped to the documents each entity has its mentions in (MR CARTER of Jane Eyre and
+    CAPTAIN CARTER of Pride and Prejudice, merged into CARTER, which each book's context
+    then took apart)."""
+    documents = provenance.document_ids
     row_of = {title: row for row, title in enumerate(titles)}
-    rows = [{"alias": titles[a.row], "alias_entity_id": ids[a.row],
-             "entity_id": ids[a.canonical], "entity_title": titles[a.canonical],
-             "score": a.score, "method": a.method, "evidence": a.evidence, "document_ids": []}
-            for a in resolution.aliases]
-    rows += [{"alias": titles[m.row], "alias_entity_id": ids[m.row],
-              "entity_id": ids[m.canonical], "entity_title": titles[m.canonical],
-              "score": m.score, "method": m.method, "evidence": m.evidence,
-              "document_ids": [documents[d] for d in m.documents]} for m in in_documents]
-    rows += [{"alias": s.title, "alias_entity_id": ids[row_of[s.title]],
-              "entity_id": element_id("entity", s.new_title), "entity_title": s.new_title,
-              "score": 1.0, "method": "homonym_split", "evidence": s.evidence,
-              "document_ids": [documents[d] for d in s.documents]} for s in splits]
+    parts: dict[str, list[Split]] = defaultdict(list)
+    for split in splits:
+        parts[split.title].append(split)
+
+    def row(alias: int, entity_id: str, title: str, score: float, method: str,
+            evidence: str, scope: list[int]) -> dict:
+        return {"alias": titles[alias], "alias_entity_id": ids[alias], "entity_id": entity_id,
+                "entity_title": title, "score": score, "method": method,
+                "evidence": evidence, "document_ids": [documents[d] for d in scope]}
+    rows = []
+    for a in resolution.aliases:
+        canonical = titles[a.canonical]
+        if canonical not in parts:
+            rows.append(row(a.row, ids[a.canonical], canonical, a.score, a.method, a.evidence,
+                            []))
+            continue
+        left = set(provenance.unit_document[provenance.units_of(np.array([a.row]))].tolist())
+        for split in parts[canonical]:
+            moved, left = left & set(split.documents), left - set(split.documents)
+            if moved:
+                rows.append(row(a.row, element_id("entity", split.new_title), split.new_title,
+                                a.score, a.method, a.evidence, sorted(moved)))
+        if left:
+            rows.append(row(a.row, ids[a.canonical], canonical, a.score, a.method, a.evidence,
+                            sorted(left)))
+    rows += [row(m.row, ids[m.canonical], titles[m.canonical], m.score, m.method, m.evidence,
+                 m.documents) for m in in_documents]
+    rows += [row(row_of[s.title], element_id("entity", s.new_title), s.new_title, 1.0,
+                 "homonym_split", s.evidence, s.documents) for s in splits]
     return pa.Table.from_pylist(rows, schema=ALIAS_SCHEMA)
