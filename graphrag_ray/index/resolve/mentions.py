@@ -22,13 +22,15 @@ not merged whole (`clusters.py`), each mention is resolved by its document:
 Full names are the short name's candidates of a short-form or initials pair (not acronyms:
 AI in a document that names the Allen Institute is still AI), or a rank's holders (COLONEL,
 COLONEL BRANDON: `title_form`), that no rule keeps apart, each taken as its cluster's
-canonical entity. A surname with an honorific (MRS FERRARS, MISS ELLIOT) is not resolved so:
-a family shares its surname, and the novel that names Edward Ferrars and Anne Elliot says
-MRS FERRARS of his mother and MISS ELLIOT of Anne's sister (`names.family_name`; nor MRS
-FAIRFAX, the housekeeper, of Edward Fairfax Rochester); a given name with one is (MISS ANNE
-is Anne Elliot's). A short name other short names were merged into (WICKHAM, with MR
-WICKHAM) is resolved with their mentions. The short name stays an entity with the mentions
-no document resolved.
+canonical entity. A surname with an honorific (MRS FERRARS, MISS ELLIOT) has only the full
+names of its family its honorific can say (`standing.Standings.fits`): a family shares its
+surname, and the novel that names Edward Ferrars and Anne Elliot says MRS FERRARS of his
+mother and MISS ELLIOT of Anne's sister (`names.family_name`; nor is MRS FAIRFAX, the
+housekeeper, Edward Fairfax Rochester), but MR WICKHAM is George Wickham, the one man of
+his family the novel names; a given name with an honorific is resolved as any short name
+(MISS ANNE is Anne Elliot's). A short name other short names were merged into (WICKHAM,
+with MR WICKHAM) is resolved with their mentions, to the full names those fit. The short
+name stays an entity with the mentions no document resolved.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import pyarrow as pa
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
 from graphrag_ray.index.resolve.names import family_name, is_short_side, placement
+from graphrag_ray.index.resolve.standing import Standings
 
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
@@ -89,11 +92,16 @@ class MentionAlias:
 
 
 def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
-               apart: Callable[[int, int], bool]) -> dict[int, dict[int, tuple[float, str]]]:
+               apart: Callable[[int, int], bool], standings: Standings | None = None
+               ) -> dict[int, dict[int, tuple[float, str]]]:
     """Per short name not merged into another (it may have short names merged into it:
     MR WICKHAM into WICKHAM): its full names' canonical rows, each with the best pair's score
-    and kind."""
+    and kind. A surname with an honorific, or with one merged into it, has those of its
+    family the honorific can say (`standing.Standings.fits`; without `standings`, none)."""
     canonical_of = resolution.canonical_of()
+    members: dict[int, list[int]] = defaultdict(list)
+    for alias in resolution.aliases:
+        members[alias.canonical].append(alias.row)
     found: dict[int, dict[int, tuple[float, str]]] = defaultdict(dict)
     for a, b, score, kind in zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
                                  pairs.column("score").to_pylist(),
@@ -103,11 +111,25 @@ def candidates(titles: list[str], pairs: pa.Table, resolution: Resolution,
         short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
         canonical = canonical_of.get(full, full)
         if short in canonical_of or canonical == short or apart(short, full) or \
-                apart(short, canonical) or family_name(titles[short], titles[canonical]):
+                apart(short, canonical) or not _family_fits(
+                    [titles[r] for r in (short, *members[short])], titles[canonical],
+                    standings):
             continue
         if score > found[short].get(canonical, (0.0, ""))[0]:
             found[short][canonical] = (score, kind)
     return dict(found)
+
+
+def _family_fits(short_titles: list[str], full: str, standings: Standings | None) -> bool:
+    """Whether a short name (its own title, then those merged into it) can be `full` where a
+    family shares the surname: a surname with an honorific only where `standings` say it
+    fits (none without them); a bare one with such names merged into it (WICKHAM, with MR
+    WICKHAM) only where they all fit, when `standings` are given."""
+    own, *merged = short_titles
+    if family_name(own, full):
+        return standings is not None and standings.fits(own, full)
+    return standings is None or all(standings.fits(t, full) for t in merged
+                                    if family_name(t, full))
 
 
 class Works:
@@ -126,7 +148,8 @@ class Works:
 
 def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
                      provenance: Provenance, apart: Callable[[int, int], bool],
-                     works: np.ndarray | None = None) -> list[MentionAlias]:
+                     works: np.ndarray | None = None, standings: Standings | None = None
+                     ) -> list[MentionAlias]:
     """Each short name's mentions that a document, or its work, resolves (see the module's
     docstring). `works`: per document index, its work's index (`works_of`; None: each
     document is its own)."""
@@ -137,7 +160,8 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
     for alias in resolution.aliases:
         members[alias.canonical].append(alias.row)
     resolved: list[MentionAlias] = []
-    for short, full_names in sorted(candidates(titles, pairs, resolution, apart).items()):
+    for short, full_names in sorted(candidates(titles, pairs, resolution, apart,
+                                               standings).items()):
         units = provenance.units_of(np.array([short, *members[short]]))
         documents = provenance.unit_document[units]
         named = {full: provenance.units_of(np.array([full, *members[full]]))

@@ -49,6 +49,7 @@ from graphrag_ray.index.resolve.homonyms import Split, split_homonyms, typed_apa
 from graphrag_ray.index.resolve.mentions import (
     MentionAlias, Works, resolve_mentions, works_of)
 from graphrag_ray.index.resolve.scoring import Profiles, WordForms, word_forms
+from graphrag_ray.index.resolve.standing import Standings
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet
 
 ALIAS_SCHEMA = pa.schema([(name, {"score": pa.float64(), "document_ids": pa.list_(pa.string())}
@@ -183,7 +184,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         resolution = resolve_clusters(titles, entities.column("frequency").to_pylist(), pairs,
                                       config.threshold, rules, confirmed, works.together)
         in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart,
-                                        works.works)
+                                        works.works, Standings(titles))
         unit_ids = extraction.column("text_unit_id").to_pylist()
         renames = renames_of(titles, unit_ids, resolution, in_documents)
         splits = split_homonyms(titles, types, provenance, unit_ids, renames) \

@@ -8,6 +8,7 @@ import pyarrow as pa
 from graphrag_ray.index.resolve.candidates import PAIR_SCHEMA
 from graphrag_ray.index.resolve.clusters import Alias, PairRules, Resolution
 from graphrag_ray.index.resolve.mentions import resolve_mentions, work_of, works_of
+from graphrag_ray.index.resolve.standing import Standings
 
 from conftest import provenance_of
 
@@ -141,3 +142,17 @@ def test_a_document_naming_no_full_name_is_resolved_by_its_work():
         TITLES, pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.65, "short_form", "")]),
         Resolution(), provenance_of([[0, 3], [1], [], []], [0, 1, 2, 2]),
         PairRules(TITLES, ["PERSON"] * 4).apart) == []
+
+
+def test_a_family_s_honorific_is_resolved_to_the_one_member_it_can_be():
+    # MR WICKHAM: a novel naming GEORGE WICKHAM (SIR GEORGE: a man's name) and LYDIA WICKHAM
+    # (MISS LYDIA: a woman's). Without what the titles say, the family's surname stays.
+    titles = ["MR WICKHAM", "GEORGE WICKHAM", "LYDIA WICKHAM", "SIR GEORGE", "MISS LYDIA"]
+    table = pairs([(0, 1, 0.7, "short_form", ""), (0, 2, 0.7, "short_form", "")])
+    provenance = provenance_of([[0, 1, 2, 3], [1], [3], [], []], [0, 0, 0, 0])
+    apart = PairRules(titles, ["PERSON"] * 5).apart
+    found = resolve_mentions(titles, table, Resolution(), provenance, apart,
+                             standings=Standings(titles))
+    assert [(titles[m.row], titles[m.canonical], m.units) for m in found] == [
+        ("MR WICKHAM", "GEORGE WICKHAM", [0, 1, 2, 3])]
+    assert resolve_mentions(titles, table, Resolution(), provenance, apart) == []

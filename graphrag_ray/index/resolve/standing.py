@@ -1,0 +1,94 @@
+"""Who a full name's bearer is, by how the corpus titles people: a man, a titled man, a
+woman, a younger daughter. It lets a family's honorific with the surname alone (MR WICKHAM,
+MISS LUCAS: `names.family_name`) be resolved, document by document (`mentions.py`), to the
+one of the family the honorific can say, where news writes "John Smith" once and "Mr. Smith"
+after, and a novel "George Wickham" and "Mr. Wickham".
+
+What the titles say, corpus-wide, with no list of names:
+- of a given name: a man's honorific before it says a man's name (MR EDWARD, SIR JOHN, MR
+  GEORGE LYNN, CAPTAIN FREDERICK WENTWORTH), and so does MRS before a full name (MRS JOHN
+  DASHWOOD: her husband's); MISS, LADY and the like a woman's (MISS LUCY, MISS LOUISA
+  MUSGROVE). A name said both ways says nothing.
+- of a full name: its own titled forms (MR EDWARD FERRARS: a man; SIR WALTER ELLIOT: a titled
+  man, never "Mr Elliot"; MISS LOUISA MUSGROVE: a younger daughter), else its given name's.
+
+Which full names an honorific with the surname can be (`Standings.fits`):
+- MR: a man, not a titled one (SIR WALTER ELLIOT is not MR ELLIOT; WILLIAM WALTER ELLIOT is),
+  and, where the family has a boy (MASTER REED), one titled a man in his own full name;
+- MISS: a woman (not a name that says nothing: DICK MUSGROVE is no MISS MUSGROVE), and not a
+  younger sister: a given name after MISS marks one (MISS ANNE ELLIOT and MISS LUCY STEELE
+  are not MISS ELLIOT and MISS STEELE, their elder sisters; so an only daughter called so,
+  MISS JANE EYRE, is missed).
+Other honorifics fit no one: MRS (a wife is called by her husband's name, MRS JOHN DASHWOOD,
+so no full name the text writes is hers), LADY, ranks, AUNT.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from graphrag_ray.index.resolve.names import bearer, content_tokens, name_tokens
+
+MAN, WOMAN = "man", "woman"
+_WOMEN = frozenset({"married woman", "unmarried woman", "woman"})
+TITLED = frozenset({"SIR", "LORD", "KING", "PRINCE", "DUKE", "EARL"})
+
+
+def _first_word(title: str) -> str:
+    return title.split(maxsplit=1)[0].rstrip(".") if title.strip() else ""
+
+
+class Standings:
+    """What the corpus's titles say of its full names (see the module's docstring)."""
+
+    def __init__(self, titles: list[str]):
+        full_names = [content_tokens(name_tokens(t)) for t in titles]
+        firsts = {words[0] for words in full_names if len(words) >= 2}
+        lasts = {words[-1] for words in full_names if len(words) >= 2}
+        given_names = firsts - lasts  # a word that opens full names and ends none
+        said: dict[str, set[str]] = defaultdict(set)  # given name -> sexes said of it
+        self._forms: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        self._younger: set[str] = set()  # given names a MISS is called by alone
+        for title, words in zip(titles, full_names):
+            who = bearer(title)
+            if who is None or not words:
+                continue
+            if len(words) >= 2:  # (MRS JOHN DASHWOOD says JOHN DASHWOOD is a man: a husband)
+                self._forms[words].add(MAN if who == "married woman" else who)
+                if _first_word(title) in TITLED:
+                    self._forms[words].add("titled")
+            if len(words) >= 2 or words[0] in given_names:
+                if who == "married woman" and len(words) >= 2:
+                    said[words[0]].add(MAN)  # MRS JOHN DASHWOOD: her husband's name
+                else:
+                    said[words[0]].add(MAN if who == MAN else WOMAN)
+                if who == "unmarried woman" and len(words) == 1:
+                    self._younger.add(words[0])  # MISS LUCY
+        self._sex = {name: next(iter(sexes)) for name, sexes in said.items() if len(sexes) == 1}
+        # MASTER REED: the family has a boy, and a man of it named without a man's title may
+        # be he (JOHN REED is Master Reed, not the late Mr Reed).
+        self._boys = {words[-1] for title, words in zip(titles, full_names)
+                      if len(words) == 2 and _first_word(title) == "MASTER"}
+
+    def _sex_of(self, words: tuple[str, ...]) -> str | None:
+        forms = self._forms.get(words, set())
+        if MAN in forms:
+            return MAN
+        if forms & _WOMEN:
+            return WOMAN
+        return self._sex.get(words[0])
+
+    def fits(self, short: str, full: str) -> bool:
+        """Whether `short`, an honorific with a surname, can be `full`'s bearer."""
+        who, words = bearer(short), content_tokens(name_tokens(full))
+        surname = content_tokens(name_tokens(short))
+        if len(words) < 2 or len(surname) != 1 or words[-1] != surname[0]:
+            return False
+        forms, sex = self._forms.get(words, set()), self._sex_of(words)
+        if who == MAN:
+            a_man = MAN in forms if words[-1] in self._boys else sex == MAN
+            return a_man and "titled" not in forms and _first_word(short) not in TITLED
+        if who == "unmarried woman":
+            return sex == WOMAN and "unmarried woman" not in forms and \
+                words[0] not in self._younger
+        return False

@@ -1,0 +1,43 @@
+"""What the corpus's titles say of a family's members, and which of them an honorific with
+the surname alone can be."""
+
+from graphrag_ray.index.resolve.standing import Standings
+
+TITLES = ["GEORGE WICKHAM", "LYDIA WICKHAM", "MISS LYDIA", "SIR GEORGE", "MR WICKHAM",
+          "SIR WALTER ELLIOT", "WILLIAM WALTER ELLIOT", "MR WILLIAM", "ANNE ELLIOT",
+          "MISS ANNE ELLIOT", "ELIZABETH ELLIOT", "MISS ELIZABETH", "MISS ELLIOT", "JOHN REED",
+          "MASTER REED", "MR JOHN", "MR REED", "LUCY STEELE", "MISS LUCY STEELE", "MISS STEELE",
+          "DICK MUSGROVE", "MISS MUSGROVE", "MRS JOHN DASHWOOD", "JOHN DASHWOOD",
+          "MRS DASHWOOD"]
+
+
+def test_a_man_s_honorific_is_the_one_man_of_the_family_not_a_titled_one_nor_a_boy():
+    standings = Standings(TITLES)
+    assert standings.fits("MR WICKHAM", "GEORGE WICKHAM")  # SIR GEORGE: George is a man's
+    assert not standings.fits("MR WICKHAM", "LYDIA WICKHAM")  # MISS LYDIA: a woman's
+    assert standings.fits("MR ELLIOT", "WILLIAM WALTER ELLIOT")
+    assert not standings.fits("MR ELLIOT", "SIR WALTER ELLIOT")  # a baronet is never MR
+    # MASTER REED: the family's boy; JOHN REED, never titled a man himself, may be he.
+    assert not standings.fits("MR REED", "JOHN REED")
+    assert standings.fits("MR DASHWOOD", "JOHN DASHWOOD")  # MRS JOHN DASHWOOD: John, a man
+
+
+def test_miss_with_the_surname_is_the_elder_daughter_whom_the_titles_call_a_woman():
+    standings = Standings(TITLES)
+    # MISS ANNE ELLIOT, MISS LUCY STEELE and MISS ELIZABETH: younger sisters, not MISS X.
+    assert not standings.fits("MISS ELLIOT", "ANNE ELLIOT")
+    assert not standings.fits("MISS ELLIOT", "ELIZABETH ELLIOT")
+    assert not standings.fits("MISS STEELE", "LUCY STEELE")
+    # Nothing says DICK is a woman's name.
+    assert not standings.fits("MISS MUSGROVE", "DICK MUSGROVE")
+    assert Standings(["CHARLOTTE LUCAS", "MISS CHARLOTTE", "MISS LUCAS"]).fits(
+        "MISS LUCAS", "CHARLOTTE LUCAS") is False  # called MISS CHARLOTTE: a younger one
+    assert Standings(["CHARLOTTE LUCAS", "LADY CHARLOTTE HOPE", "MISS LUCAS"]).fits(
+        "MISS LUCAS", "CHARLOTTE LUCAS")
+
+
+def test_other_honorifics_and_other_surnames_fit_no_one():
+    standings = Standings(TITLES)
+    assert not standings.fits("MRS DASHWOOD", "JOHN DASHWOOD")
+    assert not standings.fits("MR WICKHAM", "WILLIAM WALTER ELLIOT")
+    assert not standings.fits("LADY ELLIOT", "ANNE ELLIOT")
