@@ -82,18 +82,22 @@ def merge_quality(aliases: list[dict], labels: dict) -> dict:
     # Names given to one entity in a document they are both resolved in are one there too
     # (ANNE and MISS ANNE, both Anne Elliot's in Persuasion), and so is a name resolved in a
     # document to the entity another was merged into whole (ROCHESTER there, MR ROCHESTER
-    # everywhere).
+    # everywhere). A name merged whole into one resolved in a document goes with it there
+    # (MR WICKHAM, merged into WICKHAM: the fold renames its mentions as WICKHAM's).
     targets: dict[str, list[tuple[str, frozenset]]] = {}
     for row in aliases:
         if row.get("document_ids"):
             targets.setdefault(row["alias"], []).append(
                 (merged.find(row["entity_title"]), frozenset(row["document_ids"])))
 
+    def targets_of(name: str) -> list[tuple[str, frozenset]]:
+        whole = merged.find(name)
+        return targets.get(name, []) + (targets.get(whole, []) if whole != name else [])
+
     def resolved_alike(a: str, b: str) -> bool:
-        return any(ta == tb and da & db for ta, da in targets.get(a, [])
-                   for tb, db in targets.get(b, [])) or \
-            any(merged.find(a) == tb for tb, _ in targets.get(b, [])) or \
-            any(merged.find(b) == ta for ta, _ in targets.get(a, []))
+        return any(ta == tb and da & db for ta, da in targets_of(a) for tb, db in targets_of(b)) \
+            or any(merged.find(a) == tb for tb, _ in targets_of(b)) or \
+            any(merged.find(b) == ta for ta, _ in targets_of(a))
     one_thing = same | where_named
     found = [pair for pair in one_thing if pair in links or
              merged.find(sorted(pair)[0]) == merged.find(sorted(pair)[1]) or

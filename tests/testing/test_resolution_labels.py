@@ -37,3 +37,15 @@ def test_a_name_merged_whole_and_one_resolved_in_a_document_to_the_same_entity_a
     assert merge_quality(aliases, labels)["recall"] == 1.0
     aliases[1] = row("ROCHESTER", "MRS ROCHESTER", "in_document:short_form", ["eyre.txt"])
     assert merge_quality(aliases, labels)["recall"] == 0.0
+
+
+def test_a_name_merged_whole_into_one_resolved_in_a_document_goes_with_it_there():
+    # MR WICKHAM was merged into WICKHAM, which Pride and Prejudice resolves to GEORGE
+    # WICKHAM: the fold gives MR WICKHAM's mentions there to him too.
+    labels = {"same": [["MR WICKHAM", "GEORGE WICKHAM"]], "same_where_named": [],
+              "different": []}
+    aliases = [row("MR WICKHAM", "WICKHAM", "same_name", []),
+               row("WICKHAM", "GEORGE WICKHAM", "in_document:short_form", ["pride.txt"])]
+    assert merge_quality(aliases, labels)["recall"] == 1.0
+    aliases[1] = row("WICKHAM", "LYDIA WICKHAM", "in_document:short_form", ["pride.txt"])
+    assert merge_quality(aliases, labels)["recall"] == 0.0
