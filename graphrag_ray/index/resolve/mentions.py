@@ -46,7 +46,8 @@ import pyarrow as pa
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
-from graphrag_ray.index.resolve.names import family_name, is_short_side, placement
+from graphrag_ray.index.resolve.names import (
+    content_tokens, family_name, is_short_side, name_tokens, placement)
 from graphrag_ray.index.resolve.standing import Standings
 
 # The share of a document's candidate mentions one full name needs to take the short name's
@@ -55,7 +56,7 @@ DOMINANT_SHARE = 0.8
 # How often a document must name a full name, against the short name, to give it the short
 # name's mentions without a text unit naming it.
 NAMED_SHARE = 0.2
-RESOLVED_BY_DOCUMENT = ("short_form", "initials", "title_form")
+RESOLVED_BY_DOCUMENT = ("short_form", "initials", "title_form", "nickname")
 # A part, chapter or section number ending a document's title (its file's name): what is left
 # names the work the document was cut from.
 _PART_OF_WORK = re.compile(
@@ -126,10 +127,18 @@ def _family_fits(short_titles: list[str], full: str, standings: Standings | None
     fits (none without them); a bare one with such names merged into it (WICKHAM, with MR
     WICKHAM) only where they all fit, when `standings` are given."""
     own, *merged = short_titles
-    if family_name(own, full):
+    if _surname_of(own, full):
         return standings is not None and standings.fits(own, full)
     return standings is None or all(standings.fits(t, full) for t in merged
-                                    if family_name(t, full))
+                                    if _surname_of(t, full))
+
+
+def _surname_of(short: str, full: str) -> bool:
+    """An honorific with a word of `full` that is a family's (`names.family_name`), not
+    with a diminutive of its given name (MISS LIZZY of ELIZABETH)."""
+    words = content_tokens(name_tokens(short))
+    return family_name(short, full) and bool(words) and \
+        words[-1] in content_tokens(name_tokens(full))
 
 
 class Works:

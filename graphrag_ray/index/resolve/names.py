@@ -1,5 +1,6 @@
 """What a name says on its own: its tokens without honorifics, its blocking keys, and how two
-names relate (the same name, a short form, initials, an acronym, a typo, or nothing).
+names relate (the same name, a short form, initials, an acronym, a nickname, a typo, or
+nothing).
 
 Entity titles arrive upper-cased (`tuples.normalize_name`). A name's tokens are its runs of
 letters and digits; honorifics lead a name ("MR. HOLMES", "DR WATSON") and are dropped, so
@@ -203,6 +204,8 @@ def blocking_keys(title: str) -> set[str]:
         keys.add("j:" + "".join(tokens))
     words = content_tokens(tokens)
     keys.update("t:" + w for w in words if len(w) >= 2)
+    # (A diminutive meets its formal name: LIZZY in ELIZABETH's block.)
+    keys.update("t:" + name for name in formal_names(words[0]))
     initials = acronym_of(tokens)
     if initials:
         keys.add("a:" + initials)
@@ -262,6 +265,28 @@ def eldest_and_younger(a: str, b: str) -> bool:
     return len(short) == 1 and len(full) >= 2 and full[-1] == short[0]
 
 
+@lru_cache(maxsize=1)
+def _nick_namer():
+    from nicknames import NickNamer  # its table loads with the first resolution, not per command
+    return NickNamer()
+
+
+@lru_cache(maxsize=50_000)
+def formal_names(word: str) -> frozenset[str]:
+    """The given name `word` is a diminutive of, where it is of one only (LIZZY: ELIZABETH;
+    not ELIZA, which the table gives to ELIZABETH, LOUISA and LOUISE: Eliza Reed is no
+    Louisa)."""
+    names = _nick_namer().canonicals_of(word)
+    return frozenset(name.upper() for name in names) if len(names) == 1 else frozenset()
+
+
+def _nickname_of(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """LIZZY and ELIZABETH, DICK FEYNMAN and RICHARD FEYNMAN: the same words but the first,
+    one a diminutive of the other."""
+    return len(a) == len(b) and a[1:] == b[1:] and a[0] != b[0] and (
+        b[0] in formal_names(a[0]) or a[0] in formal_names(b[0]))
+
+
 def name_relation(a: str, b: str) -> tuple[str, float] | None:
     """How two titles relate by name alone, with a strength in (0, 1]; None when the names
     say they are different things (which also forbids them in one cluster)."""
@@ -279,6 +304,8 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
         return "joined", 0.9
     if _initials_match(ca, cb):
         return "initials", 0.8
+    if _nickname_of(ca, cb):
+        return "nickname", 0.6
     for one, other in ((ca, cb), (cb, ca)):
         if len(one) == 1 and len(one[0]) in ACRONYM_LENGTHS and acronym_of(other) == one[0] \
                 and one[0] not in CONCEPT_ABBREVIATIONS:

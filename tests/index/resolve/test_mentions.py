@@ -156,3 +156,16 @@ def test_a_family_s_honorific_is_resolved_to_the_one_member_it_can_be():
     assert [(titles[m.row], titles[m.canonical], m.units) for m in found] == [
         ("MR WICKHAM", "GEORGE WICKHAM", [0, 1, 2, 3])]
     assert resolve_mentions(titles, table, Resolution(), provenance, apart) == []
+
+
+def test_a_diminutive_with_a_given_name_s_honorific_merged_into_it_is_resolved():
+    # MISS LIZZY was merged into LIZZY; the novel names ELIZABETH: both are hers (MISS LIZZY
+    # is no family's honorific: LIZZY is no word of ELIZABETH).
+    titles = ["LIZZY", "ELIZABETH", "MISS LIZZY"]
+    found = resolve_mentions(titles, pairs([(0, 1, 0.8, "nickname", "")]),
+                             Resolution([Alias(2, 0, 1.0, "same_name", "")]),
+                             provenance_of([[0], [0, 1, 2], [1]], [0, 0, 0]),
+                             PairRules(titles, ["PERSON"] * 3).apart,
+                             standings=Standings(titles))
+    assert [(titles[m.row], titles[m.canonical], m.units, m.method) for m in found] == [
+        ("LIZZY", "ELIZABETH", [0, 1], "in_document:nickname")]

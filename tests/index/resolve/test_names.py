@@ -25,6 +25,8 @@ from graphrag_ray.index.resolve.names import (
     ("THORNFIELD", "THORNFIELD HALL", "kind_form"),
     ("ADMIRAL", "ADMIRAL CROFT", "title_form"),  # "the Admiral": the document's one
     ("COLONEL", "COLONEL BRANDON", "title_form"),
+    ("LIZZY", "ELIZABETH", "nickname"),  # a diminutive of one given name
+    ("LIZZY BENNET", "ELIZABETH BENNET", "nickname"),
 ])
 def test_related_names(a, b, kind):
     assert name_relation(a, b)[0] == kind
@@ -94,3 +96,10 @@ def test_an_honorific_with_a_surname_or_a_word_of_no_given_name_is_a_familys():
 def test_a_rank_alone_meets_its_holders_in_a_block():
     assert "t:COLONEL" in blocking_keys("COLONEL") & blocking_keys("COLONEL BRANDON")
     assert name_relation("COLONEL", "BRANDON") is None
+
+
+def test_a_diminutive_meets_its_given_name_where_it_is_of_one_only():
+    assert "t:ELIZABETH" in blocking_keys("LIZZY")
+    # ELIZA is a diminutive of ELIZABETH, LOUISA and LOUISE: Eliza Reed is no Louisa.
+    assert name_relation("ELIZA", "LOUISA") is None
+    assert name_relation("LIZZY BENNET", "ELIZABETH DARCY") is None
