@@ -24,7 +24,8 @@ capitalised words (SUN MICROSYSTEMS, NORTH CAROLINA, WHEREAS YOUTUBE).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -56,17 +57,61 @@ _CAPITALS_WORD = re.compile(r"(?<![\w'’-])[A-Z]{2,}(?![\w'’-])")
 _CAPITALISED_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?![\w'’-])")
 
 
+# A name's sex by the pronouns after it (`WordForms.sexes`): the first he or she within a few
+# words of the name, in its clause and before another capitalised word, counted over the
+# corpus; a sex is said where one has this many votes and this many times the other's.
+# Measured on the five novels: CHARLOTTE 8 he / 28 she, CAROLINE 0 / 6, BOB 16 / 0, and
+# EDWARD 40 / 40, BINGLEY 50 / 47 (others' pronouns in a dialogue): a sex only where it is
+# clear.
+PRONOUN_WINDOW = 8
+SEX_MIN_VOTES = 2
+SEX_RATIO = 3.0
+_PRONOUNS = {**dict.fromkeys(("he", "his", "him", "himself"), "man"),
+             **dict.fromkeys(("she", "her", "hers", "herself"), "woman")}
+_CLAUSE_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|[.!?;:\"“”]")
+
+
+def pronoun_votes(text: str) -> Counter:
+    """(capitalised word, upper case; "man" or "woman") -> votes (see `PRONOUN_WINDOW`)."""
+    tokens = _CLAUSE_TOKEN.findall(text)
+    votes: Counter = Counter()
+    for i, token in enumerate(tokens):
+        if not token[:1].isupper() or token.isupper() or len(token) < 2:
+            continue
+        for following in tokens[i + 1:i + 1 + PRONOUN_WINDOW]:
+            if not following[:1].isalpha() or following[:1].isupper() and following != "I":
+                break
+            if following in _PRONOUNS:
+                votes[(token.upper(), _PRONOUNS[following])] += 1
+                break
+    return votes
+
+
 @dataclass
 class WordForms:
     """How the corpus writes its words: in lower case, in capitals, capitalised (lower-cased
-    for comparing). Taken from the chunks in tasks and joined (`|`)."""
+    for comparing); and the pronouns after its capitalised words (`pronoun_votes`). Taken
+    from the chunks in tasks and joined (`|`)."""
     lower: set[str]
     capitals: set[str]
     capitalised: set[str]
+    pronouns: Counter = field(default_factory=Counter)
 
     def __or__(self, other: WordForms) -> WordForms:
         return WordForms(self.lower | other.lower, self.capitals | other.capitals,
-                         self.capitalised | other.capitalised)
+                         self.capitalised | other.capitalised, self.pronouns + other.pronouns)
+
+    def sexes(self) -> dict[str, str]:
+        """Capitalised word (upper case) -> "man" or "woman", where the pronouns after it say
+        so clearly (`SEX_MIN_VOTES`, `SEX_RATIO`)."""
+        words = {word for word, _ in self.pronouns}
+        said = {}
+        for word in words:
+            man, woman = self.pronouns[(word, "man")], self.pronouns[(word, "woman")]
+            for sex, votes, other in (("man", man, woman), ("woman", woman, man)):
+                if votes >= SEX_MIN_VOTES and votes >= SEX_RATIO * other:
+                    said[word] = sex
+        return said
 
     def no_name_openers(self) -> frozenset[str]:
         """Words a person's name does not open (`is_person_name`): words written in lower
@@ -80,7 +125,8 @@ def word_forms(texts: list[str]) -> WordForms:
     texts = [_SPEAKER_LABEL.sub(" ", t) for t in texts]
     return WordForms({w for t in texts for w in _LOWER_CASE_WORD.findall(t)},
                      {w.lower() for t in texts for w in _CAPITALS_WORD.findall(t)},
-                     {w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)})
+                     {w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)},
+                     sum((pronoun_votes(t) for t in texts), Counter()))
 
 
 def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:

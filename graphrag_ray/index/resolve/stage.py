@@ -110,16 +110,16 @@ class Resolved:
     renames: Renames
 
 
-def no_name_openers(ctx: BuildContext) -> frozenset[str]:
-    """The words no person's name opens, as the corpus's text units write them
-    (`WordForms.no_name_openers`; tasks over the stored chunks, `CHUNK_PARTS_PER_TASK` parts
-    each)."""
+def corpus_word_forms(ctx: BuildContext) -> WordForms:
+    """How the corpus's text units write their words (`WordForms`: the words no person's name
+    opens, the sexes pronouns say), in tasks over the stored chunks, `CHUNK_PARTS_PER_TASK`
+    parts each."""
     fs, root = fsspec.core.url_to_fs(ctx.work_url)
     parts = parquet_parts(fs, f"{root}/chunks")
     forms = map_items(_word_forms_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK])
                                          for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
                       ctx.config.runtime)
-    return reduce(operator.or_, forms, WordForms(set(), set(), set())).no_name_openers()
+    return reduce(operator.or_, forms, WordForms(set(), set(), set()))
 
 
 def document_titles(ctx: BuildContext, document_ids: list[str]) -> list[str]:
@@ -168,7 +168,8 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
                         ALIAS_SCHEMA.empty_table(), Renames())
     with ctx.stage("resolve"):
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
-        common = no_name_openers(ctx)
+        forms = corpus_word_forms(ctx)
+        common = forms.no_name_openers()
         titles = entities.column("title").to_pylist()
         types = entities.column("type").to_pylist()
         rules = PairRules(titles, types, config.force_merge, config.forbid_merge, common)
@@ -184,7 +185,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
         resolution = resolve_clusters(titles, entities.column("frequency").to_pylist(), pairs,
                                       config.threshold, rules, confirmed, works.together)
         in_documents = resolve_mentions(titles, pairs, resolution, provenance, rules.apart,
-                                        works.works, Standings(titles))
+                                        works.works, Standings(titles, forms.sexes()))
         unit_ids = extraction.column("text_unit_id").to_pylist()
         renames = renames_of(titles, unit_ids, resolution, in_documents)
         splits = split_homonyms(titles, types, provenance, unit_ids, renames) \

@@ -4,7 +4,8 @@ MISS LUCAS: `names.family_name`) be resolved, document by document (`mentions.py
 one of the family the honorific can say, where news writes "John Smith" once and "Mr. Smith"
 after, and a novel "George Wickham" and "Mr. Wickham".
 
-What the titles say, corpus-wide, with no list of names:
+What the titles say, corpus-wide, with no list of names (and the pronouns after a given
+name, `scoring.WordForms.sexes`, where the titles say nothing):
 - of a given name: a man's honorific before it says a man's name (MR EDWARD, SIR JOHN, MR
   GEORGE LYNN, CAPTAIN FREDERICK WENTWORTH), and so does MRS before a full name (MRS JOHN
   DASHWOOD: her husband's); MISS, LADY and the like a woman's (MISS LUCY, MISS LOUISA
@@ -13,9 +14,13 @@ What the titles say, corpus-wide, with no list of names:
   man, never "Mr Elliot"; MISS LOUISA MUSGROVE: a younger daughter), else its given name's.
 
 Which full names an honorific with the surname can be (`Standings.fits`):
-- MR: a man, not a titled one (SIR WALTER ELLIOT is not MR ELLIOT; WILLIAM WALTER ELLIOT is),
-  and, where the family has a boy (MASTER REED), one titled a man in his own full name;
-- MISS: a woman (not a name that says nothing: DICK MUSGROVE is no MISS MUSGROVE), and not a
+- MR: a man by the titles (pronouns are not enough: DICK MUSGROVE, the dead son, and HARRY
+  DASHWOOD, a child, are "he" too), not a titled one (SIR WALTER ELLIOT is not MR ELLIOT; WILLIAM WALTER ELLIOT is),
+  nor one whose wife is called by his given name beside a MRS with the surname alone (MRS
+  CHARLES MUSGROVE beside MRS MUSGROVE: Charles is the son, MR MUSGROVE his father), and,
+  where the family has a boy (MASTER REED), one titled a man in his own full name;
+- MISS: a woman, by the titles or the pronouns after her given name (CAROLINE, BLANCHE: a
+  woman's given name is seldom titled; DICK MUSGROVE is no MISS MUSGROVE), and not a
   younger sister: a given name after MISS marks one (MISS ANNE ELLIOT and MISS LUCY STEELE
   are not MISS ELLIOT and MISS STEELE, their elder sisters; so an only daughter called so,
   MISS JANE EYRE, is missed).
@@ -41,7 +46,9 @@ def _first_word(title: str) -> str:
 class Standings:
     """What the corpus's titles say of its full names (see the module's docstring)."""
 
-    def __init__(self, titles: list[str]):
+    def __init__(self, titles: list[str], pronoun_sexes: dict[str, str] | None = None):
+        """`pronoun_sexes`: given name -> sex the corpus's pronouns say
+        (`scoring.WordForms.sexes`), where its titles say nothing."""
         full_names = [content_tokens(name_tokens(t)) for t in titles]
         firsts = {words[0] for words in full_names if len(words) >= 2}
         lasts = {words[-1] for words in full_names if len(words) >= 2}
@@ -65,18 +72,26 @@ class Standings:
                 if who == "unmarried woman" and len(words) == 1:
                     self._younger.add(words[0])  # MISS LUCY
         self._sex = {name: next(iter(sexes)) for name, sexes in said.items() if len(sexes) == 1}
+        self._pronoun_sex = pronoun_sexes or {}
         # MASTER REED: the family has a boy, and a man of it named without a man's title may
         # be he (JOHN REED is Master Reed, not the late Mr Reed).
         self._boys = {words[-1] for title, words in zip(titles, full_names)
                       if len(words) == 2 and _first_word(title) == "MASTER"}
+        # MRS MUSGROVE beside MRS CHARLES MUSGROVE: the wife called by her husband's given
+        # name is a younger branch's, and CHARLES MUSGROVE, her husband, is not MR MUSGROVE.
+        wives = {words for title, words in zip(titles, full_names)
+                 if bearer(title) == "married woman"}
+        self._branches = {words for words in wives if len(words) >= 2 and words[-1:] in wives}
 
-    def _sex_of(self, words: tuple[str, ...]) -> str | None:
+    def _sex_of(self, words: tuple[str, ...], pronouns: bool = True) -> str | None:
+        """By the name's own titles, else its given name's, else (`pronouns`) what the
+        pronouns after the given name say."""
         forms = self._forms.get(words, set())
         if MAN in forms:
             return MAN
         if forms & _WOMEN:
             return WOMAN
-        return self._sex.get(words[0])
+        return self._sex.get(words[0], self._pronoun_sex.get(words[0]) if pronouns else None)
 
     def fits(self, short: str, full: str) -> bool:
         """Whether `short`, an honorific with a surname, can be `full`'s bearer."""
@@ -84,11 +99,13 @@ class Standings:
         surname = content_tokens(name_tokens(short))
         if len(words) < 2 or len(surname) != 1 or words[-1] != surname[0]:
             return False
-        forms, sex = self._forms.get(words, set()), self._sex_of(words)
+        forms = self._forms.get(words, set())
         if who == MAN:
-            a_man = MAN in forms if words[-1] in self._boys else sex == MAN
-            return a_man and "titled" not in forms and _first_word(short) not in TITLED
+            a_man = MAN in forms if words[-1] in self._boys else \
+                self._sex_of(words, pronouns=False) == MAN
+            return a_man and "titled" not in forms and _first_word(short) not in TITLED and \
+                words not in self._branches
         if who == "unmarried woman":
-            return sex == WOMAN and "unmarried woman" not in forms and \
+            return self._sex_of(words) == WOMAN and "unmarried woman" not in forms and \
                 words[0] not in self._younger
         return False

@@ -34,3 +34,16 @@ def test_an_acronym_opens_no_persons_name():
     assert {"sco", "xml", "sun"} <= common and "kevin" not in common
     assert names_another_thing("SCO", "OTHER", "SCO UNIX", "PERSON", OWNERS, common)
     assert not names_another_thing("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", OWNERS, common)
+
+
+def test_the_pronouns_after_a_name_say_its_sex_where_they_are_clear():
+    from graphrag_ray.index.resolve.scoring import WordForms, pronoun_votes
+    votes = pronoun_votes(
+        "Charlotte smiled, and she said no. Charlotte knew her mind. Bob came in and he sat. "
+        "Edward saw Elinor and she wept. Edward told them his plan.")
+    assert votes[("CHARLOTTE", "woman")] == 2 and votes[("BOB", "man")] == 1
+    # "Edward saw Elinor and she": another name first, so the pronoun is not counted his.
+    assert votes[("EDWARD", "woman")] == 0 and votes[("ELINOR", "woman")] == 1
+    forms = WordForms(set(), set(), set(), votes)
+    assert forms.sexes() == {"CHARLOTTE": "woman"}  # one vote says nothing
+    assert (forms | forms).sexes()["BOB"] == "man"

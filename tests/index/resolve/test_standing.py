@@ -19,7 +19,19 @@ def test_a_man_s_honorific_is_the_one_man_of_the_family_not_a_titled_one_nor_a_b
     assert not standings.fits("MR ELLIOT", "SIR WALTER ELLIOT")  # a baronet is never MR
     # MASTER REED: the family's boy; JOHN REED, never titled a man himself, may be he.
     assert not standings.fits("MR REED", "JOHN REED")
-    assert standings.fits("MR DASHWOOD", "JOHN DASHWOOD")  # MRS JOHN DASHWOOD: John, a man
+    # MRS JOHN DASHWOOD says John is a man; beside MRS DASHWOOD, a younger branch's.
+    assert not standings.fits("MR DASHWOOD", "JOHN DASHWOOD")
+    assert Standings(["JOHN DASHWOOD", "MRS JOHN DASHWOOD", "MR DASHWOOD"]).fits(
+        "MR DASHWOOD", "JOHN DASHWOOD")
+
+
+def test_pronouns_say_a_woman_s_given_name_not_a_man_s():
+    titles = ["CAROLINE BINGLEY", "MISS BINGLEY", "DICK MUSGROVE", "MR MUSGROVE"]
+    assert not Standings(titles).fits("MISS BINGLEY", "CAROLINE BINGLEY")
+    said = {"CAROLINE": "woman", "DICK": "man"}
+    assert Standings(titles, said).fits("MISS BINGLEY", "CAROLINE BINGLEY")
+    # A man's honorific needs a man's title somewhere: DICK MUSGROVE, a dead son, is "he".
+    assert not Standings(titles, said).fits("MR MUSGROVE", "DICK MUSGROVE")
 
 
 def test_miss_with_the_surname_is_the_elder_daughter_whom_the_titles_call_a_woman():
