@@ -15,10 +15,11 @@ name, `scoring.WordForms.sexes`, where the titles say nothing):
 
 Which full names an honorific with the surname can be (`Standings.fits`):
 - MR: a man by the titles (pronouns are not enough: DICK MUSGROVE, the dead son, and HARRY
-  DASHWOOD, a child, are "he" too), not a titled one (SIR WALTER ELLIOT is not MR ELLIOT; WILLIAM WALTER ELLIOT is),
-  nor one whose wife is called by his given name beside a MRS with the surname alone (MRS
-  CHARLES MUSGROVE beside MRS MUSGROVE: Charles is the son, MR MUSGROVE his father), and,
-  where the family has a boy (MASTER REED), one titled a man in his own full name;
+  DASHWOOD, a child, are "he" too), not a titled one (SIR WALTER ELLIOT is not MR ELLIOT;
+  WILLIAM WALTER ELLIOT is), nor one whose wife is called by his given name beside a MRS
+  with the surname alone (MRS CHARLES MUSGROVE beside MRS MUSGROVE: Charles is the son, MR
+  MUSGROVE his father), and, where the family has a boy (MASTER REED), one titled a man in
+  his own full name;
 - MISS: a woman, by the titles or the pronouns after her given name (CAROLINE, BLANCHE: a
   woman's given name is seldom titled; DICK MUSGROVE is no MISS MUSGROVE), and not a
   younger sister: a given name after MISS marks one (MISS ANNE ELLIOT and MISS LUCY STEELE
