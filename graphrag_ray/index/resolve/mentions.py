@@ -127,18 +127,23 @@ def _family_fits(short_titles: list[str], full: str, standings: Standings | None
     fits (none without them); a bare one with such names merged into it (WICKHAM, with MR
     WICKHAM) only where they all fit, when `standings` are given."""
     own, *merged = short_titles
-    if _surname_of(own, full):
+    if _surname_of(own, full, standings):
         return standings is not None and standings.fits(own, full)
     return standings is None or all(standings.fits(t, full) for t in merged
-                                    if _surname_of(t, full))
+                                    if _surname_of(t, full, standings))
 
 
-def _surname_of(short: str, full: str) -> bool:
+def _surname_of(short: str, full: str, standings: Standings | None = None) -> bool:
     """An honorific with a family's name (`names.family_name`), not with a diminutive of the
-    full name's given name (MISS LIZZY of ELIZABETH)."""
+    full name's given name (MISS LIZZY of ELIZABETH) nor with the given name itself where
+    the corpus uses it so (MISS ROSAMOND of ROSAMOND OLIVER: ROSAMOND opens full names and
+    ends none, `Standings.given_names`)."""
+    if not family_name(short, full):
+        return False
     words, full_words = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
-    return family_name(short, full) and not (
-        words and full_words and full_words[0] in formal_names(words[-1]))
+    given = standings is not None and words[-1] == full_words[0] and \
+        words[-1] in standings.given_names
+    return not given and full_words[0] not in formal_names(words[-1])
 
 
 class Works:
@@ -183,7 +188,7 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
         # mentions: the members it could also mean are ruled out by name, and a family's
         # full name is written seldom beside it (GEORGE WICKHAM 6 times, MR WICKHAM 108).
         vouched = standings is not None and any(
-            _surname_of(titles[r], titles[full]) for r in (short, *members[short])
+            _surname_of(titles[r], titles[full], standings) for r in (short, *members[short])
             for full in full_names)
         given: dict[tuple[str, int], list[int]] = defaultdict(list)
         for document in np.unique(documents):

@@ -23,8 +23,9 @@ Which full names an honorific with the surname can be (`Standings.fits`):
 - MISS: a woman, by the titles or the pronouns after her given name (CAROLINE, BLANCHE: a
   woman's given name is seldom titled; DICK MUSGROVE is no MISS MUSGROVE), and not a
   younger sister: a given name after MISS marks one (MISS ANNE ELLIOT and MISS LUCY STEELE
-  are not MISS ELLIOT and MISS STEELE, their elder sisters; so an only daughter called so,
-  MISS JANE EYRE, is missed).
+  are not MISS ELLIOT and MISS STEELE, their elder sisters), unless she is the only woman of
+  her family named in full and the family is never written with daughters in the plural
+  (MISS JANE EYRE is MISS EYRE; the MISS STEELES say Lucy has a sister).
 Other honorifics fit no one: MRS (a wife is called by her husband's name, MRS JOHN DASHWOOD,
 so no full name the text writes is hers), LADY, ranks, AUNT.
 """
@@ -54,6 +55,7 @@ class Standings:
         firsts = {words[0] for words in full_names if len(words) >= 2}
         lasts = {words[-1] for words in full_names if len(words) >= 2}
         given_names = firsts - lasts  # a word that opens full names and ends none
+        self.given_names = frozenset(given_names)
         said: dict[str, set[str]] = defaultdict(set)  # given name -> sexes said of it
         self._forms: dict[tuple[str, ...], set[str]] = defaultdict(set)
         self._younger: set[str] = set()  # given names a MISS is called by alone
@@ -74,6 +76,18 @@ class Standings:
                     self._younger.add(words[0])  # MISS LUCY
         self._sex = {name: next(iter(sexes)) for name, sexes in said.items() if len(sexes) == 1}
         self._pronoun_sex = pronoun_sexes or {}
+        self._family: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        for words in set(full_names):
+            if len(words) >= 2:
+                self._family[words[-1]].append(words)
+        # MISS STEELES, MISSES DASHWOOD: the family has daughters, more than one.
+        self._sisters = set()
+        for title in titles:
+            first, *rest = title.split() or [""]
+            if first == "MISSES" and len(rest) == 1:
+                self._sisters.add(rest[0])
+            elif first == "MISS" and len(rest) == 1 and rest[0].endswith("S"):
+                self._sisters.update(w for w in (rest[0][:-1], rest[0][:-2]) if w in lasts)
         # MASTER REED: the family has a boy, and a man of it named without a man's title may
         # be he (JOHN REED is Master Reed, not the late Mr Reed).
         self._boys = {words[-1] for title, words in zip(titles, full_names)
@@ -107,6 +121,12 @@ class Standings:
             return a_man and "titled" not in forms and _first_word(short) not in TITLED and \
                 words not in self._branches
         if who == "unmarried woman":
-            return self._sex_of(words) == WOMAN and "unmarried woman" not in forms and \
-                words[0] not in self._younger
+            younger = "unmarried woman" in forms or words[0] in self._younger
+            return self._sex_of(words) == WOMAN and (not younger or self._only_daughter(words))
         return False
+
+    def _only_daughter(self, words: tuple[str, ...]) -> bool:
+        """The one woman of her family named in full, of a family never written with daughters
+        in the plural (MISS STEELES)."""
+        return words[-1] not in self._sisters and [
+            w for w in self._family[words[-1]] if self._sex_of(w) == WOMAN] == [words]

@@ -169,3 +169,16 @@ def test_a_diminutive_with_a_given_name_s_honorific_merged_into_it_is_resolved()
                              standings=Standings(titles))
     assert [(titles[m.row], titles[m.canonical], m.units, m.method) for m in found] == [
         ("LIZZY", "ELIZABETH", [0, 1], "in_document:nickname")]
+
+
+def test_a_given_name_the_corpus_opens_full_names_with_is_no_family_s_name():
+    # MISS ROSAMOND, merged into ROSAMOND: ROSAMOND opens ROSAMOND OLIVER and ends no full
+    # name, so MISS ROSAMOND is her given name with an honorific, not a family's.
+    titles = ["ROSAMOND", "ROSAMOND OLIVER", "MISS ROSAMOND"]
+    found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]),
+                             Resolution([Alias(2, 0, 1.0, "same_name", "")]),
+                             provenance_of([[0], [0, 1], [1]], [0, 0]),
+                             PairRules(titles, ["PERSON"] * 3).apart,
+                             standings=Standings(titles))
+    assert [(titles[m.row], titles[m.canonical], m.units) for m in found] == [
+        ("ROSAMOND", "ROSAMOND OLIVER", [0, 1])]

@@ -53,3 +53,14 @@ def test_other_honorifics_and_other_surnames_fit_no_one():
     assert not standings.fits("MRS DASHWOOD", "JOHN DASHWOOD")
     assert not standings.fits("MR WICKHAM", "WILLIAM WALTER ELLIOT")
     assert not standings.fits("LADY ELLIOT", "ANNE ELLIOT")
+
+
+def test_an_only_daughter_called_by_her_given_name_is_still_miss_with_the_surname():
+    # MISS JANE EYRE marks a younger sister where there is an elder; Jane is her family's
+    # only woman, and no MISS EYRES are written. The MISS STEELES say Lucy has a sister.
+    titles = ["JANE EYRE", "MISS JANE EYRE", "JOHN EYRE", "MR JOHN", "MISS EYRE", "LUCY STEELE",
+              "MISS LUCY STEELE", "MISS STEELE", "MISS STEELES"]
+    standings = Standings(titles)
+    assert standings.fits("MISS EYRE", "JANE EYRE")
+    assert not standings.fits("MISS STEELE", "LUCY STEELE")
+    assert "JANE" in standings.given_names and "EYRE" not in standings.given_names
