@@ -43,8 +43,9 @@ def test_miss_with_the_surname_is_the_elder_daughter_whom_the_titles_call_a_woma
     assert not standings.fits("MISS STEELE", "LUCY STEELE")
     # Nothing says DICK is a woman's name.
     assert not standings.fits("MISS MUSGROVE", "DICK MUSGROVE")
-    assert Standings(["CHARLOTTE LUCAS", "MISS CHARLOTTE", "MISS LUCAS"]).fits(
-        "MISS LUCAS", "CHARLOTTE LUCAS") is False  # called MISS CHARLOTTE: a younger one
+    # Called MISS CHARLOTTE, with MARIA LUCAS, a sister, named too: a younger one.
+    assert Standings(["CHARLOTTE LUCAS", "MISS CHARLOTTE", "MARIA LUCAS", "MISS MARIA",
+                      "MISS LUCAS"]).fits("MISS LUCAS", "CHARLOTTE LUCAS") is False
     assert Standings(["CHARLOTTE LUCAS", "LADY CHARLOTTE HOPE", "MISS LUCAS"]).fits(
         "MISS LUCAS", "CHARLOTTE LUCAS")
 
