@@ -111,12 +111,22 @@ def merge_quality(aliases: list[dict], labels: dict) -> dict:
 
 
 def type_quality(entity_types: dict[str, str], aliases: list[dict], labels: dict) -> dict:
-    """`entity_types`: title -> type of the index's entities."""
+    """`entity_types`: title -> type of the index's entities. A name merged away is judged
+    by its canonical entity's type; one resolved away document by document (DAVID, all of
+    whose mentions went to the Davids each episode names) by the types of the entities its
+    mentions went to, wrong if any of them is."""
     canonical = {row["alias"]: row["entity_title"] for row in aliases
                  if not row.get("document_ids")}
+    scattered: dict[str, set[str]] = {}
+    for row in aliases:
+        if row.get("document_ids") and row["entity_title"] in entity_types:
+            scattered.setdefault(row["alias"], set()).add(entity_types[row["entity_title"]])
     wrong, judged = [], 0
     for title, allowed in sorted(labels["types"].items()):
         kind = entity_types.get(title, entity_types.get(canonical.get(title, "")))
+        if kind is None and title in scattered:
+            kinds = sorted(scattered[title])
+            kind = next((k for k in kinds if k not in allowed), kinds[0])
         if kind is None:
             continue
         judged += 1

@@ -49,3 +49,15 @@ def test_a_name_merged_whole_into_one_resolved_in_a_document_goes_with_it_there(
     assert merge_quality(aliases, labels)["recall"] == 1.0
     aliases[1] = row("WICKHAM", "LYDIA WICKHAM", "in_document:short_form", ["pride.txt"])
     assert merge_quality(aliases, labels)["recall"] == 0.0
+
+
+def test_a_name_resolved_away_in_every_document_is_typed_by_where_its_mentions_went():
+    from graphrag_ray.testing.resolution_labels import type_quality
+    labels = {"types": {"DAVID": ["PERSON"]}}
+    aliases = [row("DAVID", "DAVID BAKER", "in_document:short_form", ["ep1"]),
+               row("DAVID", "DAVID BASZUCKI", "in_work:short_form", ["ep2"])]
+    types = {"DAVID BAKER": "PERSON", "DAVID BASZUCKI": "PERSON"}
+    assert type_quality(types, aliases, labels)["types_judged"] == 1
+    assert type_quality(types, aliases, labels)["wrong_type_share"] == 0.0
+    types["DAVID BASZUCKI"] = "GEO"
+    assert type_quality(types, aliases, labels)["wrong_types"] == [("DAVID", "GEO", ["PERSON"])]

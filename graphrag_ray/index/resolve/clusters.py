@@ -170,6 +170,15 @@ class PairRules:
             self.titles, self.types, a, b, self.organizations, self.common)
 
 
+def _same_or_surname(honoured: str, bare: str) -> bool:
+    """Whether a name with honorifics is a bare name's own (MR WICKHAM of WICKHAM) or its
+    surname's (MR WENTWORTH, CAPTAIN WENTWORTH of FREDERICK WENTWORTH); not SIR FREDERICK,
+    his given name's, which says nothing of which of the family the surname's honorifics
+    are."""
+    words, bare_words = content_tokens(name_tokens(honoured)), content_tokens(name_tokens(bare))
+    return words == bare_words or placement(honoured, bare) == "suffix"
+
+
 def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
                      threshold: float, rules: PairRules,
                      confirmed: set[tuple[int, int]] = frozenset(),
@@ -194,7 +203,8 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         for short, other in ((a, b), (b, a)):
             if is_short_side(titles[short], titles[other]):
                 partners[short].add(other)
-            elif bearer(titles[short]) is None and bearer(titles[other]) is not None:
+            elif bearer(titles[short]) is None and bearer(titles[other]) is not None and \
+                    _same_or_surname(titles[other], titles[short]):
                 honoured[short].add(other)
     men = {row: {o for o in others if bearer(titles[o]) == "man"}
            for row, others in honoured.items()}

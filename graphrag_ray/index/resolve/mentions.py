@@ -47,8 +47,8 @@ import pyarrow as pa
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
 from graphrag_ray.index.resolve.names import (
-    content_tokens, family_name, formal_names, is_short_side, name_tokens, placement)
-from graphrag_ray.index.resolve.standing import Standings
+    bearer, content_tokens, family_name, formal_names, is_short_side, name_tokens, placement)
+from graphrag_ray.index.resolve.standing import TITLED, Standings
 
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
@@ -129,8 +129,19 @@ def _family_fits(short_titles: list[str], full: str, standings: Standings | None
     own, *merged = short_titles
     if _surname_of(own, full, standings):
         return standings is not None and standings.fits(own, full)
+    if standings is not None and own.split(maxsplit=1)[0] in TITLED and \
+            not standings.titled(full):
+        return False  # SIR JOHN is no JOHN DASHWOOD, whom the corpus calls MR
     return standings is None or all(standings.fits(t, full) for t in merged
                                     if _surname_of(t, full, standings))
+
+
+def _same_title(short: str, full: str) -> bool:
+    """SIR JOHN and SIR JOHN MIDDLETON, LADY CATHERINE and LADY CATHERINE DE BOURGH: a title
+    with a given name, and a full name under that title opening with it."""
+    words, full_words = short.split(), full.split()
+    return len(words) == 2 and len(full_words) > 2 and words[0] == full_words[0] and \
+        bearer(short) is not None and words[1] == full_words[1]
 
 
 def _surname_of(short: str, full: str, standings: Standings | None = None) -> bool:
@@ -173,23 +184,32 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
     members: dict[int, list[int]] = defaultdict(list)
     for alias in resolution.aliases:
         members[alias.canonical].append(alias.row)
+    found = candidates(titles, pairs, resolution, apart, standings)
+
+    def vouched(short: int) -> bool:
+        """A family's honorific the titles say fits its full names, or a title with a given
+        name beside a full name under the same title (SIR JOHN, SIR JOHN MIDDLETON), needs
+        no share of the mentions: the others it could mean are ruled out by name, and the
+        full name is written seldom beside it (GEORGE WICKHAM 6 times, MR WICKHAM 108)."""
+        return standings is not None and any(
+            _surname_of(titles[r], titles[full], standings) or
+            _same_title(titles[r], titles[full]) for r in (short, *members[short])
+            for full in found[short])
+    # Those go first, and what they resolve names their full names for the others (a novel
+    # that calls her MISS BINGLEY 60 times names Caroline Bingley: CAROLINE is she).
+    given_to: dict[int, list[int]] = defaultdict(list)
     resolved: list[MentionAlias] = []
-    for short, full_names in sorted(candidates(titles, pairs, resolution, apart,
-                                               standings).items()):
+    for short in sorted(found, key=lambda row: (not vouched(row), row)):
+        full_names = found[short]
         units = provenance.units_of(np.array([short, *members[short]]))
         documents = provenance.unit_document[units]
-        named = {full: provenance.units_of(np.array([full, *members[full]]))
-                 for full in full_names}
+        named = {full: np.union1d(provenance.units_of(np.array([full, *members[full]])),
+                                  given_to[full]).astype(np.int64) for full in full_names}
         in_document = {full: Counter(provenance.unit_document[u].tolist())
                        for full, u in named.items()}
         in_work = {full: Counter(works[provenance.unit_document[u]].tolist())
                    for full, u in named.items()}
-        # A family's honorific the titles say fits its full names needs no share of the
-        # mentions: the members it could also mean are ruled out by name, and a family's
-        # full name is written seldom beside it (GEORGE WICKHAM 6 times, MR WICKHAM 108).
-        vouched = standings is not None and any(
-            _surname_of(titles[r], titles[full], standings) for r in (short, *members[short])
-            for full in full_names)
+        is_vouched = vouched(short)
         given: dict[tuple[str, int], list[int]] = defaultdict(list)
         for document in np.unique(documents):
             here_units = units[documents == document]
@@ -197,12 +217,12 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
             if not counts:  # the document names none: its work may
                 work = works[document]
                 counts = {full: c[work] for full, c in in_work.items() if c[work]}
-                choice = _dominant(titles, short, counts, 0 if vouched else int(
+                choice = _dominant(titles, short, counts, 0 if is_vouched else int(
                     (works[documents] == work).sum()), apart, family_wide=True)
                 if choice is not None:
                     given[("in_work", choice)].extend(here_units.tolist())
                 continue
-            dominant = _dominant(titles, short, counts, 0 if vouched else len(here_units),
+            dominant = _dominant(titles, short, counts, 0 if is_vouched else len(here_units),
                                  apart)
             family = _family(titles, short, counts, apart)
             for unit in here_units.tolist():
@@ -211,6 +231,7 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
                 if choice is not None:
                     given[("in_document", choice)].append(unit)
         for (where, full), given_units in sorted(given.items(), key=lambda g: (g[0][1], g[0][0])):
+            given_to[full].extend(given_units)
             score, kind = full_names[full]
             given_documents = sorted(set(provenance.unit_document[given_units].tolist()))
             resolved.append(MentionAlias(

@@ -108,6 +108,11 @@ class Standings:
             return WOMAN
         return self._sex.get(words[0], self._pronoun_sex.get(words[0]) if pronouns else None)
 
+    def titled(self, full: str) -> bool:
+        """Whether the corpus calls `full` by a title (SIR JOHN MIDDLETON), which SIR JOHN
+        alone may then be; JOHN DASHWOOD, called MR, is no SIR JOHN."""
+        return "titled" in self._forms.get(content_tokens(name_tokens(full)), set())
+
     def fits(self, short: str, full: str) -> bool:
         """Whether `short`, an honorific with a surname, can be `full`'s bearer."""
         who, words = bearer(short), content_tokens(name_tokens(full))
