@@ -237,3 +237,27 @@ def test_a_homonym_in_two_unrelated_documents_splits_when_asked(tmp_path):
                   for title in ("JANE", "JANE (2)")}
     assert "ROCHESTER" in neighbours["JANE"] and "BINGLEY" not in neighbours["JANE"]
     assert "BINGLEY" in neighbours["JANE (2)"] and "ROCHESTER" not in neighbours["JANE (2)"]
+
+
+ONE_EPISODE_IN_PARTS = {
+    "episode-part1.txt": "KEVIN SCOTT: Today my guest is Satya Nadella. Satya Nadella runs "
+                         "Microsoft, and he has a lot to say about the cloud.\nSATYA NADELLA: "
+                         "Thanks, Kevin. It is good to be here and to talk about the cloud.\n",
+    "episode-part2.txt": "KEVIN SCOTT: So Satya told me that the cloud changed everything for "
+                         "the company.\nKEVIN SCOTT: And then Satya said he would do it all "
+                         "again.\n"}
+
+
+def test_a_short_name_a_part_of_an_episode_leaves_open_is_resolved_by_the_episode(tmp_path):
+    """Part 2 says only SATYA; part 1, of the same episode by the files' names, names SATYA
+    NADELLA: the short name there is his (`in_work`), and the entity SATYA is gone."""
+    (tmp_path / "input").mkdir()
+    for name, text in ONE_EPISODE_IN_PARTS.items():
+        (tmp_path / "input" / name).write_text(text, encoding="utf-8")
+    build_index(str(tmp_path / "input"), str(tmp_path / "on"), _config("local"), **QUIET)
+    documents = {d["id"]: d["title"] for d in _read(tmp_path / "on", schema.DOCUMENTS)}
+    satya, = [a for a in _read(tmp_path / "on", schema.ENTITY_ALIASES) if a["alias"] == "SATYA"]
+    assert (satya["entity_title"], satya["method"]) == ("SATYA NADELLA", "in_work:short_form")
+    assert [documents[d] for d in satya["document_ids"]] == ["episode-part2.txt"]
+    titles = {e["title"] for e in _read(tmp_path / "on", schema.ENTITIES)}
+    assert "SATYA NADELLA" in titles and "SATYA" not in titles
