@@ -39,7 +39,8 @@ import pyarrow as pa
 
 from graphrag_ray.index.extract.tuples import normalize_name
 from graphrag_ray.index.resolve.names import (
-    bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens, placement)
+    TWO_TITLES, bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens,
+    placement)
 from graphrag_ray.index.resolve.scoring import (
     UNTYPED, is_person_name, organization_names, rules_out_short_form, types_conflict)
 
@@ -218,15 +219,24 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     # man PONNOU may be.)
     partners = {row: {p for p in others if rules.types[row] in UNTYPED or
                       not rules.named_after(row, p)} for row, others in partners.items()}
+    # Two men a family's titles name (MR and CAPTAIN WENTWORTH) whose own pair the context
+    # did not carry to the threshold may be two (Edward the curate and Frederick), and the
+    # bare surname beside them either's. (A full name beside them is one of them, whichever.)
+    scores = {frozenset((a, b)): score for a, b, score, _, _ in candidates}
+
+    def differ(row: int, p: int, q: int) -> bool:
+        return apart(p, q) or len(content_tokens(name_tokens(titles[row]))) == 1 and \
+            scores.get(frozenset((p, q)), 1.0) < threshold and \
+            name_relation(titles[p], titles[q]) == ("same_name", TWO_TITLES)
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
-        apart(p, q) for p, q in combinations(sorted(others), 2))}
+        differ(row, p, q) for p, q in combinations(sorted(others), 2))}
     # ... where the family's full names make it so, it is still its man's (WICKHAM beside
     # GEORGE and LYDIA WICKHAM is MR WICKHAM, however ambiguous MR WICKHAM is), and joins no
     # one else.
     # (A surname: the last word of the full names it stands beside. JOHN beside SIR JOHN and
     # JOHN DASHWOOD is a given name, which a title does not make anyone's in particular.)
     mans_only = {row for row in ambiguous if men.get(row) and not any(
-        apart(p, q) for p, q in combinations(sorted(men[row]), 2)) and all(
+        differ(row, p, q) for p, q in combinations(sorted(men[row]), 2)) and all(
         placement(titles[row], titles[full]) == "suffix" for full in partners[row] - men[row])}
     ambiguous -= mans_only
 

@@ -47,7 +47,8 @@ import pyarrow as pa
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
 from graphrag_ray.index.resolve.names import (
-    bearer, content_tokens, family_name, formal_names, is_short_side, name_tokens, placement)
+    RANKS, bearer, content_tokens, family_name, formal_names, is_short_side, name_tokens,
+    placement)
 from graphrag_ray.index.resolve.standing import TITLED, Standings
 
 # The share of a document's candidate mentions one full name needs to take the short name's
@@ -148,12 +149,13 @@ def _surname_of(short: str, full: str, standings: Standings | None = None) -> bo
     """An honorific with a family's name (`names.family_name`), not with a diminutive of the
     full name's given name (MISS LIZZY of ELIZABETH) nor with the given name itself where
     the corpus uses it so (MISS ROSAMOND of ROSAMOND OLIVER: ROSAMOND opens full names and
-    ends none, `Standings.given_names`)."""
+    ends none, `Standings.given_names`; a rank takes a surname: COLONEL FITZWILLIAM is no
+    Fitzwilliam Darcy)."""
     if not family_name(short, full):
         return False
     words, full_words = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
     given = standings is not None and words[-1] == full_words[0] and \
-        words[-1] in standings.given_names
+        words[-1] in standings.given_names and short.split(maxsplit=1)[0] not in RANKS
     return not given and full_words[0] not in formal_names(words[-1])
 
 

@@ -46,6 +46,9 @@ JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE
 SUFFIXES = frozenset({"INC", "INCORPORATED", "CORP", "CO", "LTD", "LIMITED", "LLC", "PLC",
                       "GMBH", "AG", "SA", "INDUSTRIES", "JR", "SR"})
 _TOKEN = re.compile(r"[^\W_]+")
+# The strength of one name under two men's titles (MR and CAPTAIN WENTWORTH): one man or two
+# of a family, as the context says.
+TWO_TITLES = 0.6
 # Tokens this long or longer open typo blocks (their one-deletion variants).
 TYPO_MIN_LENGTH = 5
 # Acronyms and single-token names this short are matched as acronyms.
@@ -72,6 +75,11 @@ KIND_WORDS = frozenset({
     # Words that make another place of a place: MEXICO, NEW MEXICO, SOUTHERN NEW MEXICO.
     "NEW", "OLD", "NORTH", "SOUTH", "EAST", "WEST", "NORTHERN", "SOUTHERN", "EASTERN", "WESTERN",
     "CENTRAL", "GREATER", "UPPER", "LOWER"})
+
+
+# Titles written before a whole name (SIR WALTER ELLIOT, DAME JUDI DENCH): the name after
+# them is all the given names the bearer is called by.
+KNIGHTED = frozenset({"SIR", "DAME", "LORD"})
 
 
 # Ranks and offices a text calls their holder by alone ("the Admiral", "the Colonel"): in a
@@ -298,7 +306,10 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
         return "title_form", 0.6  # the document's one holder (`mentions.py`)
     ca, cb = content_tokens(ta), content_tokens(tb)
     if ca == cb:  # a name's first and last words are content: neither is empty
-        return "same_name", 1.0
+        # Two ways of calling a man (MR and CAPTAIN WENTWORTH, MR and COLONEL BRANDON) may be
+        # one man or two of a family: the context decides, as for a short form.
+        two_titles = bearer(a) == bearer(b) == "man" and _leading_word(a) != _leading_word(b)
+        return "same_name", TWO_TITLES if two_titles else 1.0
     if len(ta) != len(tb) and "".join(ta) == "".join(tb) and \
             len("".join(ta)) >= JOINED_MIN_LENGTH:
         return "joined", 0.9
@@ -313,10 +324,15 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     short, full = (ca, cb) if len(ca) < len(cb) else (cb, ca)
     full_tokens = tb if full is cb else ta
     full_title = b if full is cb else a
+    short_title = a if full is cb else b
     if len(short) < len(full) and _is_subsequence(short, full) and max(map(len, short)) >= 3 \
             and "OF" not in full_tokens and not (set(full) - set(short)) & KIND_WORDS \
-            and not (bearer(full_title) == "married woman" and full[:len(short)] == short):
-        # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers.)
+            and not (bearer(full_title) == "married woman" and full[:len(short)] == short) \
+            and not (_words(short_title)[0] in KNIGHTED and len(short) >= 2 and
+                     full[-len(short):] == short):
+        # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers. SIR WALTER
+        # ELLIOT, a baronet's whole name, is not WILLIAM WALTER ELLIOT, his heir: a knight
+        # with one more given name would be SIR WILLIAM WALTER ELLIOT.)
         return "short_form", 0.6
     if len(full) == len(short) + 1 and full[:-1] == short and full[-1] in SAME_THING_KIND_WORDS:
         return "kind_form", 0.6  # the same thing only where typed alike (`PairRules`)

@@ -16,7 +16,8 @@ name, `scoring.WordForms.sexes`, where the titles say nothing):
 Which full names an honorific with the surname can be (`Standings.fits`):
 - MR: a man by the titles (pronouns are not enough: DICK MUSGROVE, the dead son, and HARRY
   DASHWOOD, a child, are "he" too), not a titled one (SIR WALTER ELLIOT is not MR ELLIOT;
-  WILLIAM WALTER ELLIOT is), nor one whose wife is called by his given name beside a MRS
+  WILLIAM WALTER ELLIOT is) nor one called by a rank (CAPTAIN FREDERICK WENTWORTH: MR
+  WENTWORTH is his brother, the curate; CAPTAIN WENTWORTH is he), nor one whose wife is called by his given name beside a MRS
   with the surname alone (MRS CHARLES MUSGROVE beside MRS MUSGROVE: Charles is the son, MR
   MUSGROVE his father), and, where the family has a boy (MASTER REED), one titled a man in
   his own full name;
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from graphrag_ray.index.resolve.names import bearer, content_tokens, name_tokens
+from graphrag_ray.index.resolve.names import RANKS, bearer, content_tokens, name_tokens
 
 MAN, WOMAN = "man", "woman"
 _WOMEN = frozenset({"married woman", "unmarried woman", "woman"})
@@ -67,6 +68,8 @@ class Standings:
                 self._forms[words].add(MAN if who == "married woman" else who)
                 if _first_word(title) in TITLED:
                     self._forms[words].add("titled")
+                elif _first_word(title) in RANKS:
+                    self._forms[words].add("rank " + _first_word(title))
             if len(words) >= 2 or words[0] in given_names:
                 if who == "married woman" and len(words) >= 2:
                     said[words[0]].add(MAN)  # MRS JOHN DASHWOOD: her husband's name
@@ -123,8 +126,11 @@ class Standings:
         if who == MAN:
             a_man = MAN in forms if words[-1] in self._boys else \
                 self._sex_of(words, pronouns=False) == MAN
+            ranks = {form for form in forms if form.startswith("rank ")}
+            own_rank = _first_word(short) in RANKS
             return a_man and "titled" not in forms and _first_word(short) not in TITLED and \
-                words not in self._branches
+                words not in self._branches and (
+                    "rank " + _first_word(short) in ranks if own_rank else not ranks)
         if who == "unmarried woman":
             younger = "unmarried woman" in forms or words[0] in self._younger
             return self._sex_of(words) == WOMAN and (not younger or self._only_daughter(words))

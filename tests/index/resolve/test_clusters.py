@@ -181,3 +181,22 @@ def test_an_acronym_takes_its_only_spelled_out_name_where_one_work_names_both():
     # Without knowing which work names what, no acronym merges below the threshold.
     assert resolve_clusters(titles, [10, 3, 1, 1, 13, 13], table, 0.75,
                             PairRules(titles, types)).aliases == []
+
+
+def test_a_bare_surname_between_two_titled_men_the_context_keeps_apart_joins_neither():
+    # MR WENTWORTH (the curate) and CAPTAIN WENTWORTH (his brother) share too little context
+    # to be one; WENTWORTH beside both may be either. MR and COLONEL BRANDON share enough.
+    titles = ["WENTWORTH", "MR WENTWORTH", "CAPTAIN WENTWORTH"]
+    table = kind_pairs(titles, [("WENTWORTH", "MR WENTWORTH", 1.0, "same_name"),
+                                ("WENTWORTH", "CAPTAIN WENTWORTH", 1.0, "same_name"),
+                                ("MR WENTWORTH", "CAPTAIN WENTWORTH", 0.63, "same_name")])
+    resolution = resolve_clusters(titles, [5, 3, 109], table, 0.75,
+                                  PairRules(titles, ["PERSON"] * 3))
+    assert resolution.aliases == [] and resolution.ambiguous == [0]
+    titles = ["BRANDON", "MR BRANDON", "COLONEL BRANDON"]
+    table = kind_pairs(titles, [("BRANDON", "MR BRANDON", 1.0, "same_name"),
+                                ("BRANDON", "COLONEL BRANDON", 1.0, "same_name"),
+                                ("MR BRANDON", "COLONEL BRANDON", 0.84, "same_name")])
+    resolution = resolve_clusters(titles, [5, 2, 116], table, 0.75,
+                                  PairRules(titles, ["PERSON"] * 3))
+    assert {titles[a.row] for a in resolution.aliases} == {"BRANDON", "MR BRANDON"}

@@ -182,3 +182,14 @@ def test_a_given_name_the_corpus_opens_full_names_with_is_no_family_s_name():
                              standings=Standings(titles))
     assert [(titles[m.row], titles[m.canonical], m.units) for m in found] == [
         ("ROSAMOND", "ROSAMOND OLIVER", [0, 1])]
+
+
+def test_a_rank_takes_a_surname_even_one_that_opens_a_full_name():
+    # FITZWILLIAM opens MR FITZWILLIAM DARCY (a given name there), but COLONEL FITZWILLIAM is
+    # his cousin: a rank is a family's honorific, which no full name of the Darcys fits.
+    titles = ["COLONEL FITZWILLIAM", "MR FITZWILLIAM DARCY", "MR DARCY"]
+    found = resolve_mentions(titles, pairs([(0, 1, 0.7, "short_form", "")]), Resolution(),
+                             provenance_of([[0, 1], [1], [1]], [0, 0]),
+                             PairRules(titles, ["PERSON"] * 3).apart,
+                             standings=Standings(titles))
+    assert found == []

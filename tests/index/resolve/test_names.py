@@ -103,3 +103,16 @@ def test_a_diminutive_meets_its_given_name_where_it_is_of_one_only():
     # ELIZA is a diminutive of ELIZABETH, LOUISA and LOUISE: Eliza Reed is no Louisa.
     assert name_relation("ELIZA", "LOUISA") is None
     assert name_relation("LIZZY BENNET", "ELIZABETH DARCY") is None
+
+
+def test_a_knight_s_whole_name_is_no_short_form_of_a_longer_one():
+    # SIR WALTER ELLIOT, the baronet, and WILLIAM WALTER ELLIOT, his heir.
+    assert name_relation("SIR WALTER ELLIOT", "WILLIAM WALTER ELLIOT") is None
+    assert name_relation("SIR WALTER", "SIR WALTER ELLIOT")[0] == "short_form"
+    assert name_relation("WALTER ELLIOT", "WILLIAM WALTER ELLIOT")[0] == "short_form"
+
+
+def test_one_name_under_two_men_s_titles_is_left_to_the_context():
+    # MR and CAPTAIN WENTWORTH: the curate and his brother; MR and COLONEL BRANDON: one man.
+    assert name_relation("MR WENTWORTH", "CAPTAIN WENTWORTH") == ("same_name", 0.6)
+    assert name_relation("MR WENTWORTH", "WENTWORTH") == ("same_name", 1.0)

@@ -66,3 +66,13 @@ def test_an_only_daughter_called_by_her_given_name_is_still_miss_with_the_surnam
     assert standings.fits("MISS EYRE", "JANE EYRE")
     assert not standings.fits("MISS STEELE", "LUCY STEELE")
     assert "JANE" in standings.given_names and "EYRE" not in standings.given_names
+
+
+def test_mr_is_no_man_called_by_a_rank_and_a_rank_is_only_its_holder():
+    titles = ["FREDERICK WENTWORTH", "CAPTAIN FREDERICK WENTWORTH", "MR WENTWORTH",
+              "CAPTAIN WENTWORTH", "FITZWILLIAM DARCY", "MR FITZWILLIAM DARCY"]
+    standings = Standings(titles)
+    assert not standings.fits("MR WENTWORTH", "FREDERICK WENTWORTH")  # the curate, his brother
+    assert standings.fits("CAPTAIN WENTWORTH", "FREDERICK WENTWORTH")
+    assert not standings.fits("COLONEL DARCY", "FITZWILLIAM DARCY")
+    assert standings.fits("MR DARCY", "FITZWILLIAM DARCY")
