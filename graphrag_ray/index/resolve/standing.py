@@ -15,12 +15,13 @@ name, `scoring.WordForms.sexes`, where the titles say nothing):
 
 Which full names an honorific with the surname can be (`Standings.fits`):
 - MR: a man by the titles (pronouns are not enough: DICK MUSGROVE, the dead son, and HARRY
-  DASHWOOD, a child, are "he" too), not a titled one (SIR WALTER ELLIOT is not MR ELLIOT;
-  WILLIAM WALTER ELLIOT is) nor one called by a rank (CAPTAIN FREDERICK WENTWORTH: MR
-  WENTWORTH is his brother, the curate; CAPTAIN WENTWORTH is he), nor one whose wife is called by his given name beside a MRS
-  with the surname alone (MRS CHARLES MUSGROVE beside MRS MUSGROVE: Charles is the son, MR
-  MUSGROVE his father), and, where the family has a boy (MASTER REED), one titled a man in
-  his own full name;
+  DASHWOOD, a child, are "he" too); not a titled one (SIR WALTER ELLIOT is not MR ELLIOT;
+  WILLIAM WALTER ELLIOT is), nor one called by a rank (CAPTAIN FREDERICK WENTWORTH: MR
+  WENTWORTH is his brother, the curate), nor one whose wife is called by his given name
+  beside a MRS with the surname alone (MRS CHARLES MUSGROVE beside MRS MUSGROVE: Charles is
+  the son, MR MUSGROVE his father), and, where the family has a boy (MASTER REED), one
+  titled a man in his own full name;
+- a rank (CAPTAIN WENTWORTH): a man the corpus calls by that rank in his full name;
 - MISS: a woman, by the titles or the pronouns after her given name (CAROLINE, BLANCHE: a
   woman's given name is seldom titled; DICK MUSGROVE is no MISS MUSGROVE), and not a
   younger sister: a given name after MISS marks one (MISS ANNE ELLIOT and MISS LUCY STEELE
@@ -28,7 +29,7 @@ Which full names an honorific with the surname can be (`Standings.fits`):
   her family named in full and the family is never written with daughters in the plural
   (MISS JANE EYRE is MISS EYRE; the MISS STEELES say Lucy has a sister).
 Other honorifics fit no one: MRS (a wife is called by her husband's name, MRS JOHN DASHWOOD,
-so no full name the text writes is hers), LADY, ranks, AUNT.
+so no full name the text writes is hers), LADY, AUNT.
 """
 
 from __future__ import annotations
