@@ -57,6 +57,8 @@ DOMINANT_SHARE = 0.8
 # How often a document must name a full name, against the short name, to give it the short
 # name's mentions without a text unit naming it.
 NAMED_SHARE = 0.2
+# ... or named so, counting the mentions other short names were resolved to it by.
+RESOLVED_NAMED_SHARE = 0.5
 RESOLVED_BY_DOCUMENT = ("short_form", "initials", "title_form", "nickname")
 # A part, chapter or section number ending a document's title (its file's name): what is left
 # names the work the document was cut from.
@@ -205,12 +207,18 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
         full_names = found[short]
         units = provenance.units_of(np.array([short, *members[short]]))
         documents = provenance.unit_document[units]
-        named = {full: np.union1d(provenance.units_of(np.array([full, *members[full]])),
-                                  given_to[full]).astype(np.int64) for full in full_names}
+        written = {full: provenance.units_of(np.array([full, *members[full]]))
+                   for full in full_names}
+        named = {full: np.union1d(units_of, given_to[full]).astype(np.int64)
+                 for full, units_of in written.items()}
         in_document = {full: Counter(provenance.unit_document[u].tolist())
                        for full, u in named.items()}
+        written_in = {full: Counter(provenance.unit_document[u].tolist())
+                      for full, u in written.items()}
         in_work = {full: Counter(works[provenance.unit_document[u]].tolist())
                    for full, u in named.items()}
+        written_in_work = {full: Counter(works[provenance.unit_document[u]].tolist())
+                           for full, u in written.items()}
         is_vouched = vouched(short)
         given: dict[tuple[str, int], list[int]] = defaultdict(list)
         for document in np.unique(documents):
@@ -219,13 +227,16 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
             if not counts:  # the document names none: its work may
                 work = works[document]
                 counts = {full: c[work] for full, c in in_work.items() if c[work]}
-                choice = _dominant(titles, short, counts, 0 if is_vouched else int(
-                    (works[documents] == work).sum()), apart, family_wide=True)
+                choice = _dominant(titles, short, counts, {
+                    full: c[work] for full, c in written_in_work.items()},
+                    0 if is_vouched else int((works[documents] == work).sum()), apart,
+                    family_wide=True)
                 if choice is not None:
                     given[("in_work", choice)].extend(here_units.tolist())
                 continue
-            dominant = _dominant(titles, short, counts, 0 if is_vouched else len(here_units),
-                                 apart)
+            dominant = _dominant(titles, short, counts, {
+                full: c[document] for full, c in written_in.items()},
+                0 if is_vouched else len(here_units), apart)
             family = _family(titles, short, counts, apart)
             for unit in here_units.tolist():
                 here = [full for full in counts if _has(named[full], unit)]
@@ -244,17 +255,22 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
     return resolved
 
 
-def _dominant(titles: list[str], short: int, counts: dict[int, int], mentions: int,
-              apart: Callable[[int, int], bool], family_wide: bool = False) -> int | None:
+def _dominant(titles: list[str], short: int, counts: dict[int, int], written: dict[int, int],
+              mentions: int, apart: Callable[[int, int], bool], family_wide: bool = False
+              ) -> int | None:
     """The full name that takes a place's (a document's, a work's) mentions of the short
-    name: the one it names most, with `DOMINANT_SHARE` of its full names' mentions and at
-    least `NAMED_SHARE` of the short name's. `family_wide`: none where the place gives the
-    surname to several of a family (`_family`)."""
+    name: the one it names most (`counts`: written, or given it by other short names there),
+    with `DOMINANT_SHARE` of its full names' mentions and written at least `NAMED_SHARE` of
+    the short name's `mentions` times, or named so `RESOLVED_NAMED_SHARE` of them (MISS
+    BINGLEY's 60 given to Caroline Bingley name her for CAROLINE; MISS KING's 5 do not make
+    the novel's 27 MARYs Mary King). `family_wide`: none where the place gives the surname
+    to several of a family (`_family`)."""
     if not counts or family_wide and _family(titles, short, counts, apart):
         return None
     top = max(sorted(counts), key=counts.get)
-    return top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and \
-        counts[top] >= NAMED_SHARE * mentions else None
+    return top if counts[top] >= DOMINANT_SHARE * sum(counts.values()) and (
+        written.get(top, 0) >= NAMED_SHARE * mentions or
+        counts[top] >= RESOLVED_NAMED_SHARE * mentions) else None
 
 
 def _family(titles: list[str], short: int, counts: dict[int, int],

@@ -281,10 +281,10 @@ def _nick_namer():
 
 @lru_cache(maxsize=50_000)
 def formal_names(word: str) -> frozenset[str]:
-    """The given name `word` is a diminutive of, where it is of one only (LIZZY: ELIZABETH;
-    not ELIZA, which the table gives to ELIZABETH, LOUISA and LOUISE: Eliza Reed is no
-    Louisa)."""
-    names = _nick_namer().canonicals_of(word)
+    """The given name `word` is a diminutive of, where it is of one only, and longer (LIZZY:
+    ELIZABETH; not ELIZA, which the table gives to ELIZABETH, LOUISA and LOUISE: Eliza Reed
+    is no Louisa; nor RICHARD, which the table also lists under DICK)."""
+    names = [name for name in _nick_namer().canonicals_of(word) if len(name) > len(word)]
     return frozenset(name.upper() for name in names) if len(names) == 1 else frozenset()
 
 

@@ -193,3 +193,21 @@ def test_a_rank_takes_a_surname_even_one_that_opens_a_full_name():
                              PairRules(titles, ["PERSON"] * 3).apart,
                              standings=Standings(titles))
     assert found == []
+
+
+def test_names_given_to_a_full_name_by_other_short_names_count_at_a_higher_share():
+    # MISS BINGLEY (units 0-5) was resolved to CAROLINE BINGLEY, written once (unit 6);
+    # CAROLINE (units 7-9) is hers: six names given and one written, of three mentions.
+    # MISS KING's one unit does not make MARY's ten (units 11-20) Mary King's, written once.
+    titles = ["CAROLINE", "CAROLINE BINGLEY", "MISS BINGLEY", "MARY", "MARY KING", "MISS KING",
+              "SIR GEORGE", "MISS LYDIA"]
+    table = pairs([(0, 1, 0.7, "short_form", ""), (2, 1, 0.7, "short_form", ""),
+                   (3, 4, 0.7, "short_form", ""), (5, 4, 0.7, "short_form", "")])
+    provenance = provenance_of([[7, 8, 9], [6], [0, 1, 2, 3, 4, 5], list(range(11, 21)), [21],
+                                [10], [], []], [0] * 22)
+    standings = Standings([*titles, "MISS CAROLINE", "MISS MARY KING"])
+    found = resolve_mentions(titles, table, Resolution(), provenance,
+                             PairRules(titles, ["PERSON"] * 8).apart, standings=standings)
+    given = {(titles[m.row], titles[m.canonical]): m.units for m in found}
+    assert given[("CAROLINE", "CAROLINE BINGLEY")] == [7, 8, 9]
+    assert ("MARY", "MARY KING") not in given
