@@ -20,8 +20,8 @@ STANFORD UNIVERSITY: `names.SAME_THING_KIND_WORDS`), and an acronym of three let
 and the one name it spells, named in one work (CMU and CARNEGIE MELLON UNIVERSITY in one
 episode; not HCI and a HUMAN-CENTERED INSTITUTE that no episode names with it). A partner
 named after a typed short name makes it no one's less (STANFORD RESEARCH leaves STANFORD to
-STANFORD UNIVERSITY). Forced merges come first and
-override every rule; forbidden merges are never made.
+STANFORD UNIVERSITY). Forced merges come first and override every rule; forbidden merges
+are never made.
 
 The canonical entity of a cluster is its forced first name, else its most frequent name of
 two words or more (SHERLOCK HOLMES over HOLMES, whatever their counts; MIRA MURATI over a
@@ -31,9 +31,9 @@ run-on KEVIN SCOTT MIRA MURATI seen once), then the fullest, then the first alph
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
-from itertools import combinations
 from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Callable
 
 import pyarrow as pa
 
