@@ -47,9 +47,9 @@ import pyarrow as pa
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
 from graphrag_ray.index.resolve.names import (
-    RANKS, bearer, content_tokens, family_name, formal_names, is_short_side, name_tokens,
-    placement)
-from graphrag_ray.index.resolve.standing import TITLED, Standings
+    RANKS, TITLED, bearer, content_tokens, family_name, first_word, formal_names, is_short_side,
+    name_tokens, placement)
+from graphrag_ray.index.resolve.standing import Standings
 
 # The share of a document's candidate mentions one full name needs to take the short name's
 # mentions there when the text unit does not say which.
@@ -132,7 +132,7 @@ def _family_fits(short_titles: list[str], full: str, standings: Standings | None
     own, *merged = short_titles
     if _surname_of(own, full, standings):
         return standings is not None and standings.fits(own, full)
-    if standings is not None and own.split(maxsplit=1)[0] in TITLED and \
+    if standings is not None and first_word(own) in TITLED and \
             not standings.titled(full):
         return False  # SIR JOHN is no JOHN DASHWOOD, whom the corpus calls MR
     return standings is None or all(standings.fits(t, full) for t in merged
@@ -157,7 +157,7 @@ def _surname_of(short: str, full: str, standings: Standings | None = None) -> bo
         return False
     words, full_words = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
     given = standings is not None and words[-1] == full_words[0] and \
-        words[-1] in standings.given_names and short.split(maxsplit=1)[0] not in RANKS
+        words[-1] in standings.given_names and first_word(short) not in RANKS
     return not given and full_words[0] not in formal_names(words[-1])
 
 
@@ -201,9 +201,10 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
             for full in found[short])
     # Those go first, and what they resolve names their full names for the others (a novel
     # that calls her MISS BINGLEY 60 times names Caroline Bingley: CAROLINE is she).
+    is_vouched = {short: vouched(short) for short in found}
     given_to: dict[int, list[int]] = defaultdict(list)
     resolved: list[MentionAlias] = []
-    for short in sorted(found, key=lambda row: (not vouched(row), row)):
+    for short in sorted(found, key=lambda row: (not is_vouched[row], row)):
         full_names = found[short]
         units = provenance.units_of(np.array([short, *members[short]]))
         documents = provenance.unit_document[units]
@@ -219,7 +220,6 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
                    for full, u in named.items()}
         written_in_work = {full: Counter(works[provenance.unit_document[u]].tolist())
                            for full, u in written.items()}
-        is_vouched = vouched(short)
         given: dict[tuple[str, int], list[int]] = defaultdict(list)
         for document in np.unique(documents):
             here_units = units[documents == document]
@@ -229,14 +229,14 @@ def resolve_mentions(titles: list[str], pairs: pa.Table, resolution: Resolution,
                 counts = {full: c[work] for full, c in in_work.items() if c[work]}
                 choice = _dominant(titles, short, counts, {
                     full: c[work] for full, c in written_in_work.items()},
-                    0 if is_vouched else int((works[documents] == work).sum()), apart,
+                    0 if is_vouched[short] else int((works[documents] == work).sum()), apart,
                     family_wide=True)
                 if choice is not None:
                     given[("in_work", choice)].extend(here_units.tolist())
                 continue
             dominant = _dominant(titles, short, counts, {
                 full: c[document] for full, c in written_in.items()},
-                0 if is_vouched else len(here_units), apart)
+                0 if is_vouched[short] else len(here_units), apart)
             family = _family(titles, short, counts, apart)
             for unit in here_units.tolist():
                 here = [full for full in counts if _has(named[full], unit)]

@@ -80,6 +80,9 @@ KIND_WORDS = frozenset({
 # Titles written before a whole name (SIR WALTER ELLIOT, DAME JUDI DENCH): the name after
 # them is all the given names the bearer is called by.
 KNIGHTED = frozenset({"SIR", "DAME", "LORD"})
+# A titled man's titles: never called MR (SIR WALTER ELLIOT is not MR ELLIOT;
+# `standing.Standings.fits`).
+TITLED = KNIGHTED - {"DAME"} | {"KING", "PRINCE", "DUKE", "EARL"}
 
 
 # Ranks and offices a text calls their holder by alone ("the Admiral", "the Colonel"): in a
@@ -121,6 +124,12 @@ def name_tokens(title: str) -> tuple[str, ...]:
 def _words(title: str) -> tuple[str, ...]:
     """The name's words as written, honorifics and ranks kept: upper case, no accents."""
     return tuple(t.upper() for t in _TOKEN.findall(_folded(title)))
+
+
+def first_word(title: str) -> str:
+    """The name's first word as written, honorific or not (MR of MR. DARCY), or ""."""
+    words = _words(title)
+    return words[0] if words else ""
 
 
 def _leading_word(title: str) -> str | None:
@@ -328,7 +337,7 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     if len(short) < len(full) and _is_subsequence(short, full) and max(map(len, short)) >= 3 \
             and "OF" not in full_tokens and not (set(full) - set(short)) & KIND_WORDS \
             and not (bearer(full_title) == "married woman" and full[:len(short)] == short) \
-            and not (_words(short_title)[0] in KNIGHTED and len(short) >= 2 and
+            and not (first_word(short_title) in KNIGHTED and len(short) >= 2 and
                      full[-len(short):] == short):
         # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers. SIR WALTER
         # ELLIOT, a baronet's whole name, is not WILLIAM WALTER ELLIOT, his heir: a knight

@@ -71,10 +71,11 @@ _PRONOUNS = {**dict.fromkeys(("he", "his", "him", "himself"), "man"),
 _CLAUSE_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|[.!?;:\"“”]")
 
 
-def pronoun_votes(text: str) -> Counter:
-    """(capitalised word, upper case; "man" or "woman") -> votes (see `PRONOUN_WINDOW`)."""
+def pronoun_votes(text: str, votes: Counter | None = None) -> Counter:
+    """(capitalised word, upper case; "man" or "woman") -> votes (see `PRONOUN_WINDOW`),
+    added to `votes` when given (a task's texts counted into one)."""
     tokens = _CLAUSE_TOKEN.findall(text)
-    votes: Counter = Counter()
+    votes = Counter() if votes is None else votes
     for i, token in enumerate(tokens):
         if not token[:1].isupper() or token.isupper() or len(token) < 2:
             continue
@@ -123,10 +124,13 @@ class WordForms:
 def word_forms(texts: list[str]) -> WordForms:
     """(Speakers' labels, a transcript's "KEVIN SCOTT:" opening a line, are no capitals.)"""
     texts = [_SPEAKER_LABEL.sub(" ", t) for t in texts]
+    pronouns: Counter = Counter()
+    for text in texts:
+        pronoun_votes(text, pronouns)
     return WordForms({w for t in texts for w in _LOWER_CASE_WORD.findall(t)},
                      {w.lower() for t in texts for w in _CAPITALS_WORD.findall(t)},
                      {w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)},
-                     sum((pronoun_votes(t) for t in texts), Counter()))
+                     pronouns)
 
 
 def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:

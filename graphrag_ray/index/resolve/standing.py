@@ -36,15 +36,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from graphrag_ray.index.resolve.names import RANKS, bearer, content_tokens, name_tokens
+from graphrag_ray.index.resolve.names import (
+    RANKS, TITLED, bearer, content_tokens, first_word, name_tokens)
 
 MAN, WOMAN = "man", "woman"
 _WOMEN = frozenset({"married woman", "unmarried woman", "woman"})
-TITLED = frozenset({"SIR", "LORD", "KING", "PRINCE", "DUKE", "EARL"})
-
-
-def _first_word(title: str) -> str:
-    return title.split(maxsplit=1)[0].rstrip(".") if title.strip() else ""
 
 
 class Standings:
@@ -67,10 +63,10 @@ class Standings:
                 continue
             if len(words) >= 2:  # (MRS JOHN DASHWOOD says JOHN DASHWOOD is a man: a husband)
                 self._forms[words].add(MAN if who == "married woman" else who)
-                if _first_word(title) in TITLED:
+                if first_word(title) in TITLED:
                     self._forms[words].add("titled")
-                elif _first_word(title) in RANKS:
-                    self._forms[words].add("rank " + _first_word(title))
+                elif first_word(title) in RANKS:
+                    self._forms[words].add("rank " + first_word(title))
             if len(words) >= 2 or words[0] in given_names:
                 if who == "married woman" and len(words) >= 2:
                     said[words[0]].add(MAN)  # MRS JOHN DASHWOOD: her husband's name
@@ -95,7 +91,7 @@ class Standings:
         # MASTER REED: the family has a boy, and a man of it named without a man's title may
         # be he (JOHN REED is Master Reed, not the late Mr Reed).
         self._boys = {words[-1] for title, words in zip(titles, full_names)
-                      if len(words) == 2 and _first_word(title) == "MASTER"}
+                      if len(words) == 2 and first_word(title) == "MASTER"}
         # MRS MUSGROVE beside MRS CHARLES MUSGROVE: the wife called by her husband's given
         # name is a younger branch's, and CHARLES MUSGROVE, her husband, is not MR MUSGROVE.
         wives = {words for title, words in zip(titles, full_names)
@@ -128,10 +124,10 @@ class Standings:
             a_man = MAN in forms if words[-1] in self._boys else \
                 self._sex_of(words, pronouns=False) == MAN
             ranks = {form for form in forms if form.startswith("rank ")}
-            own_rank = _first_word(short) in RANKS
-            return a_man and "titled" not in forms and _first_word(short) not in TITLED and \
+            own_rank = first_word(short) in RANKS
+            return a_man and "titled" not in forms and first_word(short) not in TITLED and \
                 words not in self._branches and (
-                    "rank " + _first_word(short) in ranks if own_rank else not ranks)
+                    "rank " + first_word(short) in ranks if own_rank else not ranks)
         if who == "unmarried woman":
             younger = "unmarried woman" in forms or words[0] in self._younger
             return self._sex_of(words) == WOMAN and (not younger or self._only_daughter(words))
