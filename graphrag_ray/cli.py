@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import yaml
 
+from graphrag_ray import stopping
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.distributed.engine import ray_initialized
 from graphrag_ray.errors import GraphRagError, environment_error
@@ -658,27 +659,43 @@ class Terminated(BaseException):
     A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
 
 
-def _terminate(signum: int, frame: object) -> None:
+RESUME_HINT = ("completed LLM calls are in the cache, so the same command resumes without "
+               "paying for them again")
+
+
+def _stop(signum: int, frame: object) -> None:
+    """The first SIGINT or SIGTERM: no request leaves this process from now on (threads
+    included: `stopping`), and the main thread unwinds. A second signal ends it at once."""
+    stopping.request_stop("interrupted" if signum == signal.SIGINT else "terminated")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_now)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt()
     raise Terminated()
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os.write(2, f"stopped at once (a second signal); {RESUME_HINT}\n".encode())
+    os._exit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     ray_before = ray_initialized()
     in_main_thread = threading.current_thread() is threading.main_thread()
+    stopping.clear()
     if in_main_thread:
-        previous_handler = signal.signal(signal.SIGTERM, _terminate)
+        previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         return args.func(args)
     except GraphRagError as exc:
         _eprint(f"error: {exc}")
         return 2
-    except KeyboardInterrupt:
-        _eprint("interrupted")
+    except (KeyboardInterrupt, stopping.StopRequested):
+        _eprint(f"interrupted: stopped; {RESUME_HINT}")
         return 130
     except Terminated:
-        _eprint("terminated (SIGTERM): stopped; completed LLM calls are in the cache, so the "
-                "same command resumes without paying for them again")
+        _eprint(f"terminated (SIGTERM): stopped; {RESUME_HINT}")
         return 128 + signal.SIGTERM
     except Exception as exc:  # an environment failure is a message; anything else, a bug
         message = environment_error(exc)
@@ -689,7 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _release_native_threads(stop_ray=not ray_before)
         if in_main_thread:
-            signal.signal(signal.SIGTERM, previous_handler)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def run() -> NoReturn:

@@ -34,10 +34,10 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
         address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
         kwargs = {"include_dashboard": False, "log_to_driver": False,
                   "logging_level": logging.WARNING}
-        # ray.init replaces the process's SIGTERM handler with a bare exit; the caller's (the
-        # CLI's: stop, clean up, say so) is put back.
-        on_sigterm = signal.getsignal(signal.SIGTERM) \
-            if threading.current_thread() is threading.main_thread() else None
+        # ray.init replaces the process's SIGTERM handler with a bare exit; the caller's
+        # handlers (the CLI's: stop paying, clean up, say so) are put back.
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)} \
+            if threading.current_thread() is threading.main_thread() else {}
         if address:
             ray.init(address=address, **kwargs)
         else:
@@ -49,8 +49,9 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
                               ).setLevel(logging.ERROR)
             ray.init(address="local", num_cpus=runtime.num_cpus,
                      _system_config=LOCAL_SYSTEM_CONFIG, **kwargs)
-        if callable(on_sigterm):
-            signal.signal(signal.SIGTERM, on_sigterm)
+        for sig, handler in handlers.items():
+            if callable(handler):
+                signal.signal(sig, handler)
         _spend_the_actor_argument_warning()
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)

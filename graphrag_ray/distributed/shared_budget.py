@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from graphrag_ray.config import LLMConfig
+from graphrag_ray.stopping import StopRequested
 from graphrag_ray.llm.rate_limiter import POLL_S, Lease, Settlement, budget_from_config
 
 # How long `ledger` waits for releases still on their way (fire-and-forget from the workers).
@@ -22,11 +23,15 @@ class RateLimiterActor:
     def __init__(self, config: LLMConfig):
         self._budget = budget_from_config(config)
         self._changed: asyncio.Event | None = None  # created on the actor's event loop
+        self._stopped = False
 
     async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                      stage: str = "", urgency: int = 0) -> Lease:
+                      stage: str = "", urgency: int = 0) -> Lease | None:
+        """A lease, or None once the job was stopped (the worker then sends nothing)."""
         place = None
         while True:
+            if self._stopped:
+                return None
             # Each change sets the event of its time and starts a new one: a waiter never
             # misses a change that happened after it looked.
             changed = self._event()
@@ -43,6 +48,12 @@ class RateLimiterActor:
                 await asyncio.wait_for(changed.wait(), timeout=min(wait, 0.5))
             except asyncio.TimeoutError:
                 pass
+
+    async def stop(self) -> None:
+        """No lease from now on, for the calls waiting in line too: the driver was stopped,
+        and workers on other nodes must not start another call meanwhile."""
+        self._stopped = True
+        self._notify()
 
     async def release(self, lease: Lease, settlement: Settlement) -> None:
         self._budget.settle(lease, settlement, time.monotonic())
@@ -62,10 +73,10 @@ class RateLimiterActor:
     async def stats(self) -> dict:
         return self._budget.report()
 
-    async def ledger(self) -> dict[str, dict[str, int]]:
-        """Once the releases still on their way have arrived (a lease whose worker died
-        stays in flight: its call is not counted, as no reply reached us)."""
-        deadline = time.monotonic() + _LEDGER_SETTLE_S
+    async def ledger(self, settle_s: float = _LEDGER_SETTLE_S) -> dict[str, dict[str, int]]:
+        """Once the releases still on their way have arrived, for up to `settle_s` (a lease
+        whose worker died stays in flight: its call is not counted, as no reply reached us)."""
+        deadline = time.monotonic() + settle_s
         while self._budget.in_flight and time.monotonic() < deadline:
             await asyncio.sleep(POLL_S)
         return {stage: dict(counts) for stage, counts in self._budget.ledger.items()}
@@ -81,8 +92,14 @@ class RayRateLimiter:
                 stage: str = "", urgency: int = 0) -> Lease:
         import ray
 
-        return ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage,
-                                                 urgency))
+        lease = ray.get(self.actor.acquire.remote(prompt_tokens, max_output, tag, stage,
+                                                  urgency))
+        if lease is None:
+            raise StopRequested("stopped")
+        return lease
+
+    def stop(self) -> None:
+        self.actor.stop.remote()
 
     def release(self, lease: Lease, settlement: Settlement) -> None:
         self.actor.release.remote(lease, settlement)
@@ -92,10 +109,10 @@ class RayRateLimiter:
 
         return ray.get(self.actor.stats.remote())
 
-    def ledger(self) -> dict[str, dict[str, int]]:
+    def ledger(self, settle_s: float = _LEDGER_SETTLE_S) -> dict[str, dict[str, int]]:
         import ray
 
-        return ray.get(self.actor.ledger.remote())
+        return ray.get(self.actor.ledger.remote(settle_s))
 
     def close(self) -> None:
         import ray

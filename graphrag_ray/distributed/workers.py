@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
+from graphrag_ray import stopping
 from graphrag_ray.config import RuntimeConfig
 from graphrag_ray.distributed import processes
 from graphrag_ray.distributed.engine import ensure_ray
@@ -69,18 +70,28 @@ def _in_threads(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
         table = pa.concat_tables(made)
     worker = worker_cls(**constructor_kwargs)
     results = []
-    with ThreadPoolExecutor(in_flight) as threads:
+    threads = ThreadPoolExecutor(in_flight)
+    try:
         # As they finish, not in input order: one slow batch holds no progress back.
         for future in as_completed([threads.submit(worker, block)
                                     for block in split_table(table, batch_size)]):
             results.append(future.result())
             if progress:
                 progress.add_rows(results[-1])
+    finally:
+        _close_threads(threads)
     if then is not None and results:
         fn, kwargs, then_batch = then
         results = [fn(block, **kwargs)
                    for block in split_table(pa.concat_tables(results), then_batch)]
     return results
+
+
+def _close_threads(threads: ThreadPoolExecutor) -> None:
+    """Batches not yet started never start once the stage ends (a failure, a stop); those
+    running are waited for, but not after a stop: a call in flight to a slow model must not
+    hold the exit, and its reply is not needed (it is cached if it comes in time)."""
+    threads.shutdown(wait=not stopping.stop_requested(), cancel_futures=True)
 
 
 def _chain(table: pa.Table, worker_cls: type, constructor_kwargs: dict, batch_size: int,
@@ -187,6 +198,7 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
     inbox = ray.remote(_ProgressInbox).options(num_cpus=0).remote() if progress else None
     if inbox is not None:
         worker_cls = _reporting(worker_cls, inbox, progress.columns)
+    worker_cls = _stoppable(worker_cls)
     drain = _Drain(inbox, progress) if inbox is not None else None
     results = []
     with _io_bound_pipeline(io_bound), ClusterDemand(num_cpus) as demand:
@@ -318,6 +330,21 @@ def _calls_at_once(worker_cls: type, batch_size: int, threads: int) -> type:
 
     CallsAtOnce.__name__ = CallsAtOnce.__qualname__ = worker_cls.__name__
     return CallsAtOnce
+
+
+def _stoppable(worker_cls: type) -> type:
+    """`worker_cls` whose batch ends quietly when the job was stopped: its driver is unwinding
+    and reads nothing more from the pool, which Ray would otherwise log as an unhandled
+    error per batch."""
+    class Stoppable(worker_cls):
+        def __call__(self, batch: pa.Table) -> pa.Table:
+            try:
+                return super().__call__(batch)
+            except stopping.StopRequested:
+                return pa.table({})
+
+    Stoppable.__name__ = Stoppable.__qualname__ = worker_cls.__name__
+    return Stoppable
 
 
 def _reporting(worker_cls: type, inbox, columns: tuple[str, ...]) -> type:
@@ -498,7 +525,10 @@ class _WorkerHost:
             if key not in self.workers:
                 self.workers[key] = worker_cls(**constructor_kwargs)
         worker = self.workers[key]
-        return worker(batch, list(blocks)) if reads_blocks else worker(batch)
+        try:
+            return worker(batch, list(blocks)) if reads_blocks else worker(batch)
+        except stopping.StopRequested:
+            return None  # the job was stopped: its driver is unwinding and reads no result
 
 
 # Seconds a WorkerPool waits with nothing to do before it releases its actors.
@@ -614,7 +644,7 @@ class LocalWorkerPool(WorkerPool):
         return [(self._pending.pop(future)[1], future.result()) for future in ready]
 
     def close(self) -> None:
-        self._threads.shutdown(wait=True, cancel_futures=True)
+        _close_threads(self._threads)
 
 
 class RayWorkerPool(WorkerPool):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
+from graphrag_ray import stopping
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.distributed.processes import local_processes
@@ -96,9 +97,32 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 for pruned in store.prune(config.output.keep_versions):
                     progress(f"pruned index version {pruned}")
             return manifest
+        except BaseException:
+            if stopping.stop_requested():
+                ctx.services.stop()  # before anything else: no worker on any node calls again
+                progress(stopped_summary(ctx))
+            raise
         finally:
             state.close()
             ctx.services.close()
+
+
+def stopped_summary(ctx: BuildContext) -> str:
+    """What a stopped build had done: the stage it was in and the calls it paid for."""
+    running = [name for name in ctx.stage_starts if name not in ctx.timings]
+    where = f"in stage {running[-1]}" if running else "between stages"
+    done = ", ".join(ctx.timings) or "none"
+    services = ctx.services
+    paid = services.ledger(settle_s=1.0) if services.limiter is not None else {}
+    calls = sum(counts.get("calls", 0) for counts in paid.values())
+    by_stage = ", ".join(f"{stage} {counts.get('calls', 0)}" for stage, counts in paid.items()
+                         if counts.get("calls"))
+    open_calls = sum(limiter.stats().get("unsettled_calls", 0) for limiter in
+                     (services.limiter, services.embedding_limiter) if limiter is not None)
+    abandoned = f"; {open_calls} calls in flight abandoned" if open_calls else ""
+    spent = (f"; {calls} LLM calls answered in this run" + (f" ({by_stage})" if by_stage else "")
+             + abandoned) if services.limiter is not None else ""
+    return f"stopped {where} (stages done: {done}){spent}; nothing was published"
 
 
 def _to_extract(chunk_estimates: list[int], relative: list[str], update: UpdateBase | None

@@ -193,16 +193,21 @@ def _calibrated(stages: dict[str, dict], chunks: int, measured: dict, density: f
 
 
 def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None = None,
-                   joining: IndexVersion | None = None) -> dict:
+                   joining: IndexVersion | None = None,
+                   extract_tokens: list[int] | None = None) -> dict:
     """`measured`: `measured_rates` of a previous build of this index; without it, the
     completions are the stated assumptions. `joining`: the version these documents are
-    added to (an update), whose elements and communities they touch are counted too."""
+    added to (an update), whose elements and communities they touch are counted too.
+    `extract_tokens`: the chunks extraction will read, when known better than from these
+    documents alone (an update's, `update.chunks_to_extract`)."""
     prompts = load_prompts(config)
     proxy = _offline_build(input_url, config, prompts)
     touched = touched_in(joining, proxy, config) if joining is not None else None
     for key in ("titles", "single_titles", "single_pairs"):
         proxy.pop(key)
     chunk_tokens = proxy.pop("chunk_tokens")
+    if extract_tokens is not None:
+        chunk_tokens = extract_tokens
     ex = config.extraction
 
     def template_tokens(name: str, **values: object) -> int:

@@ -26,18 +26,27 @@ import tempfile
 from pathlib import Path
 
 import fsspec
+import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig, config_from_manifest
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.index.build import build_index
-from graphrag_ray.index.context import Progress
+from graphrag_ray.index.carry_over import previous_numbers
+from graphrag_ray.index.chunks.positions import file_numbers
+from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk
+from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
-from graphrag_ray.index.extract.kept_extractions import KEPT_EXTRACTIONS, extraction_fingerprint
+from graphrag_ray.index.extract.kept_extractions import (
+    KEPT_EXTRACTIONS, KeptExtractions, extraction_fingerprint)
+from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
+from graphrag_ray.index.pipelines import STAGES, BuildState, run_stages
 from graphrag_ray.index.previous_version import (
     INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
-from graphrag_ray.input.loader import list_input_files
+from graphrag_ray.input.loader import list_input_files, relative_path
+from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
+
 
 def update_index(index_url: str, input_url: str, config: GraphRagConfig | None = None,
                  progress: Progress = print, progress_bars: bool = False,
@@ -63,9 +72,15 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         f"{n} {k}" for k, n in counts.items()) + ("" if same_settings else "; settings changed"))
     if not (diff["added"] or diff["changed"] or diff["deleted"]) and same_settings:
         return {"no_change": True, "version": previous.version, "documents": counts}
+    same_extraction = manifest.extraction_fingerprint == \
+        extraction_fingerprint(config, prompts)
+    base = UpdateBase(previous, diff,
+                      previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
+                      carry_reading=same_settings, fingerprints=now, listing=listing)
     if dry_run:
         estimate = _estimate(fs, root, diff, config, previous,
-                             measured_rates(manifest, config, prompts, previous))
+                             measured_rates(manifest, config, prompts, previous),
+                             chunks_to_extract(input_url, config, base))
         carried = (manifest.adopted_from or {}).get("extractions") or {}
         if carried.get("chunks_to_extract"):
             # Text of its corpus the adopted tool had not extracted: extracted by this update.
@@ -81,22 +96,50 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
             "would extract the whole corpus again (`update --dry-run` prices it); adopt it "
             "again with `adopt --input FOLDER` (the corpus it was built from), or build it "
             "afresh with `graphrag-ray index`")
-    same_extraction = manifest.extraction_fingerprint == \
-        extraction_fingerprint(config, prompts)
-    base = UpdateBase(previous, diff,
-                      previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
-                      carry_reading=same_settings, fingerprints=now, listing=listing)
     return build_index(input_url, index_url, config, progress=progress,
                        progress_bars=progress_bars, update=base)
 
 
+def chunks_to_extract(input_url: str, config: GraphRagConfig, base: UpdateBase) -> list[int]:
+    """The tokens of each chunk the update would extract: its own first stages (the carried
+    files, the corpus's repeated passages, the carried files read again because those cut
+    them differently now) run offline in a scratch version, and the chunks of the files it
+    reads whose text the previous version extracted (kept extractions) left out."""
+    proxy = config.model_copy(deep=True)
+    proxy.runtime.engine, proxy.cache.enabled = "local", False
+    _, root, files, _, _ = base.listing
+    numbers = file_numbers([relative_path(path, root) for path in files],
+                           previous_numbers(base.version))
+    kept = KeptExtractions(base.kept_extractions_url) \
+        if base.kept_extractions_url and EXTRACTION_METHODS[config.extraction.method].calls_llm \
+        else None
+    with tempfile.TemporaryDirectory(prefix="graphrag-update-dry-run-") as scratch:
+        ctx = BuildContext(proxy, load_prompts(proxy), LLMServices(), IndexStore(scratch).stage(),
+                           progress=lambda _: None)
+        state = run_stages(ctx, BuildState(input_url, root, files, numbers, [0] * len(files),
+                                           1, [], base),
+                           [STAGES[name] for name in UPDATE_READING])
+        chunks = [block for block in read_and_chunk(state.plan.inputs, state.plan.reading)]
+    rows = pa.concat_tables(chunks).select(["text", "n_tokens", "repeated_passage"]) \
+        .to_pylist() if chunks else []
+    return [row["n_tokens"] for row in rows if not row["repeated_passage"]
+            and (kept is None or kept.get(row["text"]) is None)]
+
+
+# The stages that decide what an update reads (`chunks_to_extract`).
+UPDATE_READING = ("carry_over", "repeated_passages", "plan_extraction")
+
+
 def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str]],
-              config: GraphRagConfig, previous: IndexVersion, measured: dict | None) -> dict:
-    """The dry run: the new and changed files' calls, estimated as a build of them alone
+              config: GraphRagConfig, previous: IndexVersion, measured: dict | None,
+              to_extract: list[int]) -> dict:
+    """The dry run: the chunks the update extracts (`to_extract`, their tokens), and the
+    calls of the new and changed files after extraction, estimated as a build of them alone
     (`estimate`) at the rates the index measured (`measured`); summaries and reports of the
     existing communities they touch come on top."""
     result = {"update_of": previous.version, "documents": {k: len(v) for k, v in diff.items()},
-              "files": {k: v for k, v in diff.items() if k != "unchanged"}}
+              "files": {k: v for k, v in diff.items() if k != "unchanged"},
+              "chunks_to_extract": len(to_extract)}
     todo = diff["added"] + diff["changed"]
     if todo:
         with tempfile.TemporaryDirectory(prefix="graphrag-update-") as scratch:
@@ -105,7 +148,8 @@ def _estimate(fs: fsspec.AbstractFileSystem, root: str, diff: dict[str, list[str
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(fs.cat_file(f"{root}/{relative}" if root else relative))
             result["new_and_changed"] = estimate_index(scratch, config, measured,
-                                                       joining=previous)
+                                                       joining=previous,
+                                                       extract_tokens=to_extract)
     return result
 
 
@@ -124,8 +168,8 @@ def format_update_estimate(estimate: dict) -> str:
                   f"{touched.get('entities_named', 0)} entities they name):",
                   format_estimate(estimate["new_and_changed"])]
     else:
-        lines.append("no document to extract; deletions re-summarize and re-report only what "
-                     "they touched")
+        lines.append(f"{estimate['chunks_to_extract']} chunks to extract; deletions "
+                     "re-summarize and re-report only what they touched")
     if "not_carried_over" in estimate:
         lines += ["", f"{estimate['not_carried_over']['chunks_to_extract']} chunks of its "
                   "corpus were not extracted by the tool it was adopted from: this update "

@@ -30,6 +30,7 @@ from typing import Callable
 
 import fsspec
 
+from graphrag_ray import stopping
 from graphrag_ray.config import LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache
@@ -311,7 +312,7 @@ class BatchRunner:
                     f"batch: {', '.join(f'{n} {s}' for s, n in counts.items())} "
                     f"({waiting} requests waiting{later}); {report.answered} replies so far, "
                     f"{time.monotonic() - started:.0f} s into the round")
-                time.sleep(self.config.batch_poll_s)
+                stopping.wait(self.config.batch_poll_s)
         self.queue.write_failures(failures)
         report.failed_for_good = sum(1 for f in failures.values()
                                      if f["attempts"] >= self.config.batch_max_attempts)

@@ -21,11 +21,11 @@ import json
 import random
 import re
 import threading
-import time
 from dataclasses import asdict, dataclass
 from typing import Callable, TypeVar
 
 
+from graphrag_ray import stopping
 from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
@@ -151,17 +151,24 @@ class LLMServices:
         clone.batch = batch
         return clone
 
-    def ledger(self) -> dict[str, dict[str, int]]:
+    def ledger(self, **settle) -> dict[str, dict[str, int]]:
         """Per stage, every request that reached the chat and embeddings endpoints, as the
-        budgets counted them (true under worker retries; see rate_limiter)."""
+        budgets counted them (true under worker retries; see rate_limiter). `settle_s`: how
+        long to wait for the settlements of calls in flight."""
         ledger: dict[str, dict[str, int]] = {}
         for limiter in (self.limiter, self.embedding_limiter):
             if limiter is not None:
-                for stage, counts in limiter.ledger().items():
+                for stage, counts in limiter.ledger(**settle).items():
                     total = ledger.setdefault(stage, dict.fromkeys(counts, 0))
                     for key, value in counts.items():
                         total[key] += value
         return ledger
+
+    def stop(self) -> None:
+        """No budget admits another call, on any node (`stopping` covers this process)."""
+        for limiter in (self.limiter, self.embedding_limiter):
+            if limiter is not None:
+                limiter.stop()
 
     def close(self) -> None:
         for limiter in (self.limiter, self.embedding_limiter):
@@ -225,8 +232,13 @@ class _EndpointClient:
         import openai
         attempt = reshapes = 0
         while True:
+            stopping.check()
             lease = (self.limiter.acquire(prompt_estimate, max_tokens, tag, self.stage,
                                           urgency) if self.limiter else None)
+            if stopping.stop_requested():  # asked while the call waited in the budget's line
+                if lease is not None:
+                    self.limiter.release(lease, Settlement(0))
+                stopping.check()
             try:
                 response = request(lease)
                 self._reached.set()
@@ -255,7 +267,7 @@ class _EndpointClient:
                 self._count(**outcome)
                 if final:
                     raise classify_error(exc, self.config) from None
-                time.sleep(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
+                stopping.wait(backoff_delay(attempt, retry_after, self.config.retry_base_delay_s))
                 attempt += 1
 
     @staticmethod

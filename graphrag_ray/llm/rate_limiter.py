@@ -63,6 +63,7 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+from graphrag_ray import stopping
 from graphrag_ray.config import LLMConfig
 
 POLL_S = 0.02
@@ -520,6 +521,7 @@ class LocalRateLimiter:
         place = None
         with self._changed:
             while True:
+                stopping.check()  # a call waiting in line when a stop comes goes no further
                 now = time.monotonic()
                 lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage, now,
                                                    place, urgency)
@@ -542,9 +544,14 @@ class LocalRateLimiter:
         with self._changed:
             return self._budget.report()
 
-    def ledger(self) -> dict[str, dict[str, int]]:
+    def ledger(self, settle_s: float = 0.0) -> dict[str, dict[str, int]]:
         with self._changed:
             return {stage: dict(counts) for stage, counts in self._budget.ledger.items()}
+
+    def stop(self) -> None:
+        """This process's threads obey `stopping` already; wake the calls waiting in line."""
+        with self._changed:
+            self._changed.notify_all()
 
     def close(self) -> None:
         pass

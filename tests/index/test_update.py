@@ -230,3 +230,83 @@ def test_a_killed_update_leaves_the_previous_version_and_resumes(tmp_path):
     assert sorted(d["title"] for d in _tables(index, schema.DOCUMENTS)) == \
         [f"{n}.txt" for n in "abcde"]
     shutil.rmtree(f"{index}-cache", ignore_errors=True)
+
+
+SAFE_HARBOUR = ("Certain statements in this call are forward-looking statements that involve "
+                "risks and uncertainties; actual results may differ materially, and we "
+                "undertake no duty to update them.")
+SIGN_OFF = ("This concludes today's conference call. Thank you for your participation; you "
+            "may now disconnect your lines and have a wonderful day.")
+
+
+def _transcripts(folder: Path) -> tuple[list[Path], list[str]]:
+    """Twelve transcripts (~3k tokens): the safe harbour early in two (not yet repeated:
+    three are needed), the sign-off closing three (repeated); two more kept aside."""
+    from graphrag_ray.testing.synthetic_corpus import generate_corpus
+
+    generate_corpus(folder, 36_000, seed=5, tokens_per_document=3_000)
+    files = sorted(folder.glob("*.txt"))
+    for path in files[:2]:
+        text = path.read_text()
+        path.write_text(text[:300] + "\n\n" + SAFE_HARBOUR + "\n\n" + text[300:])
+    for path in files[2:5]:
+        path.write_text(path.read_text() + "\n\n" + SIGN_OFF)
+    aside = [path.read_text() for path in files[-2:]]
+    for path in files[-2:]:
+        path.unlink()
+    return files[:-2], aside
+
+
+def _windows(url: str) -> dict[str, dict[str, str]]:
+    """Per document title: its chunks' id -> text (not the repeated passages' own units)."""
+    version = IndexStore(url).open()
+    titles = {d["id"]: d["title"] for d in version.read_table(schema.DOCUMENTS,
+                                                              ["id", "title"]).to_pylist()}
+    by_title: dict[str, dict[str, str]] = {}
+    for unit in version.read_table(schema.TEXT_UNITS, ["id", "text", "document_ids"]
+                                   ).to_pylist():
+        if unit["text"].strip() not in (SAFE_HARBOUR, SIGN_OFF):
+            by_title.setdefault(titles[unit["document_ids"][0]], {})[unit["id"]] = unit["text"]
+    return by_title
+
+
+def test_an_unchanged_file_keeps_its_chunks_whatever_changes_elsewhere(tmp_path):
+    """Two transcripts added (with the safe harbour: now repeated, so cut from the two that
+    had it), a line appended to a third, a fourth deleted (the sign-off no longer repeated,
+    so kept in the two others): the unchanged files keep every window; only the windows
+    whose own text the repeated passages changed are extracted again, with the new and
+    changed files' chunks, and the dry run names that count before."""
+    corpus = tmp_path / "corpus"
+    files, aside = _transcripts(corpus)
+    index = str(tmp_path / "index")
+    with run_test_server() as server:
+        build_index(str(corpus), index, _config(server, tmp_path / "index"), **QUIET)
+        before = _windows(index)
+        for n, text in enumerate(aside):
+            (corpus / f"new-{n}.txt").write_text(text[:200] + "\n\n" + SAFE_HARBOUR + "\n\n"
+                                                 + text[200:])
+        files[5].write_text(files[5].read_text() + "\n\nOne more line at the end.")
+        files[4].unlink()
+        dry = update_index(index, str(corpus), _config(server, tmp_path / "index"),
+                           dry_run=True, **QUIET)
+        server.reset()
+        updated = update_index(index, str(corpus), _config(server, tmp_path / "index"), **QUIET)
+        calls = server.stats()["by_kind"]["extract_graph"]
+    after = _windows(index)
+    untouched = [p.name for p in files if p.name not in (files[4].name, files[5].name)]
+    changed_windows = 0
+    for name in untouched:
+        gone = [before[name][i] for i in set(before[name]) - set(after[name])]
+        new = [after[name][i] for i in set(after[name]) - set(before[name])]
+        assert len(gone) == len(new), name  # no window moved, none added or lost
+        # A window changes only where the repeated passages changed its own text: the safe
+        # harbour is cut from it now, or the sign-off no longer is.
+        assert all(SAFE_HARBOUR in t for t in gone) or all(SIGN_OFF in t for t in new), name
+        changed_windows += len(new)
+    assert changed_windows == 4  # the safe harbour's two windows, the sign-off's two
+    # The changed file's windows of unchanged text reuse their extraction (by text).
+    new_and_changed = sum(len(after[t]) for t in after if t.startswith("new-")) + \
+        len(set(after[files[5].name].values()) - set(before[files[5].name].values()))
+    assert new_and_changed == 9 and calls == new_and_changed + changed_windows
+    assert dry["chunks_to_extract"] == calls
+    assert updated.update["chunks"]["extracted"] >= calls

@@ -46,26 +46,16 @@ SHARED_SCHEMA = pa.schema([("passage", pa.string()), ("document_id", pa.string()
 KEPT_OUT_WARNING = 0.2  # a file with more of its text kept out of extraction is named
 
 
-def _content_chunks(documents: pa.Table, units: pa.Table,
-                    kept_content: dict[str, list[tuple[str, int, int]]]
+def _content_chunks(units: pa.Table, kept_content: dict[str, list[tuple[str, int, int]]]
                     ) -> list[tuple[str, str, str]]:
-    """(passage, document, chunk) for each chunk that holds part of a repeated content
-    passage its document is the first home of. Chunks are consecutive windows of their
-    document's text, so each is found just after the previous one's start."""
-    texts = dict(zip(documents.column("id").to_pylist(), documents.column("text").to_pylist()))
-    rows, cursor = [], {}
-    for chunk, document, text in zip(units.column("id").to_pylist(),
-                                     units.column("document_id").to_pylist(),
-                                     units.column("text").to_pylist()):
-        spans = kept_content.get(document)
-        if not spans:
-            continue
-        start = texts[document].find(text, cursor.get(document, 0))
-        if start < 0:
-            continue
-        cursor[document] = start + 1
-        end = start + len(text)
-        rows += [(name, document, chunk) for name, a, b in spans if a < end and start < b]
+    """(passage, document, chunk) for each chunk whose window holds part of a repeated
+    content passage its document is the first home of (`kept_content`: the passages'
+    characters in the document's text, as the windows' `char_start` and `char_end`)."""
+    rows = []
+    for chunk, document, start, end in zip(*(units.column(name).to_pylist() for name in (
+            "id", "document_id", "char_start", "char_end"))):
+        rows += [(name, document, chunk) for name, a, b in kept_content.get(document, ())
+                 if a < end and start < b]
     return rows
 
 
@@ -139,38 +129,45 @@ def read_and_chunk(files: pa.Table, reading: Reading) -> Iterator[pa.Table]:
         documents = loaded.documents
         if not documents.num_rows:
             continue
-        to_chunk, homed, kept_content = documents, {}, {}
+        to_chunk, extracted, homed, kept_content, cuts = documents, None, {}, {}, {}
         if boilerplate:
-            texts, file_cut, file_chars = [], 0, 0
+            texts, masked, file_cut, file_chars = [], [], 0, 0
             for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
                                                      documents.column("text").to_pylist())):
                 body, homed[document] = framed_boilerplate(text)
-                cut = len(text) - len(body)
+                cut, extracted_text = len(text) - len(body), body
                 if repeated is not None and (repeated.first or repeated.openings):
                     split = split_repeated(body, repeated, chunk_seq(file_index, i, 0),
                                            min_passage_chars)
-                    body, cut = split.text, cut + split.cut_chars
+                    cut, extracted_text = cut + split.cut_chars, split.text
                     homed[document] += split.homed
-                    kept_content[document] = split.kept_content
+                    kept_content[document] = split.kept_content_at
+                    cuts[document] = split.cuts
                     shared += [(name, document, None) for name in split.shared]
                 file_cut, file_chars = file_cut + cut, file_chars + len(text)
                 texts.append(body)
+                masked.append(extracted_text)
             if file_cut > KEPT_OUT_WARNING * file_chars:
                 kept_out.append((loaded.files[-1]["path"], round(file_cut / file_chars, 3)))
+            # A file's windows come from its own text (its book, for a Project Gutenberg
+            # file); the corpus's repeated passages are masked in them, never moving them.
             to_chunk = documents.set_column(documents.column_names.index("text"), "text",
                                             pa.array(texts, pa.string()))
-        units = chunk_documents(to_chunk, chunks_config, tokenizer)
+            extracted = dict(zip(documents.column("id").to_pylist(), masked))
+        units = chunk_documents(to_chunk, chunks_config, tokenizer, cuts)
         if names_of is not None:
-            capitals.update((d, sorted(names_of(text))) for d, text in zip(
-                to_chunk.column("id").to_pylist(), to_chunk.column("text").to_pylist()))
+            capitals.update((d, sorted(names_of(extracted[d] if extracted else text)))
+                            for d, text in zip(to_chunk.column("id").to_pylist(),
+                                               to_chunk.column("text").to_pylist()))
         if kept_content:
-            shared += _content_chunks(to_chunk, units, kept_content)
+            shared += _content_chunks(units, kept_content)
         position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
-        windows: dict[str, int] = {}
+        windows: dict[str, int] = {}  # document -> its windows, the masked ones included
         seq = []
-        for document in units.column("document_id").to_pylist():
-            windows[document] = windows.get(document, -1) + 1
-            seq.append(chunk_seq(file_index, position[document], windows[document]))
+        for document, window in zip(units.column("document_id").to_pylist(),
+                                    units.column("window").to_pylist()):
+            windows[document] = window
+            seq.append(chunk_seq(file_index, position[document], window))
         passages = [(document, j, text) for document, texts in homed.items()
                     for j, text in enumerate(texts)]
         n_chunks = units.num_rows + len(passages)

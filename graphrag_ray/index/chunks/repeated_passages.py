@@ -324,6 +324,10 @@ class Split:
     # Repeated content kept in `text` as its first home: (passage name, start, end) in `text`.
     kept_content: list[tuple[str, int, int]]
     shared: list[str]  # names of repeated content cut here: its first home extracted it
+    # The same in the given text's own characters, for chunk windows cut from that text
+    # (`chunking.chunk_documents`): what was cut, and the kept content's (name, start, end).
+    cuts: list[tuple[int, int]] = field(default_factory=list)
+    kept_content_at: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_chars: int
@@ -333,7 +337,9 @@ def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_cha
     of its own; repeated content stays in its first document's text and is cut from the
     others. Paragraphs too short to compare that lie between two repeated passages of the
     same kind (a chapter heading, a line of dialogue inside a copied book) go with them."""
+    whole = text
     text, opening, first = _cut_opening(text, repeated)
+    base = len(whole) - len(text)  # where `text` starts in the whole text
     homed = [opening] if first == position else []
     # Each paragraph: (start, end, kind) with kind None (kept), "boilerplate", "content"
     # (cut: extracted in its first document) or "home" (content kept here, its first).
@@ -351,6 +357,7 @@ def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_cha
                       repeated.content.get(key)])
     _join_short_paragraphs(spans)
     pieces, shared, cut, shared_chars, last = [], [], len(opening), 0, 0
+    cuts, kept_at = [(0, base)] if base else [], []
     for a, b, kind, key, name in spans:
         if kind is None:
             continue
@@ -358,7 +365,10 @@ def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_cha
         last = b
         if kind == "home":
             pieces.append((text[a:b], name))
-        elif kind == "content":
+            kept_at += [(name, base + a, base + b)] if name is not None else []
+            continue
+        cuts.append((base + a, base + b))
+        if kind == "content":
             shared += [name] if name else []
             shared_chars += b - a
         else:
@@ -375,7 +385,7 @@ def split_repeated(text: str, repeated: RepeatedPassages, position: int, min_cha
         out.append(piece)
         offset += len(piece)
     return Split("\n\n".join(out), homed, cut, shared_chars, kept_content,
-                 list(dict.fromkeys(shared)))
+                 list(dict.fromkeys(shared)), cuts, kept_at)
 
 
 def _join_short_paragraphs(spans: list[list]) -> None:

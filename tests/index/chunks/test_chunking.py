@@ -76,3 +76,62 @@ def test_windows_never_cut_a_character_in_cjk_arabic_or_emoji():
     assert all(t in text for t in texts)
     assert text.startswith(texts[0]) and text.endswith(texts[-1])
     assert max(units.column("n_tokens").to_pylist()) <= 50 + 6  # a character's tokens more
+
+
+def _paragraphs(n: int, words: int = 30) -> list[str]:
+    return [" ".join(f"p{i}w{j}" for j in range(words)) for i in range(n)]
+
+
+def _words(chunks: list[dict], universe: set[str]) -> set[str]:
+    """The whole words of `universe` the chunks hold (a window may cut a word at its ends:
+    its pieces are no word of the universe)."""
+    return {w for chunk in chunks for w in chunk["text"].split() if w in universe}
+
+
+def test_cuts_mask_the_windows_of_the_whole_text_and_never_move_them():
+    """A passage the corpus repeats is left out of the windows' text; the windows are those
+    of the document's own text, so the chunks without it are the same chunks as before."""
+    paragraphs = _paragraphs(12)
+    text = "\n\n".join(paragraphs)
+    docs = pa.table({"id": ["d"], "text": [text]})
+    config = ChunksConfig(size=100, overlap=20)
+    plain = {c["window"]: c for c in chunk_documents(docs, config, "cl100k_base").to_pylist()}
+    start = text.index(paragraphs[5])
+    masked = chunk_documents(docs, config, "cl100k_base",
+                             {"d": [(start, start + len(paragraphs[5]))]}).to_pylist()
+    assert {c["window"] for c in masked} <= set(plain)
+    for after in masked:
+        before = plain[after["window"]]
+        if after["char_start"] < start + len(paragraphs[5]) and start < after["char_end"]:
+            assert "p5w" not in after["text"] and after["id"] != before["id"]
+            assert after["n_tokens"] < before["n_tokens"]
+        else:
+            same = ("id", "text", "n_tokens")  # untouched: the same chunk
+            assert [after[k] for k in same] == [before[k] for k in same]
+    universe = {w for p in paragraphs for w in p.split()}
+    assert _words(masked, universe) == {w for i, p in enumerate(paragraphs) if i != 5
+                                        for w in p.split()}
+    # A document that the repeated passages leave whole is cut as without any.
+    whole = chunk_documents(docs, config, "cl100k_base", {"d": []}).to_pylist()
+    assert [(c["id"], c["text"]) for c in whole] == [(c["id"], c["text"])
+                                                    for c in plain.values()]
+
+
+def test_a_window_left_with_only_what_its_neighbour_holds_is_dropped():
+    """A long cut (a copied document quoted whole) leaves slivers at its edges that the
+    windows beside them hold already: those windows go, and nothing of the text is lost."""
+    paragraphs = _paragraphs(20)
+    text = "\n\n".join(paragraphs)
+    start, end = text.index(paragraphs[3]), text.index(paragraphs[16]) + len(paragraphs[16])
+    docs = pa.table({"id": ["d"], "text": [text]})
+    config = ChunksConfig(size=100, overlap=20)
+    chunks = chunk_documents(docs, config, "cl100k_base", {"d": [(start, end)]}).to_pylist()
+    kept = [w for i, p in enumerate(paragraphs) if i < 3 or i > 16 for w in p.split()]
+    universe = {w for p in paragraphs for w in p.split()}
+    assert _words(chunks, universe) == set(kept)
+    windows = [c["window"] for c in chunks]
+    assert windows == sorted(set(windows))
+    # Each chunk holds words no other chunk holds whole: no window of slivers was kept.
+    for chunk in chunks:
+        others = _words([c for c in chunks if c is not chunk], universe)
+        assert _words([chunk], universe) - others
