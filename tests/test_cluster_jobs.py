@@ -99,6 +99,40 @@ def test_ray_job_submit_indexes_from_s3_to_s3(cluster_env, s3_bucket, carol_exce
     assert IndexStore(output).versions() == [index.manifest.version]  # the failure published nothing
 
 
+def test_ray_job_stop_stops_paid_work_within_seconds(cluster_env, tmp_path, carol_excerpt):
+    """`ray job stop` sends the driver SIGTERM and kills it 3 s later (Ray's default
+    RAY_JOB_STOP_WAIT_TIME_S): within them, no worker on any node sends another request, the
+    unpublished version is removed and the job says so."""
+    output = tmp_path / "index"
+    cluster = ClusterProcess(1, cluster_env, cwd=REPO)
+    try:
+        address = cluster.info["dashboard"]
+        with run_test_server(latency_ms=300) as server:
+            job_id = f"graphrag-{secrets.token_hex(4)}"
+            submitted = subprocess.run(
+                ["ray", "job", "submit", "--no-wait", "--address", address, "--submission-id",
+                 job_id, "--working-dir", str(REPO), "--", "python", "-m", "graphrag_ray",
+                 *_index_args(server, str(carol_excerpt), str(output))],
+                capture_output=True, text=True, env=cluster_env, timeout=300)
+            assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+            deadline = time.monotonic() + 480
+            while server.stats()["by_kind"].get("extract_graph", 0) < 4:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            stopped_at = time.time()
+            subprocess.run(["ray", "job", "stop", "--address", address, job_id],
+                           capture_output=True, text=True, env=cluster_env, timeout=120)
+            time.sleep(3)  # what a worker left running would send meanwhile
+            late = [entry for entry in server.request_log() if entry[0] > stopped_at + 2.0]
+            logs = subprocess.run(["ray", "job", "logs", "--address", address, job_id],
+                                  capture_output=True, text=True, env=cluster_env, timeout=60)
+    finally:
+        cluster.close(timeout_s=60)
+    assert late == []
+    assert "terminated (SIGTERM): stopped" in logs.stdout, logs.stdout[-3000:]
+    assert list((output / "versions").iterdir()) == []
+
+
 def _extraction_actor_pids(cluster: ClusterProcess) -> list[int]:
     return [pid for pid, command in descendants(cluster.process.pid).items()
             if command.startswith("ray::") and "ExtractionWorker" in command]
