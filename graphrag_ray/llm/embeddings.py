@@ -72,6 +72,22 @@ def vector_entry(embedding: list[float] | str) -> dict:
     return {"vector": base64.b64encode(raw).decode("ascii")}
 
 
+LOCAL_DIMENSIONS = 384
+
+
+def local_model_name(config: EmbeddingsConfig) -> str:
+    """The name an index records for vectors of the local model at its precision."""
+    from graphrag_ray.llm.sentence_model import MODEL_NAME
+
+    return f"{MODEL_NAME}-{config.local_precision}"
+
+
+def local_embed(texts: list[str], config: EmbeddingsConfig) -> np.ndarray:
+    from graphrag_ray.llm.sentence_model import sentence_model
+
+    return sentence_model(config.local_precision, config.local_threads).embed(texts)
+
+
 class EmbeddingClient(_EndpointClient):
     def embed(self, texts: list[str]) -> np.ndarray:
         """`batch` (`embeddings.batch`): the texts the cache lacks are deferred to a batch,
@@ -126,9 +142,11 @@ class Embedder:
     cache); `stage` names the budget's ledger entry."""
 
     def __init__(self, config: EmbeddingsConfig, services: LLMServices | None = None,
-                 stage: str = "embed"):
+                 stage: str = "embed", method: str | None = None):
+        """`method`: the one an index's vectors were made with (its manifest's), which a
+        question must be embedded with too; by default, the config's."""
         self.config = config
-        self.method = config.resolved_method()
+        self.method = method or config.resolved_method()
         services = services or LLMServices()
         self.client = (EmbeddingClient(config, limiter=services.embedding_limiter,
                                        cache=services.cache, stage=stage,
@@ -142,7 +160,10 @@ class Embedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """One vector per text; identical texts are embedded once."""
         distinct = list(dict.fromkeys(texts))
-        if self.client is None:  # (Python from end to end: a build's worker process makes it)
+        if self.method == "local":  # (ONNX Runtime's threads: every core, from this process)
+            vectors = local_embed(distinct, self.config) if distinct \
+                else np.zeros((0, LOCAL_DIMENSIONS), np.float32)
+        elif self.client is None:  # (Python end to end: a build's worker process makes it)
             vectors = processes.run(hashing_embed, distinct, self.config.hashing_dimensions)
         else:
             vectors = self.client.embed(distinct)
