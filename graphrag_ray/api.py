@@ -26,6 +26,7 @@ from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.embeddings import HASHING_MODEL, Embedder
+from graphrag_ray.storage.lexical_index import LEXICAL, LexicalIndex, open_lexical
 from graphrag_ray.llm.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.distributed.fanout import FanOut
@@ -139,7 +140,7 @@ class GraphIndex:
             # an actor that the first question of a served index waited 0.7 s for).
             # The index's own method (its manifest's): a question is embedded as its
             # vectors were, whatever this config's `auto` would pick on this machine.
-            method = self.manifest.embeddings.method or self.config.embeddings.resolved_method()
+            method = self.embedding_method()
             self._embedder = Embedder(self.config.embeddings,
                                       self.services if method == "api" else None,
                                       method=method)
@@ -172,6 +173,20 @@ class GraphIndex:
             with self._lock:
                 self._kept.setdefault(key, made)
         return self._kept[key]
+
+    def read_uncached(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """A table read for one use and not kept (what a method turns into arrays once)."""
+        return self.store.read_table(name, columns)
+
+    def lexical(self) -> LexicalIndex | None:
+        """The version's lexical index (None: a version made before there was one)."""
+        return self.kept("lexical", lambda: open_lexical(self.store.fs,
+                                                         f"{self.store.root}/{LEXICAL}"))
+
+    def embedding_method(self) -> str:
+        """How the index's vectors were made (api, local, hashing): a question is embedded
+        the same way."""
+        return self.manifest.embeddings.method or self.config.embeddings.resolved_method()
 
     def local_data(self) -> LocalData:
         if self._local is None:

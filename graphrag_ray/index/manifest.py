@@ -142,6 +142,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         # Sections of stages that only run when enabled.
         **{name: section for name, section in (
             ("repeated_passages", ctx.figures.repeated_passages),
+            ("lexical", ctx.figures.lexical),
             ("resolution", ctx.figures.resolution),
             ("batch", {"phases": ctx.figures.batch_phases} if ctx.figures.batch_phases
              else None)) if section is not None},

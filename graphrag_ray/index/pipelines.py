@@ -50,6 +50,7 @@ from graphrag_ray.index.reports.kept_summaries import keep_summaries
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
 from graphrag_ray.index.write.carried_tables import CarriedTables
 from graphrag_ray.index.write.element_tables import unchanged_elements
+from graphrag_ray.index.write.lexical import write_lexical_index
 from graphrag_ray.index.write.tables import CommunitiesTable, write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
 
@@ -268,6 +269,11 @@ def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
         state.text_units.join()
 
 
+def _run_lexical_index(ctx: BuildContext, state: BuildState) -> None:
+    ctx.figures.lexical = write_lexical_index(
+        ctx.staged, ctx.config.runtime, state.update.version if state.update else None)
+
+
 def _run_embed_batch(ctx: BuildContext, state: BuildState) -> None:
     state.embed_services = embed_by_batch(ctx)
 
@@ -376,6 +382,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("counts", "described"), timed=False,
           about="entities, relationships, documents, text units, covariates, communities "
                 "and reports written"),
+    Stage("lexical_index", _run_lexical_index, reads=("counts", "update"),
+          about="the text units' lexical index (BM25), for every query method's retrieval"),
     Stage("embed_batch", _run_embed_batch, reads=("counts",), writes=("embed_services",),
           calls="embeddings", when=lambda config: config.embeddings.batch,
           about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
@@ -397,7 +405,7 @@ _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_bat
           "report_inputs", "merge", "kept_summaries", "summaries_pool", "reading_tables",
           "communities", "communities_table", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
-          "embed_batch", "embed", "vector_index", "keep_reading"]
+          "lexical_index", "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
         if name != "extract_batch"]
 

@@ -99,7 +99,8 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
     # Of the endpoints, what the replies depend on (not where they are, nor their limits).
     settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
     settings["embeddings"] = {k: settings["embeddings"][k] for k in (
-        "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens")}
+        "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens",
+        "local_precision", "local_summary_tokens")}
     method = config.embeddings.resolved_method()
     if method in ("hashing", "local"):
         settings["embeddings"]["offline_model"] = HASHING_MODEL if method == "hashing" \

@@ -59,6 +59,12 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     previous = store.open()
     manifest = previous.read_manifest()
     config = config or config_from_manifest(manifest)
+    if config.embeddings.method == "auto" and \
+            manifest.embeddings.method in ("api", "local", "hashing"):
+        # An update embeds as the index did (what `auto` chose then, by the corpus's size
+        # and the machine): its vectors are carried, a question is embedded alike.
+        config = config.model_copy(deep=True)
+        config.embeddings.method = manifest.embeddings.method
     prompts = load_prompts(config)
     listing = list_input_files(input_url, config.input)
     fs, root, files, _, _ = listing

@@ -82,10 +82,11 @@ def local_model_name(config: EmbeddingsConfig) -> str:
     return f"{MODEL_NAME}-{config.local_precision}"
 
 
-def local_embed(texts: list[str], config: EmbeddingsConfig) -> np.ndarray:
+def local_embed(texts: list[str], config: EmbeddingsConfig, summary: bool = False) -> np.ndarray:
     from graphrag_ray.llm.sentence_model import sentence_model
 
-    return sentence_model(config.local_precision, config.local_threads).embed(texts)
+    model = sentence_model(config.local_precision, config.local_threads)
+    return model.embed(texts, max_tokens=config.local_summary_tokens if summary else None)
 
 
 class EmbeddingClient(_EndpointClient):
@@ -157,11 +158,13 @@ class Embedder:
     def usage(self):
         return self.client.usage if self.client else None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One vector per text; identical texts are embedded once."""
+    def embed(self, texts: list[str], summary: bool = False) -> np.ndarray:
+        """One vector per text; identical texts are embedded once. `summary`: the texts
+        name and describe something (an entity, a community's report), whose opening says
+        what it is: the local model reads their first `local_summary_tokens` only."""
         distinct = list(dict.fromkeys(texts))
         if self.method == "local":  # (ONNX Runtime's threads: every core, from this process)
-            vectors = local_embed(distinct, self.config) if distinct \
+            vectors = local_embed(distinct, self.config, summary) if distinct \
                 else np.zeros((0, LOCAL_DIMENSIONS), np.float32)
         elif self.client is None:  # (Python end to end: a build's worker process makes it)
             vectors = processes.run(hashing_embed, distinct, self.config.hashing_dimensions)

@@ -144,13 +144,19 @@ class SentenceModel:
         self.session = onnxruntime.InferenceSession(
             str(encoder_file(folder, precision)), options, providers=["CPUExecutionProvider"])
 
-    def token_ids(self, texts: list[str]) -> list[list[int]]:
-        return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
+    def token_ids(self, texts: list[str], max_tokens: int | None = None) -> list[list[int]]:
+        ids = [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
+        if max_tokens is None or max_tokens >= MAX_TOKENS:
+            return ids
+        return [row if len(row) <= max_tokens else row[:max_tokens - 1] + row[-1:]
+                for row in ids]  # (the last id is the closing [SEP])
 
-    def embed(self, texts: list[str], batch_tokens: int = 8192) -> np.ndarray:
-        """Unit vectors of `texts`, in order; texts of like length are run together (little
-        padding), about `batch_tokens` tokens at a time."""
-        ids = self.token_ids(list(texts))
+    def embed(self, texts: list[str], batch_tokens: int = 8192,
+              max_tokens: int | None = None) -> np.ndarray:
+        """Unit vectors of `texts`, in order, each read up to `max_tokens` (the model's 256
+        by default); texts of like length run together (little padding), about
+        `batch_tokens` tokens at a time."""
+        ids = self.token_ids(list(texts), max_tokens)
         out = np.zeros((len(ids), self.dimensions), np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         start = 0

@@ -1,5 +1,6 @@
-"""Basic search (the paper's SS condition, plain vector RAG): the text units nearest the
-question, in order of similarity until the token budget is full, then one answer."""
+"""Basic search (the paper's SS condition, plain RAG): the text units that best answer the
+question (`retrieval`: BM25 and embeddings fused with the graph's walk), in that order
+until the token budget is full, then one answer."""
 
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ from graphrag_ray.query.context import answerable_units, cell, pack_table
 from graphrag_ray.query.local_search import extractive_answer, query_text
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.retrieval import rank_units
 
 
 def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
     config, prompts, services = index.config, index.prompts, index.services
-    unit_vectors = index.vectors(schema.TEXT_UNIT_EMBEDDINGS)
     cfg = config.basic_search
     query = query_text(question, history)
-    nearest = unit_vectors.nearest(index.embed([query])[0], cfg.top_k)
+    nearest = rank_units(index, query).units[:cfg.top_k]
     rows = nearest_units(index, [i for i, _ in nearest])
     section = pack_table("Sources", "id|text",
                          [(i, f"{rows[i]['human_readable_id']}|{cell(rows[i]['text'])}")
@@ -30,8 +31,8 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
                          cfg.context_tokens, config.tokenizer.encoding)
     result = SearchResult(method="basic", answer="", context_tokens=section.tokens,
                           details={"retrieved": len(nearest), "in_context": len(section.keys),
-                                   "similarities": [round(s, 4) for _, s in nearest
-                                                    [:len(section.keys)]]})
+                                   "scores": [round(s, 4) for _, s in nearest
+                                              [:len(section.keys)]]})
     answer_from_context(
         result, question, section.text, use_llm=config.uses_llm(cfg.method),
         template=prompts["basic_answer"], services=services, llm_config=config.llm,

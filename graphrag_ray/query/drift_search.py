@@ -20,6 +20,7 @@ from graphrag_ray.query.citations import merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.local_data import LocalData
 from graphrag_ray.query.local_search import build_local_context, extractive_answer, query_text
+from graphrag_ray.query.retrieval import rank_units
 from graphrag_ray.query.map_reduce import NO_ANSWER
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
@@ -188,7 +189,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         if not follow_ups:
             break
         contexts = [build_local_context(
-            f"{question} {f}", embed([f])[0], data,
+            f"{question} {f}", rank_units(index, f"{question} {f}"), data,
             top_k_entities=config.local_search.top_k_entities,
             top_k_relationships=config.local_search.top_k_relationships,
             budget=cfg.local_context_tokens,

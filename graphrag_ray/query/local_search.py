@@ -22,6 +22,7 @@ from graphrag_ray.query.context import TableSection, cell, pack_table
 from graphrag_ray.query.local_data import LocalData, words_of
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.retrieval import Ranking, rank_units
 from graphrag_ray.sentences import split_sentences
 from graphrag_ray.terms import content_terms, distinct_texts
 from graphrag_ray.tokens import count_tokens, take_within_budget, truncate_to_tokens
@@ -42,18 +43,19 @@ def named_entities(query: str, data: LocalData) -> list[int]:
     return list(dict.fromkeys(row for _, row, _ in named))
 
 
-def match_entities(query: str, query_vector: np.ndarray, data: LocalData, top_k: int) -> list[int]:
-    """Entities the query names (longest names first), then the nearest by embedding."""
-    nearest = [data.by_id[i] for i, _ in data.entity_vectors.nearest(query_vector, 2 * top_k)
-               if i in data.by_id]
-    return list(dict.fromkeys(named_entities(query, data) + nearest))[:top_k]
+def match_entities(query: str, ranking: Ranking, data: LocalData, top_k: int) -> list[int]:
+    """Entities the query names (longest names first), then those the retrieval's walk
+    reached most (`Ranking.entities`: what the question is about, found through the units
+    that answer it)."""
+    walked = [row for row, _ in ranking.entities]
+    return list(dict.fromkeys(named_entities(query, data) + ranking.named + walked))[:top_k]
 
 
-def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *,
+def build_local_context(query: str, ranking: Ranking, data: LocalData, *,
                         top_k_entities: int, top_k_relationships: int, budget: int,
                         text_unit_proportion: float, community_proportion: float,
                         encoding: str) -> LocalContext:
-    matched = match_entities(query, query_vector, data, top_k_entities)
+    matched = match_entities(query, ranking, data, top_k_entities)
     entities = data.entities.take(matched)
     titles = {e["title"] for e in entities}
     ids = [e["id"] for e in entities]
@@ -64,15 +66,9 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
     # Reports: communities holding the most matched entities first, then by rating.
     hits = Counter(r for entity_id in ids for r in data.reports_of.get(entity_id, []))
     rank, level = data.reports.rows.numbers("rank"), data.reports.rows.numbers("level")
-    report_rows, seen_text = [], set()
-    for report in data.reports.rows.take(sorted(hits, key=lambda r: (-hits[r], -rank[r], level[r]))):
-        if report["full_content"] in seen_text:
-            continue  # a carried-down copy of a report already listed
-        seen_text.add(report["full_content"])
-        content = truncate_to_tokens(report["full_content"], max(1, report_budget // 2), encoding)
-        report_rows.append((report["community"],
-                            f"{report['community']}|{cell(report['title'])}|{cell(content)}"))
-    reports = pack_table("Reports", "id|title|content", report_rows, report_budget, encoding)
+    ordered = sorted(hits, key=lambda r: (-hits[r], -rank[r], level[r]))
+    reports = pack_table("Reports", "id|title|content", _report_rows(
+        data, ordered, report_budget, encoding), report_budget, encoding)
 
     entity_section = pack_table(
         "Entities", "id|entity|type|description|number of relationships",
@@ -109,15 +105,12 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
                    f"{cell(c['status'])}|{cell(c['description'])}") for c in claim_rows],
         local_budget - entity_section.tokens - relationship_section.tokens, encoding)
 
-    # Source texts: those of the best-matched entity first, then by how many matched
-    # entities they mention.
+    # Source texts: those that answer the question, in the retrieval's order, then those of
+    # the matched entities by how many of them they mention.
     mentions = Counter(u for e in entities for u in e["text_unit_ids"])
-    first_seen = {}
-    for rank, e in enumerate(entities):
-        for u in e["text_unit_ids"]:
-            first_seen.setdefault(u, rank)
-    unit_ids = sorted((u for u in mentions if u in data.units),
-                      key=lambda u: (first_seen[u], -mentions[u], u))
+    ranked = [u for u, _ in ranking.units if u in data.units]
+    unit_ids = list(dict.fromkeys(ranked + sorted(
+        (u for u in mentions if u in data.units), key=lambda u: (-mentions[u], u))))
     unit_section, unit_texts = pack_units(unit_ids, data, unit_budget, encoding)
 
     sections = [reports, entity_section, relationship_section, claim_section, unit_section]
@@ -131,23 +124,49 @@ def build_local_context(query: str, query_vector: np.ndarray, data: LocalData, *
         unit_texts=unit_texts)
 
 
+def _report_rows(data: LocalData, ordered: list[int], budget: int, encoding: str
+                 ) -> list[tuple[str, str]]:
+    """The reports' rows in `ordered` order, each cut to half the budget, read a few at a
+    time until they hold twice the budget (pack_table keeps what fits): a central entity is
+    in hundreds of communities, and reading and cutting every report took most of a DRIFT
+    question."""
+    rows, seen_text, held, half = [], set(), 0, max(1, budget // 2)
+    for start in range(0, len(ordered), REPORTS_READ_AT_ONCE):
+        for report in data.reports.rows.take(ordered[start:start + REPORTS_READ_AT_ONCE]):
+            if report["full_content"] in seen_text:
+                continue  # a carried-down copy of a report already listed
+            seen_text.add(report["full_content"])
+            content = truncate_to_tokens(report["full_content"], half, encoding)
+            held += min(half, len(content) // 3)
+            rows.append((report["community"],
+                         f"{report['community']}|{cell(report['title'])}|{cell(content)}"))
+        if held >= 2 * budget:
+            break
+    return rows
+
+
+REPORTS_READ_AT_ONCE = 8
 UNITS_READ_AT_ONCE = 64
 MOST_UNITS_TRIED = 1024
+MOST_UNITS_MISSED = 8
 
 
 def pack_units(unit_ids: list[str], data: LocalData, budget: int,
                encoding: str) -> tuple[TableSection, list[str]]:
     """The Sources table: units in the order given while they fit, the texts read from the
     index only for the units the budget could still hold by their token counts (`n_tokens`),
-    at most `UNITS_READ_AT_ONCE` at a time, until it is full or `MOST_UNITS_TRIED` were
+    at most `UNITS_READ_AT_ONCE` at a time, until it is full, `MOST_UNITS_TRIED` were
     tried (a central entity of a large index has thousands of units; the budget holds a
-    dozen). Returns the section and the texts of the units in it."""
+    dozen) or `MOST_UNITS_MISSED` were read and did not fit (the ranking goes on for a
+    hundred units; filling the last few tokens is not worth reading them all). Returns the
+    section and the texts of the units in it."""
     header = ["-----Sources-----", "id|text"]
     used = count_tokens("\n".join(header), encoding) + 1
     lines, keys, texts = [], [], []
     n_tokens = data.units.rows.numbers("n_tokens")
     candidates = iter(unit_ids[:MOST_UNITS_TRIED])
-    while used < budget:
+    missed = 0
+    while used < budget and missed < MOST_UNITS_MISSED:
         window, room = [], budget - used
         for unit in candidates:
             tokens = int(n_tokens[data.units.row_of[unit]])
@@ -163,6 +182,7 @@ def pack_units(unit_ids: list[str], data: LocalData, budget: int,
         rows = [f"{u['human_readable_id']}|{cell(u['text'])}" for u in window]
         taken, used = take_within_budget(rows, budget, used, skip_misses=True,
                                          encoding=encoding)
+        missed += len(rows) - len(taken)
         lines += [rows[i] for i in taken]
         keys += [window[i]["id"] for i in taken]
         texts += [window[i]["text"] for i in taken]
@@ -216,7 +236,7 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     cfg = config.local_search
     query = query_text(question, history)
     context = build_local_context(
-        query, index.embed([query])[0], data, top_k_entities=cfg.top_k_entities,
+        query, rank_units(index, query), data, top_k_entities=cfg.top_k_entities,
         top_k_relationships=cfg.top_k_relationships, budget=cfg.context_tokens,
         text_unit_proportion=cfg.text_unit_proportion,
         community_proportion=cfg.community_proportion, encoding=config.tokenizer.encoding)
@@ -227,7 +247,7 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     if not named_entities(query, data):
         nearest = ", ".join(e["title"] for e in context.entity_rows[:5]) or "none"
         result.notes.append("no entity in the index is named in the question; the context "
-                            f"holds the entities nearest to it by embedding ({nearest})")
+                            f"holds the entities its best passages lead to ({nearest})")
     answer_from_context(
         result, question, context.text, use_llm=config.uses_llm(cfg.method),
         template=prompts["local_answer"], services=services, llm_config=config.llm,

@@ -14,6 +14,7 @@ from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.local_data import LocalData
 from graphrag_ray.query.vectors import VectorIndex
+from graphrag_ray.storage.lexical_index import LexicalIndex
 from graphrag_ray.storage.row_reader import RowReader
 
 
@@ -48,6 +49,15 @@ class OpenedIndex(Protocol):
 
     def local_data(self) -> LocalData:
         """The rows local and DRIFT search rank (read once)."""
+
+    def read_uncached(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """Table `name` read for one use, not kept."""
+
+    def lexical(self) -> LexicalIndex | None:
+        """The version's lexical index of its text units (None: made before there was one)."""
+
+    def embedding_method(self) -> str:
+        """How the index's vectors were made: api, local or hashing."""
 
     def resolve_level(self, level: int | None) -> int:
         """A community level that exists (the default one for None)."""

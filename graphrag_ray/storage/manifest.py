@@ -101,6 +101,9 @@ class Manifest(_Section):
     # Sections of stages that run only when enabled (None: not run).
     repeated_passages: dict[str, Any] | None = None
     resolution: dict[str, Any] | None = None
+    # The lexical index of the text units (`storage/lexical_index.py`): segments, units,
+    # postings, bytes, seconds; None: a version made before it (queries do without).
+    lexical: dict[str, Any] | None = None
     batch: dict[str, Any] | None = None  # `phases`: per phase, the Batch API's rounds
     update: dict[str, Any] | None = None  # an update: what it reused and changed
     # An adopted index (`index/adopt/`): whose output it was, what of its settings mapped.

@@ -50,8 +50,8 @@ def test_every_method_searches_the_approximate_index_and_an_update_extends_it(tm
         answer = index.search(method, QUESTION)
         assert answer.answer.strip() and not answer.failures, method
     # Basic search retrieves what brute force retrieves, with the same similarities.
-    found = index.search("basic", QUESTION).details["similarities"]
-    truth = exact.search("basic", QUESTION).details["similarities"]
+    found = index.search("basic", QUESTION).details["scores"]
+    truth = exact.search("basic", QUESTION).details["scores"]
     assert found[:5] == pytest.approx(truth[:5], abs=1e-3)
 
     # A document added: the update appends its vectors and deletes the changed ones.

@@ -224,7 +224,10 @@ def test_opening_an_index_reads_only_what_the_method_needs(offline_index):
 
     index.basic_search("Who is Marley?")
     tables = {_table_of(p) for p in CountingFileSystem.opened[len(opened_at_open):]}
-    assert tables == {"embeddings_text_unit_text", "text_units", "documents"}
+    # The retrieval's: the lexical index, the graph (entities and their units, the
+    # relationships, the documents' titles); not the hashed vectors, which add nothing to
+    # BM25 (an index embedded by a model reads the unit and entity vectors too).
+    assert tables == {"lexical", "text_units", "documents", "entities", "relationships"}
     CountingFileSystem.opened.clear()
     index.basic_search("Who is Bob Cratchit?")
     # The tables read once, then kept; only the passages this question takes are read.
@@ -268,6 +271,8 @@ def test_a_warmed_index_has_its_default_level_rendered_for_global_search(offline
 def _table_of(path: str) -> str:
     """`.../<table>.parquet` or `.../<table>/part-N.parquet` -> table."""
     folder, name = path.rsplit("/", 2)[-2:]
+    if folder == "lexical":  # the lexical index's files: its segments, their units
+        return "lexical"
     return folder if name.startswith("part-") else name.removesuffix(".parquet")
 
 
@@ -296,6 +301,9 @@ def test_an_index_without_embeddings_says_how_to_fix_it(offline_index, tmp_path)
     shutil.copytree(offline_index, copy)
     for table in copy.glob("versions/*/embeddings_*"):
         shutil.rmtree(table) if table.is_dir() else table.unlink()
+    # Basic search on hashed vectors reads none (BM25 and the graph find its units) ...
+    assert GraphIndex.open(str(copy)).basic_search("Who is Marley?").sources.text_units
+    # ... DRIFT starts from the reports nearest the question.
     with pytest.raises(IndexNotFoundError, match="rebuild it"):
-        GraphIndex.open(str(copy)).basic_search("Who is Marley?")
+        GraphIndex.open(str(copy)).search("drift", "Who is Marley?")
 

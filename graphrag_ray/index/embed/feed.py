@@ -75,8 +75,8 @@ class EmbeddingWorker:
         else:
             texts = batch.column("text").to_pylist()
         embedder = self.embedder.scoped()
-        vectors = embedder.embed(texts)
         table, part = batch.column("table")[0].as_py(), batch.column("part")[0].as_py()
+        vectors = embedder.embed(texts, summary=table != schema.TEXT_UNIT_EMBEDDINGS)
         rows = pa.table({"id": batch.column("id"),
                          "vector": pa.array(list(vectors), pa.list_(pa.float32()))},
                         schema=EMBEDDING_SCHEMA)

@@ -36,6 +36,7 @@ from graphrag_ray.query.lazy.relevance import (
 from graphrag_ray.query.local_search import query_text
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult, Sources
+from graphrag_ray.query.retrieval import rank_units
 from graphrag_ray.tokens import count_tokens
 from graphrag_ray.storage.row_reader import RowReader
 
@@ -194,18 +195,25 @@ class StoredTexts:
 
 def _similarities(index: OpenedIndex, row_of: dict[str, int], queries: list[str],
                   budget: int) -> list[np.ndarray]:
-    """Per query, each unit's cosine similarity to it, for the units among its nearest
-    (`candidates(budget)`; the others, and units without a vector, rank last: a search
-    tests at most `budget` units, and an approximate index is not read whole)."""
+    """Per query, each unit's score: the units that answer it (`retrieval.rank_units`:
+    BM25, embeddings and the graph's walk, fused) first, in that order (scores above 1),
+    then the others among its nearest by embedding by cosine similarity
+    (`candidates(budget)`); the rest, and units without a vector, rank last (-2): a search
+    tests at most `budget` units, and an approximate index is not read whole."""
     vectors = index.vectors(schema.TEXT_UNIT_EMBEDDINGS)
-    if not len(vectors):
-        return [np.zeros(len(row_of), dtype=np.float32) for _ in queries]
     found = []
-    for query in np.asarray(index.embed(queries), dtype=np.float32):
+    embedded = np.asarray(index.embed(queries), dtype=np.float32) if len(vectors) else \
+        [None] * len(queries)
+    for query, vector in zip(queries, embedded):
         scores = np.full(len(row_of), -2.0, dtype=np.float32)
-        for unit, score in vectors.nearest(query, candidates(budget)):
+        for unit, score in vectors.nearest(vector, candidates(budget)) \
+                if vector is not None else ():
             if unit in row_of:
                 scores[row_of[unit]] = score
+        ranked = rank_units(index, query).units
+        for place, (unit, _) in enumerate(ranked):
+            if unit in row_of:
+                scores[row_of[unit]] = 2.0 - place / len(ranked)
         found.append(scores)
     return found
 

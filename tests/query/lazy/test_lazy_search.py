@@ -98,7 +98,7 @@ def open_index(path, server, *more):
     return GraphIndex.open(str(path), config=load_config(None, server_settings(server, *more)))
 
 
-def test_the_planted_fact_is_found_within_budget_100_and_basic_misses_it(lazy_index, server):
+def test_the_planted_fact_is_found_within_budget_100_and_by_basic_search(lazy_index, server):
     index = open_index(lazy_index, server, "basic_search.method=llm")
     units = index.store.read_table(schema.TEXT_UNITS, ["id", "human_readable_id", "text"])
     planted = [u for u in units.to_pylist() if PLANTED in u["text"]]
@@ -114,9 +114,10 @@ def test_the_planted_fact_is_found_within_budget_100_and_basic_misses_it(lazy_in
     assert result.details["communities_pruned"] >= 1
     assert tests < DECOYS
 
+    # Basic search, by embedding alone, missed it among the decoys; its retrieval now reads
+    # the question's words and the entities it names too (`query/retrieval`).
     basic = index.search("basic", QUESTION)
-    assert planted[0]["id"] not in basic.sources.text_units
-    assert "Ilse Marrow" not in basic.answer
+    assert planted[0]["id"] in basic.sources.text_units
 
 
 @pytest.mark.parametrize("budget", [1, 7, 30])
