@@ -306,6 +306,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from graphrag_ray.eval import commands
     from graphrag_ray.storage import IndexStore
 
+    if args.eval_command == "retrieval":
+        return _eval_retrieval(args)
     if args.eval_command == "answer" and not args.config:
         # Like `query`: the index's own configuration, plus --set.
         config = config_from_manifest(IndexStore(args.index).open().read_manifest(), args.set)
@@ -340,6 +342,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.eval_command in ("judge", "claims", "report"):
         for path in commands.report_step(out, config):
             print(f"wrote {path}")
+    return 0
+
+
+def _eval_retrieval(args: argparse.Namespace) -> int:
+    from graphrag_ray.api import GraphIndex
+    from graphrag_ray.config import config_from_manifest
+    from graphrag_ray.eval.benchmarks import read_questions
+    from graphrag_ray.eval.retrieval import evaluate, format_table
+    from graphrag_ray.query.methods import QUERY_METHODS
+    from graphrag_ray.storage import IndexStore
+
+    config = load_config(args.config, args.set) if args.config else config_from_manifest(
+        IndexStore(args.index).open().read_manifest(), args.set)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in QUERY_METHODS]
+    if unknown:
+        raise GraphRagError(f"unknown method(s) {', '.join(unknown)}: choose among "
+                            f"{', '.join(QUERY_METHODS)}")
+    questions = read_questions(args.questions)[:args.limit]
+    index = GraphIndex.open(args.index, config=config)
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip() not in ("", "none")]
+    if set(baselines) - {"bm25", "dense"}:
+        raise GraphRagError(f"--baselines takes bm25, dense or none, not {args.baselines}")
+    result = evaluate(index, questions, methods, baselines=baselines,
+                      answers=bool(config.llm.api_base), progress=_eprint)
+    print(format_table(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -574,6 +605,19 @@ def build_parser() -> argparse.ArgumentParser:
                        ("report", "write win-rate heatmaps, token and claim tables, summary")):
         step = steps.add_parser(name, help=text)
         step.add_argument("--dir", required=True, help="evaluation folder")
+    retrieval = steps.add_parser("retrieval", help="recall@2/5/10 of multi-hop QA's "
+                                 "supporting passages per query method, beside BM25 and "
+                                 "dense baselines (HotpotQA, 2WikiMultiHopQA, MuSiQue)")
+    retrieval.add_argument("--index", required=True, help="an index of the benchmark's "
+                           "passages (a JSONL corpus indexed with input.id_column=id)")
+    retrieval.add_argument("--questions", required=True, help="the benchmark's question file")
+    retrieval.add_argument("--methods", default="basic,local,drift",
+                           help="query methods, comma-separated (default: basic,local,drift)")
+    retrieval.add_argument("--limit", type=int, help="the first N questions only")
+    retrieval.add_argument("--baselines", default="bm25,dense",
+                           help="baselines computed in the same run: bm25, dense (the local "
+                           "model over the passages), comma-separated, or none")
+    retrieval.add_argument("--json", help="write every question's figures to this file")
     for step in steps.choices.values():
         config_options(step)
     evaluate.set_defaults(func=cmd_eval)
