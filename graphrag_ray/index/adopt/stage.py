@@ -47,6 +47,7 @@ from graphrag_ray.index.manifest import (
 from graphrag_ray.index.previous_version import (
     INPUT_FILES, INPUT_FILES_SCHEMA, settings_fingerprint)
 from graphrag_ray.index.reports.kept_reports import COMMUNITY_DIGESTS, digests_of_tables
+from graphrag_ray.index.write.lexical import write_lexical_index
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -258,6 +259,8 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             progress("no extraction carried over for updates: " + (
                 "its input folder was not found (give it with --input)" if input_dir is None
                 else f"extraction.method is {config.extraction.method}"))
+        lexical = write_lexical_index(staged, config.runtime)
+        stages.append("lexical_index")
         units = tables[schema.TEXT_UNITS]
         manifest = Manifest(
             created_at=datetime.now(timezone.utc).isoformat(), input=str(project.output),
@@ -270,7 +273,7 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             extraction_fingerprint=extraction_fingerprint(config, prompts)
             if carried and carried["chunks_kept"] else None,
             tables={**{n: t.num_rows for n, t in tables.items()}, **counts},
-            embeddings=embeddings,
+            embeddings=embeddings, lexical=lexical,
             **community_figures_of_table(tables[schema.COMMUNITIES]),
             extraction={"chunks": units.num_rows,
                         "chunk_tokens": int(np.sum(units.column("n_tokens").to_numpy()))},
