@@ -158,6 +158,10 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
     kept_out = kept_out_line(manifest)
     if kept_out:
         print(kept_out)
+    embeddings = manifest.embeddings
+    if embeddings.method:
+        print(f"embeddings: {embeddings.method} ({embeddings.model})"
+              + (f"; {embeddings.note}" if embeddings.note else ""))
     usage = manifest.llm_usage
     if usage.total.calls or usage.total.cache_hits or usage.total.failed_calls:
         print(f"LLM usage ({usage.model}):")

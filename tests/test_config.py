@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from graphrag_ray.config import GraphRagConfig, interpolate_env, load_config
@@ -150,3 +152,30 @@ def test_batch_settings_that_cannot_work_are_refused_with_the_reason():
         load_config(None, ["embeddings.batch=extraction", "embeddings.api_base=http://x/v1"])
     assert load_config(None, ["embeddings.batch=true",
                               "embeddings.api_base=http://x/v1"]).embeddings.batch is True
+
+
+@pytest.mark.parametrize("url, says", [
+    ("http://127.0.0.1:PORT/v1", "is not a URL"),  # a template's placeholder left in
+    ("localhost:abc", "is not an http(s) URL with a host"),
+    ("ftp://models.example/v1", "is not an http(s) URL with a host")])
+def test_an_endpoint_that_is_no_url_is_named_when_the_config_is_read(url, says, capsys):
+    from graphrag_ray.cli import main
+
+    for key in ("llm.api_base", "embeddings.api_base", "eval.judge_api_base"):
+        with pytest.raises(ConfigError, match=rf"{key}: .*{re.escape(says)}"):
+            load_config(None, [f"{key}={url}"])
+    assert main(["doctor", "--set", f"llm.api_base={url}"]) == 2
+    err = capsys.readouterr().err
+    assert "llm.api_base" in err and "Traceback" not in err and "InvalidURL" not in err
+    assert load_config(None, ["llm.api_base=http://localhost:8000/v1"]).llm.api_base
+
+
+def test_a_boolean_for_a_number_is_refused_and_a_misspelled_key_gets_a_suggestion():
+    with pytest.raises(ConfigError, match="max_gleanings is a number, not true"):
+        load_config(None, ["extraction.max_gleanings=true"])
+    with pytest.raises(ConfigError, match="local_serch: unknown key; did you mean "
+                                          "local_search?"):
+        load_config(None, ["local_serch.top_k_entities=3"])
+    with pytest.raises(ConfigError, match="did you mean local_search.top_k_entities?"):
+        load_config(None, ["local_search.top_k_entitis=3"])
+    assert load_config(None, ["extraction.glean_check=true"]).extraction.glean_check is True

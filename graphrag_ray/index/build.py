@@ -70,6 +70,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     config.runtime.engine = resolve_engine(config.runtime, sum(to_read),
                                            llm_bound=method.calls_llm)
     # One method for every vector of the version (a question is embedded the same way).
+    embeddings_note = config.embeddings.auto_note(sum(file_bytes) // 4)
     config.embeddings.method = config.embeddings.resolved_method(sum(file_bytes) // 4)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
@@ -88,6 +89,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         ctx = BuildContext(config, prompts, _services(config, output_url), staged,
                            progress, progress_bars)
         ctx.timings["list_inputs"] = listing_s
+        ctx.figures.embeddings_note = embeddings_note
         state = BuildState(input_url, root, files, numbers, chunk_estimates, shards, ignored,
                            update)
         try:

@@ -37,6 +37,7 @@ class BuildFigures:
     merge: dict | None = None  # the merge's stats
     resolution: dict | None = None  # entity resolution, when enabled
     lexical: dict | None = None  # the text units' lexical index (`write/lexical.py`)
+    embeddings_note: str | None = None  # why `auto` embedded by hashing
     leiden: dict = field(default_factory=dict)  # per level (`graph/communities`)
     community_changes: dict | None = None  # an update: ids carried, similarity
     batch_phases: dict[str, dict] = field(default_factory=dict)  # llm.batch: per phase

@@ -49,13 +49,14 @@ def community_figures_of_table(communities: pa.Table) -> dict:
             "loose_community_entities": 0}
 
 
-def embeddings_facts(config: GraphRagConfig, dimensions: int | None) -> dict:
+def embeddings_facts(config: GraphRagConfig, dimensions: int | None,
+                     note: str | None = None) -> dict:
     """The manifest's `embeddings`: how the index's vectors were made (what a question must
-    be embedded with)."""
+    be embedded with), and why, when `auto` chose hashing."""
     method = config.embeddings.resolved_method()
     return {"method": method, "model": {"api": config.embeddings.model, "hashing": HASHING_MODEL,
                                         "local": local_model_name(config.embeddings)}[method],
-            "dimensions": dimensions}
+            "dimensions": dimensions, "note": note}
 
 
 def usage_summary(stages: dict[str, Usage], timings: dict[str, float],
@@ -135,7 +136,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         "settings_fingerprint": settings_fingerprint(config, ctx.prompts),
         "extraction_fingerprint": extraction_fingerprint(config, ctx.prompts),
         "tables": {**state.counts, **state.embedded},
-        "embeddings": embeddings_facts(config, state.dimensions),
+        "embeddings": embeddings_facts(config, state.dimensions, ctx.figures.embeddings_note),
         "vector_stores": state.vector_stores,
         **community_figures(state.communities),
         "merge": ctx.figures.merge,

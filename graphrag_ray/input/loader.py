@@ -289,7 +289,9 @@ def _jsonl_records(relative: str, text: str, config: InputConfig,
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            bad.append(f"line {line_no} is not JSON ({exc.msg})")
+            # json's message without its position reads as cut off ("Unterminated string
+            # starting at"): the column is said with it.
+            bad.append(f"line {line_no} is not JSON ({exc.msg}: column {exc.colno})")
             continue
         if not isinstance(record, dict):
             bad.append(f"line {line_no} is not a JSON object")

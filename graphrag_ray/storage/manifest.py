@@ -68,6 +68,7 @@ class EmbeddingsFacts(_Section):
     method: str | None = None
     model: str | None = None
     dimensions: int | None = None
+    note: str | None = None  # why `auto` chose the method it did, when not the model
 
 
 class PipelineRun(_Section):

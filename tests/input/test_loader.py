@@ -93,6 +93,8 @@ def test_a_bad_jsonl_line_loses_that_record_not_the_file(tmp_path):
     assert [s["path"] for s in loaded.skipped] == ["garbage.jsonl"]  # nothing good in it
     warning, = [w for w in loaded.warnings if "records.jsonl" in w]
     assert "2 of 52 records skipped" in warning and "line 21" in warning and "line 52" in warning
+    # The reason is whole: json's message with where it stopped, not cut before it.
+    assert "line 52 is not JSON (Unterminated string starting at: column 29)" in warning
 
 
 def test_utf16_text_with_a_byte_order_mark_is_read_not_skipped_as_binary(tmp_path):

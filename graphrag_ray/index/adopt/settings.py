@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphrag_ray.config import check_url
 from graphrag_ray.prompts_loader import PLACEHOLDER, builtin_prompt
 
 # Settings that are Microsoft's machinery, with why they have no counterpart here.
@@ -67,7 +68,7 @@ def map_settings(settings: dict[str, Any]) -> MappedSettings:
         if model is None:
             continue
         _map_model(result, model, prefix, name)
-    if embedding is not None and embedding.get("api_base"):
+    if embedding is not None and result.data.get("embeddings", {}).get("api_base"):
         result.set(f"{embedding_name}.api_base", "embeddings.method", "api")
     chunking = settings.get("chunking") or settings.get("chunks") or {}
     where = "chunking" if "chunking" in settings else "chunks"
@@ -146,7 +147,12 @@ def _map_model(result: MappedSettings, model: dict, prefix: str, name: str) -> N
     result.set(f"{name}.model", f"{prefix}.model",
                model.get("deployment_name") if azure and model.get("deployment_name")
                else model.get("model"))
-    result.set(f"{name}.api_base", f"{prefix}.api_base", model.get("api_base"))
+    base = model.get("api_base")
+    try:  # (a ${VARIABLE} is checked once it is read: `adopted_config`)
+        result.set(f"{name}.api_base", f"{prefix}.api_base",
+                   base if "${" in str(base) else check_url(base, "api_base"))
+    except ValueError as exc:  # a template's placeholder left in (PORT): no endpoint, said
+        result.skip(f"{name}.api_base", str(exc))
     result.set(f"{name}.api_version", f"{prefix}.api_version", model.get("api_version"))
     if model.get("requests_per_minute") not in (None, "auto", 0):
         result.set(f"{name}.requests_per_minute", f"{prefix}.requests_per_minute",

@@ -230,6 +230,8 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
         staged.write_table(COMMUNITY_DIGESTS, digests_of_tables(
             tables[schema.ENTITIES], tables[schema.RELATIONSHIPS], tables[schema.COMMUNITIES]))
         stages.append("write_tables")
+        lexical = write_lexical_index(staged, config.runtime)
+        stages.append("lexical_index")
         embed_usage, services = Usage(), LLMServices()
         if read.vectors is not None:
             for name, table in read.vectors.items():
@@ -259,8 +261,6 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             progress("no extraction carried over for updates: " + (
                 "its input folder was not found (give it with --input)" if input_dir is None
                 else f"extraction.method is {config.extraction.method}"))
-        lexical = write_lexical_index(staged, config.runtime)
-        stages.append("lexical_index")
         units = tables[schema.TEXT_UNITS]
         manifest = Manifest(
             created_at=datetime.now(timezone.utc).isoformat(), input=str(project.output),

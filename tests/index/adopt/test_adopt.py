@@ -61,8 +61,8 @@ def test_its_vectors_and_settings_come_with_it(adopted):
     manifest = IndexStore(adopted).read_manifest()
     assert manifest.embeddings.method == "adopted" and manifest.embeddings.dimensions == 3072
     assert manifest.tables[schema.ENTITY_DESCRIPTION_EMBEDDINGS] == 233
-    assert manifest.pipeline.stages == ["read_tables", "layout", "write_tables", "lance_vectors",
-                                        "carry_extractions"]
+    assert manifest.pipeline.stages == ["read_tables", "layout", "write_tables",
+                                        "lexical_index", "lance_vectors", "carry_extractions"]
     config = config_from_manifest(manifest)
     assert (config.chunks.size, config.chunks.overlap, config.extraction.max_gleanings) == \
         (1200, 100, 1)
