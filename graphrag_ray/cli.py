@@ -168,8 +168,10 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
         print(format_usage_table({name: figures.model_dump() for name, figures in
                                   {**usage.stages, "total": usage.total}.items()}))
     if manifest.tables.get("entities") == 0:
-        _eprint("warning: no entities were extracted, so there is nothing to query; with "
-                "extraction.method=nlp only capitalised names are found")
+        method = (manifest.config.get("extraction") or {}).get("method")
+        _eprint("warning: no entities were extracted, so there is nothing to query" + (
+            "; the offline extractor (extraction.method=nlp) finds capitalised names only"
+            if method == "nlp" else f" (extraction.method={method})"))
     if extraction.failed_chunks:
         print(f"warning: {extraction.failed_chunks} chunks failed; their reasons are in "
               "text_units.extraction_error", file=sys.stderr)

@@ -370,6 +370,12 @@ class LLMConfig(_Section):
         """YAML reads 2024-10-21 as a date; the version is that text."""
         return value.isoformat() if isinstance(value, date) else value
     request_timeout: float = Field(120.0, gt=0)
+    # A stage whose first `check_replies` replies are this share unusable or more stops
+    # (`llm/reply_check.py`): 0 never checks.
+    check_replies: int = Field(20, ge=0, description="replies per stage checked before "
+                               "it goes on")
+    unusable_share: float = Field(1.0, gt=0, le=1, description="share of the checked "
+                                  "replies that, unusable, stops the stage")
     max_retries: int = Field(6, ge=0)
     retry_base_delay_s: float = Field(1.0, gt=0, description="first backoff without Retry-After")
     temperature: float = 0.0

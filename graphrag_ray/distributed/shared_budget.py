@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from graphrag_ray.config import LLMConfig
+from graphrag_ray.llm.reply_check import ReplyCheck, UnusableReplies
 from graphrag_ray.stopping import StopRequested
 from graphrag_ray.llm.rate_limiter import POLL_S, Lease, Settlement, budget_from_config
 
@@ -24,14 +25,22 @@ class RateLimiterActor:
         self._budget = budget_from_config(config)
         self._changed: asyncio.Event | None = None  # created on the actor's event loop
         self._stopped = False
+        self._replies = ReplyCheck(config.check_replies, config.unusable_share)
+
+    async def note_reply(self, stage: str, usable: bool, sample: str, look_at: str
+                         ) -> str | None:
+        return self._replies.note(stage, usable, sample, look_at)
 
     async def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
-                      stage: str = "", urgency: int = 0) -> Lease | None:
-        """A lease, or None once the job was stopped (the worker then sends nothing)."""
+                      stage: str = "", urgency: int = 0) -> Lease | str | None:
+        """A lease; None once the job was stopped, or why the stage was (the worker then
+        sends nothing)."""
         place = None
         while True:
             if self._stopped:
                 return None
+            if self._replies.verdict(stage):
+                return self._replies.verdict(stage)  # the worker raises it
             # Each change sets the event of its time and starts a new one: a waiter never
             # misses a change that happened after it looked.
             changed = self._event()
@@ -96,7 +105,16 @@ class RayRateLimiter:
                                                   urgency))
         if lease is None:
             raise StopRequested("stopped")
+        if isinstance(lease, str):
+            raise UnusableReplies(lease)
         return lease
+
+    def note_reply(self, stage: str, usable: bool, sample: str, look_at: str) -> None:
+        import ray
+
+        verdict = ray.get(self.actor.note_reply.remote(stage, usable, sample, look_at))
+        if verdict:
+            raise UnusableReplies(verdict)
 
     def stop(self) -> None:
         self.actor.stop.remote()

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.errors import GraphRagError
 from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
@@ -37,7 +38,8 @@ from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.extract.stage import (
-    EXTRACTION_METHODS, ExtractionPlan, extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
+    EXTRACTION_METHODS, ExtractionPlan, check_not_stopped, extract_by_batch, extract_chunks,
+    find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.numbers import NUMBERED, number_elements
 from graphrag_ray.index.graph.stage import (
@@ -179,6 +181,7 @@ def _run_extract(ctx: BuildContext, state: BuildState) -> None:
                  for n, estimate in zip(state.file_numbers.tolist(), state.chunk_estimates)}
     state.extraction = extract_chunks(ctx, state.plan, state.shards, state.extract_services,
                                       estimates)
+    check_not_stopped(state.extraction)
     if state.text_units:
         state.text_units.reading_done.set()  # it submits the last pieces in the background
 
@@ -204,6 +207,21 @@ def _run_merge(ctx: BuildContext, state: BuildState) -> None:
                     carried.url if carried is not None else None,
                     carried.status.column("text_unit_id") if carried is not None else None),
         update.tables if update is not None else None)
+    if EXTRACTION_METHODS[ctx.config.extraction.method].calls_llm and \
+            not state.graph.entities.num_rows:
+        raise GraphRagError(_nothing_extracted(state.extraction))
+
+
+def _nothing_extracted(extraction: pa.Table) -> str:
+    """Why an LLM build stops when its model found no entity in any chunk: an index of
+    nothing is no index (the summaries and reports would be paid for nothing)."""
+    status = extraction.column("status").to_pylist()
+    errors = [e for e in extraction.column("error").to_pylist() if e]
+    failed = status.count("failed")
+    return (f"the LLM extracted no entity from the {len(status)} chunks ({failed} failed"
+            + (f", e.g. {errors[0][:200]}" if errors else "") + "): nothing was published; "
+            "check the extract_graph prompt (prompts.dir), the model and its replies in the "
+            "cache")
 
 
 def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:

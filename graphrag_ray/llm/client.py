@@ -217,6 +217,12 @@ class _EndpointClient:
         clone.usage = Usage()
         return clone
 
+    def note_reply(self, usable: bool, sample: str, look_at: str) -> None:
+        """Whether this stage's reply was usable (`reply_check`): raises UnusableReplies once
+        the stage's first replies say it should stop."""
+        if self.limiter is not None and hasattr(self.limiter, "note_reply"):
+            self.limiter.note_reply(self.stage, usable, sample, look_at)
+
     def _count(self, **deltas: int) -> None:
         with self._lock:
             for key, value in deltas.items():

@@ -65,6 +65,7 @@ from dataclasses import dataclass
 
 from graphrag_ray import stopping
 from graphrag_ray.config import LLMConfig
+from graphrag_ray.llm.reply_check import ReplyCheck, UnusableReplies
 
 POLL_S = 0.02
 _WINDOW_S = 60.0  # the providers' limits are per minute
@@ -515,6 +516,14 @@ class LocalRateLimiter:
     def __init__(self, config: LLMConfig):
         self._budget = budget_from_config(config)
         self._changed = threading.Condition()
+        self._replies = ReplyCheck(config.check_replies, config.unusable_share)
+
+    def note_reply(self, stage: str, usable: bool, sample: str, look_at: str) -> None:
+        """A reply of `stage` (`reply_check`); raises UnusableReplies when it stops it."""
+        with self._changed:
+            verdict = self._replies.note(stage, usable, sample, look_at)
+        if verdict:
+            raise UnusableReplies(verdict)
 
     def acquire(self, prompt_tokens: int, max_output: int, tag: str = "",
                 stage: str = "", urgency: int = 0) -> Lease:
@@ -522,6 +531,8 @@ class LocalRateLimiter:
         with self._changed:
             while True:
                 stopping.check()  # a call waiting in line when a stop comes goes no further
+                if self._replies.verdict(stage):
+                    raise UnusableReplies(self._replies.verdict(stage))
                 now = time.monotonic()
                 lease, wait = self._budget.request(prompt_tokens, max_output, tag, stage, now,
                                                    place, urgency)

@@ -35,6 +35,8 @@ class Chat(Protocol):
 
     def takes_logit_bias(self) -> bool: ...
 
+    def note_reply(self, usable: bool, sample: str, look_at: str) -> None: ...
+
 
 def parse_yes_no(reply: str) -> bool:
     return reply.strip().strip("\"'.").upper().startswith("Y")
@@ -63,6 +65,10 @@ class GraphExtractor:
         self.logit_bias = yes_no_logit_bias(encoding) if encoding else None
         self.graph_tag = prompt_version(self.extract_template + self.check_prompt
                                         + self.continue_prompt)
+        folder = config.prompts.dir
+        self.look_at = "the extract_graph prompt (" + (
+            f"{folder}/extract_graph.txt, or the built-in one where that file is missing)"
+            if folder else "the built-in one)")
         self.claims_tag = prompt_version(self.claims_template)
 
     def _about(self, prompt: str, text: str, entity_types: bool = True) -> dict:
@@ -84,6 +90,9 @@ class GraphExtractor:
                               cache_tag=self.graph_tag, kind="extract_graph", about=about,
                               urgency=ex.max_output_tokens * (1 + ex.max_gleanings))
         records = parse_graph_records(reply, self.delimiters)
+        # Records, or a reply that says there are none: usable. Text without either: not.
+        chat.note_reply(bool(records.entities or records.relationships or not records.malformed),
+                        reply, self.look_at)
         for _ in range(ex.max_gleanings):
             messages = messages + [{"role": "assistant", "content": reply}]
             forecast = max(1, count_tokens(reply, self.config.tokenizer.encoding))

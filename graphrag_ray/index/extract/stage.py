@@ -35,6 +35,7 @@ from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords, malfo
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.index.pools import LLM_ACTOR_CPUS, llm_pool_shape
 from graphrag_ray.llm.client import ChatClient, FatalLLMError, LLMServices
+from graphrag_ray.llm.reply_check import UnusableReplies
 from graphrag_ray.progress import ChunkProgress
 from graphrag_ray.tokens import count_tokens
 
@@ -147,6 +148,8 @@ class LLMExtractionWorker(ExtractionWorker):
         chat = self.chat.scoped()  # usage is counted per chunk
         try:
             records = self.extractor.extract(text, chat)
+        except UnusableReplies as exc:  # the prompt's or the model's, not this chunk's:
+            return _empty_row(text_unit_id, STOPPED, str(exc), chat)  # the build stops
         except FatalLLMError as exc:
             self.fatal = str(exc)  # Every further call would fail the same way: stop calling.
             return _failed_row(text_unit_id, str(exc), chat)
@@ -161,6 +164,18 @@ def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = No
             "claims": records.claims, "malformed_records": len(records.malformed),
             "malformed_reasons": [malformed_reason(entry) for entry in records.malformed],
             **usage_row(chat.usage if chat else None)}
+
+
+# A chunk's status when its stage was stopped for unusable replies (`llm/reply_check`): the
+# driver stops the build with the reason once the stage's rows are in.
+STOPPED = "stopped"
+
+
+def check_not_stopped(extraction: pa.Table) -> None:
+    """Raises the reason a stage stopped (UnusableReplies) when a chunk says it did."""
+    stopped = pc.equal(extraction.column("status"), STOPPED)
+    if pc.any(stopped).as_py():
+        raise UnusableReplies(extraction.filter(stopped).column("error")[0].as_py())
 
 
 def _failed_row(text_unit_id: str, reason: str, chat: ChatClient | None = None) -> dict:
