@@ -104,6 +104,7 @@ PERSONALITIES = {
     "fenced": "every answer inside a markdown code fence",
     "no_usage": "no usage in replies, streamed or not (some local servers)",
     "error_200": "the first attempt of every request: HTTP 200 with an error body, no choices",
+    "ack": "every chat answer is \"OK.\" (a model that acknowledges instead of answering)",
 }
 REASONING_TOKENS = 64
 _OPTIONAL_PARAMETERS = ("max_tokens", "max_completion_tokens", "temperature", "logit_bias",
@@ -557,6 +558,8 @@ def _content(kind: str, messages: list[dict], body: dict, switches: Switches, qu
     """The reply's text, cut to the request's token limit and dressed in the endpoint's
     quirks, and its completion tokens."""
     content = _malformed(kind) if malformed else _answer(kind, messages, switches, about)
+    if "ack" in quirks:
+        content = "OK."
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 4096
     reasoning = REASONING_TOKENS if "reasoning" in quirks else 0
     words = content.split()

@@ -85,41 +85,55 @@ def joined_sample(texts: list[str], encoding: str) -> str:
     return "\n\n---\n\n".join(truncate_to_tokens(t.strip(), share, encoding) for t in texts)
 
 
+# The second ask when a reply was no answer: the same prompt, and this line after it.
+STRICTER = ("\n\nReply with the {what} itself, in a few words of the corpus's language: not "
+            "an acknowledgement, a question or a comment on these instructions.")
+
+
 def describe_corpus(chat: ChatClient, prompts: dict[str, str], config: GraphRagConfig,
                     texts: list[str], language: str, domain: str | None) -> Tuning:
-    """The model's domain (unless given), persona and entity types; no examples yet."""
+    """The model's domain (unless given), persona and entity types; no examples yet. Each
+    reply is checked (`_checked`): one that is no answer (empty, "OK.", the same words it
+    gave another question) is asked once more, more strictly, then the built-in text is
+    kept and a note says so."""
     sample = joined_sample(texts, config.tokenizer.encoding)
     notes: list[str] = []
+    given: list[str] = []
 
-    def one_line(name: str, max_tokens: int, fallback: str, **values: str) -> str:
-        """The model's one-line answer to `name`, asked again when empty; `fallback`, and a
-        note saying so, when it never gives one."""
-        try:
-            return chat.complete_parsed(
-                [{"role": "user", "content": render(prompts[name], input_text=sample,
-                                                    **values)}],
-                _one_line, max_tokens=max_tokens, cache_tag="tune", kind=name)
-        except MalformedReply as exc:
-            notes.append(f"the model gave no {name.removeprefix('tune_')} ({exc}): "
-                         f"{fallback!r} used")
-            return fallback
+    def ask(name: str, parse, max_tokens: int, fallback, what: str, **values: str):
+        prompt = render(prompts[name], input_text=sample, **values)
+        for attempt, suffix in enumerate(("", STRICTER.format(what=what))):
+            try:
+                answer = chat.complete_parsed(
+                    [{"role": "user", "content": prompt + suffix}], parse, retries=0,
+                    max_tokens=max_tokens, cache_tag=f"tune:{attempt}", kind=name)
+            except MalformedReply as exc:
+                problem = str(exc).partition("attempts: ")[2] or str(exc)
+                continue
+            if _said_before(answer, given):
+                problem = "the same words it gave another question"
+                continue
+            given.append(str(answer))
+            return answer
+        notes.append(f"the model gave no {what} in two asks ({problem}): "
+                     f"the built-in {fallback!r} is kept")
+        return fallback
 
     if domain is None:
-        domain = one_line("tune_domain", 60, "general texts", corpus_language=language)
-    persona = one_line("tune_persona", 150, f"You are an expert reader of {domain}",
-                       domain=domain)
-    try:
-        types = chat.complete_parsed(
-            [{"role": "user", "content": render(prompts["tune_entity_types"], input_text=sample,
-                                                domain=domain, persona=persona,
-                                                corpus_language=language,
-                                                max_types=MAX_TYPES)}],
-            _entity_types, max_tokens=200, cache_tag="tune", kind="tune_entity_types")
-    except MalformedReply as exc:
-        types = list(config.extraction.entity_types)
-        notes.append(f"the entity types reply was not a list ({exc}): kept "
-                     f"{', '.join(types)}")
+        domain = ask("tune_domain", _checked(1), 60, "general texts", "domain",
+                     corpus_language=language)
+    persona = ask("tune_persona", _checked(3), 150, f"You are an expert reader of {domain}",
+                  "persona", domain=domain)
+    types = ask("tune_entity_types", _entity_types, 200, list(config.extraction.entity_types),
+                "list of entity types", domain=domain, persona=persona,
+                corpus_language=language, max_types=MAX_TYPES)
     return Tuning(language, domain, persona + ".", types, [], "llm", notes)
+
+
+def _said_before(answer, given: list[str]) -> bool:
+    """A model that answers every question alike ("Understood.") is answering none."""
+    key = " ".join(str(answer).lower().split()).strip(".")
+    return any(key == " ".join(g.lower().split()).strip(".") for g in given)
 
 
 def worked_examples(chat: ChatClient, config: GraphRagConfig, texts: list[str],
@@ -129,7 +143,9 @@ def worked_examples(chat: ChatClient, config: GraphRagConfig, texts: list[str],
     ex = config.extraction
     delimiters = Delimiters(ex.tuple_delimiter, ex.record_delimiter, ex.completion_delimiter)
     examples = []
-    for passage in passages(texts, EXAMPLE_TOKENS, config.tokenizer.encoding):
+    # A model that writes no records for the first passages writes none for the others:
+    # at most two passages more than the examples wanted are tried.
+    for passage in passages(texts, EXAMPLE_TOKENS, config.tokenizer.encoding)[:EXAMPLES + 2]:
         prompt = render(extract_template, entity_types=", ".join(tuning.entity_types),
                         input_text=passage, tuple_delimiter=delimiters.tuple,
                         record_delimiter=delimiters.record,
@@ -202,13 +218,32 @@ def _example(passage: str, records: ParsedRecords) -> Example | None:
                     for r in relationships])
 
 
-def _one_line(reply: str) -> str:
-    """A reply's first line, without quotes or emphasis; an empty reply is none."""
-    line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
-    line = line.strip("\"'*` ").rstrip(".")
-    if not line:
-        raise ValueError("an empty reply")
-    return line
+# One-word replies that acknowledge instead of answering, in the languages the prompts are
+# written in most (data, not rules: a reply of fewer than `_SHORTEST` letters is none either).
+ACKNOWLEDGEMENTS = frozenset(phrase.strip() for phrase in """ok, okay, sure, yes, no,
+understood, certainly, done, noted, fine, got it, of course, agreed, d'accord, oui,
+bien entendu, compris, vale, claro, entendido, ja, jawohl, verstanden, sì, certo, 好, 好的,
+是, 明白, 了解, はい, 네, 알겠습니다, да, понял""".replace("\n", " ").split(","))
+_SHORTEST = 3
+
+
+def _checked(fewest_words: int):
+    """A parser of a one-line answer of at least `fewest_words` words: its first line,
+    without quotes or emphasis; ValueError for an empty reply or an acknowledgement."""
+    def parse(reply: str) -> str:
+        line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
+        line = line.strip("\"'*` ").rstrip(".!。")
+        letters = sum(ch.isalpha() for ch in line)
+        # Words: spaced ones, and each character of scripts written without spaces.
+        words = len(line.split()) + sum(ord(ch) >= 0x2E80 for ch in line)
+        if not line:
+            raise ValueError("an empty reply")
+        if line.lower() in ACKNOWLEDGEMENTS or letters < _SHORTEST:
+            raise ValueError(f"an acknowledgement, not an answer: {line!r}")
+        if words < fewest_words:
+            raise ValueError(f"too short to be one: {line!r}")
+        return line
+    return parse
 
 
 def _entity_types(reply: str) -> list[str]:

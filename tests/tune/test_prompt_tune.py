@@ -173,5 +173,28 @@ def test_a_model_that_answers_nothing_usable_is_said_not_hidden(tmp_path, capsys
     assert tuning["domain"] == "general texts" and tuning["examples"] == []
     assert tuning["entity_types"] == ["organization", "person", "geo", "event"]
     for said in ("the model gave no domain", "the model gave no persona",
-                 "the entity types reply was not a list", "the built-in worked example is kept"):
+                 "the model gave no list of entity types", "the built-in worked example is kept"):
         assert said in printed and any(said in note for note in tuning["notes"])
+
+
+def test_a_model_that_acknowledges_instead_of_answering_keeps_the_built_ins(tmp_path, capsys):
+    """It says "OK." to everything: each question is asked twice (the second more strictly),
+    then the built-in text is kept and said; no "OK." in a tuned prompt; ten calls at most."""
+    with run_test_server(personality="ack") as server:
+        assert main(["prompt-tune", "--input", str(DATA / "other_languages" / "fr"),
+                     "--output", str(tmp_path / "tuned"), "--chunks", "2",
+                     "--set", "extraction.method=llm", "--set", f"llm.api_base={server.url}",
+                     "--set", "llm.model=test-model"]) == 0
+        calls = server.stats()["requests"]
+    printed = capsys.readouterr().out
+    tuning = json.loads((tmp_path / "tuned" / "tuning.json").read_text(encoding="utf-8"))
+    assert tuning["domain"] == "general texts"
+    assert tuning["persona"].startswith("You are an expert reader of general texts")
+    assert tuning["entity_types"] == ["organization", "person", "geo", "event"]
+    for said in ("no domain in two asks", "no persona in two asks",
+                 "no list of entity types in two asks", "an acknowledgement"):
+        assert said in printed
+    prompts = [p.read_text(encoding="utf-8") for p in (tmp_path / "tuned").rglob("*.txt")]
+    assert prompts and not any(text.lstrip().startswith("OK") or "are OK." in text
+                               for text in prompts)
+    assert calls <= 10
