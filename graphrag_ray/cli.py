@@ -296,7 +296,13 @@ def format_sources(result) -> str:
     if "relevance_tests" in details:
         figures.append(f"{details['relevance_tests']} of {details['budget']} relevance tests, "
                        f"{details['relevant_passages']} passages relevant")
-    figures.append(f"{result.llm_calls} LLM calls")
+    usage = result.usage
+    # What the provider received: every request, retried and failed ones included.
+    requests = usage.calls + usage.retries + usage.failed_calls
+    figures.append(f"{requests} LLM request{'s' if requests != 1 else ''}" + (
+        f" ({usage.retries + usage.failed_calls} of them retries or failures)"
+        if usage.retries or usage.failed_calls else "")
+        + (f", {usage.cache_hits} answered from the cache" if usage.cache_hits else ""))
     figures.append(f"{result.context_tokens} context tokens")
     lines.append("[" + "; ".join(figures) + "]")
     return "\n".join(lines)

@@ -75,7 +75,11 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
 
     searched = deepen(tree, similarities, budget, cfg.passages_per_call * cfg.concurrency,
                       cfg.units_per_community, test)
-
+    calls, failed = result.details.get("relevance_calls", 0), \
+        result.details.get("failed_relevance_calls", 0)
+    if calls and failed == calls:  # no passage was judged: "found nothing" would be a lie
+        result.failures.insert(0, f"every relevance test failed ({failed} calls)")
+        return result
     # 5. The answer, from the claims grouped by the community each unit was found through.
     relevance = _community_relevance(searched)
     rows = []
@@ -264,9 +268,12 @@ def _test(index: OpenedIndex, probes: list[Probe], subquestions: list[str], numb
             run_relevance_task, tasks, cfg.concurrency)):
         result.usage.add(outcome.usage)
         result.llm_calls += 1
+        result.details["relevance_calls"] = result.details.get("relevance_calls", 0) + 1
         result.context_tokens += sum(count_tokens(text, encoding) for _, text in task.rows)
         if outcome.failure:
             result.failures.append(outcome.failure)
+            result.details["failed_relevance_calls"] = \
+                result.details.get("failed_relevance_calls", 0) + 1
         for probe in batch:
             if numbers[probe.unit] in outcome.claims:
                 found[probe] = outcome.claims[numbers[probe.unit]]

@@ -229,3 +229,27 @@ def test_cli_budget_flag(lazy_index, server, capsys):
     assert main(["query", "--index", str(lazy_index), "--method", "basic", "--budget", "5",
                  QUESTION]) == 2
     assert "--budget applies to --method lazy only" in capsys.readouterr().err
+
+
+def test_when_every_relevance_test_fails_the_answer_is_an_error_not_nothing_found(
+        small_index, capsys):
+    from graphrag_ray.cli import main
+
+    with run_test_server(rate_malformed=1.0) as failing:
+        code = main(["query", "--index", str(small_index), "--method", "lazy", "--budget", "20",
+                     "--set", f"llm.api_base={failing.url}", "--set", "llm.model=test-model",
+                     "Who is Scrooge?"])
+    err = capsys.readouterr().err
+    assert code == 1 and "every relevance test failed" in err and "no readable reply" in err
+
+
+def test_the_footer_counts_what_the_provider_received_retries_included(small_index, capsys):
+    from graphrag_ray.cli import main
+
+    with run_test_server(fail_first=1, fail_status=500) as flaky:
+        code = main(["query", "--index", str(small_index), "--method", "lazy", "--budget", "20",
+                     "--set", f"llm.api_base={flaky.url}", "--set", "llm.model=test-model",
+                     "--set", "llm.retry_base_delay_s=0.01", "Who is Scrooge?"])
+        received = flaky.stats()["requests"]
+    footer = capsys.readouterr().out.strip().splitlines()[-1]
+    assert code == 0 and f"; {received} LLM requests (" in footer and "retries" in footer
