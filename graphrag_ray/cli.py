@@ -167,6 +167,15 @@ def _print_build(manifest: Manifest, output: str, seconds: float) -> None:
         print(f"LLM usage ({usage.model}):")
         print(format_usage_table({name: figures.model_dump() for name, figures in
                                   {**usage.stages, "total": usage.total}.items()}))
+    earlier = usage.earlier_runs
+    if earlier:
+        paid = [cost for cost in (usage.total.cost_usd, earlier["total"]["cost_usd"])
+                if cost is not None]
+        print(f"earlier runs of this index that published nothing ({len(earlier['runs'])}): "
+              f"{earlier['total']['calls']} calls, {earlier['total']['prompt_tokens']:,} prompt "
+              f"and {earlier['total']['completion_tokens']:,} completion tokens"
+              + (f"; paid for this version in all: ${sum(paid):.4f}" if len(paid) == 2
+                 else ""))
     if manifest.tables.get("entities") == 0:
         method = (manifest.config.get("extraction") or {}).get("method")
         _eprint("warning: no entities were extracted, so there is nothing to query" + (

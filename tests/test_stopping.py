@@ -185,3 +185,38 @@ def test_a_second_signal_ends_the_process_at_once(tmp_path):
     assert victim.returncode == 130
     assert "Traceback" not in err
     shutil.rmtree(tmp_path / "index", ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_the_version_a_resumed_build_publishes_counts_what_the_stopped_run_paid(tmp_path, how):
+    """The bill matches the provider's log: every call it answered is in the manifest, this
+    run's or an earlier run's (a call in flight when the run was stopped is said apart)."""
+    from graphrag_ray.storage import IndexStore
+
+    out = tmp_path / "index"
+    command = [sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
+               "--output", str(out), "--set", "extraction.method=llm",
+               "--set", "runtime.engine=local", "--set", "llm.unlimited_concurrency=2"]
+    with run_test_server(latency_ms=300) as server:  # extraction alone takes ~30 s
+        command += ["--set", f"llm.api_base={server.url}"]
+        victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+        wait_for_calls(server, "extract_graph", 10, victim)
+        time.sleep(6)  # a flush of the run's record (every 5 s) after the calls began
+        victim.send_signal(getattr(signal, how))
+        victim.communicate(timeout=120)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        billed, = server.stats()["usage_by_model"].values()
+    usage = IndexStore(str(out)).open().read_manifest().llm_usage
+    earlier = usage.earlier_runs
+    assert earlier and len(earlier["runs"]) == 1 and earlier["total"]["calls"] > 0
+    counted = usage.total.calls + earlier["total"]["calls"]
+    # SIGKILL: the calls since the last flush of the record are lost with the process.
+    lost = earlier["unsettled_calls"] + (2 * 20 if how == "SIGKILL" else 0)
+    assert counted <= billed["calls"] <= counted + lost
+    if how == "SIGTERM":
+        assert usage.total.prompt_tokens + earlier["total"]["prompt_tokens"] <= \
+            billed["prompt_tokens"]
+    assert "earlier runs of this index that published nothing (1)" in done.stdout

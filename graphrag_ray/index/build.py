@@ -25,6 +25,7 @@ from graphrag_ray.index.manifest import build_manifest
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
 from graphrag_ray.index.pools import uses_any_llm, uses_chat_llm, uses_embedding_endpoint
 from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.index.run_ledger import RunLedger
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
@@ -92,11 +93,16 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         ctx.figures.embeddings_note = embeddings_note
         state = BuildState(input_url, root, files, numbers, chunk_estimates, shards, ignored,
                            update)
+        ledger = RunLedger(output_url, ctx.services, "update" if update else "index")
         try:
             with fewer_collections():
                 run_stages(ctx, state, stages)
-            manifest = build_manifest(ctx, state, name, [s.name for s in stages], started)
+            earlier = ledger.earlier()
+            manifest = build_manifest(ctx, state, name, [s.name for s in stages], started,
+                                      earlier)
             manifest = store.publish(ctx.staged, manifest)  # Last: readers now open it.
+            ledger.count(earlier, manifest.version)
+            ledger.close("published", manifest.version)
             if config.output.keep_versions:
                 for pruned in store.prune(config.output.keep_versions):
                     progress(f"pruned index version {pruned}")
@@ -105,6 +111,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             if stopping.stop_requested():
                 ctx.services.stop()  # before anything else: no worker on any node calls again
                 progress(stopped_summary(ctx))
+            ledger.close("stopped" if stopping.stop_requested() else "failed")
             raise
         finally:
             state.close()

@@ -145,6 +145,7 @@ def measured_rates(manifest: Manifest, config: GraphRagConfig, prompts: dict[str
             manifest.extraction_fingerprint != extraction_fingerprint(config, prompts):
         return None
     rates = {}
+    stages = _complete(stages, manifest.llm_usage.earlier_runs)
     extract = stages.get("extract", StageUsage())
     if extract.calls and chunk_tokens:
         # Measured against what `extraction_calls` says of the same chunks (taken at their
@@ -169,6 +170,32 @@ def measured_rates(manifest: Manifest, config: GraphRagConfig, prompts: dict[str
     density = _version_density(previous, config, prompts) if previous is not None else None
     return {"version": manifest.version, "chunks": chunks, "stages": rates,
             "offline_density": density}
+
+
+# A stage calibrates a dry run only when the calls paid for it (in the version's run and the
+# earlier runs it counts) are at least this share of the calls it made, cache hits included:
+# a resumed run's few new calls are no measure of its stage (they were the chunks that
+# happened to be left).
+COMPLETE_SHARE = 0.9
+
+
+def _complete(stages: dict[str, StageUsage], earlier: dict | None) -> dict[str, StageUsage]:
+    """The stages whose figures are complete, with the earlier runs' calls and tokens added:
+    the calls paid, and the cache hits they answer, as one measure."""
+    complete = {}
+    for name, usage in stages.items():
+        before = (earlier or {}).get("stages", {}).get(name, {})
+        paid = usage.calls + int(before.get("calls", 0))
+        needed = usage.calls + usage.cache_hits
+        if needed and paid >= COMPLETE_SHARE * needed:
+            scale = needed / paid  # tokens per paid call, for every call the stage made
+            complete[name] = usage.model_copy(update={
+                "calls": needed, "cache_hits": 0,
+                "prompt_tokens": round(scale * (usage.prompt_tokens
+                                                + int(before.get("prompt_tokens", 0)))),
+                "completion_tokens": round(scale * (usage.completion_tokens
+                                                    + int(before.get("completion_tokens", 0))))})
+    return complete
 
 
 def previous_rates(output_url: str, config: GraphRagConfig) -> dict | None:

@@ -18,6 +18,7 @@ from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.pipelines import BuildState
 from graphrag_ray.index.pools import uses_embedding_endpoint
 from graphrag_ray.index.previous_version import settings_fingerprint
+from graphrag_ray.index.run_ledger import earlier_usage, unsettled_calls
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.client import Usage
 from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
@@ -105,8 +106,19 @@ def _kept_out(statuses: list[str], tokens: list[int], repeated: dict) -> dict:
             if corpus else 0.0}
 
 
+def earlier_runs(records: list[dict], config: GraphRagConfig) -> dict | None:
+    """What earlier runs that published nothing paid (`run_ledger`): summed per stage and
+    priced as this build's stages are."""
+    if not records:
+        return None
+    summary = usage_summary(earlier_usage(records), {}, config, None)
+    return {"runs": [r["run"] for r in records], "unsettled_calls": unsettled_calls(records),
+            **summary}
+
+
 def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
-                   stages: list[str], started: float) -> Manifest:
+                   stages: list[str], started: float,
+                   earlier: list[dict] | None = None) -> Manifest:
     """The version's manifest: what the stages measured (`ctx.figures`, the state), the
     settings and fingerprints an update compares, the LLM usage and cost."""
     config, services = ctx.config, ctx.services
@@ -120,6 +132,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         {phase: Usage(**{k: figures[k] for k in ("calls", "prompt_tokens",
                                                   "completion_tokens")})
          for phase, figures in ctx.figures.batch_phases.items()})
+    llm_usage["earlier_runs"] = earlier_runs(earlier or [], config)
     if services.limiter is not None:
         llm_usage["rate_limiter"] = services.limiter.stats()
     if services.embedding_limiter is not None:

@@ -59,6 +59,9 @@ class LLMUsage(_Section):
     model: str | None = None
     stages: dict[str, StageUsage] = {}  # `extract`, ..., and `<stage>_batch` by batch
     total: StageUsage = StageUsage()
+    # What earlier runs of this index paid and never published (stopped, killed, failed),
+    # counted here (`index/run_ledger`): runs, stages, total with its cost.
+    earlier_runs: dict[str, Any] | None = None
     # The budgets' own figures (utilization, timeline), when a budget ran.
     rate_limiter: dict[str, Any] | None = None
     embeddings_rate_limiter: dict[str, Any] | None = None

@@ -73,3 +73,17 @@ def test_a_priced_dry_run_prints_its_likely_range(carol_excerpt):
     low, high = estimate["total"]["cost_usd_range"]
     assert low < estimate["total"]["cost_usd"] < high  # uncalibrated: completions x0.5-x2
     assert f"likely cost ${low:.4f} - ${high:.4f}" in format_estimate(estimate)
+
+
+def test_a_resumed_runs_few_calls_calibrate_nothing_unless_its_earlier_runs_are_counted():
+    from graphrag_ray.index.estimate import _complete
+    from graphrag_ray.storage.manifest import StageUsage
+
+    resumed = {"extract": StageUsage(calls=10, cache_hits=300, prompt_tokens=10_000,
+                                     completion_tokens=1_000)}
+    assert _complete(resumed, None) == {}  # 10 of 310 calls measured: no measure
+    earlier = {"stages": {"extract": {"calls": 300, "prompt_tokens": 300_000,
+                                      "completion_tokens": 30_000}}}
+    whole = _complete(resumed, earlier)["extract"]
+    assert (whole.calls, whole.cache_hits) == (310, 0)
+    assert whole.completion_tokens == 31_000 and whole.prompt_tokens == 310_000
