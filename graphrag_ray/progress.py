@@ -114,23 +114,65 @@ def estimated_chunks(file_bytes: int, size: int, overlap: int) -> int:
 
 
 class ChunkProgress(ProgressBar):
-    """Chunks extracted out of a total estimated per file from its size, corrected to the
-    file's real chunk count as soon as one of its chunks is done (rows carry `seq` and
-    `file_chunks`; `file_of(seq)` is the chunk's file, a key of `estimates`), with the LLM
-    calls and tokens they took."""
+    """Chunks extracted out of a total estimated per file from its size (shown "~N" until
+    every file has said how many it made), corrected to the file's real chunk count as soon
+    as one of its chunks is done (rows carry `seq` and `file_chunks`; `file_of(seq)` is the
+    chunk's file, a key of `estimates`), with the LLM calls and tokens they took.
+
+    `calls_source()`: the calls the provider answered so far (the rate budget's ledger of
+    the stage: calls, retries and failures, tokens), read at most every `POLL_S`: an LLM
+    stage's chunks finish late (extraction, then gleaning, many at once), so its rate and
+    ETA come from the calls as they settle, at `calls_per_chunk` (the chunks' own once a few
+    are done)."""
 
     columns = ("seq", "file_chunks", "calls", "prompt_tokens", "completion_tokens")
+    POLL_S = 2.0
+    SURE_AFTER = 5  # chunks done before their own calls per chunk replace the prior
 
     def __init__(self, label: str, estimates: Mapping[int, int], file_of: Callable[[int], int],
-                 unit: str = "chunks", **kwargs):
+                 unit: str = "chunks", calls_source: Callable[[], dict] | None = None,
+                 calls_per_chunk: float = 1.0, **kwargs):
         self.estimates = estimates
         self.file_of = file_of
         self.counted: set[int] = set()
         self.calls = self.tokens = 0
+        self.calls_source, self.calls_per_chunk = calls_source, calls_per_chunk
+        self._provider = (0, 0)  # requests, tokens
+        self._polled = None
         super().__init__(label, sum(estimates.values()), unit, **kwargs)
 
+    def _poll(self, now: float) -> None:
+        if self.calls_source is None or (self._polled and now - self._polled < self.POLL_S):
+            return
+        self._polled = now
+        try:
+            counts = self.calls_source() or {}
+        except Exception:  # noqa: BLE001 - progress must never fail the stage
+            return
+        requests = sum(counts.get(k, 0) for k in ("calls", "retries", "failed_calls"))
+        self._provider = (requests, counts.get("prompt_tokens", 0)
+                          + counts.get("completion_tokens", 0))
+
     def extra(self) -> str:
-        return f", {self.calls:,} calls, {self.tokens:,} tokens" if self.calls else ""
+        calls, tokens = self._provider if self.calls_source else (self.calls, self.tokens)
+        return f", {calls:,} calls, {tokens:,} tokens" if calls else ""
+
+    def line(self) -> str:
+        now = time.monotonic()
+        self._poll(now)
+        sure = len(self.counted) >= len([n for n in self.estimates.values() if n])
+        total = self.total if sure else f"~{self.total}"
+        requests = self._provider[0]
+        if self.calls_source is None or not requests:
+            return super().line().replace(f"/{self.total} ", f"/{total} ", 1)
+        elapsed = max(1e-9, now - self.started)
+        rate = requests / elapsed  # (the stage's own start: the calls begin with it)
+        per_chunk = self.calls / self.done if self.done >= self.SURE_AFTER \
+            else self.calls_per_chunk
+        left = max(0.0, max(self.total, self.done) * per_chunk - requests)
+        eta = f"{left / rate:.0f}s" if self.done < self.total else "0s"
+        return (f"[{self.label}] {self.done}/{total} {self.unit}{self.extra()} "
+                f"{rate:.1f} calls/s elapsed {elapsed:.0f}s ETA {eta}")
 
     def add_rows(self, block) -> None:
         with self._lock:

@@ -132,3 +132,30 @@ def test_the_eta_counts_from_the_first_finished_item():
     assert eta < 20, bar.line()  # ~9 s at 100/s; from the start it would be ~5,400 s
     bar.close()
     assert time.monotonic() - bar.started >= 600
+
+
+def test_an_llm_stage_counts_the_calls_the_provider_answered_and_estimates_its_total():
+    """Chunks finish late (extraction, then gleaning, many at once): the line counts the
+    calls as they settle, its rate and ETA follow them, and the chunk total stays an
+    estimate ("~") until every file has said how many chunks it made."""
+    import io
+
+    import pyarrow as pa
+
+    from graphrag_ray.progress import ChunkProgress
+
+    answered = {"calls": 0}
+    stream = io.StringIO()
+    bar = ChunkProgress("extract", {1: 10, 2: 10}, lambda seq: seq // 100,
+                        calls_source=lambda: dict(answered), calls_per_chunk=2.0,
+                        stream=stream)
+    bar.POLL_S = 0.0
+    assert "0/~20 chunks" in bar.line() and "ETA ?" in bar.line()
+    answered["calls"] = 12
+    line = bar.line()
+    assert "0/~20 chunks, 12 calls" in line and "calls/s" in line
+    assert "ETA ?" not in line  # (40 expected calls - 12) at the calls' rate
+    bar.add_rows(pa.table({"seq": [100, 200], "file_chunks": [8, 9], "calls": [2, 2],
+                           "prompt_tokens": [10, 10], "completion_tokens": [5, 5]}))
+    assert "2/17 chunks" in bar.line()  # both files counted: the total is known
+    bar.stop()

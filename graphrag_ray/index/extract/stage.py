@@ -166,6 +166,13 @@ def _row(text_unit_id: str, records: ParsedRecords, chat: ChatClient | None = No
             **usage_row(chat.usage if chat else None)}
 
 
+def _ledger_of(services: LLMServices, stage: str) -> Callable[[], dict] | None:
+    """The provider's count of `stage`'s calls so far (the budget's ledger, calls settled)."""
+    if services.limiter is None:
+        return None
+    return lambda: services.limiter.ledger(settle_s=0.0).get(stage, {})
+
+
 # A chunk's status when its stage was stopped for unusable replies (`llm/reply_check`): the
 # driver stops the build with the reason once the stage's rows are in.
 STOPPED = "stopped"
@@ -424,7 +431,12 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
                 "work_url": ctx.work_url, "shards": shards,
                 "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if plan.method.calls_llm
                 else None}, plan.method.instance_batch_chunks),
-            progress=ChunkProgress("extract", chunk_estimates, seq_file_number)
+            progress=ChunkProgress(
+                "extract", chunk_estimates, seq_file_number,
+                calls_source=_ledger_of(services or ctx.services, "extract")
+                if plan.method.calls_llm else None,
+                calls_per_chunk=1 + ctx.config.extraction.max_gleanings
+                * (2 if ctx.config.extraction.glean_check else 1))
             if ctx.progress_bars and chunk_estimates else None)
         carried = pending.result() if pending is not None else None
         if carried is not None:
