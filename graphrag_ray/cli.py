@@ -443,6 +443,10 @@ def cmd_versions(args: argparse.Namespace) -> int:
         marker = "*" if version == current else " "
         print(f"{marker} {version}  {manifest.created_at}  "
               + ", ".join(f"{k}={v}" for k, v in manifest.tables.items()))
+    for version, state in store.unfinished():
+        print(f"  {version}  unfinished: " + (
+            "a build is writing it" if state == "running" else
+            "its build was killed (the next build or `versions --prune` removes it)"))
     return 0
 
 

@@ -220,3 +220,29 @@ def test_the_version_a_resumed_build_publishes_counts_what_the_stopped_run_paid(
         assert usage.total.prompt_tokens + earlier["total"]["prompt_tokens"] <= \
             billed["prompt_tokens"]
     assert "earlier runs of this index that published nothing (1)" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_killed_builds_folder_is_listed_as_unfinished_and_removed_by_the_next_build(
+        tmp_path, capsys):
+    from graphrag_ray.cli import main
+
+    out = tmp_path / "index"
+    assert main(["index", "--input", str(CAROL_DIR), "--output", str(out)]) == 0
+    with run_test_server(latency_ms=300) as server:
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
+             "--output", str(out), "--set", "extraction.method=llm", "--set",
+             f"llm.api_base={server.url}", "--set", "runtime.engine=local"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_calls(server, "extract_graph", 3, victim)
+        victim.kill()
+        victim.wait()
+    capsys.readouterr()
+    assert main(["versions", "--index", str(out)]) == 0
+    assert "unfinished: its build was killed" in capsys.readouterr().out
+    assert len(list((out / "versions").iterdir())) == 2
+    assert main(["index", "--input", str(CAROL_DIR), "--output", str(out)]) == 0
+    assert "removed the unfinished version" in capsys.readouterr().err
+    assert main(["versions", "--index", str(out)]) == 0
+    assert "unfinished" not in capsys.readouterr().out

@@ -82,6 +82,10 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if config.extraction.method == "llm":  # Leiden's libraries load while extraction waits
         warm_graph_libraries()
     store = IndexStore(output_url)
+    # A killed build's unpublished version is found (its process is gone, or its heartbeat
+    # old) and removed: the response cache, not that folder, is what a rerun resumes from.
+    for version in store.sweep():
+        progress(f"removed the unfinished version {version} of a build that was killed")
     # A build that fails or is stopped removes its unpublished version (`building`).
     # In-process, a build that reads many files runs its Python-bound work (scans, offline
     # extraction, layout, offline embeddings) in worker processes.

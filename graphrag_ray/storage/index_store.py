@@ -20,6 +20,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -72,6 +73,18 @@ def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
         shutil.rmtree(path)
     else:
         os.remove(path)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's, alive
+        return True
+    return True
 
 
 def new_version_id() -> str:
@@ -381,7 +394,24 @@ class IndexStore:
         return path or self.root
 
     def _beat(self, version: IndexVersion) -> None:
-        self.fs.pipe_file(version._path(HEARTBEAT), str(time.time()).encode("ascii"))
+        """The build's heartbeat: when, and which process (a later run on this machine
+        tells a killed build by its process at once, not after `ABANDONED_AFTER_S`)."""
+        beat = {"time": time.time(), "host": socket.gethostname(), "pid": os.getpid()}
+        self.fs.pipe_file(version._path(HEARTBEAT), json.dumps(beat).encode("ascii"))
+
+    def unfinished(self) -> list[tuple[str, str]]:
+        """(version, "running" or "abandoned") of every unpublished version."""
+        published = set(self.versions())
+        return [(v, "abandoned" if self._abandoned(v, "") else "running")
+                for v in self._version_ids() if v not in published]
+
+    def sweep(self) -> list[str]:
+        """Remove the unpublished versions of builds that died (killed: no failure or stop
+        removed them); a build still running is left alone. Returns what went."""
+        gone = [v for v, state in self.unfinished() if state == "abandoned"]
+        for version in gone:
+            remove_tree(self.fs, self._version(version).root)
+        return gone
 
     @contextmanager
     def building(self, staged: IndexVersion) -> Iterator[IndexVersion]:
@@ -460,13 +490,17 @@ class IndexStore:
                 if self.fs.exists(self._version(v)._path(schema.MANIFEST))]
 
     def _abandoned(self, version: str, oldest_kept: str) -> bool:
-        """An unpublished version whose build stopped beating (or, from before heartbeats,
-        that is older than every version kept)."""
+        """An unpublished version whose build is dead: its process gone (a build of this
+        machine), or it stopped beating (or, from before heartbeats, older than every
+        version kept)."""
         try:
-            beat = float(self.fs.cat_file(self._version(version)._path(HEARTBEAT)))
+            text = self.fs.cat_file(self._version(version)._path(HEARTBEAT)).decode("ascii")
+            beat = json.loads(text) if text.startswith("{") else {"time": float(text)}
         except (FileNotFoundError, ValueError):
             return version < oldest_kept
-        return time.time() - beat > ABANDONED_AFTER_S
+        if beat.get("host") == socket.gethostname() and beat.get("pid"):
+            return not _process_alive(int(beat["pid"]))
+        return time.time() - float(beat["time"]) > ABANDONED_AFTER_S
 
     def prune(self, keep: int) -> list[str]:
         """Delete all but the newest `keep` published versions (never the one `index.json`
