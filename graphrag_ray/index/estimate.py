@@ -28,6 +28,7 @@ from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.graph.communities import carried_down
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
+from graphrag_ray.index.pools import uses_chat_llm
 from graphrag_ray.index.reports.summary_worker import needs_llm_summary
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.client import LLMServices
@@ -336,7 +337,7 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
     return {
         # The stages the build would run, in order (`index/pipelines.py`).
         "pipeline": {"name": name, "stages": [
-            {"stage": stage.name, "calls": stage.calls, "about": stage.about}
+            {"stage": stage.name, "calls": calls_with(stage, config), "about": stage.about}
             for stage in pipeline(name, config)]},
         "documents": proxy.pop("documents"), "chunks": len(chunk_tokens),
         "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
@@ -363,6 +364,24 @@ def _batch_rounds(config: GraphRagConfig) -> int:
     check), the claims."""
     ex = config.extraction
     return 1 + ex.max_gleanings * (2 if ex.glean_check else 1) + int(config.claims.enabled)
+
+
+def calls_with(stage, config: GraphRagConfig) -> str | None:
+    """The endpoint a stage calls with these settings (None: it runs offline here): the
+    merge calls the chat model only to confirm entity resolution's pairs, the summaries and
+    reports only when one of them is by the LLM, embed only an embeddings endpoint."""
+    if stage.calls == "chat":
+        if stage.name == "merge":
+            uses = config.resolution.enabled and config.resolution.confirm_with_llm
+        elif stage.name.startswith("summaries_and_reports"):
+            uses = config.uses_llm(config.summarize.method) or \
+                config.uses_llm(config.reports.method)
+        else:
+            uses = uses_chat_llm(config)
+        return "chat" if uses else None
+    if stage.calls == "embeddings":
+        return "embeddings" if config.embeddings.resolved_method() == "api" else None
+    return stage.calls
 
 
 def _minutes(stages: dict[str, dict], config: GraphRagConfig) -> float | None:
@@ -516,6 +535,8 @@ def format_estimate(estimate: dict) -> str:
                      "extraction settings): extraction's calls and tokens per chunk token, "
                      "gleaning and the check's answers included; summaries' and reports' "
                      "calls per chunk and tokens per call")
+    elif not estimate["total"]["calls"]:
+        lines.append("no LLM call: every stage runs offline")
     else:
         lines.append(f"summaries and reports are estimated from the offline graph of this "
                      f"corpus ({proxy['entities']} entities, {proxy['relationships']} "
@@ -542,7 +563,7 @@ def format_estimate(estimate: dict) -> str:
         lines.append(f"by batch ({settings}): {', '.join(batch['stages'])} at batch prices; "
                      f"{', '.join(steps)}, each waiting for its batches (online: {online}); "
                      "the minutes below leave them out")
-    if estimate["minutes_at_rate_limits"] is not None:
+    if estimate["minutes_at_rate_limits"]:  # (none: no limit, or nothing online to pace)
         lines.append(f"at the configured rate limits this takes at least "
                      f"{estimate['minutes_at_rate_limits']} minutes")
     return "\n".join(lines)

@@ -82,6 +82,10 @@ def usage_summary(stages: dict[str, Usage], timings: dict[str, float],
                               else config.llm, batch=by_batch) if usage.calls else 0.0)
         summary["stages"][name] = {**usage.as_dict(), "wall_s": timings.get(name),
                                    "cost_usd": costs[-1]}
+    # The Batch API's replies reach its stage through the cache: in the total they are the
+    # batch's calls, not cache hits as well.
+    by_batch_calls = sum(u.calls for n, u in stages.items() if n.endswith("_batch"))
+    total.cache_hits = max(0, total.cache_hits - by_batch_calls)
     summary["total"] = {**total.as_dict(),
                         "cost_usd": None if None in costs else round(sum(costs), 6)}
     return summary

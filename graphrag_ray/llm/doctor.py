@@ -132,12 +132,18 @@ def _chat_checks(llm: LLMConfig, config: GraphRagConfig) -> list[Check]:
         try:
             answer, seconds = _timed(lambda: chat.complete(
                 ask, max_tokens=1, logit_bias=yes_no_logit_bias(encoding), kind="yes_no"))
-            checks.append(Check(
-                "ok" if answer.strip()[:1] in ("Y", "N") else "warn",
-                f"logit_bias works (the gleaning check answered {answer.strip()[:1] or '-'!r})"
-                if shape_for(llm).logit_bias else
-                "logit_bias is refused: the gleaning check will parse a short reply",
-                seconds))
+            first = answer.strip()[:1]
+            if not shape_for(llm).logit_bias:
+                checks.append(Check("ok", "logit_bias is refused: the gleaning check will "
+                                          "parse a short reply", seconds))
+            elif first in ("Y", "N"):
+                checks.append(Check("ok", f"logit_bias works (the gleaning check answered "
+                                          f"{first!r})", seconds))
+            else:  # taken, but not obeyed: say that, not that it works
+                checks.append(Check("warn", f"logit_bias is taken but not obeyed (the reply "
+                                            f"was {answer.strip()[:20]!r}, not Y or N): the "
+                                            "gleaning check reads the reply as it comes",
+                                    seconds))
         except LLMError as exc:
             checks.append(Check("fail", f"the gleaning check's request failed: {exc}"))
     else:

@@ -87,3 +87,27 @@ def test_a_resumed_runs_few_calls_calibrate_nothing_unless_its_earlier_runs_are_
     whole = _complete(resumed, earlier)["extract"]
     assert (whole.calls, whole.cache_hits) == (310, 0)
     assert whole.completion_tokens == 31_000 and whole.prompt_tokens == 310_000
+
+
+def test_an_offline_dry_run_names_no_call_and_no_llm_assumption(capsys):
+    from graphrag_ray.cli import main
+
+    from conftest import CAROL_DIR
+
+    assert main(["index", "--input", str(CAROL_DIR), "--output", "unused", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "(chat)" not in out and "(embeddings)" not in out
+    assert "gleaning" not in out and "no LLM call: every stage runs offline" in out
+    assert "minutes" not in out  # nothing is paced: not "at least 0.0 minutes"
+
+
+def test_the_total_counts_a_batch_reply_once_not_as_a_call_and_a_cache_hit():
+    from graphrag_ray.config import load_config
+    from graphrag_ray.index.manifest import usage_summary
+    from graphrag_ray.llm.client import Usage
+
+    summary = usage_summary({"extract": Usage(cache_hits=1456)}, {}, load_config(None, []),
+                            {"extract": {"calls": 0}},
+                            {"extract": Usage(calls=1456, prompt_tokens=10, completion_tokens=5)})
+    assert summary["total"]["calls"] == 1456 and summary["total"]["cache_hits"] == 0
+    assert summary["stages"]["extract"]["cache_hits"] == 1456  # the stage's own pass, as it was
