@@ -59,6 +59,7 @@ _PLACE_AFTER_POSSESSIVE = ("Crag|Cross|End|Wood|Hill|Head|Bay|Point|Inn|Castle|T
                            "Harbor|Landing|Rock|Valley|Creek|Lake")
 _POSSESSIVE = re.compile(rf"['’]s\b(?!\s+(?:{_PLACE_AFTER_POSSESSIVE})\b)")
 _HONORIFICS = {"MR", "MRS", "MS", "MISS", "DR", "SIR", "LADY", "LORD", "SAINT", "ST", "MASTER",
+               "MESSRS",
                "UNCLE", "AUNT", "PROFESSOR", "PROF", "CAPTAIN", "KING", "QUEEN"}
 _ORG_WORDS = {"INC", "CORP", "CORPORATION", "COMPANY", "CO", "LTD", "LLC", "UNIVERSITY",
               "INCORPORATED", "LIMITED", "INDUSTRIES", "HOLDINGS", "ENTERPRISES",
@@ -247,10 +248,12 @@ def _is_sentence_start(sentence: str, position: int) -> bool:
     return not re.search(r"[^\W_]", sentence[:position])
 
 
-def find_entities(sentence: str, lowercase_words: set[str],
-                  midsentence_words: set[str]) -> list[tuple[str, tuple[str, bool]]]:
+def find_entities(sentence: str, lowercase_words: set[str], midsentence_words: set[str],
+                  common: set[str] = frozenset(), open_end: bool = False
+                  ) -> list[tuple[str, tuple[str, bool]]]:
     """(NAME, (TYPE, supported by the text)) pairs in one sentence, in order of appearance,
-    without repeats."""
+    without repeats. `common`: capitalised words the whole document also writes in lower
+    case (`document_words`); `open_end`: the sentence ends where its text was cut."""
     found: dict[str, tuple[str, bool]] = {}
     letters = [c for c in sentence if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
@@ -264,7 +267,12 @@ def find_entities(sentence: str, lowercase_words: set[str],
             continue
         # "Scrooge! Scrooge!" and "Scrooge Scrooge" name one man.
         words = [w for i, w in enumerate(phrase.split()) if i == 0 or w != phrase.split()[i - 1]]
+        if open_end and not sentence[match.end():].strip():
+            continue
         at_start = _is_sentence_start(sentence, match.start())
+        words = _without_common(words, at_start, common, midsentence_words)
+        if not words:
+            continue
         if at_start and len(words) > 1 and words[0] not in midsentence_words and \
                 words[0].lower() not in _NAME_ARTICLES and (
                 words[0].lower() in lowercase_words or words[0].lower() in _BEFORE_NAMES or
@@ -332,6 +340,22 @@ _ON_SOMEONE = {"call", "called", "calling", "wait", "waited", "waiting", "attend
 _ORG_BEFORE = {"joined", "founded", "cofounded", "co-founded", "acquired"}
 _ORG_AFTER = {"announced", "acquired", "released", "launched", "shipped", "hired", "employees",
               "inc", "corp"}
+
+
+def _without_common(words: list[str], at_start: bool, common: set[str],
+                    midsentence_words: set[str]) -> list[str]:
+    """A phrase without the document's common words where case is no evidence of a name:
+    one that opens the sentence alone ("Although a fog") or before a name the document
+    knows ("Call Bradshaw"; not "Black Mail House", a name of its own), and an all-capital
+    one after a name in other case (emphasis: "Utterson ALONE")."""
+    if at_start and words and words[0] in common and words[0] not in midsentence_words and \
+            (len(words) == 1 or len(words) == 2 and words[1] in midsentence_words):
+        words = words[1:]
+    for i, word in enumerate(words):
+        if i and word.isupper() and len(word) > 1 and word in common and \
+                not all(w.isupper() for w in words):
+            return words[:i]
+    return words
 
 
 def _guess_type(words: list[str], sentence: str, start: int, end: int) -> tuple[str, bool]:
@@ -435,12 +459,31 @@ def midsentence_capitals(text: str) -> set[str]:
     return {word for word in _MIDSENTENCE_CAPITAL.findall(text) if word.lower() not in lower}
 
 
+COMMON = "-"  # marks, in a document's words, one it also writes in lower case
+_CAPITALISED = re.compile(rf"\b{_UPPER}{_LETTER}+\b")
+
+
+def document_words(text: str) -> set[str]:
+    """What a document says of its capitalised words, for each of its chunks: its names
+    (`midsentence_capitals`), and, marked `COMMON`, the capitalised words it also writes in
+    lower case ("Although", "Call", an emphatic "ALONE"): common words wherever a sentence
+    opens with them or a line shouts them, the document's own evidence in any language."""
+    text = text.replace("_", " ")
+    lower = set(re.findall(rf"\b{_LOWER}(?:{_LETTER}|['’\-])+\b", text))
+    names = midsentence_capitals(text)
+    return names | {COMMON + word for word in set(_CAPITALISED.findall(text))
+                    if word.lower() in lower and word not in names}
+
+
 def extract_nlp(text: str, max_description_chars: int = 400,
                 document_capitals: set[str] | None = None) -> ParsedRecords:
     """`document_capitals`: the words other chunks of the same document capitalise
     mid-sentence (`midsentence_capitals`), so a name that opens every sentence of this chunk
     is still known for one."""
     records = ParsedRecords()
+    given = document_capitals or set()
+    common = {word[1:] for word in given if word.startswith(COMMON)}
+    document_capitals = {word for word in given if not word.startswith(COMMON)}
     text = text.replace("_", " ")  # Markdown/Gutenberg italics: "_Bob Cratchit_"
     text = "\n".join("" if _is_heading(line) else line for line in text.split("\n"))
     # Transcripts' speaker labels ("SAM ALTMAN:") in the case names are read in.
@@ -452,12 +495,17 @@ def extract_nlp(text: str, max_description_chars: int = 400,
     pair_sentences: dict[tuple[str, str], list[str]] = {}
     uncased = UncasedChunk(text) if is_uncased(text) or re.search(r"[\u3400-\u9fff]", text) \
         else None
-    for sentence in split_sentences(text):
+    sentences = split_sentences(text)
+    # A window of a longer text may end inside a word ("Inspector Newcom|en"): a name that
+    # runs into its last character is left to the next window, which holds it whole.
+    cut = bool(text) and text[-1].isalnum()
+    for number, sentence in enumerate(sentences):
         if uncased is not None and is_uncased(sentence):  # the tagger's types are evidence
             entities = [(name, (kind, kind != "OTHER")) for name, kind in
                         uncased.entities(sentence)]
         else:
-            entities = find_entities(sentence, lowercase_words, midsentence_words)
+            entities = find_entities(sentence, lowercase_words, midsentence_words, common,
+                                     open_end=cut and number == len(sentences) - 1)
         clean = _trim(sentence, max_description_chars)
         for name, vote in entities:
             type_votes.setdefault(name, []).append(vote)

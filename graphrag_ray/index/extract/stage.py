@@ -30,7 +30,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)
 from graphrag_ray.index.extract.llm_extractor import GraphExtractor
-from graphrag_ray.index.extract.nlp_extractor import extract_nlp, midsentence_capitals
+from graphrag_ray.index.extract.nlp_extractor import document_words, extract_nlp
 from graphrag_ray.index.extract.tuples import CLAIM_FIELDS, ParsedRecords, malformed_reason
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.index.pools import LLM_ACTOR_CPUS, llm_pool_shape
@@ -333,7 +333,7 @@ EXTRACTION_METHODS = {
     "llm": ExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True,
                             pipeline="standard"),
     "nlp": ExtractionMethod(NLPExtractionWorker, instance_batch_chunks=512, calls_llm=False,
-                            pipeline="nlp", names_of=midsentence_capitals),
+                            pipeline="nlp", names_of=document_words),
 }
 
 

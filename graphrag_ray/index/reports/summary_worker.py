@@ -25,9 +25,19 @@ from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 _WORDS = re.compile(r"[a-z0-9]+")
 
 
+def without_fragments(descriptions: list[str]) -> list[str]:
+    """The descriptions but those another one holds whole: overlapping chunk windows cut a
+    sentence at a window's edge, and the cut copy glued to the whole one read twice."""
+    normal = [" ".join(d.split()).rstrip("…").strip() for d in descriptions]
+    return [d for i, d in enumerate(descriptions) if normal[i] and not any(
+        j != i and normal[i] in normal[j] and (len(normal[j]) > len(normal[i]) or j < i)
+        for j in range(len(normal)))]
+
+
 def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str = "cl100k_base") -> str:
     """Keep the most central descriptions (sharing most words with the rest) within the budget,
     in their original order."""
+    descriptions = without_fragments(descriptions)
     if len(descriptions) <= 1:
         return descriptions[0] if descriptions else ""
     word_sets = [set(_WORDS.findall(d.lower())) for d in descriptions]
@@ -57,7 +67,7 @@ def needs_llm_summary(descriptions: list[str], config: SummarizeConfig, encoding
 def joined(descriptions: list[str]) -> str:
     """Descriptions as one text, in their order, each ending as a sentence."""
     return " ".join(d if d.endswith((".", "!", "?", "。")) else f"{d}."
-                    for d in (d.strip() for d in descriptions) if d)
+                    for d in (d.strip() for d in without_fragments(descriptions)) if d)
 
 
 # `joined`: the description is the list joined as it is (no LLM call was needed).

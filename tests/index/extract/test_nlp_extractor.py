@@ -190,3 +190,34 @@ def test_words_of_pity_and_fondness_opening_a_sentence_are_no_part_of_a_name():
     assert titles == {"ELINOR", "MARIANNE", "LIZZY", "EDWARD"}
     assert "POOR LAW" in {e["title"] for e in extract_nlp(
         "The Treadmill and the Poor Law are in full vigour, then?").entities}
+
+
+def test_the_documents_own_lower_case_words_are_no_names_where_case_says_nothing():
+    """Evidence from the whole document (`document_words`): a word it also writes in lower
+    case is no name where a sentence opens with it or a line shouts it."""
+    from graphrag_ray.index.extract.nlp_extractor import document_words
+
+    document = ("Mr. Utterson sat with Bradshaw, although the hour was late. He would call on "
+                "him alone. Although a fog rolled over the city, the lane was lit. Call "
+                "Bradshaw. It was for Utterson ALONE to read. Black Mail House is what I call "
+                "the place. His compliments to Messrs. Maw.")
+    words = document_words(document)
+    found = {e["title"] for e in extract_nlp(document, document_capitals=words).entities}
+    assert {"UTTERSON", "BRADSHAW", "BLACK MAIL HOUSE", "MAW"} <= found
+    assert not found & {"ALTHOUGH", "CALL BRADSHAW", "UTTERSON ALONE", "MESSRS"}
+
+
+def test_a_name_cut_by_its_windows_edge_is_left_to_the_next_window():
+    cut = "The clerk said: “This is Inspector Newcom"
+    assert "INSPECTOR NEWCOM" not in {e["title"] for e in extract_nlp(cut).entities}
+    whole = "The clerk said: “This is Inspector Newcomen of Scotland Yard.”"
+    assert any("NEWCOMEN" in e["title"] for e in extract_nlp(whole).entities)
+
+
+def test_a_description_cut_by_a_window_is_not_glued_to_the_whole_one():
+    from graphrag_ray.index.reports.summary_worker import extractive_summary, joined
+
+    whole = "Dunstan had but nipped the Evil Spirit's nose with a touch of such weather."
+    cut = "Dunstan had but nipped the Evil Spirit's nose with a"
+    assert joined([cut, whole]) == whole
+    assert extractive_summary([whole, cut, "Another fact."], 200) == whole + " Another fact."
