@@ -35,6 +35,7 @@ from graphrag_ray.query.lazy.search import searchable_units
 from graphrag_ray.query.local_data import LocalData, local_data
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.query.results import SearchResult
+from graphrag_ray.query.retrieval import retrieval_graph
 from graphrag_ray.query.vectors import VectorIndex, open_vectors
 from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
 from graphrag_ray.storage.row_reader import RowReader
@@ -58,6 +59,7 @@ class GraphIndex:
         self._local: LocalData | None = None
         self._vectors: dict[str, VectorIndex] = {}
         self._kept: dict[str, object] = {}
+        self._making: dict[str, threading.Lock] = {}
         self.fan_out = FanOut(config.runtime)
 
     @classmethod
@@ -167,11 +169,15 @@ class GraphIndex:
             raise IndexNotFoundError(_missing_table_message(name)) from None
 
     def kept(self, key: str, make):
-        """What a method builds from the tables once per open index (`OpenedIndex.kept`)."""
+        """What a method builds from the tables once per open index (`OpenedIndex.kept`):
+        questions asked at once wait for one build (each building its own held several
+        copies of a 100M-token index's graph)."""
         if key not in self._kept:
-            made = make()
             with self._lock:
-                self._kept.setdefault(key, made)
+                making = self._making.setdefault(key, threading.Lock())
+            with making:
+                if key not in self._kept:
+                    self._kept[key] = make()
         return self._kept[key]
 
     def read_uncached(self, name: str, columns: list[str] | None = None) -> pa.Table:
@@ -215,6 +221,11 @@ class GraphIndex:
             prepare_level(self)  # the default level's rows, rendered for the map
         if schema.TEXT_UNIT_EMBEDDINGS in self.manifest.tables:
             searchable_units(self)
+        if schema.ENTITIES in self.manifest.tables:
+            retrieval_graph(self)  # what every method's ranking walks
+        self.lexical()
+        if self.embedding_method() == "local":
+            self.embed(["warm"])  # the local model's session (an endpoint's call is paid)
         _ = self.prompts  # read and kept
         get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
         config = self.config

@@ -82,6 +82,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     if config.extraction.method == "llm":  # Leiden's libraries load while extraction waits
         warm_graph_libraries()
     store = IndexStore(output_url)
+    staged = store.stage()  # an output that cannot be written is said here, before any work
     # A killed build's unpublished version is found (its process is gone, or its heartbeat
     # old) and removed: the response cache, not that folder, is what a rerun resumes from.
     for version in store.sweep():
@@ -89,7 +90,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     # A build that fails or is stopped removes its unpublished version (`building`).
     # In-process, a build that reads many files runs its Python-bound work (scans, offline
     # extraction, layout, offline embeddings) in worker processes.
-    with store.building(store.stage()) as staged, local_processes(
+    with store.building(staged) as staged, local_processes(
             config.runtime, len(to_read), config.tokenizer.encoding):
         ctx = BuildContext(config, prompts, _services(config, output_url), staged,
                            progress, progress_bars)

@@ -16,7 +16,6 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import extraction_fingerprint
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.pipelines import BuildState
-from graphrag_ray.index.pools import uses_embedding_endpoint
 from graphrag_ray.index.previous_version import settings_fingerprint
 from graphrag_ray.index.run_ledger import earlier_usage, unsettled_calls
 from graphrag_ray.llm.accounting import cost_usd, table_usage

@@ -7,6 +7,7 @@ collects new follow-ups, for `depth` rounds; a reduce call merges the intermedia
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -26,6 +27,8 @@ from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 from graphrag_ray.terms import distinct_texts
 from graphrag_ray.tokens import take_within_budget, truncate_to_tokens
+
+FOLLOW_UP_THREADS = 4  # contexts built at once; more wait on the same cores
 
 
 @dataclass
@@ -150,6 +153,29 @@ class _ExtractiveSteps:
                 for query, c in zip(queries, contexts)]
 
 
+def _follow_up_contexts(index: OpenedIndex, question: str, follow_ups: list[str]) -> list:
+    """Each follow-up's local-search context, in threads: ranking is array work and reads,
+    which run beside each other."""
+    config = index.config
+
+    def context(follow_up: str):
+        query = f"{question} {follow_up}"
+        return build_local_context(
+            query, rank_units(index, query), index.local_data(),
+            top_k_entities=config.local_search.top_k_entities,
+            top_k_relationships=config.local_search.top_k_relationships,
+            budget=config.drift_search.local_context_tokens,
+            text_unit_proportion=config.local_search.text_unit_proportion,
+            community_proportion=config.local_search.community_proportion,
+            encoding=config.tokenizer.encoding)
+
+    if len(follow_ups) < 2:
+        return [context(f) for f in follow_ups]
+    with ThreadPoolExecutor(min(len(follow_ups), FOLLOW_UP_THREADS),
+                            thread_name_prefix="drift-context") as pool:
+        return list(pool.map(context, follow_ups))
+
+
 def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
     config, prompts, services = index.config, index.prompts, index.services
@@ -188,14 +214,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
                     follow_ups.append(follow_up)
         if not follow_ups:
             break
-        contexts = [build_local_context(
-            f"{question} {f}", rank_units(index, f"{question} {f}"), data,
-            top_k_entities=config.local_search.top_k_entities,
-            top_k_relationships=config.local_search.top_k_relationships,
-            budget=cfg.local_context_tokens,
-            text_unit_proportion=config.local_search.text_unit_proportion,
-            community_proportion=config.local_search.community_proportion, encoding=encoding)
-            for f in follow_ups]
+        contexts = _follow_up_contexts(index, question, follow_ups)
         result.context_tokens += sum(c.tokens for c in contexts)
         frontier = steps_by.follow_up(follow_ups, contexts)
         for step, context in zip(frontier, contexts):

@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 
 from graphrag_ray.query.answer import answer_from_context
 from graphrag_ray.query.citations import sources_of_records

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from graphrag_ray.storage.atomic import write_atomically
+from graphrag_ray.storage.parquet_io import open_input
 from graphrag_ray.terms import content_terms
 
 LEXICAL = "lexical"
@@ -102,12 +103,21 @@ def read_catalog(fs: fsspec.AbstractFileSystem, folder: str) -> dict | None:
 @dataclass
 class _Segment:
     """One segment opened: its units and where each row group's terms begin and end."""
-    file: pq.ParquetFile
+    fs: fsspec.AbstractFileSystem
+    path: str
+    metadata: pq.FileMetaData
     ids: list[str]
     lengths: np.ndarray
     live: np.ndarray  # bool per unit: not deleted since
     first_terms: list[str] = field(default_factory=list)
     last_terms: list[str] = field(default_factory=list)
+
+    def read_group(self, group: int) -> pa.Table:
+        """One row group, through a file opened for this read: a Parquet reader shared by
+        threads (a served index's questions) mixes their reads up."""
+        with open_input(self.fs, self.path) as handle:
+            return pq.ParquetFile(handle, metadata=self.metadata).read_row_group(
+                group, use_threads=False)
 
     def groups_of(self, term: str) -> list[int]:
         """The row groups whose term range holds `term` (sorted by term: one or two)."""
@@ -137,12 +147,15 @@ class LexicalIndex:
 
     @staticmethod
     def _open(fs, folder: str, name: str, deleted: set[str]) -> _Segment:
-        units = pq.read_table(fs.open(f"{folder}/units-{name}.parquet", "rb"))
+        with fs.open(f"{folder}/units-{name}.parquet", "rb") as handle:
+            units = pq.read_table(handle, use_threads=False)
         ids = units.column("id").to_pylist()
-        handle = pq.ParquetFile(fs.open(f"{folder}/segment-{name}.parquet", "rb"))
-        segment = _Segment(handle, ids, units.column("length").to_numpy().astype(np.float64),
+        path = f"{folder}/segment-{name}.parquet"
+        with open_input(fs, path) as handle:
+            metadata = pq.read_metadata(handle)
+        segment = _Segment(fs, path, metadata, ids,
+                           units.column("length").to_numpy().astype(np.float64),
                            np.array([i not in deleted for i in ids], dtype=bool))
-        metadata = handle.metadata
         for group in range(metadata.num_row_groups):
             stats = metadata.row_group(group).column(0).statistics
             segment.first_terms.append(stats.min if stats is not None else "")
@@ -155,7 +168,7 @@ class LexicalIndex:
             if key in self._groups:
                 self._groups.move_to_end(key)
                 return self._groups[key]
-        table = self.segments[index].file.read_row_group(group)
+        table = self.segments[index].read_group(group)
         with self._lock:
             self._groups[key] = table
             while len(self._groups) > self.CACHE_GROUPS:

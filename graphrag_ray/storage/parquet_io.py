@@ -42,6 +42,14 @@ def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table,
     write_atomically(fs, path, buffer.getvalue())
 
 
+def open_input(fs: fsspec.AbstractFileSystem, path: str):
+    """A file opened for reading: a local one by Arrow's own reader (no Python file object
+    between Arrow and the disk), any other through the filesystem."""
+    if isinstance(fs, LocalFileSystem):
+        return pa.OSFile(fs._strip_protocol(path), "rb")
+    return fs.open(path, "rb")
+
+
 def read_parquet(fs: fsspec.AbstractFileSystem, path: str,
                  columns: list[str] | None = None) -> pa.Table:
     """A local file is read by Arrow's own file reader (its threads decode the columns);
@@ -66,12 +74,8 @@ def parquet_bounds(fs: fsspec.AbstractFileSystem, path: str, column: str
     """A column's least and greatest values, from the file's statistics, without decoding
     it (an update carrying 2,600 instance pieces read each one's `seq` to learn that its
     files had not moved); None when a row group holds none."""
-    if isinstance(fs, LocalFileSystem):
-        with pa.OSFile(fs._strip_protocol(path), "rb") as handle:
-            metadata = pq.ParquetFile(handle).metadata
-    else:
-        with fs.open(path, "rb") as handle:
-            metadata = pq.ParquetFile(handle).metadata
+    with open_input(fs, path) as handle:
+        metadata = pq.ParquetFile(handle).metadata
     index = metadata.schema.to_arrow_schema().get_field_index(column)
     bounds = []
     for group in range(metadata.num_row_groups):

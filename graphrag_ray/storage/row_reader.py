@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from fsspec.implementations.local import LocalFileSystem
+
+from graphrag_ray.storage.parquet_io import open_input
 
 # Decoded row groups kept for the next question (a served index's questions touch the same
 # central entities' units): at most this many bytes, and always the last one read.
@@ -134,6 +135,4 @@ class RowReader:
                 number, columns=columns, use_threads=False)
 
     def _open(self, path: str):
-        if isinstance(self.fs, LocalFileSystem):
-            return pa.OSFile(self.fs._strip_protocol(path), "rb")
-        return self.fs.open(path, "rb")
+        return open_input(self.fs, path)

@@ -3,7 +3,6 @@ slice of the shared HotpotQA sample (when present) local search finding more sup
 passages than BM25."""
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -397,6 +397,7 @@ def test_a_vector_part_that_keeps_most_of_its_rows_is_carried_as_it_is(tmp_path,
     assert served == [i for i in wanted.to_pylist() if i != "u3-5"]
 
 
+@pytest.mark.slow  # whole builds and updates
 def test_vectors_an_update_leaves_out_of_linked_parts_are_served_by_no_reader(corpus, tmp_path,
                                                                              monkeypatch):
     """Entities whose description changed: their vectors' parts are linked with those rows

@@ -3,7 +3,6 @@ the Batch API: rounds of extraction and gleaning by batch, the same index as the
 failed and expired lines sent again then counted, the enqueued-token limit, a build killed
 mid-round that re-attaches to its batches and submits nothing twice."""
 
-import json
 import os
 import signal
 import subprocess

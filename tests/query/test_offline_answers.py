@@ -59,3 +59,25 @@ def test_an_index_with_older_offline_embeddings_says_so(index, tmp_path):
     with pytest.warns(UserWarning, match="graphrag-ray update"):
         older = GraphIndex.open(str(copy))
     assert older.search("global", "Who is Scrooge?").answer
+
+
+def test_questions_asked_at_once_wait_for_one_build_of_what_the_index_keeps(index):
+    """A served index's first questions arrive together: each building its own copy of a
+    lookup (the retrieval graph of a 100M-token index is gigabytes) is what this prevents."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds, gate = [], threading.Event()
+
+    def make():
+        builds.append(threading.get_ident())
+        gate.wait(5)
+        time.sleep(0.05)
+        return object()
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(index.kept, "test-lookup", make) for _ in range(4)]
+        gate.set()
+        kept = {id(f.result()) for f in futures}
+    assert len(builds) == 1 and len(kept) == 1

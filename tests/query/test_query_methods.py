@@ -41,7 +41,7 @@ def llm_index(server, tmp_path_factory):
                         "runtime.engine=local")
     manifest = build_index(str(folder), str(out), config, progress=lambda _: None)
     assert manifest.embeddings.model_dump() == {"method": "api", "model": "test-embedding",
-                                                "dimensions": 128}
+                                                "dimensions": 128, "note": None}
     assert manifest.llm_usage.stages["embed"].calls > 0
     return out, config
 
@@ -263,6 +263,7 @@ def test_a_warmed_index_has_its_default_level_rendered_for_global_search(offline
     warmed.warm()
     rendered = len(map_cache(warmed).rows)
     assert rendered > 0
+    assert {"retrieval_graph", "lexical"} <= warmed._kept.keys()  # what every ranking reads
     answer = warmed.global_search(QUESTION).answer
     assert len(map_cache(warmed).rows) == rendered  # the question rendered nothing
     assert answer == GraphIndex.open(str(offline_index)).global_search(QUESTION).answer

@@ -111,10 +111,10 @@ def build_graph(entities: pa.Table, relationships: pa.Table, units: pa.Table,
     titles: dict[str, list[int]] = defaultdict(list)
     unit_titles = [titles_of.get(ids[0], "") if ids else ""
                    for ids in units.column("document_ids").to_pylist()]
+    keys = {title: name_key(title) for title in set(unit_titles)}  # a document has many units
     for row, title in enumerate(unit_titles):
-        key = name_key(title)
-        if key:
-            titles[key].append(row)
+        if keys[title]:
+            titles[keys[title]].append(row)
     names: dict[str, list[int]] = defaultdict(list)
     about: dict[int, list[int]] = {}
     for row, title in enumerate(entities.column("title").to_pylist()):
@@ -146,23 +146,54 @@ def build_graph(entities: pa.Table, relationships: pa.Table, units: pa.Table,
 
 
 def personalized_pagerank(graph: RetrievalGraph, reset: np.ndarray, damping: float,
-                          tolerance: float = 1e-6, most_steps: int = 50) -> np.ndarray:
+                          tolerance: float = 1e-4, smallest: float = 1e-6,
+                          most_steps: int = 50) -> np.ndarray:
     """The stationary distribution of a walk over `graph` that follows an edge (by weight)
     with probability `damping` and jumps back to `reset` (normalized) otherwise; a node
-    without edges sends its mass back to `reset`. Power iteration until the L1 change is
-    below `tolerance` (at damping 0.5, about twenty steps of one sparse product)."""
+    without edges sends its mass back to `reset`.
+
+    Summed step by step, (1 - damping) * sum_k damping^k P^k reset, from the nodes the mass
+    has reached: a step reads only the edges of nodes holding at least `smallest` of the
+    mass still moving, so a question's walk costs the neighbourhood of its seeds, not the
+    whole graph (a 100M-token index has millions of edges). Every node a step reaches keeps
+    its score; only what is smaller than `smallest` stops moving on, and the walk stops when
+    less than `tolerance` is still moving."""
     total = reset.sum()
+    scores = np.zeros_like(reset, dtype=np.float64)
     if total <= 0:
-        return np.zeros_like(reset)
-    start = reset / total
-    stranded_nodes = graph.inverse_degree == 0
-    scores = start.copy()
+        return scores
+    start_rows = np.flatnonzero(reset)
+    start = reset[start_rows] / total
+    rows, moving = start_rows, start
+    scores[rows] = (1.0 - damping) * moving
     for _ in range(most_steps):
-        stranded = scores[stranded_nodes].sum()
-        following = damping * (graph.adjacency @ (scores * graph.inverse_degree))
-        following += (1.0 - damping + damping * stranded) * start
-        change = np.abs(following - scores).sum()
-        scores = following
-        if change < tolerance:
+        rows, moving = _step(graph, rows, moving, damping, start_rows, start)
+        np.add.at(scores, rows, (1.0 - damping) * moving)
+        keep = moving >= smallest
+        rows, moving = rows[keep], moving[keep]
+        if moving.sum() < tolerance:
             break
     return scores
+
+
+def _step(graph: RetrievalGraph, rows: np.ndarray, moving: np.ndarray, damping: float,
+          start_rows: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the walk from `rows` holding `moving`: (rows reached, mass on each). A
+    step that would read a good share of all edges reads them all in one sparse product,
+    cheaper than gathering most of them."""
+    adjacency, size = graph.adjacency, graph.adjacency.shape[0]
+    inverse = graph.inverse_degree[rows]
+    stranded = moving[inverse == 0].sum()
+    indptr = adjacency.indptr
+    if (indptr[rows + 1] - indptr[rows]).sum() * 4 > adjacency.nnz:
+        sending = np.zeros(size)
+        sending[rows] = damping * moving * inverse
+        mass = adjacency @ sending
+    else:
+        edges = adjacency[rows]
+        flow = edges.data * np.repeat(damping * moving * inverse, np.diff(edges.indptr))
+        mass = np.bincount(edges.indices, weights=flow, minlength=size)
+    if stranded > 0:
+        mass[start_rows] += damping * stranded * start
+    reached = np.flatnonzero(mass)
+    return reached, mass[reached]

@@ -31,7 +31,7 @@ from graphrag_ray.terms import content_terms
 @dataclass
 class Ranking:
     """`units`: unit ids and fused scores, best first; `entities`: entity rows by the walk's
-    mass, best first (what the question is about); `channels`: each ranking's unit ids (for
+    mass per unit of their degree, best first (what the question is about); `channels`: each ranking's unit ids (for
     evaluation and explanation)."""
     units: list[tuple[str, float]]
     entities: list[tuple[int, float]] = field(default_factory=list)
@@ -99,6 +99,14 @@ def bridge(graph: RetrievalGraph, best: str, best_text: str, question: str,
     return sorted(scores, key=lambda unit: (-scores[unit], unit))
 
 
+def _best(mass: np.ndarray, count: int) -> np.ndarray:
+    """The rows of the `count` largest positive masses, largest first (ties by row)."""
+    rows = np.flatnonzero(mass)
+    if len(rows) > count:
+        rows = np.sort(rows[np.argpartition(-mass[rows], count - 1)[:count]])
+    return rows[np.argsort(-mass[rows], kind="stable")]
+
+
 def rank(question: str, config: RetrievalConfig, graph: RetrievalGraph | None,
          lexical: list[tuple[str, float]], dense: list[tuple[str, float]],
          unit_text, score_units, dense_entities: list[tuple[int, float]] = ()) -> Ranking:
@@ -115,14 +123,12 @@ def rank(question: str, config: RetrievalConfig, graph: RetrievalGraph | None,
             list(dense_entities), config.dense_temperature, config.seed_units)]
         mass, named = walk(graph, question, seeds, config, entity_seeds)
         on_units = mass[graph.entities:]
-        top = np.flatnonzero(on_units)
-        top = top[np.argsort(-on_units[top], kind="stable")[:config.candidates]]
-        channels["graph"] = [graph.unit_ids[i] for i in top]
-        on_entities = mass[:graph.entities]
-        best_entities = np.flatnonzero(on_entities)
-        best_entities = best_entities[np.argsort(-on_entities[best_entities],
-                                                 kind="stable")[:config.candidates]]
-        entities = [(int(e), float(on_entities[e])) for e in best_entities]
+        channels["graph"] = [graph.unit_ids[i] for i in _best(on_units, config.candidates)]
+        # Per unit of degree (a sweep's order): a hub holds mass because everything leads
+        # to it, an entity near the seeds because the question does.
+        on_entities = mass[:graph.entities] * graph.inverse_degree[:graph.entities]
+        entities = [(int(e), float(on_entities[e]))
+                    for e in _best(on_entities, config.candidates)]
         rankings.append(channels["graph"])
         weights.append(config.graph_weight)
     first = fuse(rankings, weights, config.rrf_k)

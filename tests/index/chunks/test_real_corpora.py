@@ -102,6 +102,7 @@ def test_a_file_of_many_books_extracts_their_text(tmp_path):
     assert manifest.extraction.kept_out_tokens <= licence_tokens(text) * 1.05 + 100
 
 
+@pytest.mark.slow  # whole builds and updates
 def test_five_copies_of_a_book_give_the_graph_of_one_with_five_documents(tmp_path):
     """Every paragraph was a 'repeated passage' (in 5 of 5 documents), so the whole book was
     kept out of extraction, the first copy included: 49 entities against 207."""

@@ -69,6 +69,7 @@ def _contents(url: str) -> dict[str, dict]:
             for name, columns in TABLES.items()}
 
 
+@pytest.mark.slow  # whole builds and updates
 def test_an_add_links_the_previous_parts_and_numbers_its_rows_after_them(corpus, tmp_path):
     index, full = str(tmp_path / "index"), str(tmp_path / "full")
     _build(corpus, index)
@@ -106,6 +107,7 @@ def test_an_add_links_the_previous_parts_and_numbers_its_rows_after_them(corpus,
     assert contents == _contents(str(tmp_path / "full-after"))
 
 
+@pytest.mark.slow  # whole builds and updates
 def test_an_index_without_document_file_numbers_is_written_whole_once(corpus, tmp_path):
     index = str(tmp_path / "index")
     _build(corpus, index)

@@ -54,6 +54,7 @@ def _numbers(url: str, name: str) -> dict[str, int]:
     return dict(zip(*(table.column(c).to_pylist() for c in ("id", "human_readable_id"))))
 
 
+@pytest.mark.slow  # whole builds and updates
 def test_unchanged_elements_stay_in_the_linked_parts_of_before(corpus, tmp_path):
     index = str(tmp_path / "index")
     build_index(str(corpus), index, _config(), progress=lambda _: None)
