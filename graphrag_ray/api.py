@@ -191,8 +191,10 @@ class GraphIndex:
 
     def embedding_method(self) -> str:
         """How the index's vectors were made (api, local, hashing): a question is embedded
-        the same way."""
-        return self.manifest.embeddings.method or self.config.embeddings.resolved_method()
+        the same way. An adopted index's vectors are an endpoint's: the config's method."""
+        method = self.manifest.embeddings.method
+        return method if method in ("api", "local", "hashing") \
+            else self.config.embeddings.resolved_method()
 
     def local_data(self) -> LocalData:
         if self._local is None:

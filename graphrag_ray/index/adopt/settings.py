@@ -68,8 +68,10 @@ def map_settings(settings: dict[str, Any]) -> MappedSettings:
         if model is None:
             continue
         _map_model(result, model, prefix, name)
-    if embedding is not None and result.data.get("embeddings", {}).get("api_base"):
-        result.set(f"{embedding_name}.api_base", "embeddings.method", "api")
+    if embedding is not None:
+        # Their vectors are an endpoint's, wherever it is (no api_base: OpenAI's; a
+        # placeholder left out): an update embeds with one too, not with an offline model.
+        result.set(f"{embedding_name}.model", "embeddings.method", "api")
     chunking = settings.get("chunking") or settings.get("chunks") or {}
     where = "chunking" if "chunking" in settings else "chunks"
     for theirs, ours in (("size", "chunks.size"), ("overlap", "chunks.overlap"),

@@ -137,6 +137,12 @@ def _read(source: str, overrides: list[str] | None) -> _Read:
     theirs = read_tables(project.output)
     store = lance_store(project.output)
     vectors, why = read_lance_vectors(store) if store else (None, "it has no LanceDB store")
+    if vectors is None and config.embeddings.method == "api" and not config.embeddings.api_base:
+        # Its texts are embedded again, and no endpoint is given to do it with: offline.
+        config = config.model_copy(deep=True)
+        config.embeddings.method = "auto"
+        mapped.skip("embeddings.method = api", f"its vectors are not read ({why}) and no "
+                    "embeddings.api_base is set: its texts are embedded offline")
     return _Read(project, config, mapped, format_of(theirs), adopted_tables(theirs), vectors,
                  why)
 

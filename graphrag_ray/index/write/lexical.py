@@ -23,7 +23,7 @@ from graphrag_ray.distributed import map_items
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.atomic import copy_whole
 from graphrag_ray.storage.lexical_index import (
-    LEXICAL, UNITS_SCHEMA, read_catalog, write_catalog, write_segment)
+    LEXICAL, UNITS_SCHEMA, read_catalog, write_catalog, write_segment_of)
 from graphrag_ray.storage.parquet_io import read_parquet
 
 # An update writes the index anew past these: more deleted units than this share of the
@@ -42,20 +42,37 @@ def _indexed(units: pa.Table) -> pa.Table:
     return units.filter(pc.invert(pc.fill_null(pc.equal(status, schema.REPEATED_PASSAGE), False)))
 
 
-def _segment_job(job: tuple[str, str, list[str], list[str], list[str]]) -> dict:
-    url, name, ids, titles, texts = job
+def _with_titles(units: pa.Table, titles: dict[str, str]) -> pa.Table:
+    """The units to index (`_indexed`) as id, title (their document's), text."""
+    units = _indexed(units)
+    documents = [ids[0] if ids else "" for ids in units.column("document_ids").to_pylist()]
+    return pa.table({"id": units.column("id"),
+                     "title": pa.array([titles.get(d, "") for d in documents], pa.string()),
+                     "text": units.column("text")})
+
+
+def _part_segment(job: tuple[str, str, str, list[str]], titles: dict[str, str]) -> dict | None:
+    """The segment of one part of the text units table, read where the task runs (the
+    driver holds no text); None when no unit of it is indexed."""
+    url, name, part_url, left_out = job
+    part_fs, part_path = fsspec.core.url_to_fs(part_url)
+    part = read_parquet(part_fs, part_path, COLUMNS)
+    if left_out:
+        part = part.filter(pc.invert(pc.is_in(part.column("id"),
+                                              value_set=pa.array(left_out, pa.string()))))
+    units = _with_titles(part, titles)
+    if not units.num_rows:
+        return None
     fs, folder = fsspec.core.url_to_fs(url)
-    return write_segment(fs, folder, name, ids, titles, texts)
+    return write_segment_of(fs, folder, name, units)
 
 
-def _jobs(url: str, units_parts, titles: dict[str, str], prefix: str):
-    for number, part in enumerate(units_parts):
-        part = _indexed(part)
-        if not part.num_rows:
-            continue
-        documents = [ids[0] if ids else "" for ids in part.column("document_ids").to_pylist()]
-        yield (url, f"{prefix}{number:05d}", part.column("id").to_pylist(),
-               [titles.get(d, "") for d in documents], part.column("text").to_pylist())
+def _part_jobs(staged: IndexVersion, url: str) -> list[tuple[str, str, str, list[str]]]:
+    left_out = staged.left_out(schema.TEXT_UNITS)
+    return [(url, f"{number:05d}", part_url,
+             left_out[part_url.rsplit("/", 1)[-1]].to_pylist()
+             if part_url.rsplit("/", 1)[-1] in left_out else [])
+            for number, part_url in enumerate(staged.table_urls(schema.TEXT_UNITS))]
 
 
 COLUMNS = ["id", "text", "document_ids", "extraction_status"]
@@ -68,17 +85,18 @@ def write_lexical_index(staged: IndexVersion, runtime: RuntimeConfig,
     url = staged.url_of(LEXICAL)
     titles = _titles(staged)
     plan = _update_plan(staged, previous) if previous is not None else None
+    fs, folder = fsspec.core.url_to_fs(url)
+    fs.makedirs(folder, exist_ok=True)
     if plan is None:
-        segments = map_items(_segment_job, list(_jobs(
-            url, staged.iter_table(schema.TEXT_UNITS, COLUMNS), titles, "")), runtime)
+        segments = [s for s in map_items(_part_segment, _part_jobs(staged, url), runtime,
+                                         shared=[titles], python_bound=True) if s]
         deleted, deleted_length, rewritten = [], 0, previous is not None
     else:
         segments, deleted, deleted_length, added = plan
-        segments += map_items(_segment_job, list(_jobs(
-            url, [added], titles, f"{staged.version}-")), runtime)
+        units = _with_titles(added, titles)
+        if units.num_rows:
+            segments.append(write_segment_of(fs, folder, f"{staged.version}-00000", units))
         rewritten = False
-    fs, folder = fsspec.core.url_to_fs(url)
-    fs.makedirs(folder, exist_ok=True)
     write_catalog(fs, folder, segments, deleted, deleted_length)
     return {"segments": len(segments),
             "units": sum(s["units"] for s in segments) - len(deleted),
