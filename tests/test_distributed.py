@@ -221,3 +221,21 @@ def test_the_driver_joins_the_rows_an_io_bound_pool_sends_back(ray_session, monk
                     first=(_yield_in_blocks, {"rows": 8}, 600))
     assert sorted(out.column("value").to_pylist()) == [2 * k for k in range(600)]
     assert out.column("value").num_chunks <= 600 // 50 + 50
+
+
+def add(item: int, shared: int) -> int:
+    return item + shared
+
+
+def test_one_item_with_a_shared_value_runs_in_process_without_starting_ray():
+    """An engine left at auto (adoption's lexical index: one part, its titles shared) must not
+    start a Ray instance in the caller's process for one call."""
+    import sys
+
+    from graphrag_ray.distributed import map_items
+
+    ray = sys.modules.get("ray")
+    running = ray is not None and ray.is_initialized()
+    assert map_items(add, [1], RuntimeConfig(engine="auto"), shared=[2]) == [3]
+    ray = sys.modules.get("ray")
+    assert running or ray is None or not ray.is_initialized()

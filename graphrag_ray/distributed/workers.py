@@ -5,6 +5,7 @@ same classes in-process (`runtime.engine: local`). Both give the same rows."""
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 import time
 from collections import deque
@@ -488,7 +489,8 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     5.6 s in two threads, 8.7 s in one); `python_bound` calls, which do not, run in the
     engine's worker processes when a job opened them (`processes.py`; `fn`, the items and
     `shared` must then pickle)."""
-    if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks and not shared):
+    if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks
+                                     and not _holds_handles(shared)):
         if len(items) <= 1:
             return [fn(item, *shared) for item in items]
         if python_bound and processes.open_workers():
@@ -507,6 +509,12 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     task = ray.remote(num_cpus=num_cpus, num_returns=2)(fn)
     pairs = [task.remote(item, *shared) for item in items]
     return list(zip(ray.get([result for result, _ in pairs]), [block for _, block in pairs]))
+
+
+def _holds_handles(values) -> bool:
+    """Whether any of `values` is a Ray object handle (only a Ray task can read it)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and any(isinstance(v, ray.ObjectRef) for v in values)
 
 
 class _WorkerHost:

@@ -236,7 +236,9 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
         staged.write_table(COMMUNITY_DIGESTS, digests_of_tables(
             tables[schema.ENTITIES], tables[schema.RELATIONSHIPS], tables[schema.COMMUNITIES]))
         stages.append("write_tables")
-        lexical = write_lexical_index(staged, config.runtime)
+        # (In this process, as the rest of an adoption: no Ray started for it.)
+        lexical = write_lexical_index(staged, config.runtime.model_copy(
+            update={"engine": "local"}))
         stages.append("lexical_index")
         embed_usage, services = Usage(), LLMServices()
         if read.vectors is not None:
