@@ -135,6 +135,7 @@ def demo_input(args, work: Path) -> Path:
 def run(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="autoscale-demo-"))
     tier = dict(BIG_TIER, **{k: v for k, v in (("latency_ms", args.latency_ms),
+                                                ("latency_kinds", args.latency_kinds),
                                                 ("rpm", args.rpm), ("tpm", args.tpm),
                                                 ("max_concurrency", args.max_concurrency))
                               if v is not None})
@@ -260,6 +261,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--chunk-size", type=int, default=1200)
     parser.add_argument("--latency-ms", type=float)
+    parser.add_argument("--latency-kinds", help="the request kinds the latency is for "
+                        "(comma-separated; default: all)")
     parser.add_argument("--rpm", type=float)
     parser.add_argument("--tpm", type=float)
     parser.add_argument("--max-concurrency", type=int)

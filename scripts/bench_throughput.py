@@ -96,6 +96,8 @@ class Provider:
         args = [sys.executable, "-m", "graphrag_ray.testing.llm_server", "--port",
                 str(self.port), "--latency-ms", str(profile["latency_ms"]),
                 "--latency-per-output-token-ms", str(profile["per_token_ms"])]
+        if profile.get("latency_kinds"):
+            args += ["--latency-kinds", profile["latency_kinds"]]
         if profile["rpm"]:
             args += ["--rpm-limit", str(profile["rpm"]), "--tpm-limit", str(profile["tpm"]),
                      "--limit-window-s", "60",

@@ -24,6 +24,7 @@ def test_llm_demand_adds_workers_and_idle_workers_go(tmp_path):
     done = subprocess.run(
         [sys.executable, "scripts/autoscale_demo.py", "--json", "--input", str(CAROL_DIR),
          "--max-workers", "2", "--idle-timeout-s", str(idle_timeout_s), "--latency-ms", "500",
+         "--latency-kinds", "extract_graph",
          "--timeout-s", "900"],
         cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -107,7 +107,7 @@ def test_ray_job_stop_stops_paid_work_within_seconds(cluster_env, tmp_path, caro
     cluster = ClusterProcess(1, cluster_env, cwd=REPO)
     try:
         address = cluster.info["dashboard"]
-        with run_test_server(latency_ms=300) as server:
+        with run_test_server(latency_ms=300, latency_kinds="extract_graph") as server:
             job_id = f"graphrag-{secrets.token_hex(4)}"
             submitted = subprocess.run(
                 ["ray", "job", "submit", "--no-wait", "--address", address, "--submission-id",
@@ -171,7 +171,8 @@ def test_faults_mid_build_lose_nothing_and_repeat_no_call(fault, during, cluster
     cluster = ClusterProcess(1, cluster_env, cwd=REPO)
     output = tmp_path / "index"
     try:
-        with run_test_server(latency_ms=150) as server:
+        # The latency where the fault comes: the other stages at full speed.
+        with run_test_server(latency_ms=150, latency_kinds=during) as server:
             driver = subprocess.Popen(
                 [sys.executable, "-m", "graphrag_ray", *_index_args(server, str(carol_excerpt),
                                                                     str(output))],

@@ -143,7 +143,8 @@ def test_a_signal_stops_paid_work_within_seconds(tmp_path, engine, name, kind):
     on the wire may, within the first moments), the process exits within 10 s with our
     message and no stack, the cache keeps what was answered and nothing is published."""
     out = tmp_path / "index"
-    with run_test_server(latency_ms=300) as server:
+    # The latency where the signal comes: the stages before it run at full speed.
+    with run_test_server(latency_ms=300, latency_kinds=kind) as server:
         victim = subprocess.Popen(
             [sys.executable, "-m", "graphrag_ray", "index", "--input", str(CAROL_DIR),
              "--output", str(out), "--set", "extraction.method=llm",
@@ -206,6 +207,7 @@ def test_the_version_a_resumed_build_publishes_counts_what_the_stopped_run_paid(
         time.sleep(6)  # a flush of the run's record (every 5 s) after the calls began
         victim.send_signal(getattr(signal, how))
         victim.communicate(timeout=120)
+        server.switches.latency_ms = 0  # the resumed run: at full speed
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         billed, = server.stats()["usage_by_model"].values()

@@ -47,6 +47,7 @@ _STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "
 class Switches:
     latency_ms: float = 0.0  # of a successful answer, plus the per-output-token part
     latency_per_output_token_ms: float = 0.0
+    latency_kinds: str = ""  # comma-separated request kinds the latency is for ("": all)
     rate_429: float = 0.0
     retry_after_s: float = 0.05
     rate_5xx: float = 0.0
@@ -1005,7 +1006,9 @@ class TestLLMServer(ThreadingHTTPServer):
             for key in (kind, "all"):
                 peaks[key] = max(peaks[key], counts[key])
         try:
-            time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms) / 1000)
+            if not s.latency_kinds or kind in s.latency_kinds.split(","):
+                time.sleep((s.latency_ms + completion_tokens * s.latency_per_output_token_ms)
+                           / 1000)
             self._gate.wait()
         finally:
             with self._lock:
@@ -1134,6 +1137,7 @@ def run_test_server(port: int = 0, **switches) -> Iterator[TestLLMServer]:
 SWITCH_HELP = {
     "latency_ms": "delay of every successful answer, ms",
     "latency_per_output_token_ms": "further delay per output token, ms",
+    "latency_kinds": "comma-separated request kinds the latency is for (default: all)",
     "rate_429": "share of requests answered 429 with Retry-After (0-1)",
     "retry_after_s": "the Retry-After those 429s carry, s",
     "rate_5xx": "share of requests answered 500 (0-1)",
