@@ -370,6 +370,11 @@ class LLMConfig(_Section):
         """YAML reads 2024-10-21 as a date; the version is that text."""
         return value.isoformat() if isinstance(value, date) else value
     request_timeout: float = Field(120.0, gt=0)
+    # Each chat request says what it is and holds in X-Graphrag-Request-Kind/-About headers
+    # (`llm/request_kinds.py`), for a server that answers by them (the project's test server,
+    # whatever the prompts' wording); a provider's API defines no such headers.
+    declare_requests: bool = Field(False, description="send the request-kind headers (for "
+                                   "the project's test server)")
     # A stage whose first `check_replies` replies are this share unusable or more stops
     # (`llm/reply_check.py`): 0 never checks.
     check_replies: int = Field(20, ge=0, description="replies per stage checked before "

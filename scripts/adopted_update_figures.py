@@ -1,6 +1,6 @@
 """The figures of issue 39's updates after an adoption, for any checkout:
 
-    PYTHONPATH=<checkout> python scripts/adopted_update_figures.py [--shared ../shared]
+    PYTHONPATH=<checkout>:<checkout>/tests python scripts/adopted_update_figures.py [--shared ../shared]
 
 Adopts the shared Microsoft GraphRAG Carol project (`../shared/msgraphrag/carol`), then,
 through the project's test server with the adopted settings (gpt-4.1 prices): an update with
@@ -21,7 +21,7 @@ from graphrag_ray.config import config_from_manifest
 from graphrag_ray.index.adopt.stage import adopt_index
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 STORY = ("Tiny Tim met the Ghost of Christmas Present in London. Bob Cratchit carried Tiny "
          "Tim home through the snow of Camden Town. ") * 20

@@ -1,6 +1,6 @@
 """Autoscaling, seen: an LLM build's demand adds worker nodes, and idle nodes go away.
 
-Starts an autoscaling Ray cluster on this machine (graphrag_ray/testing/autoscaling_cluster.py:
+Starts an autoscaling Ray cluster on this machine (tests/graphrag_testkit/autoscaling_cluster.py:
 Ray's autoscaler with its local node provider; a head with `CPU: 0` and an `llm_workers` type,
 min 0, as in cluster/aws.yaml), the project's test server as a provider of a big tier, and
 `graphrag-ray index` joined to the cluster as a user's job. Prints the live nodes as they
@@ -36,6 +36,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_throughput import PODCAST, ROOT, Provider, bound_s  # noqa: E402
+from graphrag_testkit import kit_env  # noqa: E402
 
 # A tier that needs many calls in flight (OpenAI's tier 5 for a small model allows 30,000 RPM):
 # at ~10 s a call, the tokens it admits keep several hundred calls in flight, more than one
@@ -46,7 +47,7 @@ BIG_TIER = {"latency_ms": 2000, "per_token_ms": 10, "rpm": 30_000, "tpm": 10_000
 
 
 class Cluster:
-    """graphrag_ray.testing.autoscaling_cluster in its own process; its node counts arrive on
+    """graphrag_testkit.autoscaling_cluster in its own process; its node counts arrive on
     a thread."""
 
     def __init__(self, max_workers: int, worker_cpus: float, idle_timeout_s: float,
@@ -56,11 +57,12 @@ class Cluster:
         # take minutes to boot) is the one setting a local demo shortens.
         launcher = yaml.safe_load((ROOT / "cluster" / "aws.yaml").read_text())
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "graphrag_ray.testing.autoscaling_cluster",
+            [sys.executable, "-m", "graphrag_testkit.autoscaling_cluster",
              "--max-workers", str(max_workers), "--worker-cpus", str(worker_cpus),
              "--idle-timeout-s", str(idle_timeout_s),
              "--upscaling-speed", str(launcher["upscaling_speed"])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            env=kit_env())
         first = self.process.stdout.readline()
         if not first:
             raise SystemExit("the autoscaling cluster did not start")

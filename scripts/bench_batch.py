@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
 from graphrag_ray import load_config, schema  # noqa: E402
 from graphrag_ray.index.build import build_index  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
-from graphrag_ray.testing.llm_server import run_test_server  # noqa: E402
+from graphrag_testkit.llm_server import run_test_server  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 CORPORA = {"carol": Path(__file__).resolve().parents[1] / "tests" / "data" / "christmas_carol",

@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
 from graphrag_ray import GraphIndex, load_config  # noqa: E402
 from graphrag_ray.index.build import build_index  # noqa: E402
-from graphrag_ray.testing.llm_server import run_test_server  # noqa: E402
+from graphrag_testkit.llm_server import run_test_server  # noqa: E402
 
 
 def peak_rss_mib() -> tuple[float, float]:

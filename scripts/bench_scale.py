@@ -41,15 +41,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_throughput import CHAT_MODEL, EMBEDDING_MODEL, Provider  # noqa: E402
 
 from graphrag_ray.resources import rss_mb  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
-from graphrag_ray.testing.local_cluster import ClusterProcess  # noqa: E402
-from graphrag_ray.testing.real_text_mix import mix_real_text  # noqa: E402
-from graphrag_ray.testing.synthetic_corpus import generate_corpus  # noqa: E402
+from graphrag_testkit.local_cluster import ClusterProcess  # noqa: E402
+from graphrag_testkit.real_text_mix import mix_real_text  # noqa: E402
+from graphrag_testkit.synthetic_corpus import generate_corpus  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 PODCAST = SHARED / "podcast" / "input"

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
 import openai  # noqa: E402
 
@@ -34,7 +35,7 @@ from graphrag_ray.config import load_config  # noqa: E402
 from graphrag_ray.index.build import build_index  # noqa: E402
 from graphrag_ray.query.methods import QUERY_METHODS  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
-from graphrag_ray.testing.llm_server import run_test_server  # noqa: E402
+from graphrag_testkit.llm_server import run_test_server  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CORPORA = {"carol": SHARED / "corpora" / "christmas_carol",
@@ -123,7 +124,7 @@ class Served:
         return found
 
     def stop(self) -> None:
-        from graphrag_ray.testing.local_cluster import descendants
+        from graphrag_testkit.local_cluster import descendants
 
         below = descendants(self.process.pid)
         self.process.send_signal(signal.SIGTERM)

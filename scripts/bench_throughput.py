@@ -39,8 +39,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test kit
 
-from graphrag_ray.testing.local_cluster import ClusterProcess, free_port  # noqa: E402
+from graphrag_testkit import kit_env  # noqa: E402
+from graphrag_testkit.local_cluster import ClusterProcess, free_port  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "corpora"
 CAROL = SHARED / "christmas_carol" / "book.txt"
@@ -93,7 +95,7 @@ class Provider:
 
     def __init__(self, profile: dict):
         self.port = free_port()
-        args = [sys.executable, "-m", "graphrag_ray.testing.llm_server", "--port",
+        args = [sys.executable, "-m", "graphrag_testkit.llm_server", "--port",
                 str(self.port), "--latency-ms", str(profile["latency_ms"]),
                 "--latency-per-output-token-ms", str(profile["per_token_ms"])]
         if profile.get("latency_kinds"):
@@ -102,7 +104,8 @@ class Provider:
             args += ["--rpm-limit", str(profile["rpm"]), "--tpm-limit", str(profile["tpm"]),
                      "--limit-window-s", "60",
                      "--limit-counts", profile.get("limit_counts", "usage")]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                        env=kit_env())
         self.process.stdout.readline()  # "test LLM server on ..."
         self.url = f"http://127.0.0.1:{self.port}/v1"
 

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
 from graphrag_ray import schema  # noqa: E402
 from graphrag_ray.explore.site import build_site  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
-from graphrag_ray.testing.browser import HeadlessBrowser, find_chromium  # noqa: E402
+from graphrag_testkit.browser import HeadlessBrowser, find_chromium  # noqa: E402
 
 
 def densest(index: str) -> int:

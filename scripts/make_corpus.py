@@ -1,4 +1,4 @@
-"""Write a seeded synthetic corpus of about N tokens (see graphrag_ray/testing/synthetic_corpus.py).
+"""Write a seeded synthetic corpus of about N tokens (see tests/graphrag_testkit/synthetic_corpus.py).
 
     python scripts/make_corpus.py --tokens 1000000 --out /tmp/corpus-1m [--seed 0]
 """
@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
-from graphrag_ray.testing.synthetic_corpus import generate_corpus  # noqa: E402
+from graphrag_testkit.synthetic_corpus import generate_corpus  # noqa: E402
 
 
 def main() -> int:

@@ -28,11 +28,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit
 
 from graphrag_ray import schema  # noqa: E402
 from graphrag_ray.storage import IndexStore  # noqa: E402
-from graphrag_ray.testing import resolution_labels  # noqa: E402
-from graphrag_ray.testing.synthetic_corpus import generate_corpus, merge_quality  # noqa: E402
+from graphrag_testkit import resolution_labels  # noqa: E402
+from graphrag_testkit.synthetic_corpus import generate_corpus, merge_quality  # noqa: E402
 
 
 def build(corpus: Path, out: Path, engine: str, resolution: bool,

@@ -11,7 +11,7 @@ import pytest
 
 from graphrag_ray.config import GraphRagConfig, load_config
 from graphrag_ray.index.graph.provenance import Provenance
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 # A developer's own API key never reaches a test: with one in the environment, the methods that
 # use the LLM whenever a key is configured (lazy search) would call the real provider.
@@ -64,8 +64,10 @@ def llm_server():
 
 
 def llm_config(server, *overrides: str) -> GraphRagConfig:
+    # (The requests declare their kinds: the test server answers edited prompts by them.)
     return load_config(None, ["extraction.method=llm", f"llm.api_base={server.url}",
-                              "llm.model=test-model", "llm.max_retries=3", *overrides])
+                              "llm.model=test-model", "llm.max_retries=3",
+                              "llm.declare_requests=true", *overrides])
 
 
 def provenance_of(units_by_row: list[list[int]], documents: list[int]) -> Provenance:
@@ -135,7 +137,7 @@ def wait_for_calls(server, kind: str, count: int, process, timeout_s: float = 48
 def descendants(root: int) -> dict[int, str]:
     """pid -> command line of every process below `root` (a process the test started): the
     only processes a test may signal or inspect, whatever else runs on the machine."""
-    from graphrag_ray.testing.local_cluster import descendants as below
+    from graphrag_testkit.local_cluster import descendants as below
 
     commands = {}
     for pid in below(root):
@@ -229,7 +231,7 @@ def kill_with_no_answer_in_transit(server, kill, cache_dir, cached_before: int =
         while cached_answers(cache_dir) - cached_before < server.stats()["successful_requests"]:
             assert time.monotonic() < deadline, "answers given were never cached"
             time.sleep(0.05)
-        from graphrag_ray.testing.local_cluster import gone
+        from graphrag_testkit.local_cluster import gone
 
         port = int(server.url.rsplit(":", 1)[1].split("/")[0])
         pids = {p for root in roots for p in (root, *descendants(root))}

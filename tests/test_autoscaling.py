@@ -1,6 +1,6 @@
 """The autoscaling demo, short: an LLM build on a cluster whose head has no CPU makes Ray's
 autoscaler add workers while extraction runs, finishes with every chunk `ok`, and the workers
-go once idle (scripts/autoscale_demo.py; graphrag_ray/testing/autoscaling_cluster.py starts
+go once idle (scripts/autoscale_demo.py; tests/graphrag_testkit/autoscaling_cluster.py starts
 the cluster, touching only its own processes)."""
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pytest
 from graphrag_ray import GraphIndex, schema
 from graphrag_ray.index.reports.report_worker import SMALL_COMMUNITY
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
-from graphrag_ray.testing.local_cluster import ClusterProcess
+from graphrag_testkit.llm_server import run_test_server
+from graphrag_testkit.local_cluster import ClusterProcess
 
 from conftest import (descendants, finish, kill_with_no_answer_in_transit, llm_config,
                       repeated_calls, wait_for_calls)

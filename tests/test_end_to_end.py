@@ -14,7 +14,7 @@ from graphrag_ray.index.build import build_index
 from graphrag_ray.index.reports.report_worker import SMALL_COMMUNITY
 from graphrag_ray.llm import request_shape
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR, llm_config
 

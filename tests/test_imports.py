@@ -97,7 +97,7 @@ LAYERS = [
     ["config", "schema", "tokens", "terms", "sentences", "resources", "progress",
      "prompts_loader", "storage", "tokenizers", "grouped", "arrow_rows"],
     ["llm", "input", "distributed"],
-    ["index", "testing"],
+    ["index"],
     ["query"],
     ["api", "explore"],
     ["eval", "serve", "tune"],
@@ -121,11 +121,11 @@ def test_no_import_reaches_up_a_layer():
 
 
 def test_only_the_ray_layer_imports_ray():
-    """`distributed/` is the Ray layer (`testing/` starts clusters for tests): everything
-    else runs the same on the local engine without knowing Ray."""
+    """`distributed/` is the Ray layer: everything else runs the same on the local engine
+    without knowing Ray."""
     importers = set()
     for name, path in _modules().items():
-        if name.startswith(("graphrag_ray.distributed", "graphrag_ray.testing")):
+        if name.startswith("graphrag_ray.distributed"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \

@@ -19,7 +19,7 @@ from graphrag_ray.config import RuntimeConfig, load_config
 from graphrag_ray.distributed import map_items, map_table, processes
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 LOCAL = RuntimeConfig(engine="local", num_workers=2, num_cpus=2)
 

@@ -11,7 +11,7 @@ import pytest
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.resources import BUILD_GC_THRESHOLDS, fewer_collections
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 
 def test_the_peak_is_not_inherited_from_a_large_parent():

@@ -17,7 +17,7 @@ from graphrag_ray.config import RuntimeConfig, load_config
 from graphrag_ray.distributed.workers import PoolShape, map_table
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR, wait_for_calls
 

@@ -307,7 +307,10 @@ class ErrorInBody(Exception):
 class ChatClient(_EndpointClient):
     def _headers(self, kind: str | None, about: dict | None = None) -> dict[str, str]:
         """The headers saying what a request is: its kind, what it holds, and what every
-        request of this job declares."""
+        request of this job declares; none unless `llm.declare_requests` asks (they are no
+        part of any provider's API)."""
+        if not getattr(self.config, "declare_requests", False):
+            return {}
         return _request_headers(kind, {**self.declared, **(about or {})})
 
     def _prepare(self, messages: list[dict], max_tokens: int,

@@ -8,7 +8,7 @@ import pytest
 
 from graphrag_ray.cli import main
 from graphrag_ray.index.build import build_index
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR, llm_config
 

@@ -7,7 +7,7 @@ from graphrag_ray.eval.claims import cluster_counts, distinct_claims
 from graphrag_ray.eval.questions import generate_questions, read_questions, write_questions
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 
 def test_generation_yields_n_cubed_unique_questions_with_their_user_and_task(tmp_path):

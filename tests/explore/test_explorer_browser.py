@@ -14,7 +14,7 @@ import pytest
 from graphrag_ray import schema
 from graphrag_ray.cli import main
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.browser import HeadlessBrowser, find_chromium
+from graphrag_testkit.browser import HeadlessBrowser, find_chromium
 
 from conftest import carol_input
 

@@ -6,7 +6,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.distributed import engine
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.update import update_index
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 QUIET = {"progress": lambda _: None}
 

@@ -24,7 +24,7 @@ from graphrag_ray.index.update import update_index
 from graphrag_ray.index.write import tables
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 DISCLAIMER = ("This transcript is provided for information only and may contain errors; "
               "nothing in it is an offer, a recommendation or advice of any kind.")

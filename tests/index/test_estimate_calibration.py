@@ -12,7 +12,7 @@ import pytest
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.estimate import estimate_index, format_estimate, previous_rates
 from graphrag_ray.index.update import format_update_estimate, update_index
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR, llm_config
 

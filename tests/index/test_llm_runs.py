@@ -14,8 +14,8 @@ from graphrag_ray import load_config, schema
 from graphrag_ray.index.estimate import estimate_index, previous_rates
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
-from graphrag_ray.testing.local_cluster import kill_at_once
+from graphrag_testkit.llm_server import run_test_server
+from graphrag_testkit.local_cluster import kill_at_once
 
 from conftest import (SHARED, descendants, kill_with_no_answer_in_transit, llm_config,
                       repeated_calls, wait_for_calls)

@@ -5,7 +5,7 @@ what the provider billed."""
 import pytest
 
 from graphrag_ray.index.build import build_index
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import llm_config
 

@@ -16,7 +16,7 @@ from graphrag_ray import schema
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import (CAROL_DIR, cached_answers, kill_with_no_answer_in_transit, llm_config,
                       wait_for_calls)
@@ -242,7 +242,7 @@ SIGN_OFF = ("This concludes today's conference call. Thank you for your particip
 def _transcripts(folder: Path) -> tuple[list[Path], list[str]]:
     """Twelve transcripts (~3k tokens): the safe harbour early in two (not yet repeated:
     three are needed), the sign-off closing three (repeated); two more kept aside."""
-    from graphrag_ray.testing.synthetic_corpus import generate_corpus
+    from graphrag_testkit.synthetic_corpus import generate_corpus
 
     generate_corpus(folder, 36_000, seed=5, tokens_per_document=3_000)
     files = sorted(folder.glob("*.txt"))

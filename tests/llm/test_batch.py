@@ -14,7 +14,7 @@ import pytest
 from graphrag_ray import load_config, schema
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import carol_input, descendants
 

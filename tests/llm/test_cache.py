@@ -1,7 +1,7 @@
 from graphrag_ray.config import LLMConfig
 from graphrag_ray.llm.cache import ResponseCache, cache_key
 from graphrag_ray.llm.client import ChatClient
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 PARAMS = {"max_tokens": 10, "temperature": 0.0}

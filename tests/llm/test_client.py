@@ -9,7 +9,7 @@ from graphrag_ray.config import LLMConfig
 from graphrag_ray.llm.client import (
     ChatClient, FatalLLMError, LLMCallError, check_endpoint, parse_json_object)
 from graphrag_ray.errors import LLMError
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -190,3 +190,16 @@ def test_a_call_is_settled_only_once_its_reply_is_cached(tmp_path):
                                   requests_per_minute=600)
         EmbeddingClient(config, limiter=Watched(config), cache=cache).embed(["a", "b"])
     assert cached_at_release == [1, 2, 4]
+
+
+def test_requests_say_their_kind_only_when_the_setting_asks():
+    """A provider's API defines no X-Graphrag-* headers: none go out by default; with
+    `llm.declare_requests` (the test server) each request names its kind."""
+    with run_test_server() as server:
+        ChatClient(_config(server)).complete(MESSAGES, max_tokens=5, kind="community_report")
+        assert server.stats()["undeclared_kinds"] != {}
+        before = server.stats()["undeclared_kinds"]
+        ChatClient(_config(server, declare_requests=True)).complete(
+            MESSAGES, max_tokens=5, kind="community_report", cache_tag="declared")
+        stats = server.stats()
+    assert stats["undeclared_kinds"] == before and stats["by_kind"]["community_report"] == 1

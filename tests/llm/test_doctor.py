@@ -3,7 +3,7 @@
 import pytest
 
 from graphrag_ray.cli import main
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 
 def _doctor(capsys, server, *settings: str) -> tuple[int, list[str]]:

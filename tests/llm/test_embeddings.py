@@ -7,7 +7,7 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.embeddings import EmbeddingClient, Embedder, hashing_embed
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 
 def test_hashing_embeddings_are_deterministic_unit_vectors_that_match_by_words():

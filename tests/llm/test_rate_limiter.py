@@ -11,7 +11,7 @@ from graphrag_ray.config import LLMConfig
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
 from graphrag_ray.llm.rate_limiter import RateBudget, Settlement
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 
 def _admitted_per_window(budget: RateBudget, tokens: int, seconds: float, step: float = 0.01):

@@ -8,7 +8,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.index.build import build_index
 from graphrag_ray.llm.reply_check import ReplyCheck, UnusableReplies
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR
 

@@ -6,7 +6,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.llm.request_shape import initial_shape, is_reasoning_model, model_encoding
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 MESSAGES = [{"role": "user", "content": "---Role---\nSummarize: Ada met Bob in Lyon."}]
 

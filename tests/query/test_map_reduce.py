@@ -107,7 +107,7 @@ def test_the_papers_map_form_is_one_answer_and_one_score_per_batch():
 def carol_llm_index(tmp_path_factory):
     """Carol built through the test server once; the map form is a query-time setting."""
     from graphrag_ray.index.build import build_index
-    from graphrag_ray.testing.llm_server import run_test_server
+    from graphrag_testkit.llm_server import run_test_server
 
     from conftest import carol_input, llm_config
 
@@ -124,7 +124,7 @@ def test_global_search_map_forms_through_the_test_server(form, carol_llm_index):
     list of scored points per batch. Either way the reduce ranks them, and the sources are
     the reports they cite."""
     from graphrag_ray import GraphIndex
-    from graphrag_ray.testing.llm_server import run_test_server
+    from graphrag_testkit.llm_server import run_test_server
 
     from conftest import llm_config
 

@@ -15,7 +15,7 @@ from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.index.build import build_index
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.methods import QUERY_METHODS
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import CAROL_DIR, llm_config
 

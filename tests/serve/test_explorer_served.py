@@ -9,7 +9,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import ServeConfig
 from graphrag_ray.serve.runner import ServeSpec, local_service
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.browser import HeadlessBrowser, find_chromium
+from graphrag_testkit.browser import HeadlessBrowser, find_chromium
 
 CHROMIUM = find_chromium()
 

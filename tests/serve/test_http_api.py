@@ -17,7 +17,7 @@ from served_index import no_serve_keys, publish_again, serving  # noqa: F401
 
 from graphrag_ray.config import ServeConfig
 from graphrag_ray.serve.runner import ServeSpec, local_service
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 LLM = ("global_search.method=llm", "local_search.method=llm", "basic_search.method=llm",
        "llm.model=test-model", "llm.max_retries=1")

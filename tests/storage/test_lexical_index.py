@@ -14,7 +14,7 @@ from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.storage.lexical_index import (
     LEXICAL, open_lexical, unit_terms, write_catalog, write_segment)
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 TEXTS = ["Scrooge keeps his counting-house in the City of London.",
          "Marley's ghost warns Scrooge of the three spirits to come.",

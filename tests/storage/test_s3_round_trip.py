@@ -8,7 +8,7 @@ import pytest
 from graphrag_ray import GraphIndex
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.update import update_index
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import S3_SECRET, llm_config
 

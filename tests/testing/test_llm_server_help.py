@@ -1,11 +1,11 @@
-"""`python -m graphrag_ray.testing.llm_server --help` describes every option and names every
+"""`python -m graphrag_testkit.llm_server --help` describes every option and names every
 personality (it listed none and described no option)."""
 
 import dataclasses
 
 import pytest
 
-from graphrag_ray.testing.llm_server import PERSONALITIES, SWITCH_HELP, Switches, main
+from graphrag_testkit.llm_server import PERSONALITIES, SWITCH_HELP, Switches, main
 
 
 def test_help_describes_every_switch_and_personality(capsys):

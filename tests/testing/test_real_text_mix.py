@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_ray.testing.real_text_mix import mix_real_text
+from graphrag_testkit.real_text_mix import mix_real_text
 from graphrag_ray.tokens import count_tokens
 
 

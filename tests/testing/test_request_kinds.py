@@ -6,7 +6,7 @@ import json
 import openai
 
 from graphrag_ray.llm.request_kinds import KINDS, REQUEST_KIND_HEADER
-from graphrag_ray.testing.llm_server import classify, request_kind, run_test_server
+from graphrag_testkit.llm_server import classify, request_kind, run_test_server
 
 # A report prompt whose context quotes an extraction's tuples (an adopted index's merged
 # descriptions do): by its wording, an extraction.

@@ -1,6 +1,6 @@
 """The measures against hand labels (`testing/resolution_labels.py`) on rows written here."""
 
-from graphrag_ray.testing.resolution_labels import merge_quality, split_quality
+from graphrag_testkit.resolution_labels import merge_quality, split_quality
 
 LABELS = {"homonyms": {"DICK": [["carol.txt"], ["persuasion.txt", "persuasion-2.txt"]]},
           "one_across_documents": ["ENGLAND"]}
@@ -52,7 +52,7 @@ def test_a_name_merged_whole_into_one_resolved_in_a_document_goes_with_it_there(
 
 
 def test_a_name_resolved_away_in_every_document_is_typed_by_where_its_mentions_went():
-    from graphrag_ray.testing.resolution_labels import type_quality
+    from graphrag_testkit.resolution_labels import type_quality
     labels = {"types": {"DAVID": ["PERSON"]}}
     aliases = [row("DAVID", "DAVID BAKER", "in_document:short_form", ["ep1"]),
                row("DAVID", "DAVID BASZUCKI", "in_work:short_form", ["ep2"])]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.prompts_loader import builtin_prompt, load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -44,7 +44,7 @@ def test_tuned_prompts_build_an_index_written_in_the_corpus_language(
         base = tmp_path / "settings.yaml"
         base.write_text(yaml.safe_dump({
             "extraction": {"method": "llm"}, "runtime": {"engine": "local"},
-            "llm": {"api_base": server.url, "model": "test-model",
+            "llm": {"api_base": server.url, "model": "test-model", "declare_requests": True,
                     "api_key": "${TUNE_TEST_KEY:-sk-not-written}"}}), encoding="utf-8")
         tuned = tmp_path / "tuned"
         assert main(["prompt-tune", "--input", str(corpus), "--output", str(tuned),
@@ -154,7 +154,8 @@ def test_the_tunings_questions_can_be_the_users_own(tmp_path):
         assert main(["prompt-tune", "--input", str(DATA / "other_languages" / "fr"),
                      "--output", str(tmp_path / "tuned"), "--chunks", "2",
                      "--set", "extraction.method=llm", "--set", f"llm.api_base={server.url}",
-                     "--set", "llm.model=test-model", "--set", f"prompts.dir={own}"]) == 0
+                     "--set", "llm.model=test-model", "--set", f"prompts.dir={own}",
+                     "--set", "llm.declare_requests=true"]) == 0
         asked = [r["messages"][0]["content"] for r in server.chat_requests()
                  if r["kind"] == "tune_domain"]
     assert len(asked) == 1 and asked[0].startswith("OWN WORDING. Name this collection in French.")

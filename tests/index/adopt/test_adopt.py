@@ -17,7 +17,7 @@ from graphrag_ray.index.adopt.stage import adopt_index
 from graphrag_ray.index.adopt.tables import GENERATION, adopted_tables
 from graphrag_ray.query.methods import QUERY_METHODS
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 CAROL = Path(__file__).resolve().parents[3].parent / "shared" / "msgraphrag" / "carol"
 QUIET = {"progress": lambda _: None}

@@ -6,7 +6,7 @@ from that, not from our English."""
 from graphrag_ray import schema
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import llm_config
 

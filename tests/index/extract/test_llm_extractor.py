@@ -9,7 +9,7 @@ from graphrag_ray.index.extract.llm_extractor import GraphExtractor, parse_yes_n
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 TEXT = ("Ada Brandt left the Orrin Institute in Lyon. She founded Keel Labs with Tomas Reyes. "
         "Keel Labs sells turbines to Porto Energy. Lyon welcomed Porto Energy.")

@@ -13,7 +13,7 @@ from graphrag_ray.index.build import build_index
 from graphrag_ray.index.graph.numbers import kept_numbers
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 _CITED = re.compile(r"(Entities|Relationships) \(([\d, ]+)\)")
 

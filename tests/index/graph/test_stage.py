@@ -15,7 +15,7 @@ from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_ids
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 pytestmark = pytest.mark.slow
 

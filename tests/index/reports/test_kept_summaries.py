@@ -14,8 +14,8 @@ from graphrag_ray.index.reports.context import inner_cells_tokens, number_tokens
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.llm_server import run_test_server
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.llm_server import run_test_server
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 from conftest import llm_config
 

@@ -6,7 +6,7 @@ from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWo
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.prompts_loader import load_prompts
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 from conftest import llm_config
 

@@ -10,7 +10,7 @@ from graphrag_ray import schema
 from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.resolution_labels import (
+from graphrag_testkit.resolution_labels import (
     load_labels, merge_quality, restricted, type_quality)
 
 PODCAST = Path(__file__).resolve().parents[3].parent / "shared" / "corpora" / "podcast" / "input"

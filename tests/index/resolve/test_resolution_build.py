@@ -11,7 +11,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.resolve.clusters import SOLE_MIN_SCORE
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.synthetic_corpus import generate_corpus, merge_quality
+from graphrag_testkit.synthetic_corpus import generate_corpus, merge_quality
 
 from conftest import llm_config
 

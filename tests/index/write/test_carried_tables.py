@@ -19,7 +19,7 @@ from graphrag_ray.index.update import update_index
 from graphrag_ray.index.write import carried_tables
 from graphrag_ray.index.write.documents_and_text_units import DOCUMENT_FILES
 from graphrag_ray.storage import IndexStore
-from graphrag_ray.testing.synthetic_corpus import generate_corpus
+from graphrag_testkit.synthetic_corpus import generate_corpus
 
 TABLES = {schema.DOCUMENTS: ["title", "text", "text_unit_ids"],
           schema.TEXT_UNITS: ["text", "n_tokens", "document_ids", "entity_ids",

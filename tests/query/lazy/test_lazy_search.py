@@ -12,7 +12,7 @@ import pytest
 from graphrag_ray import GraphIndex, load_config, schema
 from graphrag_ray.cli import main
 from graphrag_ray.index.build import build_index
-from graphrag_ray.testing.llm_server import run_test_server
+from graphrag_testkit.llm_server import run_test_server
 
 QUESTION = "Who founded the Lighthouse Society of Varnholm?"
 PLANTED = "In the spring of 1871 Ilse Marrow founded the Lighthouse Society of Varnholm"

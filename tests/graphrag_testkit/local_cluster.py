@@ -1,6 +1,6 @@
 """A multi-node Ray cluster on this machine, with the job server, for tests and benchmarks.
 
-    python -m graphrag_ray.testing.local_cluster --workers 1 --dashboard-port 8265
+    python -m graphrag_testkit.local_cluster --workers 1 --dashboard-port 8265
 
 Prints one JSON line (`{"gcs": ..., "dashboard": ..., "nodes": [...]}`) once every node is
 up, then keeps the cluster until its stdin closes (or a line "remove-worker" arrives, which
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from graphrag_testkit import kit_env
 
 
 def free_port() -> int:
@@ -134,9 +136,9 @@ class ClusterProcess:
 
     def __init__(self, workers: int, env: dict[str, str], cwd: str | Path | None = None):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "graphrag_ray.testing.local_cluster", "--workers",
+            [sys.executable, "-m", "graphrag_testkit.local_cluster", "--workers",
              str(workers), "--dashboard-port", str(free_port())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=kit_env(env), cwd=cwd)
         self.info = json.loads(self.process.stdout.readline())
 
     def remove_worker(self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "resolution_labels"
+LABELS = Path(__file__).resolve().parents[1] / "data" / "resolution_labels"
 
 
 def load_labels(name: str) -> dict:

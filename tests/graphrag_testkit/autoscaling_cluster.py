@@ -1,7 +1,7 @@
 """An autoscaling Ray cluster on this machine: Ray's own autoscaler adding and removing nodes
 (its fake multi-node provider), for the autoscaling demo, benchmarks and tests.
 
-    python -m graphrag_ray.testing.autoscaling_cluster --max-workers 3 --worker-cpus 1
+    python -m graphrag_testkit.autoscaling_cluster --max-workers 3 --worker-cpus 1
 
 The head advertises `CPU: 0`, as `cluster/aws.yaml`'s does, and one worker type
 (`llm_workers`, min 0) is added by the autoscaler when tasks or actors ask for CPU and removed
@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from graphrag_ray.testing.local_cluster import descendants, free_ports, kill_at_once
+from graphrag_testkit.local_cluster import descendants, free_ports, kill_at_once
 
 
 def autoscaling_config(gcs_port: int, worker_cpus: float, max_workers: int,

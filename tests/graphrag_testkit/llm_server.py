@@ -11,7 +11,7 @@ malformed output, an API key that must match, and endpoints that reject `logit_b
 decided by a seeded hash of (request, attempt number), so a retried request can succeed and every
 run is the same.
 
-    python -m graphrag_ray.testing.llm_server --port 8765 --latency-ms 200 --rate-429 0.1
+    python -m graphrag_testkit.llm_server --port 8765 --latency-ms 200 --rate-429 0.1
     # in tests:  with run_test_server(rate_5xx=0.2) as server: server.url, server.stats()
 """
 
@@ -33,7 +33,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from graphrag_ray.llm.request_kinds import KINDS, REQUEST_ABOUT_HEADER, REQUEST_KIND_HEADER
-from graphrag_ray.testing.batch_api import BatchAPI
+from graphrag_testkit.batch_api import BatchAPI
 
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}\b")
 _STOP = {"The", "A", "An", "And", "But", "He", "She", "It", "They", "We", "I", "You", "In", "On",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphrag_ray.testing.synthetic_corpus import invented_word
+from graphrag_testkit.synthetic_corpus import invented_word
 from graphrag_ray.tokens import count_tokens
 
 _ROOMS = ["reading room", "archive", "library", "collection", "record office"]
