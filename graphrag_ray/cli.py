@@ -532,17 +532,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphrag-ray",
                                      description="GraphRAG indexing and querying on Ray")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_init, _add_index, _add_update, _add_adopt, _add_query, _add_eval,
+                _add_prompt_tune, _add_doctor, _add_versions, _add_export, _add_stats,
+                _add_explore, _add_serve):
+        add(sub)  # (a command: one function below, one entry here)
+    return parser
 
+
+def config_options(p: argparse.ArgumentParser) -> None:
+    """--config and --set, for a command that reads settings."""
+    p.add_argument("--config", help="settings.yaml (defaults apply without it)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a config key, e.g. --set chunks.size=1200 (repeatable)")
+
+
+def _add_init(sub) -> None:
     init = sub.add_parser("init", help="write a starter settings.yaml and editable prompts")
     init.add_argument("dir")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.set_defaults(func=cmd_init)
 
-    def config_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", help="settings.yaml (defaults apply without it)")
-        p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                       help="override a config key, e.g. --set chunks.size=1200 (repeatable)")
 
+def _add_index(sub) -> None:
     index = sub.add_parser("index", help="build a graph index from documents")
     index.add_argument("--input", required=True, help="folder, file or fsspec URL of documents")
     index.add_argument("--output", required=True, help="folder or fsspec URL for the index")
@@ -556,6 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     config_options(index)
     index.set_defaults(func=cmd_index)
 
+
+def _add_update(sub) -> None:
     update = sub.add_parser("update", help="bring an index up to date with its corpus: "
                                            "add new documents, re-read changed ones, drop "
                                            "deleted ones, paying only for what is new")
@@ -575,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="override a config key (repeatable)")
     update.set_defaults(func=cmd_update)
 
+
+def _add_adopt(sub) -> None:
     adopt = sub.add_parser("adopt", help="publish a Microsoft GraphRAG project's output as "
                                          "an index: query, stats, explore and export it")
     adopt.add_argument("--from", dest="source", required=True, metavar="PROJECT",
@@ -591,6 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
     adopt.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     adopt.set_defaults(func=cmd_adopt)
 
+
+def _add_query(sub) -> None:
     query = sub.add_parser("query", help="answer a question from an index")
     query.add_argument("--index", required=True, help="folder or fsspec URL of an index")
     query.add_argument("--method", default="global", choices=list(QUERY_METHODS),
@@ -611,6 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("question")
     query.set_defaults(func=cmd_query)
 
+
+def _add_eval(sub) -> None:
     evaluate = sub.add_parser("eval", help="the paper's evaluation: questions, answers under "
                                            "C0-C3/TS/SS, pairwise LLM judging, claim metrics")
     steps = evaluate.add_subparsers(dest="eval_command", required=True)
@@ -647,6 +666,8 @@ def build_parser() -> argparse.ArgumentParser:
         config_options(step)
     evaluate.set_defaults(func=cmd_eval)
 
+
+def _add_prompt_tune(sub) -> None:
     tune = sub.add_parser("prompt-tune", help="fit the prompts to a corpus: its language, "
                           "domain, entity types and worked examples from its own text; writes "
                           "a settings.yaml and prompts/ to build with")
@@ -665,17 +686,23 @@ def build_parser() -> argparse.ArgumentParser:
     config_options(tune)
     tune.set_defaults(func=cmd_prompt_tune)
 
+
+def _add_doctor(sub) -> None:
     doctor = sub.add_parser("doctor", help="check the configured LLM and embeddings endpoints "
                             "in a few tiny calls: key, model, parameters, JSON, rate limits")
     config_options(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
+
+def _add_versions(sub) -> None:
     versions = sub.add_parser("versions", help="list an index's published versions (* = current)")
     versions.add_argument("--index", required=True, help="folder or fsspec URL of an index")
     versions.add_argument("--prune", type=int, metavar="N",
                           help="first delete all but the newest N versions and abandoned builds")
     versions.set_defaults(func=cmd_versions)
 
+
+def _add_export(sub) -> None:
     export = sub.add_parser("export", help="write the graph for graph tools: GraphML, GEXF, "
                             "Neo4j's bulk-import CSVs, or plain CSV")
     stored_index(export)
@@ -689,12 +716,16 @@ def build_parser() -> argparse.ArgumentParser:
                       "relationships between them")
     export.set_defaults(func=cmd_export)
 
+
+def _add_stats(sub) -> None:
     stats = sub.add_parser("stats", help="print an index's facts and write plots (PNG): "
                            "community sizes, degrees, LLM usage against the limits, stages")
     stored_index(stats)
     stats.add_argument("--out", default="index-stats", help="folder for the PNGs")
     stats.set_defaults(func=cmd_stats)
 
+
+def _add_explore(sub) -> None:
     explore = sub.add_parser("explore", help="write a static, offline site that explores an "
                              "index (community tree, reports, graph, search, facts)")
     stored_index(explore)
@@ -703,6 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--port", type=int, default=8000)
     explore.set_defaults(func=cmd_explore)
 
+
+def _add_serve(sub) -> None:
     serve = sub.add_parser("serve", help="answer queries over HTTP: an OpenAI-compatible API "
                            "(Ray Serve replicas), /v1/query, the explorer")
     stored_index(serve)
@@ -719,8 +752,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="ray: a Ray Serve application (the attached cluster's, or a local "
                        "instance); local: one process, no Ray")
     serve.set_defaults(func=cmd_serve)
-    return parser
-
 
 class Terminated(BaseException):
     """SIGTERM (`ray job stop`, Kubernetes, systemd) raised in the main thread, so the command

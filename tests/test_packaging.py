@@ -3,8 +3,9 @@ prompt-tune and adopt: listed nowhere), and nothing of the test kit is in it or 
 it."""
 
 import ast
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "graphrag_ray"
