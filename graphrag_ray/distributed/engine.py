@@ -30,7 +30,7 @@ def ensure_ray(runtime: RuntimeConfig) -> None:
     import ray
     from ray.data import DataContext
 
-    if not ray.is_initialized():
+    if not ray_initialized():
         address = runtime.ray_address or os.environ.get("RAY_ADDRESS")
         kwargs = {"include_dashboard": False, "log_to_driver": False,
                   "logging_level": logging.WARNING}

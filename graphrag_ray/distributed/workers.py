@@ -19,7 +19,7 @@ import pyarrow as pa
 from graphrag_ray import stopping
 from graphrag_ray.config import RuntimeConfig
 from graphrag_ray.distributed import processes
-from graphrag_ray.distributed.engine import ensure_ray
+from graphrag_ray.distributed.engine import ensure_ray, ray_initialized
 from graphrag_ray.progress import ProgressBar
 
 
@@ -433,10 +433,9 @@ class ClusterDemand:
 
     @classmethod
     def _publish(cls) -> None:
-        import ray
         from ray.autoscaler.sdk import request_resources
 
-        if ray.is_initialized():
+        if ray_initialized():
             request_resources(bundles=[{"CPU": cpus} for cpus, actors in cls._wanted.values()
                                        for _ in range(actors)])
 
@@ -513,8 +512,8 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
 
 def _holds_handles(values) -> bool:
     """Whether any of `values` is a Ray object handle (only a Ray task can read it)."""
-    ray = sys.modules.get("ray")
-    return ray is not None and any(isinstance(v, ray.ObjectRef) for v in values)
+    return ray_initialized() and any(isinstance(v, sys.modules["ray"].ObjectRef)
+                                     for v in values)
 
 
 class _WorkerHost:
