@@ -194,7 +194,7 @@ class CommunitiesConfig(_Section):
     seed: int = 0xDEADBEEF
     resolution: float = Field(1.0, gt=0)
     # Leiden passes per clustering (leidenalg's default, 2). -1 iterates until nothing moves:
-    # marginally better partitions, but ~60 passes on a 10^5-node graph (200 s instead of 11 s).
+    # marginally better partitions, for many times the passes on a large graph.
     leiden_iterations: int = Field(2, ge=-1)
     # Connected components smaller than this are not clustered: they join the community of
     # the names they are mentioned with (`index/graph/provenance.py`) instead of producing one

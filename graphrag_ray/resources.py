@@ -28,10 +28,8 @@ def use_system_allocator_for_arrow() -> None:
 
 # A build's driver makes millions of short-lived lists, tuples and dicts (rows turned into
 # Python, per-community contexts); at Python's default (a young collection every 700
-# allocations, a middle one every 10 of those) its collector ran ~3,000 times in a 1% update
-# of a 100M-token index, 17 of them over every object (2.0 of its 2.5 s); with these, 35
-# collections in 0.9 s. Run after run in the same hour: deletion 71.1 -> 69.3 s, add 90.2 ->
-# 86.4 s (the rest of the difference is the machine's noise).
+# allocations, a middle one every 10 of those) its collector runs thousands of times in a
+# large update, many of them over every object; these thresholds collect a few dozen times.
 BUILD_GC_THRESHOLDS = (50_000, 20, 20)
 
 

@@ -165,10 +165,8 @@ def warm_up(runtime: RuntimeConfig, meanwhile: Callable[[], T] | None = None) ->
     that needs none (threads: an update reads its carried passage scans) and returns its
     handle. Joining is mostly the driver's interpreter (Ray's imports, connecting), which a
     busy thread starves at Python's default switch interval, a turn of 5 ms each time the
-    joining waits on a file or a socket: the imports took 6.2 s instead of 0.7, the joining
-    5.4 s instead of 3.3. So Ray's modules are imported before `meanwhile` starts, and the
-    interval is short while Ray starts (an update of a 100M-token index: 6.7 s of Ray's
-    start against 2.9 s of reading scans beside it)."""
+    joining waits on a file or a socket. So Ray's modules are imported before `meanwhile`
+    starts, and the interval is short while Ray starts."""
     if runtime.engine != "ray":
         return meanwhile() if meanwhile is not None else None
     import ray.data  # noqa: F401 - (imported alone: see above)

@@ -370,9 +370,8 @@ def same_texts(previous: IndexVersion, staged: IndexVersion, table: str, columns
     """Ids whose `columns` hold the same text in `staged` as in `previous` (a null as an
     empty text). The rows of a part the update linked from `previous` (`link_parts`) are
     the previous rows as they were; the others' texts are compared in Arrow with the
-    previous rows of their ids (reading both tables' texts whole was 4.3 s of a 1% update
-    of a 100M-token index: its reports' full contents are 400 MB; a Python digest per row
-    was 5 s before that)."""
+    previous rows of their ids (not both tables' texts read whole: a large index's reports
+    hold hundreds of MB of contents)."""
     same = [part.column("id").combine_chunks()
             for part in staged.iter_table(table, ["id"], linked=True)]
     written = list(staged.iter_table(table, ["id", *columns], linked=False))
@@ -420,8 +419,7 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
 CARRIED_VECTOR_PARTS = "part-carried-"
 # Bytes of vectors per carried part. One part per share held half a 100M-token index's
 # text-unit vectors (~450 MB), which every reader of the table (the vector index's sync, a
-# brute-force search) holds whole. (The update's driver peak in the sync, 4.1 GB, was 3.95
-# GB with these parts: the sync itself holds more; see the issue's note.)
+# brute-force search) holds whole.
 CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 # A previous part this long is carried as it is (linked), its vectors neither decoded nor
 # encoded again: the embedded parts a build writes (`embed.feed.ROWS_PER_PART`, 1,024) and

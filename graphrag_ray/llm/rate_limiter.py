@@ -38,12 +38,11 @@
   waits on. So the calls that a full window pushes into the next minute are those that end
   the build one call's latency after it frees. In arrival order the gleanings admitted last
   were the longest (a chunk that took long to answer is also the one with most left to
-  find): Carol at 20 ms per output token ended extraction at 86.6-93.1 s, was 94.8. Without
-  the line, whichever waiting thread woke first took each freed place: summaries finished
-  in no particular order, most communities' last summary came late, and the reports waited
-  for nearly all of them (Carol: utilization 0.81 -> 0.89). Asking every summary before any
-  report, or every report before the remaining summaries, each left chains of a summary and
-  reports one after another for the third minute (0.85, 0.88);
+  find), so ordering them ends extraction sooner. Without the line, whichever waiting thread
+  woke first took each freed place: summaries finished in no particular order, most
+  communities' last summary came late, and the reports waited for nearly all of them.
+  Asking every summary before any report, or every report before the remaining summaries,
+  each left chains of a summary and reports one after another at the end;
 - a Retry-After from the provider pauses every caller until it passes;
 - every request that reached the provider is counted here, per stage, when it is released:
   this ledger lives with the budget (on the head node on Ray), so a worker that dies and is

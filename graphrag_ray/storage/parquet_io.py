@@ -31,11 +31,9 @@ def write_parquet(fs: fsspec.AbstractFileSystem, path: str, table: pa.Table,
                   read_whole: bool = False) -> None:
     """Written whole (see `write_atomically`): a retried writer replaces it, a reader never
     sees half of it. `read_whole`: a work file no reader takes rows of by number, written in
-    Arrow's default row groups (the small ones `row_group_rows` gives are twice as slow to
-    encode: the 100M-token entities' structure, 4.4 s against 1.9), without dictionaries:
-    its columns are mostly distinct values (ids, titles, descriptions, lists of rows), where
-    a dictionary is built to be dropped (a merged shard's structure: 10.8 -> 4.3 ms to
-    write, 765 -> 560 KB; its block 14.4 -> 12.7 ms)."""
+    Arrow's default row groups (the small ones `row_group_rows` gives are slower to
+    encode), without dictionaries: its columns are mostly distinct values (ids, titles,
+    descriptions, lists of rows), where a dictionary is built to be dropped."""
     buffer = io.BytesIO()
     pq.write_table(table, buffer, compression="zstd", use_dictionary=not read_whole,
                    row_group_size=None if read_whole else row_group_rows(table))

@@ -238,8 +238,7 @@ def merge_entities(entity_instances: pa.Table, mentions: pa.Table, state: bool =
     """Entities by title (in title order): the majority type, the distinct descriptions and
     text units in instance order (the records' units, then the mentions'). Grouped in Arrow,
     not a row at a time: an update merges again every title its changes touch, with all its
-    instances, and the most mentioned titles hold most instances (a Python loop was 13 s of
-    a 1% update of a 100M-token index). `state`: the instances are numbered (`UNIT_ROW`),
+    instances, and the most mentioned titles hold most instances. `state`: the instances are numbered (`UNIT_ROW`),
     and each entity keeps what merging it again from its row needs (`ENTITY_STATE`)."""
     stats = MergeStats(entity_instances=entity_instances.num_rows)
     named = entity_instances.column("title")

@@ -157,7 +157,8 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
     their rows are unchanged (`unchanged`: per row of the driver's `table`, by id), the rows
     they no longer serve (changed, gone, or left out before) left out
     (`IndexVersion.link_parts`). A 1% add to a 100M-token index changes a few % of the
-    entities and relationships, spread over every part: writing them all again was 14 s.
+    entities and relationships, spread over every part: writing them all again would
+    rewrite the whole tables for a few changed rows.
     "Most" weighs each row by its lists' lengths (`_row_weights`: the entities an update
     touches are often the most mentioned, whose rows are the longest), so a part's left-out
     rows stay under `LEFT_OUT_SHARE` of its bytes, roughly, not only of its rows. Returns
