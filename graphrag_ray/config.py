@@ -351,6 +351,9 @@ DEFAULT_PRICES: dict[str, tuple[float, ...]] = {
 
 
 class LLMConfig(_Section):
+    # What sends the requests (`llm/providers.py`): openai (any OpenAI-compatible endpoint at
+    # api_base), another registered name, an installed plugin's, or module:attribute.
+    provider: str = "openai"
     api_base: str | None = None
 
     @field_validator("api_base")
@@ -506,7 +509,7 @@ class EmbeddingsConfig(LLMConfig):
         (`auto` keeps the local model to corpora within `local_max_tokens`)."""
         if self.method != "auto":
             return self.method
-        if self.api_base:
+        if self.api_base or self.provider != "openai":
             return "api"
         if corpus_tokens is not None and corpus_tokens > self.local_max_tokens:
             return "hashing"
@@ -886,6 +889,9 @@ def config_from_data(data: dict[str, Any], overrides: list[str] | None = None,
         raise ConfigError(f"embeddings.batch needs an embeddings endpoint (embeddings.api_base, "
                           f"in {source}): the offline embeddings make no calls")
     for name, section in (("llm", config.llm), ("embeddings", config.embeddings)):
+        if section.batch and section.provider != "openai":
+            raise ConfigError(f"{name}.batch uses the OpenAI Batch API (in {source}): "
+                              f"provider {section.provider} sends requests online")
         if section.batch and not config.cache.enabled:
             raise ConfigError(f"{name}.batch needs the response cache (cache.enabled: true, "
                               f"in {source}): batch replies reach the build through it")

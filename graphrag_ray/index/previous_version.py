@@ -98,6 +98,8 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
     settings = {k: v for k, v in config.public_dict().items() if k in content}
     # Of the endpoints, what the replies depend on (not where they are, nor their limits).
     settings["llm"] = {k: settings["llm"][k] for k in ("model", "temperature")}
+    if config.llm.provider != "openai":  # (left out by default: earlier indexes match)
+        settings["llm"]["provider"] = config.llm.provider
     settings["embeddings"] = {k: settings["embeddings"][k] for k in (
         "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens",
         "local_precision", "local_summary_tokens")}

@@ -29,6 +29,8 @@ from graphrag_ray import stopping
 from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache, cache_key
+from graphrag_ray.llm.providers import (
+    ProviderError, open_provider, provider_factory, register_provider)
 from graphrag_ray.llm.rate_limiter import Settlement
 from graphrag_ray.llm.replies import visible_reply, visible_stream
 from graphrag_ray.llm.request_kinds import REQUEST_ABOUT_HEADER, REQUEST_KIND_HEADER
@@ -78,6 +80,10 @@ def _openai_client(config: LLMConfig, timeout: float, max_retries: int) -> opena
                                   api_key=key, timeout=timeout, max_retries=max_retries)
     return openai.OpenAI(base_url=config.api_base, api_key=key, timeout=timeout,
                          max_retries=max_retries)
+
+
+register_provider("openai", lambda config: _openai_client(config, config.request_timeout,
+                                                          max_retries=0))
 
 
 class LLMCallError(LLMError):
@@ -193,7 +199,8 @@ class _EndpointClient:
     def __init__(self, config: LLMConfig, limiter=None, cache: ResponseCache | None = None,
                  encoding: str = "cl100k_base", stage: str = "", batch=None,
                  declared: dict | None = None):
-        require_api_base(config)
+        if config.provider == "openai":
+            require_api_base(config)
         self.config = config
         self.stage = stage
         self.declared = declared or {}
@@ -201,8 +208,8 @@ class _EndpointClient:
         self.limiter = limiter
         self.cache = cache
         self.encoding = encoding
-        # We retry ourselves, under the shared budget.
-        self._client = _openai_client(config, config.request_timeout, max_retries=0)
+        # The provider's client (`providers.py`); we retry ourselves, under the shared budget.
+        self._client = open_provider(config)
         self._lock = threading.Lock()
         self.usage = Usage()
         # Set once the endpoint has answered anything (shared by scoped clones): until then a
@@ -249,7 +256,7 @@ class _EndpointClient:
                 response = request(lease)
                 self._reached.set()
                 return response, lease
-            except (openai.APIError, ErrorInBody) as exc:
+            except (openai.APIError, ErrorInBody, ProviderError) as exc:
                 status = getattr(exc, "status_code", None)
                 learned = reshape(exc, lease) if reshape and _teaches_shape(exc) \
                     and reshapes < _MAX_RESHAPES else None
@@ -259,7 +266,8 @@ class _EndpointClient:
                         self.limiter.release(lease, Settlement(0, learned_shape=learned))
                     continue
                 retry_after = retry_after_seconds(exc)
-                retryable = isinstance(exc, (openai.APIConnectionError, ErrorInBody)) or \
+                retryable = isinstance(exc, (openai.APIConnectionError, ErrorInBody,
+                                             ProviderError)) or \
                     status in _RETRYABLE_STATUS or (status is not None and status >= 500)
                 if unreachable(exc) and not self._reached.is_set():
                     retryable = False
@@ -458,6 +466,9 @@ class ChatClient(_EndpointClient):
         without a leading reasoning block. Retries happen before the first piece; a stream
         that breaks later raises."""
         import openai
+        if not getattr(self._client, "streams", True):  # (a provider that answers whole)
+            yield self.complete(messages, max_tokens=max_tokens, cache_tag=cache_tag, kind=kind)
+            return
         key = self._prepare(messages, max_tokens, None, cache_tag)
         hit = self._cached(key)
         if hit is not None:
@@ -554,7 +565,7 @@ def retry_after_seconds(exc: Exception) -> float | None:
 
 def classify_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
     import openai
-    endpoint = config.api_base
+    endpoint = config.api_base or f"provider {config.provider}"
     if isinstance(exc, openai.APITimeoutError):
         return LLMCallError(f"request to {endpoint} timed out after {config.request_timeout:g}s "
                             f"({config.max_retries} retries)")
@@ -612,8 +623,12 @@ def unreachable(exc: BaseException) -> bool:
 
 def check_endpoint(config: LLMConfig) -> None:
     """Fail before any work when the endpoint is unset, unreachable or rejects the key: a
-    refused connection at once, a timeout after one more try."""
+    refused connection at once, a timeout after one more try. (Another provider's client
+    is its own to check: its first call tells.)"""
     import openai
+    if config.provider != "openai":
+        provider_factory(config.provider)  # (a name that does not load is said now)
+        return
     require_api_base(config)
     client = _openai_client(config, min(config.request_timeout, 15.0), max_retries=0)
     for attempt in range(2):

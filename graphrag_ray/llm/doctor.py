@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from graphrag_ray.config import GraphRagConfig, LLMConfig
-from graphrag_ray.errors import LLMError
+from graphrag_ray.errors import GraphRagError, LLMError
 
 # The provider's limits, as OpenAI, Azure and many proxies state them on every reply.
 _LIMIT_HEADERS = {"requests_per_minute": "x-ratelimit-limit-requests",
@@ -76,6 +76,13 @@ def _reachable(config: LLMConfig, kind: str) -> list[Check]:
 
     from graphrag_ray.llm.client import _openai_client, classify_error, require_api_base
 
+    if config.provider != "openai":  # (its own client: the calls below are its check)
+        from graphrag_ray.llm.providers import provider_factory
+        try:
+            provider_factory(config.provider)
+        except GraphRagError as exc:
+            return [Check("fail", str(exc))]
+        return [Check("ok", f"{kind} provider {config.provider} loads")]
     try:
         require_api_base(config)
     except LLMError as exc:
