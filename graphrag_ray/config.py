@@ -574,6 +574,9 @@ class VectorIndexConfig(_Section):
     re-scoring more than k, 0.957 at 40 probes re-scoring 3k (p50 48 ms; brute force
     160 ms and 3.9 GB held)."""
     changes_content: ClassVar[bool] = False
+    # Where (`storage/vector_stores.py`): lance, another registered name, an installed
+    # plugin's, or module:attribute. The fields below index_type are Lance's.
+    store: str = "lance"
     ann_min_rows: int = Field(100_000, gt=0, description="rows from which a table gets an "
                               "approximate index")
     index_type: Literal["IVF_SQ", "IVF_FLAT", "IVF_PQ", "IVF_HNSW_SQ", "IVF_RQ"] = "IVF_SQ"

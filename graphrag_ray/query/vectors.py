@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import GraphRagError
-from graphrag_ray.storage.lance_vectors import (
-    LanceVectors, lance_options, lance_uri, vector_matrix)
+from graphrag_ray.storage.lance_vectors import vector_matrix
+from graphrag_ray.storage.vector_stores import store_of
 from graphrag_ray.storage.row_reader import RowReader
 
 
@@ -38,15 +38,16 @@ def open_vectors(name: str, stored: Callable[[str], RowReader],
     the build made one, else brute force over the table (`stored(name)`: its rows). An
     approximate index that cannot be opened (pylance missing, its files gone) is said, and
     the table is searched brute force: the question is still answered."""
-    store, uri = vector_stores.get(name), lance_uri(index_url, name)
-    if store and uri is not None:
+    entry = vector_stores.get(name)
+    if entry:
         try:
-            return LanceVectors.open(uri, int(store["version"]),
-                                     lance_options(index_url, storage_options), config)
+            store = store_of(entry)
+            if store.reaches(index_url):
+                return store.open(index_url, storage_options, name, entry, config)
         except (GraphRagError, OSError, ValueError) as exc:
-            warnings.warn(f"{name}: its approximate index at {uri} (version "
-                          f"{store['version']}) cannot be opened ({exc}); searching its "
-                          "table brute force", stacklevel=2)
+            warnings.warn(f"{name}: its approximate index ({entry.get('store', 'lance')}, "
+                          f"version {entry.get('version')}) cannot be opened ({exc}); "
+                          "searching its table brute force", stacklevel=2)
     return VectorTable.from_groups(stored(name))
 
 

@@ -37,7 +37,6 @@ from fsspec.implementations.local import LocalFileSystem
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
-from graphrag_ray.storage.lance_vectors import forget_versions_before, lance_options, lance_uri
 from graphrag_ray.storage.manifest import Manifest
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 from graphrag_ray.storage.row_reader import RowReader
@@ -523,12 +522,14 @@ class IndexStore:
     def _forget_vector_versions(self, kept: set[str]) -> None:
         """The approximate indexes' versions that no kept version searches, removed (each
         table's dataset keeps its versions from the oldest one a kept version names)."""
-        oldest: dict[str, int] = {}
+        from graphrag_ray.storage.vector_stores import DEFAULT_STORE, vector_store
+
+        oldest: dict[tuple[str, str], int] = {}
         for version in kept:
-            for table, store in self._version(version).read_manifest().vector_stores.items():
-                oldest[table] = min(oldest.get(table, store["version"]), store["version"])
-        for table, version in oldest.items():
-            uri = lance_uri(self.url, table)
-            if uri is not None:
-                forget_versions_before(uri, lance_options(self.url, self.fs.storage_options),
-                                       version)
+            for table, entry in self._version(version).read_manifest().vector_stores.items():
+                key = (entry.get("store") or DEFAULT_STORE, table)
+                oldest[key] = min(oldest.get(key, entry["version"]), entry["version"])
+        for (name, table), version in oldest.items():
+            store = vector_store(name)
+            if store.reaches(self.url):
+                store.forget_before(self.url, self.fs.storage_options, table, version)

@@ -327,3 +327,29 @@ def forget_versions_before(uri: str, options: dict[str, str], oldest_kept: int) 
     # Versions are numbered one by one: the last `latest - oldest_kept + 1` are those kept.
     dataset.cleanup_old_versions(retain_versions=dataset.latest_version - oldest_kept + 1)
     return len(versions) - len(_open_latest(lance, uri, options).versions())
+
+
+class LanceStore:
+    """Lance as a vector store (`storage/vector_stores.py`): a dataset per table beside the
+    index, versioned, IVF-indexed."""
+
+    def reaches(self, index_url: str) -> bool:
+        return lance_uri(index_url, "_") is not None
+
+    def sync(self, index_url: str, storage_options: dict, table: str,
+             parts: Callable[[pa.Array | None], Iterator[pa.Table]], config: VectorIndexConfig,
+             kept_ids: pa.Array | None, previous: dict | None) -> dict:
+        kept = KeptVectors(kept_ids, int(previous["version"])) \
+            if previous and kept_ids is not None else None
+        return sync_vectors(lance_uri(index_url, table), lance_options(
+            index_url, storage_options), parts, config, kept).as_json(table)
+
+    def open(self, index_url: str, storage_options: dict, table: str, entry: dict,
+             config: VectorIndexConfig) -> LanceVectors:
+        return LanceVectors.open(lance_uri(index_url, table), int(entry["version"]),
+                                 lance_options(index_url, storage_options), config)
+
+    def forget_before(self, index_url: str, storage_options: dict, table: str,
+                      oldest_kept: int) -> int:
+        return forget_versions_before(lance_uri(index_url, table),
+                                      lance_options(index_url, storage_options), oldest_kept)

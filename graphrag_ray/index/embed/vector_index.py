@@ -1,7 +1,8 @@
-"""The vector index stage: each embeddings table long enough to need it gets its Lance
-dataset brought to this version's rows (`storage/lance_vectors.sync_vectors`), so that
-queries search it approximately instead of holding it in memory. Shorter tables are searched
-brute force from their Parquet table and need nothing here."""
+"""The vector index stage: each embeddings table long enough to need it gets its copy in the
+configured vector store (`vector_index.store`, `storage/vector_stores.py`; Lance by default)
+brought to this version's rows, so that queries search it approximately instead of holding
+it in memory. Shorter tables are searched brute force from their Parquet table and need
+nothing here."""
 
 from __future__ import annotations
 
@@ -12,32 +13,33 @@ import pyarrow.compute as pc
 
 from graphrag_ray.index.carry_over import CARRIED_VECTOR_PARTS
 from graphrag_ray.index.context import BuildContext
-from graphrag_ray.storage.lance_vectors import (
-    KeptVectors, lance_options, lance_uri, sync_vectors)
+from graphrag_ray.storage.vector_stores import vector_store
 
 
 def index_vectors(ctx: BuildContext, embedded: dict[str, int],
                   carried: dict[str, pa.ChunkedArray] | None = None,
                   previous_stores: dict[str, dict] | None = None) -> dict[str, dict]:
-    """Per table synced: what the manifest records (`vector_stores`): the Lance version
-    this index version searches, and what the sync added, deleted, trained. An update's
-    `carried` ids per table (vectors copied unchanged from the previous version, whose
-    `previous_stores` name its Lance versions) are not read again (`KeptVectors`)."""
+    """Per table synced: what the manifest records (`vector_stores`): the store, the version
+    of its copy this index version searches, and what the sync did. An update's `carried`
+    ids per table (vectors copied unchanged from the previous version, whose
+    `previous_stores` name the store's versions) need not be read again."""
     config, staged = ctx.config.vector_index, ctx.staged
+    store = vector_store(config.store)
     stores: dict[str, dict] = {}
     for table, rows in sorted(embedded.items()):
-        uri = lance_uri(staged.url, table)
-        if rows < config.ann_min_rows or uri is None:
+        if rows < config.ann_min_rows or not store.reaches(staged.url):
             continue
         ctx.progress(f"[vector_index] {table}: {rows:,} vectors")
         before = (previous_stores or {}).get(table)
-        kept = KeptVectors(carried[table].combine_chunks(), int(before["version"])) \
-            if before and carried and table in carried else None
-        figures = sync_vectors(uri, lance_options(staged.url, staged.fs.storage_options),
-                               partial(_parts, staged, table,
-                                       _distinct(kept.ids) if kept is not None else None),
-                               config, kept)
-        stores[table] = figures.as_json(table)
+        if before and before.get("store", "lance") != config.store:
+            before = None  # (another store's versions say nothing of this one's)
+        kept = carried[table].combine_chunks() if before and carried and table in carried \
+            else None
+        entry = store.sync(staged.url, staged.fs.storage_options, table,
+                           partial(_parts, staged, table,
+                                   _distinct(kept) if kept is not None else None),
+                           config, kept, before)
+        stores[table] = {**entry, "store": config.store}
     return stores
 
 
