@@ -604,6 +604,9 @@ class OutputConfig(_Section):
     # Published versions to keep after a build (older ones and abandoned builds are deleted);
     # None keeps them all.
     keep_versions: int | None = Field(None, ge=1)
+    # Where each published version's graph also goes (`storage/graph_stores.py`): names,
+    # installed plugins' or module:attribute.
+    graph_stores: list[str] = []
     # Tables longer than this are written as numbered parts in a folder (read back as one).
     rows_per_part: int = Field(1_000_000, gt=0)
 

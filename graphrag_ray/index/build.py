@@ -15,6 +15,7 @@ import time
 from graphrag_ray import stopping
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
+from graphrag_ray.errors import GraphRagError
 from graphrag_ray.distributed.processes import local_processes
 from graphrag_ray.index.carry_over import previous_numbers
 from graphrag_ray.index.chunks.positions import file_numbers
@@ -34,6 +35,7 @@ from graphrag_ray.progress import estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.resources import fewer_collections
 from graphrag_ray.storage import IndexStore, Manifest
+from graphrag_ray.storage.graph_stores import graph_store
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,6 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             if config.output.keep_versions:
                 for pruned in store.prune(config.output.keep_versions):
                     progress(f"pruned index version {pruned}")
-            return manifest
         except BaseException:
             if stopping.stop_requested():
                 ctx.services.stop()  # before anything else: no worker on any node calls again
@@ -121,6 +122,22 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         finally:
             state.close()
             ctx.services.close()
+    _send_to_graph_stores(config, store, manifest, progress)
+    return manifest
+
+
+def _send_to_graph_stores(config: GraphRagConfig, store: IndexStore, manifest,
+                          progress: Progress) -> None:
+    """The published version to each of `output.graph_stores`; one that fails is said with
+    the version it missed (published all the same)."""
+    for name in config.output.graph_stores:
+        try:
+            progress(f"graph store {name}: {graph_store(name).write(store.open())}")
+        except GraphRagError:
+            raise
+        except Exception as exc:
+            raise GraphRagError(f"index version {manifest.version} was published, but graph "
+                                f"store {name} failed: {type(exc).__name__}: {exc}") from None
 
 
 def stopped_summary(ctx: BuildContext) -> str:
