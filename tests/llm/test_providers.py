@@ -11,7 +11,7 @@ from graphrag_ray.errors import ConfigError
 from graphrag_ray.index.build import build_index
 from graphrag_ray.llm import providers
 from graphrag_ray.llm.client import ChatClient
-from graphrag_testkit import in_process
+from graphrag_testkit import in_process, numpy_store
 
 PLUGIN = "graphrag_testkit.in_process:provider"
 
@@ -24,7 +24,11 @@ def _plugin_config(engine: str):
 
 
 def test_an_out_of_tree_provider_builds_and_answers(carol_excerpt, tmp_path):
+    """With an out-of-tree vector store too: nothing of OpenAI's or Lance's in the build."""
     config = _plugin_config("local")
+    config.vector_index.store = "graphrag_testkit.numpy_store:store"
+    config.vector_index.ann_min_rows = 1
+    searches = numpy_store.store.searches
     in_process.CALLS.clear()
     manifest = build_index(str(carol_excerpt), str(tmp_path / "index"), config,
                            progress=lambda _: None)
@@ -36,6 +40,8 @@ def test_an_out_of_tree_provider_builds_and_answers(carol_excerpt, tmp_path):
     for method in ("global", "local", "basic"):
         result = index.search(method, "Who is Scrooge?")
         assert result.answer.strip(), method
+    assert numpy_store.store.searches > searches
+    assert {e["store"] for e in manifest.vector_stores.values()} == {config.vector_index.store}
     # A question was embedded through the plugin too, and streaming fell back to one piece.
     assert in_process.CALLS.count("embeddings") > manifest.llm_usage.stages["embed"].calls
     pieces = list(ChatClient(config.llm).stream(
