@@ -368,10 +368,10 @@ def _batch_rounds(config: GraphRagConfig) -> int:
 
 def calls_with(stage, config: GraphRagConfig) -> str | None:
     """The endpoint a stage calls with these settings (None: it runs offline here): the
-    merge calls the chat model only to confirm entity resolution's pairs, the summaries and
+    resolution calls the chat model only to confirm its pairs, the summaries and
     reports only when one of them is by the LLM, embed only an embeddings endpoint."""
     if stage.calls == "chat":
-        if stage.name == "merge":
+        if stage.name == "resolve_entities":
             uses = config.resolution.enabled and config.resolution.confirm_with_llm
         elif stage.name.startswith("summaries_and_reports"):
             uses = config.uses_llm(config.summarize.method) or \

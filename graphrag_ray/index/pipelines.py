@@ -43,7 +43,7 @@ from graphrag_ray.index.extract.stage import (
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.numbers import NUMBERED, number_elements
 from graphrag_ray.index.graph.stage import (
-    POSITIONS, Graph, find_communities, lay_out, merge_graph)
+    POSITIONS, Graph, Merged, find_communities, lay_out, merge_shards, resolved_graph)
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.previous_version import PREVIOUS_PARTITION, UpdateBase
@@ -84,6 +84,7 @@ class BuildState:
     reading_tables: ReadingTables | None = None  # being written by a thread
     skipped: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    merged: Merged | None = None  # the merge's product, until resolution takes it
     graph: Graph | None = None
     communities: list[Community] | None = None
     communities_table: CommunitiesTable | None = None  # being written by a thread
@@ -202,11 +203,16 @@ def _run_merge(ctx: BuildContext, state: BuildState) -> None:
     carried, update = state.carried, state.update
     if update is not None:
         update.tables.read_ahead(_READ_DURING_MERGE)
-    state.graph = number_elements(
-        merge_graph(ctx, state.shards, state.extraction,
-                    carried.url if carried is not None else None,
-                    carried.status.column("text_unit_id") if carried is not None else None),
-        update.tables if update is not None else None)
+    state.merged = merge_shards(
+        ctx, state.shards, state.extraction, carried.url if carried is not None else None,
+        carried.status.column("text_unit_id") if carried is not None else None)
+
+
+def _run_resolve(ctx: BuildContext, state: BuildState) -> None:
+    update = state.update
+    state.graph = number_elements(resolved_graph(ctx, state.merged, state.extraction),
+                                  update.tables if update is not None else None)
+    state.merged = None  # (its tables are the graph's now)
     if EXTRACTION_METHODS[ctx.config.extraction.method].calls_llm and \
             not state.graph.entities.num_rows:
         raise GraphRagError(_nothing_extracted(state.extraction))
@@ -356,9 +362,12 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored", "update"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
-    Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("graph",),
+    Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("merged",),
+          timed=False, about="instances merged per shard"),
+    Stage("resolve_entities", _run_resolve, reads=("merged", "extraction"), writes=("graph",),
           calls="chat", timed=False,
-          about="instances merged per shard (and entities resolved, when enabled)"),
+          about="entities that are one resolved (resolution.enabled); the graph's "
+                "descriptions placed, claims written, degrees and numbers given"),
     Stage("kept_summaries", _run_kept_summaries, reads=("graph", "update"),
           writes=("kept_summaries",),
           about="an update: the summaries of elements whose descriptions did not change, "
@@ -420,8 +429,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
 ]}
 
 _BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
-          "report_inputs", "merge", "kept_summaries", "summaries_pool", "reading_tables",
-          "communities", "communities_table", "kept_reports", "layout",
+          "report_inputs", "merge", "resolve_entities", "kept_summaries", "summaries_pool",
+          "reading_tables", "communities", "communities_table", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
           "lexical_index", "embed_batch", "embed", "vector_index", "keep_reading"]
 _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
@@ -437,7 +446,7 @@ PIPELINES: dict[str, list[str]] = {
     "nlp_update": ["carry_over", *_NLP],
     # The dry run's proxy graph: the offline build's own first stages.
     "dry_run": ["repeated_passages", "plan_extraction", "extract_nlp", "report_inputs", "merge",
-                "communities"],
+                "resolve_entities", "communities"],
 }
 
 

@@ -206,16 +206,27 @@ def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
 MERGED_READING_THREADS = 4  # (each decodes with Arrow's own threads too)
 
 
-def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
-                previous_url: str | None = None,
-                previous_units: pa.ChunkedArray | None = None) -> Graph:
+@dataclass
+class Merged:
+    """The merge's product, before resolution: the structure in its final order, each
+    shard's (stats, titles) and description block, the unit ids its rows count in."""
+    entities: pa.Table
+    relationships: pa.Table
+    merged: list
+    stats: object
+    unit_ids: pa.Array
+    previous_url: str | None
+
+
+def merge_shards(ctx: BuildContext, shards: int, extraction: pa.Table,
+                 previous_url: str | None = None,
+                 previous_units: pa.ChunkedArray | None = None) -> Merged:
     """Each shard merged by its own task (parallel on Ray), the driver getting the structure
-    in its final order and the address of every element's description; the covariates
-    written by a worker when claims are kept. `extraction`: the extraction's status rows
-    (which document each text unit is of, for resolution). `previous_url` (an update that
-    carried the unchanged files over): the previous reading, whose merged shards are merged
-    again only where the update touched them, when it kept them; `previous_units`: the text
-    unit ids its status table held, which its merged shards number."""
+    in its final order and the address of every element's description. `extraction`: the
+    extraction's status rows. `previous_url` (an update that carried the unchanged files
+    over): the previous reading, whose merged shards are merged again only where the update
+    touched them, when it kept them; `previous_units`: the text unit ids its status table
+    held, which its merged shards number."""
     config = ctx.config
     if previous_url is not None and not merged_shards_kept(previous_url, shards):
         previous_url = None
@@ -232,12 +243,21 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
             (shard_entities, shard_relationships, shard_stats) for
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(
                 read_merged(ctx.work_url, shards), merged)])
-    resolved = resolve_entities(ctx, entities, relationships, [block for _, block in merged],
-                                extraction)
+    return Merged(entities, relationships, merged, stats, unit_ids, previous_url)
+
+
+def resolved_graph(ctx: BuildContext, merged: Merged, extraction: pa.Table) -> Graph:
+    """The merged entities resolved (`resolve/`, when enabled: entities that are one, and
+    mentions that are of another) and the graph finished: each element's description
+    address, the covariates written by a worker when claims are kept, degrees.
+    `extraction`: the status rows (which document each text unit is of)."""
+    config = ctx.config
+    resolved = resolve_entities(ctx, merged.entities, merged.relationships,
+                                [block for _, block in merged.merged], extraction)
     entities, relationships, blocks = resolved.entities, resolved.relationships, resolved.handles
     touched = None
-    if previous_url is not None and not config.resolution.enabled:  # (resolution renames)
-        titles = pa.chunked_array([t for (_, t), _ in merged], type=pa.string())
+    if merged.previous_url is not None and not config.resolution.enabled:  # (renames)
+        titles = pa.chunked_array([t for (_, t), _ in merged.merged], type=pa.string())
         touched = pc.is_in(entities.column("title"), value_set=titles).to_numpy()
     entities, relationships, addresses = place_blocks(entities, relationships, blocks)
     (claims, claims_block), = map_items(build_covariates, [(
@@ -245,11 +265,11 @@ def merge_graph(ctx: BuildContext, shards: int, extraction: pa.Table,
         config.output.rows_per_part, ctx.tokenizer, resolved.renames)],
         config.runtime, keep_blocks=True)
     entities, relationships = add_degrees(entities, relationships)
-    ctx.figures.merge = asdict(stats)
+    ctx.figures.merge = asdict(merged.stats)
     # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
     # communities table.
     return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, resolved.aliases, unit_ids, touched)
+                 claims, claims_block, resolved.aliases, merged.unit_ids, touched)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,
