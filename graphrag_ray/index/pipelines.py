@@ -16,7 +16,7 @@ and one entry in `STAGES`, and its name in the pipelines that run it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -364,7 +364,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="what was read, skipped, warned of; stops when nothing was read"),
     Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("merged",),
           timed=False, about="instances merged per shard"),
-    Stage("resolve_entities", _run_resolve, reads=("merged", "extraction"), writes=("graph",),
+    Stage("resolve_entities", _run_resolve, reads=("merged", "extraction"),
+          writes=("graph", "merged"),
           calls="chat", timed=False,
           about="entities that are one resolved (resolution.enabled); the graph's "
                 "descriptions placed, claims written, degrees and numbers given"),
@@ -406,7 +407,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("write_graph_tables", _run_write_graph_tables,
           reads=("graph", "communities_table", "described", "extraction", "summaries_pool",
                  "text_units"),
-          writes=("counts", "described"), timed=False,
+          writes=("counts", "described", "graph"), timed=False,  # (the graph: released)
           about="entities, relationships, documents, text units, covariates, communities "
                 "and reports written"),
     Stage("lexical_index", _run_lexical_index, reads=("counts", "update"),
@@ -482,11 +483,19 @@ _OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report
 
 
 def run_stages(ctx: BuildContext, state: BuildState, stages: list[Stage]) -> BuildState:
-    """Each stage in turn; a stage that times itself is not timed again."""
+    """Each stage in turn; a stage that times itself is not timed again. A stage that sets
+    a field of the state it does not declare among its `writes` is a bug, said at once (the
+    next stage would read what nobody planned)."""
     for stage in stages:
+        before = {f.name: getattr(state, f.name) for f in fields(state)}
         if stage.timed:
             with ctx.stage(stage.name):
                 stage.run(ctx, state)
         else:
             stage.run(ctx, state)
+        undeclared = sorted(name for name, value in before.items()
+                            if getattr(state, name) is not value and name not in stage.writes)
+        if undeclared:
+            raise RuntimeError(f"stage {stage.name} set {', '.join(undeclared)}, which it does "
+                               "not declare among its writes")
     return state

@@ -60,3 +60,29 @@ def test_the_dry_run_lists_the_pipeline(carol_excerpt):
     assert [s["stage"] for s in estimate["pipeline"]["stages"]] == [
         s.name for s in pipeline("standard", config)]
     assert "extract (chat) -> report_inputs" in format_estimate(estimate)
+
+
+def test_a_stage_that_sets_what_it_does_not_declare_is_stopped():
+    """The runner holds every stage to its `writes`: setting another field of the state is
+    a bug said at once, not a surprise for a later stage."""
+    import dataclasses
+
+    import numpy as np
+    import pytest
+
+    from graphrag_ray.index.pipelines import BuildState, Stage, run_stages
+
+    def sneaky(ctx, state):
+        state.warnings = ["set", "without", "saying"]
+        state.counts = {"entities": 1}
+
+    class Ctx:  # what `run_stages` uses of a BuildContext: nothing, for an untimed stage
+        pass
+
+    state = BuildState("in", "in", [], np.zeros(0), [], 1, [])
+    honest = dataclasses.replace(STAGES["report_inputs"], run=lambda ctx, s: None)
+    run_stages(Ctx(), state, [honest])
+    with pytest.raises(RuntimeError, match="stage sneaky set counts, warnings, which it does "
+                                           "not declare"):
+        run_stages(Ctx(), state, [Stage("sneaky", sneaky, writes=("skipped",), timed=False,
+                                        about="a test")])
