@@ -95,7 +95,7 @@ def test_a_circle_is_found():
 LAYERS = [
     ["errors", "stopping"],
     ["config", "schema", "tokens", "terms", "sentences", "resources", "progress",
-     "prompts_loader", "storage", "tokenizers", "grouped", "arrow_rows"],
+     "prompts_loader", "storage", "tokenizers", "grouped", "arrow_rows", "plugins"],
     ["llm", "input", "distributed"],
     ["index"],
     ["query"],

@@ -18,12 +18,10 @@ every Ray worker imports too.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
-from graphrag_ray.errors import ConfigError
+from graphrag_ray.plugins import find_plugin
 
 ENTRY_POINT_GROUP = "graphrag_ray.providers"
 
@@ -40,20 +38,7 @@ def register_provider(name: str, factory: Callable[[Any], Any]) -> None:
 
 def provider_factory(name: str) -> Callable[[Any], Any]:
     """The factory `name` names: registered, an entry point, or `module:attribute`."""
-    if name in PROVIDERS:
-        return PROVIDERS[name]
-    found = [point for point in entry_points(group=ENTRY_POINT_GROUP) if point.name == name]
-    if found:
-        return found[0].load()
-    if ":" in name:
-        module, _, attribute = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"provider {name!r} cannot be loaded: {exc}") from None
-    known = sorted(set(PROVIDERS) | {p.name for p in entry_points(group=ENTRY_POINT_GROUP)})
-    raise ConfigError(f"unknown provider {name!r}: known ones are {', '.join(known)}, or "
-                      "give one as module:attribute")
+    return find_plugin("provider", name, PROVIDERS, ENTRY_POINT_GROUP)
 
 
 def open_provider(config) -> Any:

@@ -12,11 +12,9 @@ group, or as `module:attribute`.
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
 from typing import Protocol
 
-from graphrag_ray.errors import ConfigError
+from graphrag_ray.plugins import find_plugin
 
 ENTRY_POINT_GROUP = "graphrag_ray.graph_stores"
 
@@ -34,18 +32,4 @@ def register_graph_store(name: str, store: GraphStore) -> None:
 
 def graph_store(name: str) -> GraphStore:
     """The store `name` names: registered, an entry point, or `module:attribute`."""
-    if name in GRAPH_STORES:
-        return GRAPH_STORES[name]
-    found = [point for point in entry_points(group=ENTRY_POINT_GROUP) if point.name == name]
-    if found:
-        return found[0].load()
-    if ":" in name:
-        module, _, attribute = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"graph store {name!r} cannot be loaded: {exc}") from None
-    known = sorted(set(GRAPH_STORES) | {p.name for p in entry_points(group=ENTRY_POINT_GROUP)})
-    raise ConfigError(f"unknown graph store {name!r}: "
-                      f"{'known ones are ' + ', '.join(known) if known else 'none is installed'}"
-                      ", or give one as module:attribute")
+    return find_plugin("graph store", name, GRAPH_STORES, ENTRY_POINT_GROUP)

@@ -12,15 +12,13 @@ the `graphrag_ray.vector_stores` group, or as `module:attribute`. Lance is the f
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from graphrag_ray.config import VectorIndexConfig
-from graphrag_ray.errors import ConfigError
+from graphrag_ray.plugins import find_plugin
 from graphrag_ray.storage.lance_vectors import LanceStore
 
 ENTRY_POINT_GROUP = "graphrag_ray.vector_stores"
@@ -55,20 +53,7 @@ def register_vector_store(name: str, store: VectorStore) -> None:
 
 def vector_store(name: str) -> VectorStore:
     """The store `name` names: registered, an entry point, or `module:attribute`."""
-    if name in VECTOR_STORES:
-        return VECTOR_STORES[name]
-    found = [point for point in entry_points(group=ENTRY_POINT_GROUP) if point.name == name]
-    if found:
-        return found[0].load()
-    if ":" in name:
-        module, _, attribute = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"vector store {name!r} cannot be loaded: {exc}") from None
-    known = sorted(set(VECTOR_STORES) | {p.name for p in entry_points(group=ENTRY_POINT_GROUP)})
-    raise ConfigError(f"unknown vector store {name!r}: known ones are {', '.join(known)}, or "
-                      "give one as module:attribute")
+    return find_plugin("vector store", name, VECTOR_STORES, ENTRY_POINT_GROUP)
 
 
 def store_of(entry: dict) -> VectorStore:
