@@ -61,6 +61,17 @@ def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
+def read_part(fs: fsspec.AbstractFileSystem, path: str, columns: list[str] | None,
+              left_out: pa.Array | None) -> pa.Table:
+    """One part of a table without the rows it leaves out (`IndexVersion.left_out`'s ids
+    for it; None: none), for a reader that has only the part's path (a worker's task)."""
+    if left_out is None or not len(left_out):
+        return read_parquet(fs, path, columns)
+    table = read_parquet(fs, path, None if columns is None else list({*columns, "id"}))
+    table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=left_out)))
+    return table if columns is None else table.select(columns)
+
+
 def remove_tree(fs: fsspec.AbstractFileSystem, path: str) -> None:
     """Remove a file, or a folder and everything in it. On local disks not with fsspec's `rm`,
     which asks for the current directory: under `ray job submit` that is the job's
@@ -186,14 +197,7 @@ class IndexVersion:
         for path in self.table_files(name):
             if linked is not None and (_file_name(path) in self._linked.get(name, ())) != linked:
                 continue
-            ids = left_out.get(_file_name(path))
-            if ids is None:
-                yield read_parquet(self.fs, path, columns)
-                continue
-            table = read_parquet(self.fs, path,
-                                 None if columns is None else list({*columns, "id"}))
-            table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=ids)))
-            yield table if columns is None else table.select(columns)
+            yield read_part(self.fs, path, columns, left_out.get(_file_name(path)))
 
     def iter_rows_without(self, name: str, columns: list[str], ids: pa.Array,
                           skip_part: Callable[[str], bool] | None = None):

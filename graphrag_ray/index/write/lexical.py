@@ -22,6 +22,7 @@ from graphrag_ray.config import RuntimeConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.atomic import copy_whole
+from graphrag_ray.storage.index_store import read_part
 from graphrag_ray.storage.lexical_index import (
     LEXICAL, UNITS_SCHEMA, read_catalog, write_catalog, write_segment_of)
 from graphrag_ray.storage.parquet_io import read_parquet
@@ -51,27 +52,22 @@ def _with_titles(units: pa.Table, titles: dict[str, str]) -> pa.Table:
                      "text": units.column("text")})
 
 
-def _part_segment(job: tuple[str, str, str, list[str]], titles: dict[str, str]) -> dict | None:
+def _part_segment(job: tuple[str, str, str, pa.Array | None], titles: dict[str, str]
+                  ) -> dict | None:
     """The segment of one part of the text units table, read where the task runs (the
     driver holds no text); None when no unit of it is indexed."""
     url, name, part_url, left_out = job
-    part_fs, part_path = fsspec.core.url_to_fs(part_url)
-    part = read_parquet(part_fs, part_path, COLUMNS)
-    if left_out:
-        part = part.filter(pc.invert(pc.is_in(part.column("id"),
-                                              value_set=pa.array(left_out, pa.string()))))
-    units = _with_titles(part, titles)
+    units = _with_titles(read_part(*fsspec.core.url_to_fs(part_url), COLUMNS, left_out),
+                         titles)
     if not units.num_rows:
         return None
     fs, folder = fsspec.core.url_to_fs(url)
     return write_segment_of(fs, folder, name, units)
 
 
-def _part_jobs(staged: IndexVersion, url: str) -> list[tuple[str, str, str, list[str]]]:
+def _part_jobs(staged: IndexVersion, url: str) -> list[tuple[str, str, str, pa.Array | None]]:
     left_out = staged.left_out(schema.TEXT_UNITS)
-    return [(url, f"{number:05d}", part_url,
-             left_out[part_url.rsplit("/", 1)[-1]].to_pylist()
-             if part_url.rsplit("/", 1)[-1] in left_out else [])
+    return [(url, f"{number:05d}", part_url, left_out.get(part_url.rsplit("/", 1)[-1]))
             for number, part_url in enumerate(staged.table_urls(schema.TEXT_UNITS))]
 
 
