@@ -27,7 +27,7 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.embeddings import HASHING_MODEL, Embedder
 from graphrag_ray.storage.lexical_index import LEXICAL, LexicalIndex, open_lexical
-from graphrag_ray.llm.services import open_services
+from graphrag_ray.distributed.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.global_search import prepare_level

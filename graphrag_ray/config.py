@@ -14,15 +14,18 @@ import re
 import warnings
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from graphrag_ray.errors import ConfigError
 
-if TYPE_CHECKING:  # the storage layer's imports are not every worker's to pay
-    from graphrag_ray.storage.manifest import Manifest
+
+
+class _BuiltWith(Protocol):
+    """What a manifest (`storage/manifest.py`, a layer above) gives to make a config."""
+    config: dict
 
 
 class _Section(BaseModel):
@@ -949,7 +952,7 @@ def _nearest_key(location: tuple) -> str:
 OLD_LOCAL_MAX_CHUNKS = 256
 
 
-def config_from_manifest(manifest: Manifest, overrides: list[str] | None = None
+def config_from_manifest(manifest: _BuiltWith, overrides: list[str] | None = None
                          ) -> GraphRagConfig:
     """The build's config (it holds no API key: `config_from_data` takes it from the
     environment)."""

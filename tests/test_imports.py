@@ -95,8 +95,10 @@ def test_a_circle_is_found():
 LAYERS = [
     ["errors", "stopping"],
     ["config", "schema", "tokens", "terms", "sentences", "resources", "progress",
-     "prompts_loader", "storage", "tokenizers", "grouped", "arrow_rows", "plugins"],
-    ["llm", "input", "distributed"],
+     "tokenizers", "grouped", "arrow_rows", "plugins", "processes"],
+    ["storage", "prompts_loader"],
+    ["llm", "input"],
+    ["distributed"],
     ["index"],
     ["query"],
     ["api", "explore"],

@@ -1,4 +1,4 @@
-"""The in-process engine's worker processes (`distributed/processes.py`): what runs in them
+"""The in-process engine's worker processes (`processes.py`): what runs in them
 gives the rows threads give, a program's main script is not run again in them, they end
 when their driver is killed, and a build that reads many files uses them and writes the
 tables a build in threads writes."""
@@ -16,7 +16,8 @@ import pytest
 from conftest import descendants
 
 from graphrag_ray.config import RuntimeConfig, load_config
-from graphrag_ray.distributed import map_items, map_table, processes
+from graphrag_ray import processes
+from graphrag_ray.distributed import map_items, map_table
 from graphrag_ray.index.build import build_index
 from graphrag_ray.storage import IndexStore
 from graphrag_testkit.synthetic_corpus import generate_corpus
@@ -83,7 +84,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     script.write_text(textwrap.dedent("""
         import os, sys
         from graphrag_ray.config import RuntimeConfig
-        from graphrag_ray.distributed import processes
+        from graphrag_ray import processes
         print("the script's body", flush=True)
         with processes.local_processes(RuntimeConfig(engine="local", num_workers=2,
                                                      num_cpus=2), 100, "cl100k_base"):
@@ -132,7 +133,7 @@ def test_the_workers_go_when_their_driver_is_killed(tmp_path):
     script.write_text(textwrap.dedent("""
         import os, time
         from graphrag_ray.config import RuntimeConfig
-        from graphrag_ray.distributed import processes
+        from graphrag_ray import processes
         with processes.local_processes(RuntimeConfig(engine="local", num_workers=2,
                                                      num_cpus=2), 100, "cl100k_base"):
             print(processes.submit(os.getpid).result(), flush=True)

@@ -1,7 +1,7 @@
 """The Ray layer, and the only place Ray is touched: the engine choice (`engine`), worker pools
-and object-store blocks for the build (`workers`), the query-time fan-out (`fanout`), and
-the rate budget every worker of a job shares (`shared_budget`), and the query service's
-Ray Serve deployment (`serving`, imported by name: it needs the `serve` extra).
+and object-store blocks for the build (`workers`), the query-time fan-out (`fanout`), the
+rate budget every worker of a job shares (`shared_budget`, opened by `services`), and the
+query service's Ray Serve deployment (`serving`, imported by name: it needs the `serve` extra).
 With `runtime.engine: local` the same classes run in-process and give the same rows."""
 
 from graphrag_ray.distributed.engine import ensure_ray, ray_initialized, resolve_engine, warm_up

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from graphrag_ray import stopping
 from graphrag_ray.config import RuntimeConfig
-from graphrag_ray.distributed import processes
+from graphrag_ray import processes
 from graphrag_ray.distributed.engine import ensure_ray, ray_initialized
 from graphrag_ray.progress import ProgressBar
 

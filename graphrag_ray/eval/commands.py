@@ -20,7 +20,7 @@ from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.llm.embeddings import Embedder
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
-from graphrag_ray.llm.services import open_services
+from graphrag_ray.distributed.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
 
 Progress = Callable[[str], None]

@@ -16,7 +16,7 @@ from graphrag_ray import stopping
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.errors import GraphRagError
-from graphrag_ray.distributed.processes import local_processes
+from graphrag_ray.processes import local_processes
 from graphrag_ray.index.carry_over import previous_numbers
 from graphrag_ray.index.chunks.positions import file_numbers
 from graphrag_ray.index.context import BuildContext, Progress
@@ -30,7 +30,7 @@ from graphrag_ray.index.run_ledger import RunLedger
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
-from graphrag_ray.llm.services import open_services
+from graphrag_ray.distributed.services import open_services
 from graphrag_ray.progress import estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.resources import fewer_collections

@@ -21,7 +21,7 @@ from hashlib import blake2b
 import numpy as np
 
 from graphrag_ray.config import EmbeddingsConfig
-from graphrag_ray.distributed import processes
+from graphrag_ray import processes
 from graphrag_ray.llm.cache import cache_key
 from graphrag_ray.llm.client import LLMCallError, LLMServices, _EndpointClient
 from graphrag_ray.terms import content_terms

@@ -51,7 +51,7 @@ from graphrag_ray.index.write.lexical import write_lexical_index
 from graphrag_ray.input.loader import list_input_files
 from graphrag_ray.llm.accounting import cost_usd
 from graphrag_ray.llm.client import LLMServices, Usage
-from graphrag_ray.llm.services import open_services
+from graphrag_ray.distributed.services import open_services
 from graphrag_ray.prompts_loader import load_prompts, prompt_version
 from graphrag_ray.storage import IndexStore, Manifest
 from graphrag_ray.tokens import count_tokens

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
-from graphrag_ray.distributed import map_items, processes
+from graphrag_ray import processes
+from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import (
     gather_shard, only_added, read_changes, read_new, read_shard)

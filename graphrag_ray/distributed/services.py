@@ -1,15 +1,16 @@
 """The LLM services of one job (a build, an open index's queries, an evaluation): one rate
 budget per model, the chat model's and, when an embeddings endpoint is used, the embeddings
-model's (their limits are separate), and the response cache. Every caller builds them here."""
+model's (their limits are separate), and the response cache. Every caller builds them here:
+the Ray layer decides whether a budget is a shared actor or a lock in this process."""
 
 from __future__ import annotations
 
 import uuid
 
 from graphrag_ray.config import GraphRagConfig
+from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.distributed.shared_budget import cluster_rate_limiter
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 
 
