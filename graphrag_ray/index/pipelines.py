@@ -43,7 +43,8 @@ from graphrag_ray.index.extract.stage import (
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.numbers import NUMBERED, number_elements
 from graphrag_ray.index.graph.stage import (
-    POSITIONS, Graph, Merged, find_communities, lay_out, merge_shards, resolved_graph)
+    POSITIONS, Graph, Merged, find_communities, lay_out, merge_shards)
+from graphrag_ray.index.resolve.stage import resolved_graph
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
 from graphrag_ray.index.previous_version import PREVIOUS_PARTITION, UpdateBase

@@ -19,7 +19,7 @@ import pyarrow as pa
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
-from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.index.elements import element_id
 from graphrag_ray.input.loader import relative_path, settled_time
 from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
 from graphrag_ray.prompts_loader import prompt_version

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.index.extract.nlp_extractor import extract_nlp
 from graphrag_ray.index.extract.tuples import Delimiters, ParsedRecords, parse_graph_records
-from graphrag_ray.index.graph.merge import EITHER, GUESSED_TYPE
+from graphrag_ray.index.elements import EITHER, GUESSED_TYPE
 from graphrag_ray.llm.client import ChatClient, MalformedReply
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.terms import content_terms

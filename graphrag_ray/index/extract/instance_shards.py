@@ -32,7 +32,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
-from graphrag_ray.index.graph.merge import Pieces
+from graphrag_ray.index.elements import Pieces
 from graphrag_ray.storage.index_store import remove_tree
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 

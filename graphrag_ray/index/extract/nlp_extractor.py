@@ -13,7 +13,7 @@ from itertools import combinations
 
 from graphrag_ray.index.extract.tuples import ParsedRecords, normalize_name
 from graphrag_ray.index.extract.uncased_scripts import UncasedChunk, is_uncased
-from graphrag_ray.index.graph.merge import EITHER, GUESSED_TYPE
+from graphrag_ray.index.elements import EITHER, GUESSED_TYPE
 from graphrag_ray.sentences import split_at
 
 

@@ -220,7 +220,7 @@ def spill_instances(extraction: pa.Table, work_url: str, shards: int,
     extraction); the rows come back without instances, so what reaches the driver is one
     small status row per chunk. Runs as its own stage, on batches larger than the LLM's."""
     from graphrag_ray.index.extract.instance_shards import piece_name, write_pieces
-    from graphrag_ray.index.graph.merge import partition_instances
+    from graphrag_ray.index.elements import partition_instances
 
     seq = extraction.column("seq")
     name = piece_name(extraction.column("text_unit_id").to_pylist())

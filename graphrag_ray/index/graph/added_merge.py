@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 
 from graphrag_ray.arrow_rows import group_offsets, list_parts
 from graphrag_ray.index.graph.merge import (
-    MergeStats, Pieces, _distinct_lists, _group_of, _sorted_distinct, element_id, majorities,
-    merge_entities, merge_relationships, pair_keys, type_count_lists, type_counts)
+    MergeStats, _distinct_lists, _group_of, _sorted_distinct, majorities, merge_entities,
+    merge_relationships, pair_keys, type_count_lists, type_counts)
+from graphrag_ray.index.elements import Pieces, element_id
 from graphrag_ray.index.graph.merge_state import state_stats
 from graphrag_ray.index.graph.touched_merge import touched_keys, touched_nodes, with_touched
 

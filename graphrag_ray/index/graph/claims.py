@@ -4,20 +4,15 @@ claim's context row tokens); the report workers read the claims from a block."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import fsspec
 import pyarrow as pa
 
 from graphrag_ray import schema
 from graphrag_ray.index.extract.stage import CLAIM_INSTANCE_SCHEMA
 from graphrag_ray.index.extract.instance_shards import read_claims
-from graphrag_ray.index.graph.merge import element_id
-from graphrag_ray.index.reports.context import CLAIM_FIELDS, row_tokens_without_id
+from graphrag_ray.index.elements import Renames, element_id
+from graphrag_ray.index.context_rows import CLAIM_FIELDS, row_tokens_without_id
 from graphrag_ray.storage import IndexVersion
-
-if TYPE_CHECKING:
-    from graphrag_ray.index.resolve.fold import Renames
 
 
 def covariates_table(claims: pa.Table) -> pa.Table:

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.graph.merge import description_digest
-from graphrag_ray.index.reports.context import inner_cells_tokens
+from graphrag_ray.index.context_rows import inner_cells_tokens
 
 MERGED_BLOCK_SCHEMA = pa.schema([("description", pa.string()),
                                  ("descriptions", pa.list_(pa.string()))])

@@ -22,12 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.arrow_rows import group_offsets, one_array, sorted_rows
+from graphrag_ray.index.elements import (
+    EITHER, GUESSED_TYPE, Pieces, element_id, partition_instances)
 from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
-
-
-def element_id(*parts: str) -> str:
-    digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 def description_digest(key: tuple[str, ...], descriptions: list[str]) -> int:
@@ -53,10 +50,6 @@ def _unique(values: list[str]) -> list[str]:
     return [v for v in dict.fromkeys(v.strip() for v in values if v and v.strip())]
 
 
-# Marks an instance's type as an extractor's guess (offline extraction: from the name's shape
-# or one preposition before it, `nlp_extractor._guess_type`), which counts for
-# `GUESS_WEIGHT` of a type with evidence.
-GUESSED_TYPE = "?"
 # Measured on the podcast corpus's 100 most frequent entities, hand-labelled
 # (`tests/data/resolution_labels`): 12 wrong types at 1/3, 13 with guesses as strong as
 # evidence (each chunk one vote), 14 with evidence always first (one strong PERSON cue made
@@ -68,12 +61,6 @@ GUESS_WEIGHT = Fraction(1, 3)  # exact: ties between weights are decided as coun
 # 100s: podcast 9 wrong types at 0, 7 at 0.05-0.1, 8 at 0.2 (VIRGINIA, CALIFORNIA lose their
 # few "in"); novels 3 wrong up to 0.2, 6 at 0.25 (THORNFIELD, KELLYNCH lose theirs).
 MIN_GUESS_SHARE = 0.1
-
-
-# Joins the types a mention says one of without saying which ("at Pemberley", "at Pixar": a
-# place or an organization, not a person): `_majority` gives its weight to whichever of
-# them the name's other instances weigh more, the first on a tie.
-EITHER = "|"
 
 
 def _majority(types: list[str]) -> str:
@@ -126,24 +113,6 @@ def merge_elements(entity_instances: pa.Table, relationship_instances: pa.Table
     return merge_sharded(entity_instances, relationship_instances, 1)
 
 
-Pieces = tuple[pa.Table, pa.Table, pa.Table]  # one shard's entities, mentions, relationships
-
-
-def partition_instances(entity_instances: pa.Table, relationship_instances: pa.Table,
-                        n_shards: int) -> list[Pieces]:
-    """Instances hash-partitioned by key (entity title; relationship endpoint pair), with each
-    relationship's endpoints also routed, as mentions, to their entities' shards, so every
-    shard holds everything its keys need. Partitioning a whole table, or each block of it and
-    concatenating the blocks' pieces in order, gives the same shards."""
-    mentions = endpoint_mentions(relationship_instances)
-    pair_keys = [_pair_key(s, t) for s, t in zip(relationship_instances.column("source").to_pylist(),
-                                                 relationship_instances.column("target").to_pylist())]
-    return list(zip(_partition(entity_instances, entity_instances.column("title"), n_shards),
-                    _partition(mentions, mentions.column("title"), n_shards),
-                    _partition(relationship_instances, pa.array(pair_keys, pa.string()),
-                               n_shards)))
-
-
 def merge_shard(pieces: Pieces, state: bool = False) -> tuple[pa.Table, pa.Table, MergeStats]:
     entity_instances, mentions, relationship_instances = pieces
     entities, entity_stats = merge_entities(entity_instances, mentions, state)
@@ -175,26 +144,6 @@ def merge_sharded(entity_instances: pa.Table, relationship_instances: pa.Table, 
         entity_instances, relationship_instances, n_shards)))
 
 
-def shard_of(keys: pa.Array | pa.ChunkedArray, n_shards: int) -> np.ndarray:
-    """Stable across processes and runs (Python's str hash is salted per process)."""
-    return np.array([int.from_bytes(hashlib.blake2b(k.encode("utf-8"), digest_size=8).digest(),
-                                    "big") % n_shards for k in keys.to_pylist()], dtype=np.int64)
-
-
-def _partition(table: pa.Table, keys: pa.Array | pa.ChunkedArray, n_shards: int) -> list[pa.Table]:
-    shards = shard_of(keys, n_shards)
-    return [table.filter(pa.array(shards == i)) for i in range(n_shards)]
-
-
-def _ordered_pair(source: str, target: str) -> tuple[str, str]:
-    """Relationships are undirected: A->B and B->A are one pair."""
-    return (source, target) if source < target else (target, source)
-
-
-def _pair_key(source: str, target: str) -> str:
-    return "\x00".join(_ordered_pair(source, target))
-
-
 def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
     """Each relationship's unordered endpoint pair as one string, `_pair_key` in Arrow (UTF-8
     bytes order as code points do; titles hold no NUL, so keys sort as their pairs do)."""
@@ -210,27 +159,6 @@ def _sum_stats(parts: list[MergeStats]) -> MergeStats:
         for name, value in asdict(part).items():
             setattr(total, name, getattr(total, name) + value)
     return total
-
-
-def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
-    """Each endpoint of each relationship instance (self-loops dropped): the text units it
-    adds to its entity, and the entities no entity record named. A `seq` column (the chunk's
-    position) is carried along when present."""
-    has_seq = "seq" in relationship_instances.column_names
-    columns = ["source", "target", "text_unit_id"] + (["seq"] if has_seq else [])
-    titles, units, seqs = [], [], []
-    for row in relationship_instances.select(columns).to_pylist():
-        if row["source"] == row["target"]:
-            continue
-        for name in _ordered_pair(row["source"], row["target"]):
-            titles.append(name)
-            units.append(row["text_unit_id"])
-            seqs.append(row.get("seq"))
-    mentions = {"title": pa.array(titles, pa.string()),
-                "text_unit_id": pa.array(units, pa.string())}
-    if has_seq:
-        mentions["seq"] = pa.array(seqs, pa.int64())
-    return pa.table(mentions)
 
 
 def merge_entities(entity_instances: pa.Table, mentions: pa.Table, state: bool = False

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.arrow_rows import list_parts
-from graphrag_ray.index.graph.merge import TYPE_COUNT, UNIT_ROW, MergeStats, Pieces
+from graphrag_ray.index.graph.merge import TYPE_COUNT, UNIT_ROW, MergeStats
+from graphrag_ray.index.elements import Pieces
 from graphrag_ray.index.graph.unit_rows import renumbered
 
 # The relationships' state's schema metadata: the shard's self-loop instances, which the

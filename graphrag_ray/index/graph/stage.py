@@ -1,6 +1,6 @@
-"""The graph stages: instances -> merged entities and relationships (one task per shard),
-resolved entities when enabled (`index/resolve/`), the claims' covariates, degrees and edge
-ends; then hierarchical Leiden on the driver.
+"""The graph stages: instances -> merged entities and relationships (one task per shard);
+after resolution (`resolve/stage.py::resolved_graph`, which finishes the `Graph`),
+hierarchical Leiden and the layout on the driver.
 
 The driver holds the graph's structure only; descriptions stay in object-store blocks
 (`description_blocks`) that the summary and report workers read.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import fsspec
@@ -27,22 +27,19 @@ from graphrag_ray.index.extract.instance_shards import (
     gather_shard, only_added, read_changes, read_new, read_shard)
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
-from graphrag_ray.index.graph.claims import build_covariates
 from graphrag_ray.index.graph.communities import Community, build_graph, hierarchical_leiden
 from graphrag_ray.index.graph.continuity import PreviousPartition, carry_ids, level0_similarity
 from graphrag_ray.index.graph.description_blocks import (
-    DescriptionAddresses, place_blocks, split_descriptions)
+    DescriptionAddresses, split_descriptions)
 from graphrag_ray.index.graph.layout import positions
 from graphrag_ray.index.graph.added_merge import merge_added
 from graphrag_ray.index.graph.merge import (
-    ENTITY_STATE, RELATIONSHIP_STATE, MergeStats, add_degrees, combine_shards, edge_endpoints,
-    merge_shard)
+    ENTITY_STATE, RELATIONSHIP_STATE, MergeStats, combine_shards, merge_shard)
 from graphrag_ray.index.graph.merge_state import SELF_LOOPS, numbered, renumbered_state
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.graph.touched_merge import merge_touched, touched_keys, touched_nodes
 from graphrag_ray.index.graph.unit_rows import (
     UNIT_ROWS, renumbered, require_known, rows_now, with_unit_rows)
-from graphrag_ray.index.resolve.stage import resolve_entities
 from graphrag_ray.resources import PeakRss
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet, write_parquet
@@ -245,32 +242,6 @@ def merge_shards(ctx: BuildContext, shards: int, extraction: pa.Table,
             (shard_entities, shard_relationships), ((shard_stats, _), _) in zip(
                 read_merged(ctx.work_url, shards), merged)])
     return Merged(entities, relationships, merged, stats, unit_ids, previous_url)
-
-
-def resolved_graph(ctx: BuildContext, merged: Merged, extraction: pa.Table) -> Graph:
-    """The merged entities resolved (`resolve/`, when enabled: entities that are one, and
-    mentions that are of another) and the graph finished: each element's description
-    address, the covariates written by a worker when claims are kept, degrees.
-    `extraction`: the status rows (which document each text unit is of)."""
-    config = ctx.config
-    resolved = resolve_entities(ctx, merged.entities, merged.relationships,
-                                [block for _, block in merged.merged], extraction)
-    entities, relationships, blocks = resolved.entities, resolved.relationships, resolved.handles
-    touched = None
-    if merged.previous_url is not None and not config.resolution.enabled:  # (renames)
-        titles = pa.chunked_array([t for (_, t), _ in merged.merged], type=pa.string())
-        touched = pc.is_in(entities.column("title"), value_set=titles).to_numpy()
-    entities, relationships, addresses = place_blocks(entities, relationships, blocks)
-    (claims, claims_block), = map_items(build_covariates, [(
-        ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
-        config.output.rows_per_part, ctx.tokenizer, resolved.renames)],
-        config.runtime, keep_blocks=True)
-    entities, relationships = add_degrees(entities, relationships)
-    ctx.figures.merge = asdict(merged.stats)
-    # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
-    # communities table.
-    return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
-                 claims, claims_block, resolved.aliases, merged.unit_ids, touched)
 
 
 def find_communities(ctx: BuildContext, graph: Graph, extraction: pa.Table,

@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    BY_ENDS, BY_TITLE, MergeStats, Pieces, merge_entities, merge_relationships, pair_keys)
+    BY_ENDS, BY_TITLE, MergeStats, merge_entities, merge_relationships, pair_keys)
+from graphrag_ray.index.elements import Pieces
 from graphrag_ray.index.graph.merge_state import state_stats
 
 

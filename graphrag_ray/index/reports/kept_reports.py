@@ -30,7 +30,8 @@ from graphrag_ray import schema
 from graphrag_ray.arrow_rows import one_chunk, take_rows
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
-from graphrag_ray.index.graph.merge import _majority, _ordered_pair, _unique, description_digest
+from graphrag_ray.index.graph.merge import _majority, _unique, description_digest
+from graphrag_ray.index.elements import _ordered_pair
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.storage import IndexVersion

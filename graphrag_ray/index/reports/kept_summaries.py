@@ -29,7 +29,7 @@ from graphrag_ray.index.carry_over import CARRY_TASK_CPUS, in_shares
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
-from graphrag_ray.index.reports.context import number_tokens
+from graphrag_ray.index.context_rows import number_tokens
 from graphrag_ray.storage.parquet_io import read_parquet
 
 ELEMENT_DIGESTS = "_element_digests"

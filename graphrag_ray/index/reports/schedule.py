@@ -31,11 +31,12 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, carried_down, membership_by_level
 from graphrag_ray.index.graph.description_blocks import DescriptionAddresses
-from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.index.elements import element_id
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.reports.context import (
-    GraphElements, all_elements_fit, context_spec, number_tokens, select_elements,
-    select_with_sub_reports, spec_keys, sub_reports_needed)
+    GraphElements, all_elements_fit, context_spec, select_elements, select_with_sub_reports,
+    spec_keys, sub_reports_needed)
+from graphrag_ray.index.context_rows import number_tokens
 from graphrag_ray.index.reports.kept_reports import KeptReports
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
 from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content

@@ -16,7 +16,7 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig, SummarizeConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.index.graph.description_blocks import read_descriptions
-from graphrag_ray.index.reports.context import context_row_tokens
+from graphrag_ray.index.context_rows import context_row_tokens
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, usage_row
 from graphrag_ray.llm.client import LLMServices, MalformedReply, Usage
 from graphrag_ray.prompts_loader import prompt_version, render

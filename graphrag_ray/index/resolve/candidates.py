@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray.index.graph.merge import shard_of
+from graphrag_ray.index.elements import shard_of
 from graphrag_ray.index.resolve.names import blocking_keys, is_short_form_key
 from graphrag_ray.index.resolve.scoring import Profiles, score_pair
 

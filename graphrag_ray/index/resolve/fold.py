@@ -20,7 +20,7 @@ them into a new description block (`merge_renamed`); the driver swaps the rows
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,47 +28,9 @@ import pyarrow.compute as pc
 from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
-    BY_ENDS, BY_TITLE, MergeStats, Pieces, _pair_key, merge_shard, pair_keys, with_weights)
+    BY_ENDS, BY_TITLE, MergeStats, merge_shard, pair_keys, with_weights)
+from graphrag_ray.index.elements import Pieces, Renames, _pair_key
 from graphrag_ray.index.resolve.scoring import UNTYPED
-
-
-@dataclass
-class Renames:
-    """Which mentions take another name: an alias's everywhere, or a short name's in given
-    text units; then, where a name is split between homonyms (`homonyms.py`), the mentions
-    that name ends with in given text units take the split's name."""
-    everywhere: dict[str, str] = field(default_factory=dict)  # alias -> canonical title
-    in_units: dict[str, dict[str, str]] = field(default_factory=dict)  # alias -> unit -> title
-    split: dict[str, dict[str, str]] = field(default_factory=dict)  # title -> unit -> title
-
-    def __bool__(self) -> bool:
-        return bool(self.everywhere or self.in_units or self.split)
-
-    def aliases(self) -> set[str]:
-        return set(self.everywhere) | set(self.in_units) | set(self.split)
-
-    def canonicals(self) -> set[str]:
-        return set(self.everywhere.values()) | {
-            title for scoped in (*self.in_units.values(), *self.split.values())
-            for title in scoped.values()}
-
-    def names_of(self, title: str) -> set[str]:
-        """Every name a mention of `title` may have after renaming."""
-        title = self.everywhere.get(title, title)
-        names = {title, *self.in_units.get(title, {}).values()}
-        return names.union(*(self.split.get(name, {}).values() for name in names))
-
-    def rename(self, titles: list[str], units: list[str]) -> list[str]:
-        """(An alias merged whole into a short name resolved by document, MR WICKHAM into
-        WICKHAM, then takes that short name's name in each text unit.)"""
-        renamed = []
-        for title, unit in zip(titles, units):
-            title = self.everywhere.get(title, title)
-            scoped = self.in_units.get(title)
-            title = scoped.get(unit, title) if scoped else title
-            split = self.split.get(title)
-            renamed.append(split.get(unit, title) if split else title)
-        return renamed
 
 
 @dataclass

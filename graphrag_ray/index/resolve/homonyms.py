@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphrag_ray.index.graph.provenance import Provenance
-from graphrag_ray.index.resolve.fold import Renames
+from graphrag_ray.index.elements import Renames
 from graphrag_ray.index.resolve.names import name_tokens
 
 if TYPE_CHECKING:  # scipy loads with the first split (resolution only), not with every command

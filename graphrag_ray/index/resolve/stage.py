@@ -36,15 +36,19 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.instance_shards import read_shard
 from graphrag_ray.index.extract.stage import (
     ENTITY_INSTANCE_SCHEMA, MENTION_SCHEMA, RELATIONSHIP_INSTANCE_SCHEMA)
-from graphrag_ray.index.graph.merge import edge_endpoints, element_id
+from graphrag_ray.index.graph.claims import build_covariates
+from graphrag_ray.index.graph.description_blocks import place_blocks
+from graphrag_ray.index.graph.merge import add_degrees, edge_endpoints
+from graphrag_ray.index.elements import element_id
 from graphrag_ray.index.graph.provenance import Provenance
+from graphrag_ray.index.graph.stage import Graph, Merged
 from graphrag_ray.index.graph.unit_rows import UNIT_ROWS, with_unit_rows
 from graphrag_ray.index.resolve.candidates import (
     PAIR_SCHEMA, key_rows, neighbour_lists, score_partition)
 from graphrag_ray.index.resolve.clusters import PairRules, Resolution, resolve_clusters
 from graphrag_ray.index.resolve.confirm import confirm_pairs
-from graphrag_ray.index.resolve.fold import (
-    Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
+from graphrag_ray.index.resolve.fold import merge_renamed, renamed_keys, renamed_pieces, swap_rows
+from graphrag_ray.index.elements import Renames
 from graphrag_ray.index.resolve.homonyms import Split, split_homonyms, typed_apart
 from graphrag_ray.index.resolve.mentions import (
     MentionAlias, Works, resolve_mentions, works_of)
@@ -321,3 +325,29 @@ def alias_table(titles: list[str], ids: list[str], resolution: Resolution,
     rows += [row(row_of[s.title], element_id("entity", s.new_title), s.new_title, 1.0,
                  "homonym_split", s.evidence, s.documents) for s in splits]
     return pa.Table.from_pylist(rows, schema=ALIAS_SCHEMA)
+
+
+def resolved_graph(ctx: BuildContext, merged: Merged, extraction: pa.Table) -> Graph:
+    """The merged entities resolved (`resolve/`, when enabled: entities that are one, and
+    mentions that are of another) and the graph finished: each element's description
+    address, the covariates written by a worker when claims are kept, degrees.
+    `extraction`: the status rows (which document each text unit is of)."""
+    config = ctx.config
+    resolved = resolve_entities(ctx, merged.entities, merged.relationships,
+                                [block for _, block in merged.merged], extraction)
+    entities, relationships, blocks = resolved.entities, resolved.relationships, resolved.handles
+    touched = None
+    if merged.previous_url is not None and not config.resolution.enabled:  # (renames)
+        titles = pa.chunked_array([t for (_, t), _ in merged.merged], type=pa.string())
+        touched = pc.is_in(entities.column("title"), value_set=titles).to_numpy()
+    entities, relationships, addresses = place_blocks(entities, relationships, blocks)
+    (claims, claims_block), = map_items(build_covariates, [(
+        ctx.work_url, ctx.staged.url_of("") if config.claims.enabled else None,
+        config.output.rows_per_part, ctx.tokenizer, resolved.renames)],
+        config.runtime, keep_blocks=True)
+    entities, relationships = add_degrees(entities, relationships)
+    ctx.figures.merge = asdict(merged.stats)
+    # Worked out once (a lookup by name per edge end) for Leiden, the report contexts and the
+    # communities table.
+    return Graph(entities, relationships, edge_endpoints(entities, relationships), addresses,
+                 claims, claims_block, resolved.aliases, merged.unit_ids, touched)

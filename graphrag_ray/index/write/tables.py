@@ -20,7 +20,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.grouped import ranges
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
-from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.index.elements import element_id
 from graphrag_ray.index.graph.stage import Graph, with_layout
 from graphrag_ray.index.graph.unit_rows import UNIT_IDS, UNIT_ROWS
 from graphrag_ray.index.write.carried_tables import (

@@ -4,8 +4,8 @@ import pytest
 
 from graphrag_ray.index.graph.description_blocks import (
     place_blocks, read_descriptions, split_descriptions)
-from graphrag_ray.index.graph.merge import (
-    combine_shards, merge_elements, merge_shard, partition_instances)
+from graphrag_ray.index.graph.merge import combine_shards, merge_elements, merge_shard
+from graphrag_ray.index.elements import partition_instances
 
 
 def _read(addresses, keys, lists=False):

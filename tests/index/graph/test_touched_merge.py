@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.index.graph.description_blocks import split_descriptions
-from graphrag_ray.index.graph.merge import endpoint_mentions, merge_shard
+from graphrag_ray.index.graph.merge import merge_shard
+from graphrag_ray.index.elements import endpoint_mentions
 from graphrag_ray.index.graph.added_merge import merge_added
 from graphrag_ray.index.graph.merge_state import numbered, renumbered_state, state_stats
 from graphrag_ray.index.graph.touched_merge import merge_touched

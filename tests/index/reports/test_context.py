@@ -4,10 +4,11 @@ import numpy as np
 import pyarrow as pa
 
 from graphrag_ray.index.reports.context import (
-    CLAIM_FIELDS, EDGE_FIELDS, ENTITY_FIELDS, GraphElements, context_row_tokens, context_spec, fill_claims,
-    context_ids, fill_descriptions, inner_cells_tokens, number_tokens, render_context,
-    row_tokens, row_tokens_without_id, select_elements, select_with_sub_reports, spec_keys,
-    sub_reports_needed)
+    GraphElements, context_spec, fill_claims, context_ids, fill_descriptions, render_context,
+    select_elements, select_with_sub_reports, spec_keys, sub_reports_needed)
+from graphrag_ray.index.context_rows import (
+    CLAIM_FIELDS, EDGE_FIELDS, ENTITY_FIELDS, context_row_tokens, inner_cells_tokens,
+    number_tokens, row_tokens, row_tokens_without_id)
 from graphrag_ray.tokens import count_tokens
 
 

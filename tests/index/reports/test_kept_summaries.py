@@ -10,7 +10,7 @@ from graphrag_ray.config import load_config
 from graphrag_ray.index.build import build_index
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import add_degrees, merge_elements
-from graphrag_ray.index.reports.context import inner_cells_tokens, number_tokens
+from graphrag_ray.index.context_rows import inner_cells_tokens, number_tokens
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
 from graphrag_ray.index.update import update_index
 from graphrag_ray.storage import IndexStore

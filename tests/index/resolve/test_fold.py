@@ -6,9 +6,10 @@ each description, text unit and relationship follows its mention."""
 import pyarrow as pa
 
 from graphrag_ray.index.graph.description_blocks import split_descriptions
-from graphrag_ray.index.graph.merge import combine_shards, merge_shard, partition_instances
-from graphrag_ray.index.resolve.fold import (
-    Renames, merge_renamed, renamed_keys, renamed_pieces, swap_rows)
+from graphrag_ray.index.graph.merge import combine_shards, merge_shard
+from graphrag_ray.index.elements import partition_instances
+from graphrag_ray.index.resolve.fold import merge_renamed, renamed_keys, renamed_pieces, swap_rows
+from graphrag_ray.index.elements import Renames
 
 
 def instances():

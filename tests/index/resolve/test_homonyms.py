@@ -1,7 +1,7 @@
 """Homonyms split: a person's single name whose documents share no context becomes one entity
 per context; contexts that share names, places, full names and stray mentions stay one."""
 
-from graphrag_ray.index.resolve.fold import Renames
+from graphrag_ray.index.elements import Renames
 from graphrag_ray.index.resolve.homonyms import (
     Split, final_mentions, split_homonyms, typed_apart)
 

@@ -1,6 +1,6 @@
 """The aliases table the resolution stage writes: every alias where its mentions went."""
 
-from graphrag_ray.index.graph.merge import element_id
+from graphrag_ray.index.elements import element_id
 from graphrag_ray.index.resolve.clusters import Alias, Resolution
 from graphrag_ray.index.resolve.homonyms import Split
 from graphrag_ray.index.resolve.stage import alias_table
