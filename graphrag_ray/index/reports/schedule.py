@@ -98,222 +98,263 @@ def summarize_and_report(ctx: BuildContext, graph: Graph, communities: list[Comm
     A summary or report whose request was deferred holds back every report that needs it
     (nothing is asked of an input that is not final), the graph's addresses are left as
     they were, and nothing is returned: the round's requests are in the batch queue."""
-    config, prompts = ctx.config, ctx.prompts
-    services = services or ctx.services
-    entities, relationships, addresses = graph.entities, graph.relationships, graph.addresses
-    if batch_pass:
-        addresses = addresses.copy()
-    claims, claims_block = graph.claims, graph.claims_block
-    bar = ctx.bar
-    n_entities = entities.num_rows
-    counts = np.concatenate([entities.column("description_count").to_numpy(),
-                             relationships.column("description_count").to_numpy()])
-    kept_summaries = np.empty(0, np.int64) if kept_summaries is None else kept_summaries
-    final_already = counts <= 1
-    final_already[kept_summaries] = True
-    todo = np.flatnonzero(~final_already)
-    if final is not None:
-        final.entities_final(np.flatnonzero(final_already[:n_entities]).tolist())
-    elements = _graph_elements(entities, relationships, graph.endpoints, claims, ctx.tokenizer)
-    by_id = {c.id: c for c in communities}
-    budget = config.reports.max_input_tokens
+    run = _Run(ctx, graph, communities, pool, final, services or ctx.services, batch_pass,
+               kept or KeptReports(),
+               np.empty(0, np.int64) if kept_summaries is None else kept_summaries)
+    return run.run()
 
-    def fits(community: Community) -> bool:  # once the summaries inside it are final
-        return all_elements_fit(elements, community.members, budget)
 
-    def needed_children(community: Community) -> list[int]:  # likewise
-        return sub_reports_needed(elements, community.members,
-                                  [(i, by_id[i].members) for i in community.children], budget,
-                                  config.reports.max_output_tokens + REPORT_ROW_OVERHEAD)
+class _Run:
+    """One scheduling of summaries and reports: what is final, what is asked, what is done."""
 
-    schedule = _Schedule(communities, by_id, _communities_holding(
-        todo.tolist(), n_entities, elements, membership_by_level(communities, n_entities)),
-        needed_children)
-    started = time.perf_counter()
-    # Seconds since `started`; summaries are all requested at 0.
-    marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
-                                      "last_report": 0.0}
+    def __init__(self, ctx: BuildContext, graph: Graph, communities: list[Community],
+                 pool: WorkerPool, final: FinalTexts | None, services: LLMServices,
+                 batch_pass: bool, kept: KeptReports, kept_summaries: np.ndarray):
+        config = self.config = ctx.config
+        self.ctx, self.pool, self.final, self.batch_pass = ctx, pool, final, batch_pass
+        self.communities, self.kept, self.kept_summaries = communities, kept, kept_summaries
+        self.entities, self.relationships = graph.entities, graph.relationships
+        self.addresses = graph.addresses.copy() if batch_pass else graph.addresses
+        self.claims_block = graph.claims_block
+        n_entities = self.n_entities = graph.entities.num_rows
+        self.counts = np.concatenate([graph.entities.column("description_count").to_numpy(),
+                                      graph.relationships.column("description_count").to_numpy()])
+        final_already = self.counts <= 1
+        final_already[kept_summaries] = True
+        self.todo = np.flatnonzero(~final_already)
+        if final is not None:
+            final.entities_final(np.flatnonzero(final_already[:n_entities]).tolist())
+        self.elements = _graph_elements(graph.entities, graph.relationships, graph.endpoints,
+                                        graph.claims, ctx.tokenizer)
+        self.by_id = {c.id: c for c in communities}
+        self.budget = config.reports.max_input_tokens
+        self.schedule = _Schedule(communities, self.by_id, _communities_holding(
+            self.todo.tolist(), n_entities, self.elements,
+            membership_by_level(communities, n_entities)), self._needed_children)
+        self.started = time.perf_counter()
+        # Seconds since `started`; summaries are all requested at 0.
+        self.marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
+                                               "last_report": 0.0}
+        workers = {"config": config, "prompts": ctx.prompts, "services": services}
+        self.summary_key = pool.bind(SummarizeWorker, workers)
+        self.report_key = pool.bind(ReportWorker, workers)
+        self.summary_bar = ctx.bar("summarize", len(self.todo), "descriptions") \
+            if len(self.todo) else None
+        self.report_bar = ctx.bar("reports", sum(
+            1 for c in communities if not carried_down(c, self.by_id)), "communities")
+        self.summarize_usage, self.reports_usage = Usage(), Usage()
+        self.reports: dict[int, dict] = {}
+        self.generation: dict[int, str] = {}
+        self.fallbacks: list[str] = []
+        self.fell_back: set[int] = set()  # element keys whose summary is a fallback (not kept)
+        self.joined_count = 0
+        self.llm_reports = config.uses_llm(config.reports.method)
+        self.rows_per_report_call = REPORT_ROWS_PER_CALL["llm" if self.llm_reports
+                                                         else "offline"]
+        # A batch pass: communities waiting on a deferred request.
+        self.held_back: set[int] = set()
+        # Community -> its row in `kept.rows`, carried-down communities too.
+        self.kept_row: dict[int, int] = {}
+        self.as_dicts: dict[int, dict] = {}
 
-    def record(key: int) -> dict:
-        return elements.entity_record(key) if key < n_entities \
-            else elements.edge_record(key - n_entities)
+    def _fits(self, community: Community) -> bool:  # once the summaries inside it are final
+        return all_elements_fit(self.elements, community.members, self.budget)
 
-    summary_key = pool.bind(SummarizeWorker, {"config": config, "prompts": prompts,
-                                              "services": services})
-    report_key = pool.bind(ReportWorker, {"config": config, "prompts": prompts,
-                                          "services": services})
-    summary_bar = bar("summarize", len(todo), "descriptions") if len(todo) else None
-    report_bar = bar("reports", sum(1 for c in communities if not carried_down(c, by_id)),
-                     "communities")
-    summarize_usage, reports_usage = Usage(), Usage()
-    reports: dict[int, dict] = {}
-    generation: dict[int, str] = {}
-    fallbacks: list[str] = []
-    fell_back: set[int] = set()  # element keys whose summary is a fallback (not kept)
-    joined_count = 0
-    mode = "llm" if config.uses_llm(config.summarize.method) else "offline"
-    # With the LLM, community by community, the tallest trees of reports first, so reports
-    # start while summaries are asked (`_summary_order`); offline, where nothing waits on a
-    # budget, in block order (a call's description lists come from one or two blocks).
-    ordered = _summary_order(todo, counts, addresses, schedule.holding, communities, by_id) \
-        if mode == "llm" else _in_block_order(todo, addresses)
-    for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
-        keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
-        handles, where = addresses.gather(keys, lists=True)
-        pool.submit(summary_key, [
-            SummaryWork(key, _name(elements, key, n_entities), block, row, record(key))
-            for key, (block, row) in zip(keys, where)], blocks=handles)
-    llm_reports = config.uses_llm(config.reports.method)
-    rows_per_report_call = REPORT_ROWS_PER_CALL["llm" if llm_reports else "offline"]
+    def _needed_children(self, community: Community) -> list[int]:  # likewise
+        return sub_reports_needed(
+            self.elements, community.members,
+            [(i, self.by_id[i].members) for i in community.children], self.budget,
+            self.config.reports.max_output_tokens + REPORT_ROW_OVERHEAD)
 
-    def context_spec_of(community: Community) -> tuple[dict, list[int]] | None:
+    def _record(self, key: int) -> dict:
+        return self.elements.entity_record(key) if key < self.n_entities \
+            else self.elements.edge_record(key - self.n_entities)
+
+    def _submit_summaries(self) -> None:
+        """With the LLM, community by community, the tallest trees of reports first, so
+        reports start while summaries are asked (`_summary_order`); offline, where nothing
+        waits on a budget, in block order (a call's description lists come from one or two
+        blocks)."""
+        mode = "llm" if self.config.uses_llm(self.config.summarize.method) else "offline"
+        ordered = _summary_order(self.todo, self.counts, self.addresses,
+                                 self.schedule.holding, self.communities, self.by_id) \
+            if mode == "llm" else _in_block_order(self.todo, self.addresses)
+        for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
+            keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
+            handles, where = self.addresses.gather(keys, lists=True)
+            self.pool.submit(self.summary_key, [
+                SummaryWork(key, _name(self.elements, key, self.n_entities), block, row,
+                            self._record(key))
+                for key, (block, row) in zip(keys, where)], blocks=handles)
+
+    def _take_kept(self) -> None:
+        """An update's kept reports, done before anything is requested."""
+        kept, schedule = self.kept, self.schedule
+        titles = kept.rows.column("title").to_pylist()
+        how = kept.rows.column("generation").to_pylist()
+        content = kept.rows.column("full_content")
+        schedule.submitted.update(kept.row_of)
+        for community_id in sorted(kept.row_of, key=lambda c: -self.by_id[c].level):
+            if community_id in schedule.carried:  # its child's report serves it
+                continue
+            row = kept.row_of[community_id]
+            served = schedule.report_done(community_id)
+            for served_id in served:
+                self.kept_row[served_id] = row
+                self.generation[served_id] = how[row]
+            if self.final is not None:
+                self.final.report_done([report_id(c, titles[row]) for c in served],
+                                       content[row].as_py())
+            if self.report_bar:
+                self.report_bar.update(1)
+
+    def _context_spec_of(self, community: Community) -> tuple[dict, list[int]] | None:
         """None: the context needs a sub-community's report that is not written yet."""
-        if community.children and not fits(community):
+        elements = self.elements
+        if community.children and not self._fits(community):
             selection = select_with_sub_reports(
                 elements, community.members,
-                [(i, by_id[i].members, report) for i, report in
-                 zip(community.children, reports_of(community.children))], budget)
+                [(i, self.by_id[i].members, report) for i, report in
+                 zip(community.children, self._reports_of(community.children))], self.budget)
             if selection is None:
                 return None
         else:
-            selection = select_elements(elements, community.members, budget)
-        return context_spec(elements, selection), spec_keys(selection, n_entities)
+            selection = select_elements(elements, community.members, self.budget)
+        return context_spec(elements, selection), spec_keys(selection, self.n_entities)
 
-    held_back: set[int] = set()  # a batch pass: communities waiting on a deferred request
-
-    def submit_ready() -> None:
+    def _ready(self) -> tuple[list[Community], dict]:
         ready, specs_of = [], {}
-        for community in schedule.take_ready():
-            if community.id in held_back:
+        for community in self.schedule.take_ready():
+            if community.id in self.held_back:
                 continue
-            spec = context_spec_of(community)
+            spec = self._context_spec_of(community)
             if spec is None:  # a report row longer than assumed: wait for every child
-                schedule.wait_for_all_children(community.id)
+                self.schedule.wait_for_all_children(community.id)
                 continue
             ready.append(community)
             specs_of[community.id] = spec
-        if ready and marks["first_report"] is None:
-            marks["first_report"] = time.perf_counter() - started
-        for start in range(0, len(ready), rows_per_report_call):
-            specs = [specs_of[c.id] for c in ready[start:start + rows_per_report_call]]
-            handles, where = addresses.gather([k for _, keys in specs for k in keys])
+        if ready and self.marks["first_report"] is None:
+            self.marks["first_report"] = time.perf_counter() - self.started
+        return ready, specs_of
+
+    def _submit_ready(self) -> None:
+        ready, specs_of = self._ready()
+        for start in range(0, len(ready), self.rows_per_report_call):
+            specs = [specs_of[c.id] for c in ready[start:start + self.rows_per_report_call]]
+            handles, where = self.addresses.gather([k for _, keys in specs for k in keys])
             # The claims' block goes last, when a context has claims.
             claims_at = len(handles) if any(spec["claims"] for spec, _ in specs) else -1
             if claims_at >= 0:
-                handles.append(claims_block)
+                handles.append(self.claims_block)
             rows, offset = [], 0
             for community, (spec, keys) in zip(ready[start:], specs):
                 mine = where[offset:offset + len(keys)]
                 offset += len(keys)
                 rows.append(ReportWork(community.id, spec, len(community.members),
                                        [b for b, _ in mine], [r for _, r in mine], claims_at,
-                                       schedule.dependents(community.id) if llm_reports
-                                       else 0))
-            pool.submit(report_key, rows, blocks=handles)
+                                       self.schedule.dependents(community.id)
+                                       if self.llm_reports else 0))
+            self.pool.submit(self.report_key, rows, blocks=handles)
 
-    def finish(community_id: int, report: dict, how: str) -> None:
+    def _finish(self, community_id: int, report: dict, how: str) -> None:
         """A community's report is done: it serves the communities carried down from it."""
-        served = schedule.report_done(community_id)
+        served = self.schedule.report_done(community_id)
         for served_id in served:
             # Carried down: the same community one level up, the same report.
-            reports[served_id] = dict(report, community=served_id)
-            generation[served_id] = how
-        if final is not None:
-            final.report_done([report_id(c, report["title"]) for c in served],
-                              _content(report))
+            self.reports[served_id] = dict(report, community=served_id)
+            self.generation[served_id] = how
+        if self.final is not None:
+            self.final.report_done([report_id(c, report["title"]) for c in served],
+                                   _content(report))
 
-    kept = kept or KeptReports()
-    kept_row: dict[int, int] = {}  # community -> its row in `kept.rows`, carried-down too
-    kept_titles = kept.rows.column("title").to_pylist()
-    kept_how = kept.rows.column("generation").to_pylist()
-    kept_content = kept.rows.column("full_content")
-    schedule.submitted.update(kept.row_of)
-    for community_id in sorted(kept.row_of, key=lambda c: -by_id[c].level):  # children first
-        if community_id in schedule.carried:  # its child's report serves it
-            continue
-        row = kept.row_of[community_id]
-        served = schedule.report_done(community_id)
-        for served_id in served:
-            kept_row[served_id] = row
-            generation[served_id] = kept_how[row]
-        if final is not None:
-            final.report_done([report_id(c, kept_titles[row]) for c in served],
-                              kept_content[row].as_py())
-        if report_bar:
-            report_bar.update(1)
-    as_dicts: dict[int, dict] = {}
-
-    def reports_of(community_ids: list[int]) -> list[dict | None]:
+    def _reports_of(self, community_ids: list[int]) -> list[dict | None]:
         """Sub-communities' reports for a context: written now, or kept (as dicts only when
         a context takes them, a community's children read together)."""
+        reports, kept_row, as_dicts = self.reports, self.kept_row, self.as_dicts
         wanted = [c for c in community_ids
                   if c not in reports and c in kept_row and c not in as_dicts]
-        as_dicts.update(zip(wanted, kept.reports([kept_row[c] for c in wanted], wanted)))
+        as_dicts.update(zip(wanted, self.kept.reports([kept_row[c] for c in wanted], wanted)))
         return [reports[c] if c in reports else as_dicts.get(c) for c in community_ids]
-    try:
-        submit_ready()  # communities with nothing to summarize inside start right away
-        while pool.busy():
-            for key, result in pool.completed():
-                if key == summary_key:
-                    summarize_usage.add(table_usage(result))
-                    keys = result.column("key").to_pylist()
-                    errors = result.column("error").to_pylist()
-                    fallbacks.extend(e for e in errors if e)
-                    fell_back.update(k for k, e in zip(keys, errors) if e)
-                    joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
-                    if batch_pass:
-                        for element, error in zip(keys, errors):
-                            if error and DEFERRED in error:
-                                held_back.update(schedule.holding.get(element, []))
-                    # Into the object store; the driver keeps no summary text.
-                    addresses.add_summaries(pool.put_block(result.select(["description"])), keys)
-                    if final is not None:
-                        final.entities_final([k for k in keys if k < n_entities])
-                    for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
-                        if key < n_entities:
-                            elements.entity_tokens[key] = tokens
-                        else:
-                            elements.edge_tokens[key - n_entities] = tokens
-                        schedule.summary_done(key)
-                    marks["last_summary"] = time.perf_counter() - started
-                    if summary_bar:
-                        summary_bar.update(result.num_rows)
-                else:
-                    reports_usage.add(table_usage(result))
-                    for row in result.to_pylist():
-                        if batch_pass and DEFERRED in row["generation"]:
-                            held_back.add(row["community"])  # its parents wait on it
-                            continue
-                        report = dict(row["report"], community=row["community"])
-                        report["rank"] = report["rating"]
-                        finish(row["community"], report, row["generation"])
-                    marks["last_report"] = time.perf_counter() - started
-                    if report_bar:
-                        report_bar.update(result.num_rows)
-                submit_ready()
-    finally:
-        for progress in (summary_bar, report_bar):
-            if progress:
-                progress.close()
-    if batch_pass:
-        return None
-    missing = [c.id for c in communities if c.id not in reports and c.id not in kept_row]
-    if missing:
-        raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
-    ctx.staged.write_table(ELEMENT_DIGESTS, element_digests(
-        entities, relationships, np.concatenate([elements.entity_tokens, elements.edge_tokens]),
-        fell_back, ctx.tokenizer), config.output.rows_per_part)
-    return SummariesAndReports(
-        reports=_reports_table(communities, reports, generation, kept, kept_row),
-        report_generations=[generation[c.id] for c in communities],
-        summaries={"summarized": len(todo), "kept": len(kept_summaries),
-                   "joined_without_llm": joined_count,
-                   "extractive_fallbacks": len(fallbacks),
-                   "first_fallback_reasons": fallbacks[:5]},
-        reports_kept=sum(1 for c in communities if c.id in kept),
-        summarize_usage=summarize_usage, reports_usage=reports_usage,
-        summarize_wall_s=round(marks["last_summary"], 3),
-        reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
+
+    def _summaries_done(self, result: pa.Table) -> None:
+        self.summarize_usage.add(table_usage(result))
+        keys = result.column("key").to_pylist()
+        errors = result.column("error").to_pylist()
+        self.fallbacks.extend(e for e in errors if e)
+        self.fell_back.update(k for k, e in zip(keys, errors) if e)
+        self.joined_count += sum(1 for j in result.column("joined").to_pylist() if j)
+        if self.batch_pass:
+            for element, error in zip(keys, errors):
+                if error and DEFERRED in error:
+                    self.held_back.update(self.schedule.holding.get(element, []))
+        # Into the object store; the driver keeps no summary text.
+        self.addresses.add_summaries(self.pool.put_block(result.select(["description"])), keys)
+        n_entities = self.n_entities
+        if self.final is not None:
+            self.final.entities_final([k for k in keys if k < n_entities])
+        for key, tokens in zip(keys, result.column("row_tokens").to_pylist()):
+            if key < n_entities:
+                self.elements.entity_tokens[key] = tokens
+            else:
+                self.elements.edge_tokens[key - n_entities] = tokens
+            self.schedule.summary_done(key)
+        self.marks["last_summary"] = time.perf_counter() - self.started
+        if self.summary_bar:
+            self.summary_bar.update(result.num_rows)
+
+    def _reports_done(self, result: pa.Table) -> None:
+        self.reports_usage.add(table_usage(result))
+        for row in result.to_pylist():
+            if self.batch_pass and DEFERRED in row["generation"]:
+                self.held_back.add(row["community"])  # its parents wait on it
+                continue
+            report = dict(row["report"], community=row["community"])
+            report["rank"] = report["rating"]
+            self._finish(row["community"], report, row["generation"])
+        self.marks["last_report"] = time.perf_counter() - self.started
+        if self.report_bar:
+            self.report_bar.update(result.num_rows)
+
+    def run(self) -> SummariesAndReports | None:
+        self._submit_summaries()
+        self._take_kept()
+        try:
+            self._submit_ready()  # communities with nothing to summarize inside start now
+            while self.pool.busy():
+                for key, result in self.pool.completed():
+                    if key == self.summary_key:
+                        self._summaries_done(result)
+                    else:
+                        self._reports_done(result)
+                    self._submit_ready()
+        finally:
+            for progress in (self.summary_bar, self.report_bar):
+                if progress:
+                    progress.close()
+        return None if self.batch_pass else self._result()
+
+    def _result(self) -> SummariesAndReports:
+        communities, reports, kept_row = self.communities, self.reports, self.kept_row
+        missing = [c.id for c in communities if c.id not in reports and c.id not in kept_row]
+        if missing:
+            raise RuntimeError(f"no report was scheduled for communities {missing[:10]}")
+        elements = self.elements
+        self.ctx.staged.write_table(ELEMENT_DIGESTS, element_digests(
+            self.entities, self.relationships,
+            np.concatenate([elements.entity_tokens, elements.edge_tokens]),
+            self.fell_back, self.ctx.tokenizer), self.config.output.rows_per_part)
+        marks = self.marks
+        return SummariesAndReports(
+            reports=_reports_table(communities, reports, self.generation, self.kept, kept_row),
+            report_generations=[self.generation[c.id] for c in communities],
+            summaries={"summarized": len(self.todo), "kept": len(self.kept_summaries),
+                       "joined_without_llm": self.joined_count,
+                       "extractive_fallbacks": len(self.fallbacks),
+                       "first_fallback_reasons": self.fallbacks[:5]},
+            reports_kept=sum(1 for c in communities if c.id in self.kept),
+            summarize_usage=self.summarize_usage, reports_usage=self.reports_usage,
+            summarize_wall_s=round(marks["last_summary"], 3),
+            reports_wall_s=round(marks["last_report"] - (marks["first_report"] or 0.0), 3))
 
 
 def _in_block_order(keys: np.ndarray, addresses: DescriptionAddresses) -> list[int]:
