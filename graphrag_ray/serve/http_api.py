@@ -195,7 +195,17 @@ def _sse(data) -> bytes:
 
 def make_app(service: Service) -> FastAPI:
     app = FastAPI(title="graphrag-ray", docs_url=None, redoc_url=None, openapi_url=None)
-    started = int(time.time())
+    _add_guard(app, service)
+    _add_error_handlers(app)
+    _add_facts(app, service)
+    _add_answers(app, service)
+    _add_explorer(app, service)
+    return app
+
+
+def _add_guard(app: FastAPI, service: Service) -> None:
+    """Every request: its key checked, an environment failure as a 503, the answering
+    version and replica named, and its figures counted."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
@@ -232,6 +242,8 @@ def make_app(service: Service) -> FastAPI:
         log.info("%s %s %s %.3fs", request.method, path, response.status_code, seconds)
         return response
 
+
+def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError):
         headers = {"Retry-After": "1"} if exc.status == 429 else None
@@ -250,6 +262,12 @@ def make_app(service: Service) -> FastAPI:
     @app.exception_handler(GraphRagError)
     async def user_error(request: Request, exc: GraphRagError):
         return _error(400, str(exc))
+
+
+def _add_facts(app: FastAPI, service: Service) -> None:
+    """What the service is and serves: health, metrics, the models (one per query method)
+    and the index's facts."""
+    started = int(time.time())
 
     @app.get("/healthz")
     async def healthz():
@@ -288,6 +306,8 @@ def make_app(service: Service) -> FastAPI:
                     "models": chat.model_names(),
                     "version_switches": service.live.switches}
 
+
+def _add_answers(app: FastAPI, service: Service) -> None:
     @app.post("/v1/query")
     async def query(request: Request):
         body = await service.body(request)
@@ -320,6 +340,8 @@ def make_app(service: Service) -> FastAPI:
         request.state.llm_tokens = result.usage.prompt_tokens + result.usage.completion_tokens
         return chat.completion(parsed, result, version, chat.completion_id())
 
+
+def _add_explorer(app: FastAPI, service: Service) -> None:
     @app.get("/favicon.ico")
     async def favicon():  # browsers ask; the explorer has no icon
         return Response(status_code=204)
@@ -335,8 +357,6 @@ def make_app(service: Service) -> FastAPI:
         if site not in target.parents and target != site or not target.is_file():
             return _error(404, f"no such file in the explorer: {path}", code="not_found")
         return FileResponse(target)
-
-    return app
 
 
 async def _stream(service: Service, query: QueryRequest, request: Request):
@@ -390,21 +410,10 @@ async def _stream(service: Service, query: QueryRequest, request: Request):
                         f"{service.limits.request_timeout_s:g} s (serve.request_timeout_s)",
                         "timeout", code="timeout"))
                     break
-                while not pieces.empty():
-                    written.append(pieces.get_nowait())
-                    yield _sse(chat.chunk(query, ident, created, version,
-                                          delta={"content": written[-1]}))
                 result = future.result()[0]
-                if not "".join(written).strip() and result.answer:
-                    # A method that writes its answer at once (offline) streams it whole.
-                    yield _sse(chat.chunk(query, ident, created, version,
-                                          delta={"content": result.answer}))
                 tokens = result.usage.prompt_tokens + result.usage.completion_tokens
-                yield _sse(chat.chunk(query, ident, created, version, finish="stop",
-                                      graphrag=chat.extras(result, version)))
-                if query.include_usage:
-                    yield _sse(chat.chunk(query, ident, created, version,
-                                          usage=chat.usage_of(result)))
+                for event in _closing(query, ident, created, version, pieces, written, result):
+                    yield event
                 break
         except Exception as exc:  # noqa: BLE001 - the stream is open: an error event ends it
             status = getattr(exc, "status", 502 if isinstance(exc, LLMError) else 500)
@@ -420,6 +429,27 @@ async def _stream(service: Service, query: QueryRequest, request: Request):
     request.state.streaming = True
     return StreamingResponse(events(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
+
+
+def _closing(query: QueryRequest, ident: str, created: int, version: str,
+             pieces: asyncio.Queue, written: list[str], result) -> list[bytes]:
+    """The events after the answer is done: the pieces still queued (or the whole answer,
+    for a method that writes it at once, as offline ones do), the closing chunk with the
+    sources, and the usage chunk if asked."""
+    events = []
+    while not pieces.empty():
+        written.append(pieces.get_nowait())
+        events.append(_sse(chat.chunk(query, ident, created, version,
+                                      delta={"content": written[-1]})))
+    if not "".join(written).strip() and result.answer:
+        events.append(_sse(chat.chunk(query, ident, created, version,
+                                      delta={"content": result.answer})))
+    events.append(_sse(chat.chunk(query, ident, created, version, finish="stop",
+                                  graphrag=chat.extras(result, version))))
+    if query.include_usage:
+        events.append(_sse(chat.chunk(query, ident, created, version,
+                                      usage=chat.usage_of(result))))
+    return events
 
 
 def _site(service: Service) -> Path:

@@ -191,13 +191,39 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     `together(a, b)`: whether two rows are named in one work (`mentions.Works`), which an
     acronym and its only spelled-out name must be to merge below the threshold (None: they
     do not)."""
-    forbidden, forced_groups, apart = rules.forbidden, rules.forced_groups, rules.apart
-    forced_rows = {r for g in forced_groups for r in g}
-
     candidates = list(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist(),
                           pairs.column("score").to_pylist(), pairs.column("kind").to_pylist(),
                           pairs.column("evidence").to_pylist()))
+    partners, men = _partners(titles, candidates, rules)
+    forced_rows = {r for g in rules.forced_groups for r in g}
+    ambiguous, mans_only = _ambiguous(titles, candidates, partners, men, threshold, rules,
+                                      forced_rows)
+    sole = _sole_partners(partners, ambiguous, frequency, rules, together)
+
+    def womans(a: int, b: int) -> bool:
+        """A bare name paired with a woman's honorific where it has a man's (joined last)."""
+        return any(row in men and men[row] and other not in men[row]
+                   for row, other in ((a, b), (b, a)))
+    candidates.sort(key=lambda p: (womans(p[0], p[1]), -p[2], p[0], p[1]))
     resolution = Resolution()
+    resolution.ambiguous = sorted(ambiguous)
+
+    def admitted(a: int, b: int, score: float) -> bool:
+        accepted = score >= threshold or (a, b) in confirmed or \
+            score >= SOLE_MIN_SCORE and frozenset((a, b)) in sole
+        mans = [row in mans_only and other in men[row] for row, other in ((a, b), (b, a))]
+        return accepted and not ((a in ambiguous or b in ambiguous) and not any(mans) or any(
+            row in mans_only and not is_mans for row, is_mans in zip((a, b), mans)))
+
+    joined = _join(candidates, admitted, rules, resolution, threshold, confirmed)
+    _name_aliases(joined, titles, frequency, forced_rows, resolution)
+    return resolution
+
+
+def _partners(titles: list[str], candidates: list[tuple], rules: PairRules
+              ) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """Each short name's candidate full names, and each bare name's partners with a man's
+    honorific."""
     partners: dict[int, set[int]] = defaultdict(set)
     honoured: dict[int, set[int]] = defaultdict(set)  # a bare name's partners with honorifics
     for a, b, _, _, _ in candidates:
@@ -219,13 +245,21 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     # man PONNOU may be.)
     partners = {row: {p for p in others if rules.types[row] in UNTYPED or
                       not rules.named_after(row, p)} for row, others in partners.items()}
+    return partners, men
+
+
+def _ambiguous(titles: list[str], candidates: list[tuple], partners: dict[int, set[int]],
+               men: dict[int, set[int]], threshold: float, rules: PairRules,
+               forced_rows: set[int]) -> tuple[set[int], set[int]]:
+    """The short names that may be any of several of their partners, and of those the ones
+    that are still their man's."""
     # Two men a family's titles name (MR and CAPTAIN WENTWORTH) whose own pair the context
     # did not carry to the threshold may be two (Edward the curate and Frederick), and the
     # bare surname beside them either's. (A full name beside them is one of them, whichever.)
     scores = {frozenset((a, b)): score for a, b, score, _, _ in candidates}
 
     def differ(row: int, p: int, q: int) -> bool:
-        return apart(p, q) or len(content_tokens(name_tokens(titles[row]))) == 1 and \
+        return rules.apart(p, q) or len(content_tokens(name_tokens(titles[row]))) == 1 and \
             scores.get(frozenset((p, q)), 1.0) < threshold and \
             name_relation(titles[p], titles[q]) == ("same_name", TWO_TITLES)
     ambiguous = {row for row, others in partners.items() if row not in forced_rows and any(
@@ -238,41 +272,47 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
     mans_only = {row for row in ambiguous if men.get(row) and not any(
         differ(row, p, q) for p, q in combinations(sorted(men[row]), 2)) and all(
         placement(titles[row], titles[full]) == "suffix" for full in partners[row] - men[row])}
-    ambiguous -= mans_only
+    return ambiguous - mans_only, mans_only
+
+
+def _sole_partners(partners: dict[int, set[int]], ambiguous: set[int], frequency: list[int],
+                   rules: PairRules, together: Callable[[int, int], bool] | None
+                   ) -> set[frozenset]:
+    """The pairs of a short name and its only partner that may join below the threshold."""
 
     def takes_sole(short: int, full: int) -> bool:
-        """Whether a short name may take its only partner below the threshold."""
         if rules.kind_form(short, full):
             return True
         if rules.acronym(short, full):
             return together is not None and together(short, full)
         return rules.persons_short_name(short, full) and \
             frequency[full] >= SOLE_NAMED_SHARE * frequency[short]
-    sole = {frozenset((row, *others)) for row, others in partners.items()
+    return {frozenset((row, *others)) for row, others in partners.items()
             if len(others) == 1 and row not in ambiguous and takes_sole(row, next(iter(others)))}
 
-    def womans(a: int, b: int) -> bool:
-        """A bare name paired with a woman's honorific where it has a man's (joined last)."""
-        return any(row in men and men[row] and other not in men[row]
-                   for row, other in ((a, b), (b, a)))
-    candidates.sort(key=lambda p: (womans(p[0], p[1]), -p[2], p[0], p[1]))
-    resolution.ambiguous = sorted(ambiguous)
 
+@dataclass
+class _Joined:
+    clusters: "_Clusters"
+    forced_canonical: dict[int, int]
+    # The accepted pairs that joined clusters, and each row's strongest one (and with whom).
+    direct: dict[tuple[int, int], tuple[float, str, str]]
+    best: dict[int, tuple[float, str, str, int]]
+
+
+def _join(candidates: list[tuple], admitted: Callable[[int, int, float], bool],
+          rules: PairRules, resolution: Resolution, threshold: float,
+          confirmed: set[tuple[int, int]]) -> _Joined:
+    """The admitted pairs joined, strongest first, into clusters no forbidden or apart pair
+    and no more than `MAX_CLUSTER_SIZE` rows."""
     clusters = _Clusters()
-    forced_canonical: dict[int, int] = {}
-    for group in forced_groups:
+    joined = _Joined(clusters, {}, {}, {})
+    for group in rules.forced_groups:
         for row in group[1:]:
             clusters.union(group[0], row)
-        forced_canonical[clusters.find(group[0])] = group[0]
-    # The accepted pairs that joined clusters, and each row's strongest one (and with whom).
-    direct: dict[tuple[int, int], tuple[float, str, str]] = {}
-    best: dict[int, tuple[float, str, str, int]] = {}
+        joined.forced_canonical[clusters.find(group[0])] = group[0]
     for a, b, score, kind, evidence in candidates:
-        accepted = score >= threshold or (a, b) in confirmed or \
-            score >= SOLE_MIN_SCORE and frozenset((a, b)) in sole
-        mans = [row in mans_only and other in men[row] for row, other in ((a, b), (b, a))]
-        if not accepted or (a in ambiguous or b in ambiguous) and not any(mans) or any(
-                row in mans_only and not is_mans for row, is_mans in zip((a, b), mans)):
+        if not admitted(a, b, score):
             continue
         ra, rb = clusters.find(a), clusters.find(b)
         if ra == rb:
@@ -281,28 +321,35 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         if len(across) > MAX_CLUSTER_SIZE ** 2 or \
                 len(clusters.members[ra]) + len(clusters.members[rb]) > MAX_CLUSTER_SIZE:
             continue
-        if any(frozenset(p) in forbidden for p in across):
+        if any(frozenset(p) in rules.forbidden for p in across):
             resolution.forbidden_pairs_kept_apart += 1
             continue
-        if any(apart(x, y) for x, y in across):
+        if any(rules.apart(x, y) for x, y in across):
             continue
-        canonical = forced_canonical.pop(ra, None)
+        canonical = joined.forced_canonical.pop(ra, None)
         if canonical is None:
-            canonical = forced_canonical.pop(rb, None)
+            canonical = joined.forced_canonical.pop(rb, None)
         clusters.union(a, b)
         if canonical is not None:
-            forced_canonical[clusters.find(a)] = canonical
+            joined.forced_canonical[clusters.find(a)] = canonical
         method = kind if score >= threshold else f"llm:{kind}" if (a, b) in confirmed \
             else f"sole:{kind}"
-        direct[(a, b)] = (score, method, evidence)
+        joined.direct[(a, b)] = (score, method, evidence)
         for row, partner in ((a, b), (b, a)):
-            if row not in best or score > best[row][0]:
-                best[row] = (score, method, evidence, partner)
+            if row not in joined.best or score > joined.best[row][0]:
+                joined.best[row] = (score, method, evidence, partner)
+    return joined
 
+
+def _name_aliases(joined: _Joined, titles: list[str], frequency: list[int],
+                  forced_rows: set[int], resolution: Resolution) -> None:
+    """Each cluster's canonical row (forced, else the most frequent full name) and its
+    aliases, each with the pair that joined it."""
+    clusters = joined.clusters
     for root, members in clusters.members.items():
         if len(members) < 2 or clusters.find(root) != root:
             continue
-        canonical = forced_canonical.get(root)
+        canonical = joined.forced_canonical.get(root)
         if canonical is None:
             canonical = min(members, key=lambda r: (
                 len(content_tokens(name_tokens(titles[r]))) < 2, -frequency[r],
@@ -310,15 +357,15 @@ def resolve_clusters(titles: list[str], frequency: list[int], pairs: pa.Table,
         for row in sorted(members):
             if row == canonical:
                 continue
+            pair = (min(row, canonical), max(row, canonical))
             if row in forced_rows and canonical in forced_rows:
                 resolution.aliases.append(Alias(row, canonical, 1.0, "forced",
                                                 "listed in resolution.force_merge"))
-            elif (min(row, canonical), max(row, canonical)) in direct:
-                score, method, evidence = direct[(min(row, canonical), max(row, canonical))]
+            elif pair in joined.direct:
+                score, method, evidence = joined.direct[pair]
                 resolution.aliases.append(Alias(row, canonical, score, method, evidence))
             else:  # joined through another member: say which
-                score, method, evidence, partner = best[row]
+                score, method, evidence, partner = joined.best[row]
                 resolution.aliases.append(Alias(row, canonical, score, method,
                                                 f"via {titles[partner]}: {evidence}"))
     resolution.aliases.sort(key=lambda a: (a.canonical, a.row))
-    return resolution
