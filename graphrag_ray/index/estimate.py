@@ -236,12 +236,57 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
     chunk_tokens = proxy.pop("chunk_tokens")
     if extract_tokens is not None:
         chunk_tokens = extract_tokens
-    ex = config.extraction
+    density = _density_ratio(proxy.pop("offline_density"), measured)
+    stages, bases = _stage_figures(config, prompts, proxy, chunk_tokens, measured, density)
+    if measured:
+        _calibrated(stages, len(chunk_tokens), measured, density)
+    if touched:
+        _add_touched(stages, touched, measured, *bases, config)
+    batched = (("extract", "extract_claims") if config.llm.batch else ()) + (
+        ("summarize", "reports") if config.llm.batch is True else ()) + (
+        ("embed",) if config.embeddings.batch else ())
+    by_batch = [n for n in batched if n in stages and stages[n]["calls"]]
+    online_cost = {}
+    for name, figures in stages.items():
+        endpoint = config.embeddings if name == "embed" else config.llm
+        figures["cost_usd"] = cost_usd(figures, endpoint, batch=name in by_batch)
+        if name in by_batch:
+            online_cost[name] = cost_usd(figures, endpoint)
+    name = pipeline_name(config)
+    return {
+        # The stages the build would run, in order (`index/pipelines.py`).
+        "pipeline": {"name": name, "stages": [
+            {"stage": stage.name, "calls": calls_with(stage, config), "about": stage.about}
+            for stage in pipeline(name, config)]},
+        "documents": proxy.pop("documents"), "chunks": len(chunk_tokens),
+        "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
+        "stages": stages, "total": _total(stages, config, measured, by_batch),
+        "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
+        "touched_in_index": touched,
+        "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
+                          "stages": sorted(measured["stages"]),
+                          "density_ratio": round(density, 3)} if measured else None,
+        # The Batch API's own pool: its stages are not paced by the online limits.
+        "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
+                                            if n not in by_batch}, config),
+        "batch": {"stages": by_batch,
+                  "rounds": _batch_rounds(config) if config.llm.batch
+                  and EXTRACTION_METHODS[config.extraction.method].calls_llm
+                  else 0,
+                  "online_cost_usd": None if None in online_cost.values()
+                  else round(sum(online_cost.values()), 6)} if by_batch else None,
+    }
+
+
+def _stage_figures(config: GraphRagConfig, prompts, proxy: dict, chunk_tokens: list[int],
+                   measured: dict | None, density: float
+                   ) -> tuple[dict[str, dict], tuple[int, int]]:
+    """Each stage's calls and tokens before calibration, and the summary and report
+    prompts' own tokens (their templates without inputs)."""
 
     def template_tokens(name: str, **values: object) -> int:
         return _template_tokens(prompts, config, name, **values)
 
-    density = _density_ratio(proxy.pop("offline_density"), measured)
     stages: dict[str, dict] = {"extract": extraction_calls(chunk_tokens, config, prompts)}
     factors = (measured or {}).get("stages", {}).get("extract")
     if factors:
@@ -258,7 +303,6 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
             "calls": len(chunk_tokens),
             "prompt_tokens": sum(claims_base + t + 50 for t in chunk_tokens),
             "completion_tokens": int(len(chunk_tokens) * config.claims.max_output_tokens * 0.2)}
-
     summary_base = template_tokens("summarize_descriptions", entity_name="",
                                    description_list="", max_length=config.summarize.max_length)
     stages["summarize"] = {
@@ -269,16 +313,7 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
                                  * SUMMARY_OUTPUT_FRACTION)}
     report_base = template_tokens("community_report", input_text="",
                                   max_findings=config.reports.max_findings)
-    # Communities smaller than `min_llm_entities` get an extractive report: no call.
-    reported = [size for size in proxy["report_sizes"]
-                if size >= config.reports.min_llm_entities]
-    stages["reports"] = {
-        "calls": len(reported),
-        "prompt_tokens": sum(report_base + min(config.reports.max_input_tokens,
-                                               REPORT_INPUT_TOKENS_PER_ENTITY * size)
-                             for size in reported),
-        "completion_tokens": int(len(reported) * config.reports.max_output_tokens
-                                 * REPORT_OUTPUT_FRACTION)}
+    stages["reports"] = _report_figures(config, proxy, report_base)
     if config.embeddings.resolved_method() == "api":
         # Chunks, entity descriptions (about the summary length) and reports, in batches.
         texts = len(chunk_tokens) + proxy["entities"] + len(proxy["report_sizes"])
@@ -293,70 +328,54 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         stages["summarize"] = dict.fromkeys(stages["summarize"], 0)
     if not config.uses_llm(config.reports.method):
         stages["reports"] = dict.fromkeys(stages["reports"], 0)
-    if not EXTRACTION_METHODS[ex.method].calls_llm:
+    if not EXTRACTION_METHODS[config.extraction.method].calls_llm:
         stages["extract"] = dict.fromkeys(stages["extract"], 0)
         stages.pop("extract_claims", None)
-    if measured:
-        _calibrated(stages, len(chunk_tokens), measured, density)
-    if touched:
-        _add_touched(stages, touched, measured, summary_base, report_base, config)
-    batched = (("extract", "extract_claims") if config.llm.batch else ()) + (
-        ("summarize", "reports") if config.llm.batch is True else ()) + (
-        ("embed",) if config.embeddings.batch else ())
-    by_batch = [n for n in batched if n in stages and stages[n]["calls"]]
-    online_cost = {}
-    for name, figures in stages.items():
-        endpoint = config.embeddings if name == "embed" else config.llm
-        figures["cost_usd"] = cost_usd(figures, endpoint, batch=name in by_batch)
-        if name in by_batch:
-            online_cost[name] = cost_usd(figures, endpoint)
+    return stages, (summary_base, report_base)
+
+
+def _report_figures(config: GraphRagConfig, proxy: dict, report_base: int) -> dict:
+    # Communities smaller than `min_llm_entities` get an extractive report: no call.
+    reported = [size for size in proxy["report_sizes"]
+                if size >= config.reports.min_llm_entities]
+    return {
+        "calls": len(reported),
+        "prompt_tokens": sum(report_base + min(config.reports.max_input_tokens,
+                                               REPORT_INPUT_TOKENS_PER_ENTITY * size)
+                             for size in reported),
+        "completion_tokens": int(len(reported) * config.reports.max_output_tokens
+                                 * REPORT_OUTPUT_FRACTION)}
+
+
+def _total(stages: dict[str, dict], config: GraphRagConfig, measured: dict | None,
+           by_batch: list[str]) -> dict:
+    """The stages' sums, and the cost's range: calibrated stages within
+    `CALIBRATED_SPREAD`, the others' completions within `ASSUMED_COMPLETION_RANGE`."""
     total = {key: sum(f[key] for f in stages.values()) for key in
              ("calls", "prompt_tokens", "completion_tokens")}
     costs = [f["cost_usd"] for f in stages.values() if f["calls"]]
     total["cost_usd"] = None if None in costs else round(sum(costs), 6)
-    if total["cost_usd"] is not None:
-        calibrated = set((measured or {}).get("stages", {}))
-        bounds = []
-        for side in (0, 1):
-            cost = 0.0
-            for name, figures in stages.items():
-                if not figures["calls"]:
-                    continue
-                endpoint = config.embeddings if name == "embed" else config.llm
-                if name in calibrated:
-                    scale = 1 - CALIBRATED_SPREAD if side == 0 else 1 + CALIBRATED_SPREAD
-                    varied = {**figures, "prompt_tokens": figures["prompt_tokens"] * scale,
-                              "completion_tokens": figures["completion_tokens"] * scale}
-                else:  # prompts are counted; the completions are the guess
-                    varied = {**figures, "completion_tokens":
-                              figures["completion_tokens"] * ASSUMED_COMPLETION_RANGE[side]}
-                cost += cost_usd(varied, endpoint, batch=name in by_batch) or 0.0
-            bounds.append(round(cost, 6))
-        total["cost_usd_range"] = bounds
-    name = pipeline_name(config)
-    return {
-        # The stages the build would run, in order (`index/pipelines.py`).
-        "pipeline": {"name": name, "stages": [
-            {"stage": stage.name, "calls": calls_with(stage, config), "about": stage.about}
-            for stage in pipeline(name, config)]},
-        "documents": proxy.pop("documents"), "chunks": len(chunk_tokens),
-        "corpus_tokens": sum(chunk_tokens), "model": config.llm.model,
-        "stages": stages, "total": total,
-        "proxy_graph": {k: v for k, v in proxy.items() if k != "report_sizes"},
-        "touched_in_index": touched,
-        "calibrated_on": {"version": measured["version"], "chunks": measured["chunks"],
-                          "stages": sorted(measured["stages"]),
-                          "density_ratio": round(density, 3)} if measured else None,
-        # The Batch API's own pool: its stages are not paced by the online limits.
-        "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
-                                            if n not in by_batch}, config),
-        "batch": {"stages": by_batch,
-                  "rounds": _batch_rounds(config) if config.llm.batch
-                  and EXTRACTION_METHODS[ex.method].calls_llm
-                  else 0,
-                  "online_cost_usd": None if None in online_cost.values()
-                  else round(sum(online_cost.values()), 6)} if by_batch else None,
-    }
+    if total["cost_usd"] is None:
+        return total
+    calibrated = set((measured or {}).get("stages", {}))
+    bounds = []
+    for side in (0, 1):
+        cost = 0.0
+        for name, figures in stages.items():
+            if not figures["calls"]:
+                continue
+            endpoint = config.embeddings if name == "embed" else config.llm
+            if name in calibrated:
+                scale = 1 - CALIBRATED_SPREAD if side == 0 else 1 + CALIBRATED_SPREAD
+                varied = {**figures, "prompt_tokens": figures["prompt_tokens"] * scale,
+                          "completion_tokens": figures["completion_tokens"] * scale}
+            else:  # prompts are counted; the completions are the guess
+                varied = {**figures, "completion_tokens":
+                          figures["completion_tokens"] * ASSUMED_COMPLETION_RANGE[side]}
+            cost += cost_usd(varied, endpoint, batch=name in by_batch) or 0.0
+        bounds.append(round(cost, 6))
+    total["cost_usd_range"] = bounds
+    return total
 
 
 def _batch_rounds(config: GraphRagConfig) -> int:

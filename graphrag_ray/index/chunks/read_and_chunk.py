@@ -107,97 +107,41 @@ class Reading:
 def read_and_chunk(files: pa.Table, reading: Reading) -> Iterator[pa.Table]:
     """Rows: file_index, path -> one row per chunk (CHUNK_SCHEMA), yielded in blocks of
     `reading.block_rows`, the documents and chunks written to `reading.work_url`."""
-    input_url, input_root, input_config = reading.input_url, reading.input_root, \
-        reading.input_config
-    chunks_config, tokenizer, work_url = reading.chunks_config, reading.tokenizer, \
-        reading.work_url
-    block_rows, boilerplate, repeated = reading.block_rows, reading.boilerplate, reading.repeated
-    min_passage_chars, names_of = reading.min_passage_chars, reading.names_of
-    input_fs = fsspec.core.url_to_fs(input_url)[0]
-    work_fs, work_root = fsspec.core.url_to_fs(work_url)
+    input_fs = fsspec.core.url_to_fs(reading.input_url)[0]
     indexes = files.column("file_index").to_pylist()
-    name = f"files-{indexes[0]:08d}"
     read, skipped, warnings, document_parts, chunk_parts = [], [], [], [], []
     shared: list[tuple[str, str, str | None]] = []  # (content passage, document, chunk)
     capitals: dict[str, list[str]] = {}  # document -> `names_of` its text (when asked)
     kept_out: list[tuple[str, float]] = []  # files mostly boilerplate: (path, share)
     for file_index, path in zip(indexes, files.column("path").to_pylist()):
-        loaded = load_file(input_fs, input_root, path, input_config)
+        loaded = load_file(input_fs, reading.input_root, path, reading.input_config)
         read += loaded.files
         skipped += loaded.skipped
         warnings += loaded.warnings
         documents = loaded.documents
         if not documents.num_rows:
             continue
-        to_chunk, extracted, homed, kept_content, cuts = documents, None, {}, {}, {}
-        if boilerplate:
-            texts, masked, file_cut, file_chars = [], [], 0, 0
-            for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
-                                                     documents.column("text").to_pylist())):
-                body, homed[document] = framed_boilerplate(text)
-                cut, extracted_text = len(text) - len(body), body
-                if repeated is not None and (repeated.first or repeated.openings):
-                    split = split_repeated(body, repeated, chunk_seq(file_index, i, 0),
-                                           min_passage_chars)
-                    cut, extracted_text = cut + split.cut_chars, split.text
-                    homed[document] += split.homed
-                    kept_content[document] = split.kept_content_at
-                    cuts[document] = split.cuts
-                    shared += [(name, document, None) for name in split.shared]
-                file_cut, file_chars = file_cut + cut, file_chars + len(text)
-                texts.append(body)
-                masked.append(extracted_text)
-            if file_cut > KEPT_OUT_WARNING * file_chars:
-                kept_out.append((loaded.files[-1]["path"], round(file_cut / file_chars, 3)))
-            # A file's windows come from its own text (its book, for a Project Gutenberg
-            # file); the corpus's repeated passages are masked in them, never moving them.
-            to_chunk = documents.set_column(documents.column_names.index("text"), "text",
-                                            pa.array(texts, pa.string()))
-            extracted = dict(zip(documents.column("id").to_pylist(), masked))
-        units = chunk_documents(to_chunk, chunks_config, tokenizer, cuts)
-        if names_of is not None:
-            capitals.update((d, sorted(names_of(extracted[d] if extracted else text)))
-                            for d, text in zip(to_chunk.column("id").to_pylist(),
-                                               to_chunk.column("text").to_pylist()))
-        if kept_content:
-            shared += _content_chunks(units, kept_content)
-        position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
-        windows: dict[str, int] = {}  # document -> its windows, the masked ones included
-        seq = []
-        for document, window in zip(units.column("document_id").to_pylist(),
-                                    units.column("window").to_pylist()):
-            windows[document] = window
-            seq.append(chunk_seq(file_index, position[document], window))
-        passages = [(document, j, text) for document, texts in homed.items()
-                    for j, text in enumerate(texts)]
-        n_chunks = units.num_rows + len(passages)
-        chunk_parts.append(pa.table({
-            "id": units.column("id"), "text": units.column("text"),
-            "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
-            "seq": pa.array(seq, pa.int64()),
-            "file_chunks": pa.array([n_chunks] * units.num_rows, pa.int64()),
-            "repeated_passage": pa.array([False] * units.num_rows)}, schema=CHUNK_SCHEMA))
-        if passages:
-            chunk_parts.append(pa.table({
-                "id": [chunk_id(d, -1 - j, text) for d, j, text in passages],
-                "text": [text for _, _, text in passages],
-                "n_tokens": [count_tokens(text, tokenizer) for _, _, text in passages],
-                "document_id": [d for d, _, _ in passages],
-                "seq": [chunk_seq(file_index, position[d], windows.get(d, -1) + 1 + j)
-                        for d, j, _ in passages],
-                "file_chunks": [n_chunks] * len(passages),
-                "repeated_passage": [True] * len(passages)}, schema=CHUNK_SCHEMA))
-            units = pa.concat_tables([units.select(["id", "document_id"]), pa.table({
-                "id": chunk_parts[-1].column("id"),
-                "document_id": chunk_parts[-1].column("document_id")})])
-        unit_ids: dict[str, list[str]] = {}
-        for unit, document in zip(units.column("id").to_pylist(),
-                                  units.column("document_id").to_pylist()):
-            unit_ids.setdefault(document, []).append(unit)
-        document_parts.append(documents.append_column("text_unit_ids", pa.array(
-            [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
-            pa.list_(pa.string()))).append_column(  # which file: an update carries it
-            "file_index", pa.array([file_index] * documents.num_rows, pa.int64())))
+        masked = _Masked(documents)
+        if reading.boilerplate:
+            masked = _mask(documents, file_index, reading)
+            shared += masked.shared
+            if masked.kept_out is not None:
+                kept_out.append((loaded.files[-1]["path"], masked.kept_out))
+        units = chunk_documents(masked.to_chunk, reading.chunks_config, reading.tokenizer,
+                                masked.cuts)
+        if reading.names_of is not None:
+            extracted = masked.extracted
+            capitals.update((d, sorted(reading.names_of(extracted[d] if extracted else text)))
+                            for d, text in zip(masked.to_chunk.column("id").to_pylist(),
+                                               masked.to_chunk.column("text").to_pylist()))
+        if masked.kept_content:
+            shared += _content_chunks(units, masked.kept_content)
+        chunks, document_part = _file_parts(file_index, documents, units, masked.homed,
+                                            reading.tokenizer)
+        chunk_parts += chunks
+        document_parts.append(document_part)
+    name = f"files-{indexes[0]:08d}"
+    work_fs, work_root = fsspec.core.url_to_fs(reading.work_url)
     write_atomically(work_fs, f"{work_root}/inputs/{name}.json", json.dumps(
         {"files": read, "skipped": skipped, "warnings": warnings,
          "kept_out": kept_out}).encode("utf-8"))
@@ -205,18 +149,103 @@ def read_and_chunk(files: pa.Table, reading: Reading) -> Iterator[pa.Table]:
         return
     chunks = pa.concat_tables(chunk_parts)
     write_parquet(work_fs, f"{work_root}/documents/{name}.parquet",
-                 pa.concat_tables(document_parts))
+                  pa.concat_tables(document_parts))
     write_parquet(work_fs, f"{work_root}/chunks/{name}.parquet", chunks)
     if shared:
         write_parquet(work_fs, f"{work_root}/{SHARED_CONTENT}/{name}.parquet",
                       pa.Table.from_pylist([{"passage": p, "document_id": d, "chunk_id": c}
                                             for p, d, c in shared], schema=SHARED_SCHEMA))
-    if names_of is not None:
+    if reading.names_of is not None:
         chunks = chunks.append_column("document_capitals", pa.array(
             [capitals.get(d, []) for d in chunks.column("document_id").to_pylist()],
             pa.list_(pa.string())))
-    for start in range(0, chunks.num_rows, block_rows):
-        yield chunks.slice(start, block_rows)
+    for start in range(0, chunks.num_rows, reading.block_rows):
+        yield chunks.slice(start, reading.block_rows)
+
+
+@dataclass
+class _Masked:
+    """One file's documents as they are chunked: framing boilerplate and the corpus's
+    repeated passages cut (`boilerplate`), or as they were read."""
+    to_chunk: pa.Table
+    extracted: dict[str, str] | None = None  # document -> the text extraction reads
+    homed: dict[str, list[str]] = field(default_factory=dict)  # passages it keeps as units
+    kept_content: dict = field(default_factory=dict)
+    cuts: dict = field(default_factory=dict)
+    shared: list = field(default_factory=list)
+    kept_out: float | None = None  # the share cut, when most of the file was
+
+
+def _mask(documents: pa.Table, file_index: int, reading: Reading) -> _Masked:
+    repeated = reading.repeated
+    masked = _Masked(documents)
+    texts, extracted_texts, file_cut, file_chars = [], [], 0, 0
+    for i, (document, text) in enumerate(zip(documents.column("id").to_pylist(),
+                                             documents.column("text").to_pylist())):
+        body, masked.homed[document] = framed_boilerplate(text)
+        cut, extracted_text = len(text) - len(body), body
+        if repeated is not None and (repeated.first or repeated.openings):
+            split = split_repeated(body, repeated, chunk_seq(file_index, i, 0),
+                                   reading.min_passage_chars)
+            cut, extracted_text = cut + split.cut_chars, split.text
+            masked.homed[document] += split.homed
+            masked.kept_content[document] = split.kept_content_at
+            masked.cuts[document] = split.cuts
+            masked.shared += [(name, document, None) for name in split.shared]
+        file_cut, file_chars = file_cut + cut, file_chars + len(text)
+        texts.append(body)
+        extracted_texts.append(extracted_text)
+    if file_cut > KEPT_OUT_WARNING * file_chars:
+        masked.kept_out = round(file_cut / file_chars, 3)
+    # A file's windows come from its own text (its book, for a Project Gutenberg file); the
+    # corpus's repeated passages are masked in them, never moving them.
+    masked.to_chunk = documents.set_column(documents.column_names.index("text"), "text",
+                                           pa.array(texts, pa.string()))
+    masked.extracted = dict(zip(documents.column("id").to_pylist(), extracted_texts))
+    return masked
+
+
+def _file_parts(file_index: int, documents: pa.Table, units: pa.Table,
+                homed: dict[str, list[str]], tokenizer: str) -> tuple[list[pa.Table], pa.Table]:
+    """A file's chunk rows (its windows, then the passages its documents keep as units of
+    their own) and its documents' rows with their text units."""
+    position = {d: i for i, d in enumerate(documents.column("id").to_pylist())}
+    windows: dict[str, int] = {}  # document -> its windows, the masked ones included
+    seq = []
+    for document, window in zip(units.column("document_id").to_pylist(),
+                                units.column("window").to_pylist()):
+        windows[document] = window
+        seq.append(chunk_seq(file_index, position[document], window))
+    passages = [(document, j, text) for document, texts in homed.items()
+                for j, text in enumerate(texts)]
+    n_chunks = units.num_rows + len(passages)
+    parts = [pa.table({
+        "id": units.column("id"), "text": units.column("text"),
+        "n_tokens": units.column("n_tokens"), "document_id": units.column("document_id"),
+        "seq": pa.array(seq, pa.int64()),
+        "file_chunks": pa.array([n_chunks] * units.num_rows, pa.int64()),
+        "repeated_passage": pa.array([False] * units.num_rows)}, schema=CHUNK_SCHEMA)]
+    if passages:
+        parts.append(pa.table({
+            "id": [chunk_id(d, -1 - j, text) for d, j, text in passages],
+            "text": [text for _, _, text in passages],
+            "n_tokens": [count_tokens(text, tokenizer) for _, _, text in passages],
+            "document_id": [d for d, _, _ in passages],
+            "seq": [chunk_seq(file_index, position[d], windows.get(d, -1) + 1 + j)
+                    for d, j, _ in passages],
+            "file_chunks": [n_chunks] * len(passages),
+            "repeated_passage": [True] * len(passages)}, schema=CHUNK_SCHEMA))
+        units = pa.concat_tables([units.select(["id", "document_id"]), pa.table({
+            "id": parts[-1].column("id"), "document_id": parts[-1].column("document_id")})])
+    unit_ids: dict[str, list[str]] = {}
+    for unit, document in zip(units.column("id").to_pylist(),
+                              units.column("document_id").to_pylist()):
+        unit_ids.setdefault(document, []).append(unit)
+    document_part = documents.append_column("text_unit_ids", pa.array(
+        [unit_ids.get(d, []) for d in documents.column("id").to_pylist()],
+        pa.list_(pa.string()))).append_column(  # which file: an update carries it
+        "file_index", pa.array([file_index] * documents.num_rows, pa.int64()))
+    return parts, document_part
 
 
 @dataclass
