@@ -167,10 +167,22 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
         else:
             results = _in_threads(table, worker_cls, constructor_kwargs, batch_size,
                                   shape.in_flight if shape else 1, first, then, progress)
-        if progress:
-            progress.close()
-        return _as_schema(results, output_schema)
+    else:
+        results = _on_ray(table, worker_cls, constructor_kwargs, runtime,
+                          output_schema=output_schema, num_cpus=num_cpus,
+                          batch_size=batch_size, shape=shape, first=first, then=then,
+                          progress=progress)
+    if progress:
+        progress.close()
+    return _as_schema(results, output_schema)
 
+
+def _on_ray(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
+            runtime: RuntimeConfig, *, output_schema: pa.Schema, num_cpus: float,
+            batch_size: int, shape: PoolShape | None, first: FollowUp | None,
+            then: FollowUp | None, progress: ProgressBar | None) -> list[pa.Table]:
+    """A Ray Data pipeline: light tasks for `first`, an actor pool of `worker_cls`, light
+    tasks for `then`; the output's blocks, compacted as they arrive."""
     import ray
     from ray.data import ActorPoolStrategy, TaskPoolStrategy
 
@@ -199,7 +211,6 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
         worker_cls = _reporting(worker_cls, inbox, progress.columns)
     worker_cls = _stoppable(worker_cls)
     drain = _Drain(inbox, progress) if inbox is not None else None
-    results = []
     with _io_bound_pipeline(io_bound), ClusterDemand(num_cpus) as demand:
         if first is not None:
             dataset = light_tasks(ray.data.from_arrow(split_table(table, first[2])), first)
@@ -230,21 +241,23 @@ def _map_table(table: pa.Table, worker_cls: type, constructor_kwargs: dict,
         if then is not None:
             dataset = light_tasks(dataset, then)
         try:
-            arrived: list[pa.Table] = []
-            for block in _output_blocks(dataset):
-                if block.num_rows:
-                    arrived.append(block)
-                if len(arrived) >= COMPACT_BLOCKS:
-                    results.append(_compacted(arrived, output_schema))
-                    arrived = []
-            results += arrived
+            return _collected(dataset, output_schema)
         finally:
             if drain is not None:
                 drain.stop()
                 ray.kill(inbox)
-    if progress:
-        progress.close()
-    return _as_schema(results, output_schema)
+
+
+def _collected(dataset, output_schema: pa.Schema) -> list[pa.Table]:
+    results: list[pa.Table] = []
+    arrived: list[pa.Table] = []
+    for block in _output_blocks(dataset):
+        if block.num_rows:
+            arrived.append(block)
+        if len(arrived) >= COMPACT_BLOCKS:
+            results.append(_compacted(arrived, output_schema))
+            arrived = []
+    return results + arrived
 
 
 def _output_blocks(dataset) -> Iterator[pa.Table]:

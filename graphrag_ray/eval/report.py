@@ -57,8 +57,20 @@ def write_report(out: Path, answers: list[dict], judgments: list[dict], claims: 
     lines = ["# Evaluation report", ""]
     questions = sorted({a["question_id"] for a in answers})
     lines += [f"{len(questions)} questions; conditions {', '.join(conditions)}.", ""]
+    lines += _context_tokens_section(out, answers, conditions, written)
+    if judgments:
+        lines += _win_rates_section(out, judgments, conditions, metrics, written)
+    if claims:
+        lines += _claims_section(out, claims, conditions, written)
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    written.append(out / "summary.md")
+    return written
 
-    # Table 3: context tokens per condition, as a share of TS.
+
+def _context_tokens_section(out: Path, answers: list[dict], conditions: list[str],
+                            written: list[Path]) -> list[str]:
+    """Context tokens per condition, as a share of TS (the paper's Table 3)."""
+    lines: list[str] = []
     by_condition: dict[str, list[dict]] = defaultdict(list)
     for answer in answers:
         by_condition[answer["condition"]].append(answer)
@@ -80,56 +92,61 @@ def write_report(out: Path, answers: list[dict], judgments: list[dict], claims: 
     lines += ["## Context tokens (as in the paper's Table 3)", "",
               "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows] + [""]
+    return lines
 
-    # Figure 4: win rates per metric.
-    if judgments:
-        matrices = win_rates(judgments, conditions, metrics)
-        failed = sum(1 for j in judgments if j.get("winner") is None)
-        lines += ["## Head-to-head win rates (as in the paper's Figure 4)", "",
-                  f"{len(judgments)} judgements ({failed} unreadable, left out). A cell is the "
-                  "percentage of comparisons the row condition won against the column "
-                  "condition (ties count half).", ""]
-        effect = order_effect(judgments)
-        if effect["first_shown_won"] is not None:
-            lines += [f"Order effect: the answer shown first won "
-                      f"{100 * effect['first_shown_won']:.1f}% of {effect['decided']} decided "
-                      f"verdicts (50% means none); each pair's first condition was shown first "
-                      f"{effect['a_shown_first']} times and second {effect['b_shown_first']} "
-                      "times, so the effect cancels out of the win rates.", ""]
-        for metric in metrics:
-            matrix = matrices[metric]
-            csv_path, png_path = out / f"win_rates_{metric}.csv", out / f"win_rates_{metric}.png"
-            _write_csv(csv_path, ["condition", *conditions],
-                       [[r, *[_percent(matrix[r][c]) for c in conditions]] for r in conditions])
-            heatmap(matrix, conditions, metric.capitalize(), png_path)
-            written += [csv_path, png_path]
-            lines += [f"### {metric.capitalize()}", "", f"![{metric}]({png_path.name})", "",
-                      "| | " + " | ".join(conditions) + " |", "|" + "---|" * (len(conditions) + 1)]
-            lines += ["| " + r + " | " + " | ".join(_percent(matrix[r][c]) for c in conditions)
-                      + " |" for r in conditions] + [""]
 
-    # Claim metrics.
-    if claims:
-        thresholds = sorted({t for c in claims for t in c["diversity"]}, key=float)
-        rows = []
-        for condition in conditions:
-            # An answer whose claims could not be read counts as unmeasured, not as 0 claims.
-            items = [c for c in claims if c["condition"] == condition and not c.get("error")]
-            if items:
-                rows.append([condition, len(items),
-                             round(mean(c["comprehensiveness"] for c in items), 2),
-                             *[round(mean(c["diversity"][t] for c in items), 2)
-                               for t in thresholds]])
-        header = ["condition", "answers", "distinct claims (comprehensiveness)",
-                  *[f"clusters at distance {t} (diversity)" for t in thresholds]]
-        _write_csv(out / "claims.csv", header, rows)
-        written.append(out / "claims.csv")
-        unread = sum(1 for c in claims if c.get("error"))
-        lines += ["## Claim metrics", "",
-                  f"{len(claims)} answers measured ({unread} whose claims could not be read, "
-                  "left out).", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows] + [""]
+def _win_rates_section(out: Path, judgments: list[dict], conditions: list[str],
+                       metrics: list[str], written: list[Path]) -> list[str]:
+    """Win rates per metric (the paper's Figure 4), with the order effect."""
+    lines: list[str] = []
+    matrices = win_rates(judgments, conditions, metrics)
+    failed = sum(1 for j in judgments if j.get("winner") is None)
+    lines += ["## Head-to-head win rates (as in the paper's Figure 4)", "",
+              f"{len(judgments)} judgements ({failed} unreadable, left out). A cell is the "
+              "percentage of comparisons the row condition won against the column "
+              "condition (ties count half).", ""]
+    effect = order_effect(judgments)
+    if effect["first_shown_won"] is not None:
+        lines += [f"Order effect: the answer shown first won "
+                  f"{100 * effect['first_shown_won']:.1f}% of {effect['decided']} decided "
+                  f"verdicts (50% means none); each pair's first condition was shown first "
+                  f"{effect['a_shown_first']} times and second {effect['b_shown_first']} "
+                  "times, so the effect cancels out of the win rates.", ""]
+    for metric in metrics:
+        matrix = matrices[metric]
+        csv_path, png_path = out / f"win_rates_{metric}.csv", out / f"win_rates_{metric}.png"
+        _write_csv(csv_path, ["condition", *conditions],
+                   [[r, *[_percent(matrix[r][c]) for c in conditions]] for r in conditions])
+        heatmap(matrix, conditions, metric.capitalize(), png_path)
+        written += [csv_path, png_path]
+        lines += [f"### {metric.capitalize()}", "", f"![{metric}]({png_path.name})", "",
+                  "| | " + " | ".join(conditions) + " |", "|" + "---|" * (len(conditions) + 1)]
+        lines += ["| " + r + " | " + " | ".join(_percent(matrix[r][c]) for c in conditions)
+                  + " |" for r in conditions] + [""]
+    return lines
 
-    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
-    written.append(out / "summary.md")
-    return written
+
+def _claims_section(out: Path, claims: list[dict], conditions: list[str],
+                    written: list[Path]) -> list[str]:
+    """Comprehensiveness and diversity by condition, from the answers' claims."""
+    lines: list[str] = []
+    thresholds = sorted({t for c in claims for t in c["diversity"]}, key=float)
+    rows = []
+    for condition in conditions:
+        # An answer whose claims could not be read counts as unmeasured, not as 0 claims.
+        items = [c for c in claims if c["condition"] == condition and not c.get("error")]
+        if items:
+            rows.append([condition, len(items),
+                         round(mean(c["comprehensiveness"] for c in items), 2),
+                         *[round(mean(c["diversity"][t] for c in items), 2)
+                           for t in thresholds]])
+    header = ["condition", "answers", "distinct claims (comprehensiveness)",
+              *[f"clusters at distance {t} (diversity)" for t in thresholds]]
+    _write_csv(out / "claims.csv", header, rows)
+    written.append(out / "claims.csv")
+    unread = sum(1 for c in claims if c.get("error"))
+    lines += ["## Claim metrics", "",
+              f"{len(claims)} answers measured ({unread} whose claims could not be read, "
+              "left out).", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows] + [""]
+    return lines

@@ -119,15 +119,11 @@ def earlier_runs(records: list[dict], config: GraphRagConfig) -> dict | None:
             **summary}
 
 
-def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
-                   stages: list[str], started: float,
-                   earlier: list[dict] | None = None) -> Manifest:
-    """The version's manifest: what the stages measured (`ctx.figures`, the state), the
-    settings and fingerprints an update compares, the LLM usage and cost."""
-    config, services = ctx.config, ctx.services
-    extraction, described = state.extraction, state.described
+def _llm_usage(ctx: BuildContext, state: BuildState, earlier: list[dict] | None) -> dict:
+    """Calls, tokens and cost by stage (this run's and earlier runs'), and the budgets'."""
+    config, services, described = ctx.config, ctx.services, state.described
     llm_usage = usage_summary(
-        {"extract": table_usage(extraction), "summarize": described.summarize_usage,
+        {"extract": table_usage(state.extraction), "summarize": described.summarize_usage,
          "reports": described.reports_usage, "embed": state.embed_usage},
         {"extract": ctx.timings["extract"], "summarize": described.summarize_wall_s,
          "reports": described.reports_wall_s, "embed": ctx.timings["embed"]}, config,
@@ -140,7 +136,37 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         llm_usage["rate_limiter"] = services.limiter.stats()
     if services.embedding_limiter is not None:
         llm_usage["embeddings_rate_limiter"] = services.embedding_limiter.stats()
+    return llm_usage
+
+
+def _extraction_figures(extraction: pa.Table, repeated_passages: dict) -> dict:
     statuses = extraction.column("status").to_pylist()
+    tokens = extraction.column("n_tokens").to_pylist()
+    return {
+        "chunks": extraction.num_rows,
+        "chunk_tokens": int(sum(tokens)),
+        "failed_chunks": sum(s == "failed" for s in statuses),
+        # Boilerplate kept as text units of its own and never extracted (a Gutenberg
+        # header and licence, each passage repeated across documents once).
+        "boilerplate_chunks": sum(s == schema.REPEATED_PASSAGE for s in statuses),
+        "boilerplate_tokens": int(sum(
+            n for s, n in zip(statuses, tokens) if s == schema.REPEATED_PASSAGE)),
+        **_kept_out(statuses, tokens, repeated_passages),
+        "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
+        # What could not be used of the replies, by reason (tuples.malformed_reason).
+        "malformed_by_reason": dict(Counter(
+            reason for reasons in extraction.column("malformed_reasons").to_pylist()
+            for reason in reasons or [])),
+    }
+
+
+def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
+                   stages: list[str], started: float,
+                   earlier: list[dict] | None = None) -> Manifest:
+    """The version's manifest: what the stages measured (`ctx.figures`, the state), the
+    settings and fingerprints an update compares, the LLM usage and cost."""
+    config = ctx.config
+    extraction, described = state.extraction, state.described
     manifest = {
         "created_at": datetime.now(timezone.utc).isoformat(),
         "input": state.input_url,
@@ -164,25 +190,8 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
             ("batch", {"phases": ctx.figures.batch_phases} if ctx.figures.batch_phases
              else None)) if section is not None},
         "leiden": ctx.figures.leiden,
-        "extraction": {
-            "chunks": extraction.num_rows,
-            "chunk_tokens": int(sum(extraction.column("n_tokens").to_pylist())),
-            "failed_chunks": sum(s == "failed" for s in statuses),
-            # Boilerplate kept as text units of its own and never extracted (a Gutenberg
-            # header and licence, each passage repeated across documents once).
-            "boilerplate_chunks": sum(s == schema.REPEATED_PASSAGE for s in statuses),
-            "boilerplate_tokens": int(sum(
-                n for s, n in zip(statuses, extraction.column("n_tokens").to_pylist())
-                if s == schema.REPEATED_PASSAGE)),
-            **_kept_out(statuses, extraction.column("n_tokens").to_pylist(),
-                        ctx.figures.repeated_passages or {}),
-            "malformed_records": int(sum(extraction.column("malformed_records").to_pylist())),
-            # What could not be used of the replies, by reason (tuples.malformed_reason).
-            "malformed_by_reason": dict(Counter(
-                reason for reasons in extraction.column("malformed_reasons").to_pylist()
-                for reason in reasons or [])),
-        },
-        "llm_usage": llm_usage,
+        "extraction": _extraction_figures(extraction, ctx.figures.repeated_passages or {}),
+        "llm_usage": _llm_usage(ctx, state, earlier),
         "summaries": described.summaries,
         "reports_by_generation": count_generations(described.report_generations),
         "input_files": ctx.figures.input_files,

@@ -186,27 +186,7 @@ def sync_vectors(uri: str, options: dict[str, str],
     lance = _lance()
     started = time.perf_counter()
     existing = _open_latest(lance, uri, options)
-    pieces, width, skip = [], None, None
-    if kept is not None and existing is not None and existing.version == kept.version:
-        held = existing.to_table(columns=["id", "digest"])
-        held = held.filter(pc.is_in(held.column("id"), value_set=kept.ids))
-        if held.num_rows:
-            pieces.append(held)
-            skip = held.column("id").combine_chunks()
-            width = existing.schema.field("vector").type.list_size
-    for part in parts(skip):
-        digests, matrix = vector_digests(part.column("vector"))
-        if matrix.size:
-            width = width or matrix.shape[1]
-            if matrix.shape[1] != width:
-                raise GraphRagError(f"{uri}: vectors of {width} and {matrix.shape[1]} "
-                                    "dimensions in one embeddings table")
-        pieces.append(pa.table({"id": part.column("id"), "digest": digests}))
-    new = pa.concat_tables(pieces) if pieces else pa.table(
-        {"id": pa.array([], pa.string()), "digest": pa.array([], pa.int64())})
-    if width is None:
-        raise GraphRagError(f"{uri}: the embeddings table is empty")
-
+    new, width, skip = _digested(uri, existing, parts, kept)
     dataset = existing
     if dataset is not None and dataset.schema.field("vector").type.list_size != width:
         dataset = None  # other embeddings settings: the old vectors are no use
@@ -245,14 +225,7 @@ def sync_vectors(uri: str, options: dict[str, str],
             dataset = lance.write_dataset(reader, uri, mode="append",
                                           storage_options=options or None)
     written = time.perf_counter()
-    trained_rows = 0 if rewrite else int(dataset.config().get(_TRAINED_ROWS, "0") or 0)
-    train = rewrite or not dataset.list_indices() or \
-        trained_rows < config.retrain_below_share * new.num_rows
-    if train:
-        dataset.create_index("vector", config.index_type, metric="cosine", replace=True)
-        dataset.update_config({_TRAINED_ROWS: str(new.num_rows)})
-    elif len(added) or len(deleted):
-        dataset.optimize.optimize_indices()
+    train = _indexed(dataset, config, rewrite, new.num_rows, bool(len(added) or len(deleted)))
     dataset = _open_latest(lance, uri, options)
     done = time.perf_counter()
     return SyncFigures(version=dataset.version, rows=new.num_rows,
@@ -262,6 +235,47 @@ def sync_vectors(uri: str, options: dict[str, str],
                        trained=train, index_type=config.index_type,
                        seconds=done - started, compare_s=compared - started,
                        write_s=written - compared, index_s=done - written)
+
+
+def _digested(uri: str, existing, parts: Callable[[pa.Array | None], Iterator[pa.Table]],
+              kept: KeptVectors | None) -> tuple[pa.Table, int, pa.Array | None]:
+    """Every row's (id, digest), the vectors' width, and the kept ids not read again."""
+    pieces, width, skip = [], None, None
+    if kept is not None and existing is not None and existing.version == kept.version:
+        held = existing.to_table(columns=["id", "digest"])
+        held = held.filter(pc.is_in(held.column("id"), value_set=kept.ids))
+        if held.num_rows:
+            pieces.append(held)
+            skip = held.column("id").combine_chunks()
+            width = existing.schema.field("vector").type.list_size
+    for part in parts(skip):
+        digests, matrix = vector_digests(part.column("vector"))
+        if matrix.size:
+            width = width or matrix.shape[1]
+            if matrix.shape[1] != width:
+                raise GraphRagError(f"{uri}: vectors of {width} and {matrix.shape[1]} "
+                                    "dimensions in one embeddings table")
+        pieces.append(pa.table({"id": part.column("id"), "digest": digests}))
+    new = pa.concat_tables(pieces) if pieces else pa.table(
+        {"id": pa.array([], pa.string()), "digest": pa.array([], pa.int64())})
+    if width is None:
+        raise GraphRagError(f"{uri}: the embeddings table is empty")
+    return new, width, skip
+
+
+def _indexed(dataset, config: VectorIndexConfig, rewrite: bool, rows: int,
+             changed: bool) -> bool:
+    """The approximate index trained again where the rows outgrew what it was trained on
+    (or it is new), else brought up to date; whether it was trained."""
+    trained_rows = 0 if rewrite else int(dataset.config().get(_TRAINED_ROWS, "0") or 0)
+    train = rewrite or not dataset.list_indices() or \
+        trained_rows < config.retrain_below_share * rows
+    if train:
+        dataset.create_index("vector", config.index_type, metric="cosine", replace=True)
+        dataset.update_config({_TRAINED_ROWS: str(rows)})
+    elif changed:
+        dataset.optimize.optimize_indices()
+    return train
 
 
 def _quoted(value: str) -> str:

@@ -240,35 +240,9 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
         lexical = write_lexical_index(staged, config.runtime.model_copy(
             update={"engine": "local"}))
         stages.append("lexical_index")
-        embed_usage, services = Usage(), LLMServices()
-        if read.vectors is not None:
-            for name, table in read.vectors.items():
-                staged.write_table(name, table, config.output.rows_per_part)
-            counts = {n: t.num_rows for n, t in read.vectors.items()}
-            embeddings = {"method": "adopted", "model": config.embeddings.model,
-                          "dimensions": dimensions_of(read.vectors)}
-            stages.append("lance_vectors")
-        else:
-            progress(f"embedding the texts again ({read.why_no_vectors})")
-            counts, dimensions, embed_usage, services = _embed(config, staged, tables)
-            embeddings = embeddings_facts(config, dimensions)
-            stages.append("embed")
+        counts, embeddings, embed_usage, services = _vectors(read, staged, stages, progress)
         prompts = load_prompts(config)
-        input_dir = _input_dir(project, input_folder)
-        carried = None
-        if input_dir is not None and config.extraction.method == "llm":
-            try:
-                carried = _carry_extractions(config, prompts, staged, tables, input_dir,
-                                             progress)
-                stages.append("carry_extractions")
-            except InputError as exc:
-                if input_folder is not None:  # the folder the user named: their mistake
-                    raise
-                progress(f"no extraction carried over for updates: {exc}")
-        else:
-            progress("no extraction carried over for updates: " + (
-                "its input folder was not found (give it with --input)" if input_dir is None
-                else f"extraction.method is {config.extraction.method}"))
+        carried = _extractions(read, prompts, staged, input_folder, stages, progress)
         units = tables[schema.TEXT_UNITS]
         manifest = Manifest(
             created_at=datetime.now(timezone.utc).isoformat(), input=str(project.output),
@@ -300,6 +274,48 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
                           "not_mapped": [list(pair) for pair in mapped.unmapped]})
         services.close()
         return store.publish(staged, manifest)
+
+
+def _vectors(read: _Read, staged, stages: list[str], progress: Progress
+             ) -> tuple[dict[str, int], dict, Usage, LLMServices]:
+    """Its vectors as they are, or (none, or from another model than the config's) the
+    texts embedded again: (rows per table, the manifest's embeddings facts, usage, the
+    services that embedded)."""
+    config = read.config
+    if read.vectors is not None:
+        for name, table in read.vectors.items():
+            staged.write_table(name, table, config.output.rows_per_part)
+        stages.append("lance_vectors")
+        return ({n: t.num_rows for n, t in read.vectors.items()},
+                {"method": "adopted", "model": config.embeddings.model,
+                 "dimensions": dimensions_of(read.vectors)}, Usage(), LLMServices())
+    progress(f"embedding the texts again ({read.why_no_vectors})")
+    counts, dimensions, embed_usage, services = _embed(config, staged, read.tables)
+    stages.append("embed")
+    return counts, embeddings_facts(config, dimensions), embed_usage, services
+
+
+def _extractions(read: _Read, prompts: dict[str, str], staged, input_folder: str | None,
+                 stages: list[str], progress: Progress) -> dict | None:
+    """Its extractions carried over for updates, when its input is found and extraction is
+    the LLM's (what the manifest says of them), else None and why, said."""
+    config = read.config
+    input_dir = _input_dir(read.project, input_folder)
+    if input_dir is None or config.extraction.method != "llm":
+        progress("no extraction carried over for updates: " + (
+            "its input folder was not found (give it with --input)" if input_dir is None
+            else f"extraction.method is {config.extraction.method}"))
+        return None
+    try:
+        carried = _carry_extractions(config, prompts, staged, read.tables, input_dir,
+                                     progress)
+    except InputError as exc:
+        if input_folder is not None:  # the folder the user named: their mistake
+            raise
+        progress(f"no extraction carried over for updates: {exc}")
+        return None
+    stages.append("carry_extractions")
+    return carried
 
 
 def _input_dir(project: MicrosoftProject, input_folder: str | None) -> Path | None:
