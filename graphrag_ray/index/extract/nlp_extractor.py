@@ -20,7 +20,8 @@ from graphrag_ray.sentences import split_at
 def _case_ranges() -> tuple[str, str]:
     """The upper- and lower-case letters of the BMP as regex class contents (ranges), in one
     pass: Python's `re` has no \\p{Lu}, and names are written in every Latin script
-    (André, Łódź, Ærø), not only A-Z."""
+    (André, Łódź, Ærø), not only A-Z. (The `regex` module's classes read the same names,
+    more slowly: docs/decisions.md.)"""
     ranges: dict[bool, list[list[int]]] = {True: [], False: []}
     for code in range(0x10000):
         char = chr(code)

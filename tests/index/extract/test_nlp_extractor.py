@@ -221,3 +221,18 @@ def test_a_description_cut_by_a_window_is_not_glued_to_the_whole_one():
     cut = "Dunstan had but nipped the Evil Spirit's nose with a"
     assert joined([cut, whole]) == whole
     assert extractive_summary([whole, cut, "Another fact."], 200) == whole + " Another fact."
+
+
+def test_the_built_case_ranges_read_names_as_unicode_categories_do():
+    """`scripts/bench_hand_written.py` reads the same chunks with the `regex` module's
+    \\p{Lu}/\\p{Ll} in place of the ranges built for `re` (docs/decisions.md: kept for speed)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "scripts" / "bench_hand_written.py"
+    spec = importlib.util.spec_from_file_location("bench_hand_written", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    texts = ["André Ørsted met Łucja Ñúñez in Ærøskøbing. Ωμέγα Corp hired Ягода Ильина.",
+             "SAM ALTMAN: Then Jean-Luc O'Brien said the Bank of England was wrong."]
+    assert bench.case_classes(texts, runs=1)["same_records"]
