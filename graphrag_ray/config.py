@@ -566,33 +566,37 @@ class QueryConfig(_Section):
     lazy: LazySearchConfig = LazySearchConfig()
 
 
-class VectorIndexConfig(_Section):
-    """How the embeddings tables are searched (`storage/lance_vectors.py`). Below
-    `ann_min_rows` a table is searched brute force, exact and in memory (40 ms a question
-    at 200k vectors of 1024 floats, which then take 800 MB); from there an approximate
-    index on disk, beside the index, takes over: Lance's IVF with 8-bit scalar quantization
-    (IVF_SQ: its index built in 6 s per 200k vectors on 2 cores, recall@10 0.98 against
-    brute force; IVF_PQ and IVF_HNSW_SQ took 49 s and 68 s for the same recall). Offline
-    vectors of podcast passages, 1M of them: recall@10 0.938 at 20 probes without
-    re-scoring more than k, 0.957 at 40 probes re-scoring 3k (p50 48 ms; brute force
-    160 ms and 3.9 GB held)."""
+class LanceConfig(_Section):
+    """Lance's approximate index (`storage/lance_vectors.py`): IVF with 8-bit scalar
+    quantization by default, which reached the recall of the slower-to-build IVF_PQ and
+    IVF_HNSW_SQ (the benchmark pages have the figures)."""
     changes_content: ClassVar[bool] = False
-    # Where (`storage/vector_stores.py`): lance, another registered name, an installed
-    # plugin's, or module:attribute. The fields below index_type are Lance's.
-    store: str = "lance"
-    ann_min_rows: int = Field(100_000, gt=0, description="rows from which a table gets an "
-                              "approximate index")
     index_type: Literal["IVF_SQ", "IVF_FLAT", "IVF_PQ", "IVF_HNSW_SQ", "IVF_RQ"] = "IVF_SQ"
     # Partitions a search reads (of ~1 per 4k vectors): more finds more of the true
     # neighbours and reads more.
     nprobes: int = Field(40, gt=0)
     # Candidates re-scored with the full vectors, as a multiple of k: the similarities
-    # reported are then exact (quantized ones are far off: 0.05 for 0.27), and a true
-    # neighbour the quantization ranked just below k is found.
+    # reported are then exact (quantized ones are far off), and a true neighbour the
+    # quantization ranked just below k is found.
     refine_factor: int = Field(3, gt=0)
     # An index trained on fewer rows than this share of the table is trained again (rows
     # added since are otherwise assigned to its partitions as they are).
     retrain_below_share: float = Field(0.5, gt=0, le=1)
+
+
+class VectorIndexConfig(_Section):
+    """How the embeddings tables are searched. Below `ann_min_rows` a table is searched
+    brute force, exact and in memory; from there a vector store (`storage/vector_stores.py`)
+    holds a copy with an approximate index. The index's Parquet tables stay the record."""
+    changes_content: ClassVar[bool] = False
+    # Which store: lance, another registered name, an installed plugin's, or
+    # module:attribute.
+    store: str = "lance"
+    ann_min_rows: int = Field(100_000, gt=0, description="rows from which a table gets an "
+                              "approximate index")
+    lance: LanceConfig = LanceConfig()
+    # A plugin store's own settings, which it reads and checks itself.
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class CacheConfig(_Section):
@@ -833,6 +837,8 @@ RENAMED_SETTINGS = {
     # true meant "when the endpoint takes it", which is what auto (None) decides now.
     ("extraction", "use_logit_bias"): ("llm", "logit_bias",
                                        lambda value: None if value else False),
+    **{("vector_index", key): ("vector_index.lance", key, lambda value: value)
+       for key in ("index_type", "nprobes", "refine_factor", "retrain_below_share")},
 }
 
 
@@ -845,13 +851,21 @@ def migrate_renamed_settings(data: dict[str, Any], source: str | None = None) ->
         if not isinstance(section, dict) or old_key not in section:
             continue
         value = convert(section.pop(old_key))
-        target = data.setdefault(new_section, {})
-        if isinstance(target, dict):
-            target.setdefault(new_key, value)
+        _section_at(data, new_section).setdefault(new_key, value)
         if source is not None:
             warnings.warn(f"{old_section}.{old_key} (in {source}) is deprecated: set "
                           f"{new_section}.{new_key} instead", FutureWarning, stacklevel=3)
     return data
+
+
+def _section_at(data: dict[str, Any], dotted: str) -> dict[str, Any]:
+    """The (copied) section of `data` at a dotted path, made where missing."""
+    target = data
+    for part in dotted.split("."):
+        inner = target.get(part)
+        target[part] = dict(inner) if isinstance(inner, dict) else {}
+        target = target[part]
+    return target
 
 
 def known_settings(data: dict[str, Any],

@@ -112,8 +112,9 @@ def measure_index(index_url: str, settings: list[str], queries: int) -> None:
                "sync": store, "brute_force_all_questions_s": round(brute_s, 1)}
         for setting in settings:
             nprobes, refine = (int(n) for n in setting.split("x"))
-            config = index.config.vector_index.model_copy(
-                update={"nprobes": nprobes, "refine_factor": refine})
+            vector_index = index.config.vector_index
+            config = vector_index.model_copy(update={"lance": vector_index.lance.model_copy(
+                update={"nprobes": nprobes, "refine_factor": refine})})
             search = LanceVectors.open(lance_uri(index_url, table), store["version"],
                                        lance_options(index_url), config)
             row[setting] = search_figures(search, questions, truths)
@@ -189,8 +190,8 @@ def main() -> int:
             probes = {}
             for setting in args.search.split(","):
                 nprobes, refine = (int(n) for n in setting.split("x"))
-                searched = config.model_copy(update={"nprobes": nprobes,
-                                                     "refine_factor": refine})
+                searched = config.model_copy(update={"lance": config.lance.model_copy(
+                    update={"nprobes": nprobes, "refine_factor": refine})})
                 probes[setting] = search_figures(
                     LanceVectors.open(uri, sync.version, options, searched), questions, truths)
 
@@ -212,7 +213,7 @@ def main() -> int:
             update = sync_vectors(uri, options, lambda skip: parts(updated), config)
             figures = {
                 "rows": rows, "store": "s3 (moto)" if args.s3 else "local disk",
-                "index_type": config.index_type, "embed_s": round(embed_s, 1),
+                "index_type": config.lance.index_type, "embed_s": round(embed_s, 1),
                 "sync": sync.as_json("t"), "by_search": probes,
                 "brute_p50_ms": round(1000 * float(np.median(lat_brute)), 1),
                 "brute_load_s": round(brute_load_s, 1), "brute_matrix_mb": round(matrix_mb),

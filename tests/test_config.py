@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from graphrag_ray.config import GraphRagConfig, interpolate_env, load_config
+from graphrag_ray.config import GraphRagConfig, config_from_data, interpolate_env, load_config
 from graphrag_ray.errors import ConfigError
 from graphrag_ray.storage import Manifest
 
@@ -114,6 +114,34 @@ def test_an_old_manifest_keeps_its_tokenizer_without_a_warning(recwarn):
         {"config": {"chunks": {"encoding_model": "p50k_base"}}}, "an old index"))
     assert config.tokenizer.encoding == "p50k_base"
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+
+
+def test_lances_own_settings_have_their_section_and_the_old_keys_still_work(tmp_path,
+                                                                             recwarn):
+    """`vector_index` holds what every store shares; Lance's settings are `vector_index.lance`
+    (a plugin's, `vector_index.options`). A config or an index manifest written with them at
+    the section's top still gets them: the file with a warning, the manifest silently."""
+    from graphrag_ray.config import config_from_manifest
+
+    path = tmp_path / "settings.yaml"
+    path.write_text("vector_index:\n  ann_min_rows: 500\n  nprobes: 20\n"
+                    "  lance:\n    refine_factor: 5\n", encoding="utf-8")
+    with pytest.warns(FutureWarning, match="vector_index.nprobes .* vector_index.lance.nprobes"):
+        config = load_config(path)
+    lance = config.vector_index.lance
+    assert (config.vector_index.ann_min_rows, lance.nprobes, lance.refine_factor) == (500, 20, 5)
+    recwarn.clear()
+    old = config_from_manifest(Manifest.read(
+        {"config": {"vector_index": {"index_type": "IVF_PQ", "retrain_below_share": 0.25}}},
+        "an old index"))
+    assert (old.vector_index.lance.index_type, old.vector_index.lance.retrain_below_share) \
+        == ("IVF_PQ", 0.25)
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+    chosen = config_from_data({}, ["vector_index.lance.nprobes=7",
+                                   "vector_index.options.m=16"])
+    assert chosen.vector_index.lance.nprobes == 7 and chosen.vector_index.options == {"m": 16}
+    with pytest.raises(ConfigError, match="vector_index.lance"):
+        config_from_data({}, ["vector_index.lance.nprobe=7"])
 
 
 def test_the_api_key_comes_from_the_environment_when_the_config_gives_none(monkeypatch,

@@ -232,7 +232,7 @@ def sync_vectors(uri: str, options: dict[str, str],
                        added=new.num_rows if rewrite else len(added),
                        deleted=0 if rewrite else len(deleted), rewritten=rewrite,
                        kept=0 if rewrite or skip is None else len(skip),
-                       trained=train, index_type=config.index_type,
+                       trained=train, index_type=config.lance.index_type,
                        seconds=done - started, compare_s=compared - started,
                        write_s=written - compared, index_s=done - written)
 
@@ -269,9 +269,10 @@ def _indexed(dataset, config: VectorIndexConfig, rewrite: bool, rows: int,
     (or it is new), else brought up to date; whether it was trained."""
     trained_rows = 0 if rewrite else int(dataset.config().get(_TRAINED_ROWS, "0") or 0)
     train = rewrite or not dataset.list_indices() or \
-        trained_rows < config.retrain_below_share * rows
+        trained_rows < config.lance.retrain_below_share * rows
     if train:
-        dataset.create_index("vector", config.index_type, metric="cosine", replace=True)
+        dataset.create_index("vector", config.lance.index_type, metric="cosine",
+                             replace=True)
         dataset.update_config({_TRAINED_ROWS: str(rows)})
     elif changed:
         dataset.optimize.optimize_indices()
@@ -320,8 +321,8 @@ class LanceVectors:
                                 f"the index's {width}: query with the embeddings settings "
                                 "the index was built with")
         search = {"column": "vector", "q": np.asarray(query, np.float32).reshape(-1),
-                  "k": min(k, self.rows), "nprobes": self.config.nprobes, "metric": "cosine",
-                  "refine_factor": self.config.refine_factor}
+                  "k": min(k, self.rows), "nprobes": self.config.lance.nprobes,
+                  "metric": "cosine", "refine_factor": self.config.lance.refine_factor}
         found = self.dataset.to_table(columns=["id", "_distance"], nearest=search)
         pairs = [(i, 1.0 - float(d)) for i, d in zip(found.column("id").to_pylist(),
                                                      found.column("_distance").to_pylist())]

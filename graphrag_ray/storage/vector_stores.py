@@ -7,7 +7,9 @@ rows; returns the manifest's entry for the table, with the store's own `version`
 that only grows), `open(...)` (a search over the copy at that entry: `len()` and
 `nearest(query, k) -> [(id, score)]`), and `forget_before(...)` (drop what no kept version
 searches). It is named by its registration here, by an installed package's entry point in
-the `graphrag_ray.vector_stores` group, or as `module:attribute`. Lance is the first.
+the `graphrag_ray.vector_stores` group, or as `module:attribute`. Lance is the first. Each
+call gets the `vector_index` section: a store reads its own settings from it (Lance from
+`vector_index.lance`, a plugin from `vector_index.options`).
 """
 
 from __future__ import annotations
