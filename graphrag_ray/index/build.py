@@ -120,7 +120,6 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             ledger.close("stopped" if stopping.stop_requested() else "failed")
             raise
         finally:
-            state.close()
             ctx.services.close()
     _send_to_graph_stores(config, store, manifest, progress)
     return manifest

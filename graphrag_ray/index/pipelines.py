@@ -38,8 +38,8 @@ from graphrag_ray.index.embed.feed import (
     EmbeddingFeed, FinalTextsToEmbed, TextUnitEmbeddings, embed_index)
 from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.extract.stage import (
-    EXTRACTION_METHODS, ExtractionPlan, check_not_stopped, extract_by_batch, extract_chunks,
-    find_repeated_passages, plan_extraction)
+    CHUNK_STATUS_SCHEMA, EXTRACTION_METHODS, ExtractionPlan, check_not_stopped,
+    extract_by_batch, extract_chunks, find_repeated_passages, plan_extraction)
 from graphrag_ray.index.graph.communities import Community
 from graphrag_ray.index.graph.numbers import NUMBERED, number_elements
 from graphrag_ray.index.graph.stage import (
@@ -144,7 +144,10 @@ def _run_embedding_feed(ctx: BuildContext, state: BuildState) -> None:
     pool = embeddings_pool(ctx.config)
     state.pools.append(pool)
     state.feed = EmbeddingFeed(ctx.config, ctx.staged, ctx.services, pool)
-    state.text_units = TextUnitEmbeddings(state.feed, ctx.work_url)
+
+
+def _run_text_unit_embeddings(ctx: BuildContext, state: BuildState) -> None:
+    state.text_units = TextUnitEmbeddings(state.feed, ctx.work_url, state.carried_units)
 
 
 def _run_carry_over(ctx: BuildContext, state: BuildState) -> None:
@@ -168,8 +171,6 @@ def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
                                  state.carried)
     if state.carried is not None:  # settled: the files read again are known
         state.carried_units = state.carried.text_unit_ids()
-        if state.text_units:
-            state.text_units.skip = state.carried_units
 
 
 def _run_extract_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -335,9 +336,9 @@ def _online_embeddings(config: GraphRagConfig) -> bool:
 
 
 STAGES: dict[str, Stage] = {stage.name: stage for stage in [
-    Stage("embedding_feed", _run_embedding_feed, writes=("feed", "text_units"),
+    Stage("embedding_feed", _run_embedding_feed, writes=("feed",),
           calls="embeddings", when=_online_embeddings, timed=False,
-          about="the embeddings endpoint's pool, embedding text units while extraction runs"),
+          about="the embeddings endpoint's pool, started while the corpus is scanned"),
     Stage("carry_over", _run_carry_over, reads=("files", "file_numbers", "update"),
           writes=("carried", "shards"),
           about="an update: the unchanged files' documents, chunks and extractions, carried "
@@ -346,9 +347,13 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
     Stage("plan_extraction", _run_plan_extraction,
-          reads=("files", "file_numbers", "repeated", "carried", "text_units"),
+          reads=("files", "file_numbers", "repeated", "carried"),
           writes=("plan", "carried_units"), timed=False,
           about="how the files are read, chunked, extracted"),
+    Stage("text_unit_embeddings", _run_text_unit_embeddings, reads=("feed", "carried_units"),
+          writes=("text_units",), calls="embeddings", when=_online_embeddings, timed=False,
+          about="text units embedded as the readers write them, while extraction runs (an "
+                "update's carried ones not: their vectors are the previous version's)"),
     Stage("extract_batch", _run_extract_batch, reads=("plan",),
           writes=("extract_services",), calls="chat",
           when=lambda config: bool(config.llm.batch),
@@ -430,7 +435,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
                 "version for the next update; the rest of the work area removed"),
 ]}
 
-_BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "extract_batch", "extract",
+_BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "text_unit_embeddings",
+          "extract_batch", "extract",
           "report_inputs", "merge", "resolve_entities", "kept_summaries", "summaries_pool",
           "reading_tables", "communities", "communities_table", "kept_reports", "layout",
           "summaries_and_reports_batch", "summaries_and_reports", "write_graph_tables",
@@ -478,25 +484,74 @@ def check_pipeline(names: list[str]) -> list[str]:
 
 
 # Products a stage may read when a stage turned off by config never wrote them: the stage
-# then does without (no repeated passages, services of the context, no feed).
+# then does without (no repeated passages, services of the context, no feed); and `update`,
+# None for a build.
 _OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report_services",
-             "embed_services", "feed", "text_units"}
+             "embed_services", "feed", "text_units", "update"}
+
+
+_MERGED_ELEMENT = ("id", "title", "type", "unit_rows", "frequency", "description_count",
+                   "inner_tokens", "description_digest")
+_MERGED_EDGE = ("id", "source", "target", "unit_rows", "instance_count", "description_count",
+                "inner_tokens", "description_digest", "weight")
+# The columns each table product's readers take by name: checked where the product leaves
+# the stage that writes it and where it enters each stage that reads it, so the stage that
+# dropped or renamed one is named, not a later one that trips over it.
+PRODUCT_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
+    "extraction": {"": tuple(CHUNK_STATUS_SCHEMA.names)},
+    "merged": {"entities": _MERGED_ELEMENT + ("description_shard", "description_row"),
+               "relationships": _MERGED_EDGE + ("description_shard", "description_row")},
+    "graph": {"entities": _MERGED_ELEMENT + ("aliases", "degree", "human_readable_id"),
+              "relationships": _MERGED_EDGE + ("combined_degree", "human_readable_id")},
+}
+
+
+def product_problems(name: str, value: object) -> list[str]:
+    """What `value`, as the state's field `name`, lacks of its declared columns."""
+    problems = []
+    for part, columns in PRODUCT_COLUMNS.get(name, {}).items():
+        table = getattr(value, part) if part else value
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            problems.append(f"{name}{'.' + part if part else ''} has no "
+                            f"{', '.join(missing)}")
+    return problems
 
 
 def run_stages(ctx: BuildContext, state: BuildState, stages: list[Stage]) -> BuildState:
-    """Each stage in turn; a stage that times itself is not timed again. A stage that sets
-    a field of the state it does not declare among its `writes` is a bug, said at once (the
-    next stage would read what nobody planned)."""
-    for stage in stages:
-        before = {f.name: getattr(state, f.name) for f in fields(state)}
-        if stage.timed:
-            with ctx.stage(stage.name):
+    """Each stage in turn, held to what it declares: what it reads is there when it starts
+    (unless optional), with the columns its readers take; it sets only the fields it
+    declares among its `writes`, with their columns. A stage that times itself is not timed
+    again. The runner owns what stages open (pools, the feed, writer threads): closed when
+    the stages end, however they end."""
+    try:
+        for stage in stages:
+            _check(stage, "reads", [
+                f"{name} is not there" if getattr(state, name) is None
+                and name not in _OPTIONAL else None for name in stage.reads] + [
+                problem for name in stage.reads if getattr(state, name) is not None
+                for problem in product_problems(name, getattr(state, name))])
+            before = {f.name: getattr(state, f.name) for f in fields(state)}
+            if stage.timed:
+                with ctx.stage(stage.name):
+                    stage.run(ctx, state)
+            else:
                 stage.run(ctx, state)
-        else:
-            stage.run(ctx, state)
-        undeclared = sorted(name for name, value in before.items()
-                            if getattr(state, name) is not value and name not in stage.writes)
-        if undeclared:
-            raise RuntimeError(f"stage {stage.name} set {', '.join(undeclared)}, which it does "
-                               "not declare among its writes")
+            undeclared = sorted(name for name, value in before.items()
+                                if getattr(state, name) is not value
+                                and name not in stage.writes)
+            if undeclared:
+                raise RuntimeError(f"stage {stage.name} set {', '.join(undeclared)}, which it "
+                                   "does not declare among its writes")
+            _check(stage, "writes", [problem for name in stage.writes
+                                     if getattr(state, name) is not None
+                                     for problem in product_problems(name, getattr(state, name))])
+    finally:
+        state.close()
     return state
+
+
+def _check(stage: Stage, side: str, problems: list[str | None]) -> None:
+    problems = [p for p in problems if p]
+    if problems:
+        raise RuntimeError(f"stage {stage.name} {side}: {'; '.join(problems)}")

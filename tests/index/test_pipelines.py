@@ -79,10 +79,46 @@ def test_a_stage_that_sets_what_it_does_not_declare_is_stopped():
     class Ctx:  # what `run_stages` uses of a BuildContext: nothing, for an untimed stage
         pass
 
+    from graphrag_ray.index.extract.stage import CHUNK_STATUS_SCHEMA
+
     state = BuildState("in", "in", [], np.zeros(0), [], 1, [])
+    state.extraction = CHUNK_STATUS_SCHEMA.empty_table()
     honest = dataclasses.replace(STAGES["report_inputs"], run=lambda ctx, s: None)
     run_stages(Ctx(), state, [honest])
     with pytest.raises(RuntimeError, match="stage sneaky set counts, warnings, which it does "
                                            "not declare"):
         run_stages(Ctx(), state, [Stage("sneaky", sneaky, writes=("skipped",), timed=False,
                                         about="a test")])
+
+
+def test_a_product_without_its_columns_or_a_read_without_a_writer_names_the_stage():
+    """Where data enters and leaves a stage: the stage that wrote a table without a column
+    its readers take is named, and so is a stage started without what it reads; whatever
+    stops the stages, the runner closes what they opened."""
+    import numpy as np
+    import pytest
+
+    from graphrag_ray.index.extract.stage import CHUNK_STATUS_SCHEMA
+    from graphrag_ray.index.pipelines import BuildState, Stage, run_stages
+
+    class Ctx:
+        pass
+
+    class Pool:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    def careless(ctx, state):
+        state.extraction = CHUNK_STATUS_SCHEMA.empty_table().drop_columns(["seq"])
+
+    state = BuildState("in", "in", [], np.zeros(0), [], 1, [])
+    pool = Pool()
+    state.pools.append(pool)
+    with pytest.raises(RuntimeError, match="stage careless writes: extraction has no seq"):
+        run_stages(Ctx(), state, [Stage("careless", careless, writes=("extraction",),
+                                        timed=False, about="a test")])
+    assert pool.closed
+    with pytest.raises(RuntimeError, match="stage merge reads: extraction is not there"):
+        run_stages(Ctx(), BuildState("in", "in", [], np.zeros(0), [], 1, []), [STAGES["merge"]])

@@ -263,14 +263,16 @@ class TextUnitEmbeddings:
     endpoint; the offline hashing method is CPU work and waits). A thread watches the work
     area's chunk pieces and queues each piece once, parts numbered by the chunks' `seq`."""
 
-    def __init__(self, feed: EmbeddingFeed, work_url: str, poll_s: float = 0.5):
+    def __init__(self, feed: EmbeddingFeed, work_url: str,
+                 skip: pa.ChunkedArray | None = None, poll_s: float = 0.5):
+        """`skip` (an update): the carried chunks, whose vectors are the previous
+        version's."""
         self.feed = feed
         self.fs, self.root = fsspec.core.url_to_fs(work_url)
         self.poll_s = poll_s
         self.reading_done = threading.Event()
         self.error: BaseException | None = None
-        # An update: the carried chunks, whose vectors are the previous version's.
-        self.skip: pa.ChunkedArray | None = None
+        self.skip = skip
         self.thread = threading.Thread(target=self._run, name="embed-text-units", daemon=True)
         self.thread.start()
 
