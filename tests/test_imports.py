@@ -135,3 +135,21 @@ def test_only_the_ray_layer_imports_ray():
             if any(n == "ray" or n.startswith("ray.") for n in names):
                 importers.add(name)
     assert importers == set()
+
+
+def _room(module: str) -> str | None:
+    """A module's room inside `index/`: its folder, or itself for a module at the top."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 3 and parts[1] == "index" else None
+
+
+def test_no_folder_inside_index_imports_itself_back():
+    """The pipeline's folders (chunks, extract, graph, resolve, reports, write, embed, adopt)
+    and index/'s own modules stand in one order: none imports a folder that imports it."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        room = _room(module)
+        if room is not None:
+            rooms.setdefault(room, set()).update(
+                r for r in map(_room, targets) if r is not None and r != room)
+    assert circles(rooms) == []

@@ -30,8 +30,8 @@ from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
 from graphrag_ray.index.carry_over import (
-    CarriedReading, ReadingTables, carry_embeddings, has_reading, keep_reading,
-    plan_carry_over)
+    CarriedReading, ReadingTables, carry_embeddings, has_reading, plan_carry_over)
+from graphrag_ray.index.extract.carried_reading import keep_reading
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
 from graphrag_ray.index.embed.feed import (

@@ -154,3 +154,8 @@ class FileMap:
     def carried(self) -> np.ndarray:
         """The carried files' numbers now."""
         return self.new[self.new >= 0]
+
+
+# Each document's file number (`file_index`), in the work area and then in the kept reading:
+# what tells an update which of the previous version's documents it carries.
+DOCUMENT_FILES = "document_files"

@@ -24,8 +24,8 @@ from graphrag_ray.index.chunks.passage_scans import scans_of, write_scans
 from graphrag_ray.index.chunks.positions import seq_file_number
 from graphrag_ray.index.chunks.read_and_chunk import Reading, read_and_chunk, scan_passages
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
-from graphrag_ray.index.carry_over import (
-    CarriedReading, carry_reading, carry_scans, reading_differently)
+from graphrag_ray.index.carry_over import CarriedReading, carry_scans, reading_differently
+from graphrag_ray.index.extract.carried_reading import carry_reading
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.extract.kept_extractions import (
     KEPT_EXTRACTIONS, KeptExtractions, keep_extractions, text_hash)

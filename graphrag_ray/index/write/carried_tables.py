@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.index.carry_over import READING, CarriedReading
 from graphrag_ray.index.chunks.positions import FILE_SHIFT, FileMap
-from graphrag_ray.index.write.documents_and_text_units import (
-    DOCUMENT_FILES, TextUnitRows, write_document_files)
+from graphrag_ray.index.write.documents_and_text_units import TextUnitRows, write_document_files
+from graphrag_ray.index.chunks.positions import DOCUMENT_FILES
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 

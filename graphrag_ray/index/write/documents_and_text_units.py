@@ -15,14 +15,12 @@ import pyarrow.compute as pc
 
 from graphrag_ray import schema
 from graphrag_ray.grouped import runs_as_lists
+from graphrag_ray.index.chunks.positions import DOCUMENT_FILES
 from graphrag_ray.index.chunks.read_and_chunk import SHARED_CONTENT, stored_pieces
 from graphrag_ray.index.graph.unit_rows import UNIT_ROWS
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import write_parquet
 
-# Each document's file number (`file_index`), in the work area and then in the kept reading:
-# what tells an update which of the previous version's documents it carries.
-DOCUMENT_FILES = "document_files"
 DOCUMENT_FILES_SCHEMA = pa.schema([("id", pa.string()), ("file_index", pa.int64())])
 
 

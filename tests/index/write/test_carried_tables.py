@@ -17,7 +17,7 @@ from graphrag_ray.index.carry_over import READING
 from graphrag_ray.index.extract import stage
 from graphrag_ray.index.update import update_index
 from graphrag_ray.index.write import carried_tables
-from graphrag_ray.index.write.documents_and_text_units import DOCUMENT_FILES
+from graphrag_ray.index.chunks.positions import DOCUMENT_FILES
 from graphrag_ray.storage import IndexStore
 from graphrag_testkit.synthetic_corpus import generate_corpus
 
