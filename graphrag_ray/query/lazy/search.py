@@ -24,24 +24,19 @@ import numpy as np
 
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError, LLMError
-from graphrag_ray.llm.client import parse_json_object
-from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.citations import documents_of
-from graphrag_ray.query.context import answerable_units, conversation_text
+from graphrag_ray.query.context import answerable_units
 from graphrag_ray.query.lazy.answer import Claim, write_answer
+from graphrag_ray.query.lazy.steps import LLMSteps, OfflineSteps
 from graphrag_ray.query.lazy.deepening import (
     OUTSIDE, CommunityTree, Probe, community_tree, deepen)
 from graphrag_ray.query.lazy.relevance import (
-    RelevanceTask, lexical_claims, passage, run_relevance_task)
-from graphrag_ray.query.local_search import query_text
+    passage)
 from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult, Sources
 from graphrag_ray.query.retrieval import rank_units
-from graphrag_ray.tokens import count_tokens
 from graphrag_ray.storage.row_reader import RowReader
 
-OFFLINE_NOTE = ("lazy search ran offline (no LLM endpoint or key configured): relevance was "
-                "judged by shared words and the answer lists the passages' sentences")
 
 
 def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
@@ -52,15 +47,13 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
     budget = cfg.relevance_budget if budget is None else budget
     if budget < 1:
         raise GraphRagError(f"the relevance budget must be at least 1, got {budget}")
-    use_llm = config.lazy_uses_llm()
     result = SearchResult(method="lazy", answer="")
-    if not use_llm:
-        result.notes.append(OFFLINE_NOTE)
+    steps = (LLMSteps if config.lazy_uses_llm() else OfflineSteps)(index, result)
     units = searchable_units(index)
     numbers, texts = units.numbers, units.texts
 
     # 1. Sub-questions.
-    subquestions = _subquestions(index, question, history, use_llm, result)
+    subquestions = steps.subquestions(question, history)
     # 2. Similarity of every unit to each sub-question.
     similarities = _similarities(index, units.row_of, subquestions, budget)
     tree, titles = units.tree, units.titles
@@ -69,7 +62,8 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
     claims: dict[Probe, list[str]] = {}
 
     def test(probes: list[Probe]) -> list[bool]:
-        found = _test(index, probes, subquestions, numbers, texts, use_llm, result)
+        found = steps.test(probes, subquestions, numbers, _shown(index, probes, subquestions,
+                                                                  texts))
         claims.update(found)
         return [p in found for p in probes]
 
@@ -92,7 +86,7 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
                  probe.community, -float(similarities[probe.question][probe.unit]))))
     try:
         written = write_answer(question, rows, config, index.prompts, index.services,
-                               index.fan_out, use_llm=use_llm, history=history,
+                               index.fan_out, use_llm=steps.uses_llm, history=history,
                                on_token=on_token)
     except LLMError as exc:
         result.failures.append(str(exc))
@@ -112,40 +106,8 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
         "communities_opened": searched.communities_opened,
         "deepest_level": searched.deepest_level, "claims": len(rows),
         "claims_in_context": len(written.context_rows), "map_calls": written.map_calls,
-        "answer_calls": written.answer_calls, "llm": use_llm})
+        "answer_calls": written.answer_calls, "llm": steps.uses_llm})
     return result
-
-
-def _subquestions(index: OpenedIndex, question: str, history, use_llm: bool,
-                  result: SearchResult) -> list[str]:
-    """The question made to stand alone, split (one call); offline, the question with the
-    user's previous turn (what retrieval matches in the other methods)."""
-    if not use_llm:
-        return [query_text(question, history)]
-    config = index.config
-    cfg = config.query.lazy
-    chat = index.services.chat(config.relevance_llm())
-    prompt = render(index.prompts["lazy_subquestions"], question=question,
-                    conversation_history=conversation_text(history),
-                    max_subquestions=cfg.max_subquestions)
-
-    def parse(reply: str) -> list[str]:
-        found = parse_json_object(reply).get("subquestions")
-        if not isinstance(found, list):
-            raise ValueError("reply has no 'subquestions' list")
-        return [" ".join(str(q).split()) for q in found if str(q).strip()]
-
-    try:
-        found = chat.complete_parsed([{"role": "user", "content": prompt}], parse,
-                                     max_tokens=cfg.relevance_max_output_tokens,
-                                     kind="lazy_subquestions")
-    except LLMError as exc:
-        result.failures.append(f"sub-questions: {exc}; searched for the question itself")
-        found = []
-    result.usage.add(chat.usage)
-    result.llm_calls += 1
-    distinct = list(dict.fromkeys(q for q in found if q))[:cfg.max_subquestions]
-    return distinct or [query_text(question, history)]
 
 
 def candidates(budget: int) -> int:
@@ -238,46 +200,15 @@ def _titles(index: OpenedIndex) -> dict[int, str]:
     return dict(zip(table.column("community").to_pylist(), table.column("title").to_pylist()))
 
 
-def _test(index: OpenedIndex, probes: list[Probe], subquestions: list[str], numbers: list[int],
-          texts: StoredTexts, use_llm: bool, result: SearchResult) -> dict[Probe, list[str]]:
-    """One round's relevance tests: the relevant probes and their claims. With the LLM, each
-    sub-question's probes go `passages_per_call` to a call, all calls at once."""
-    config = index.config
-    cfg = config.query.lazy
-    encoding = config.tokenizer.encoding
+def _shown(index: OpenedIndex, probes: list[Probe], subquestions: list[str],
+           texts: StoredTexts) -> dict[Probe, str]:
+    """What a relevance test shows of each probe's unit: the passage nearest its
+    sub-question, within `passage_tokens`."""
+    cfg = index.config.query.lazy
     units = list(dict.fromkeys(p.unit for p in probes))
     text_of = dict(zip(units, texts.many(units)))
-    shown = {p: passage(text_of[p.unit], subquestions[p.question], cfg.passage_tokens, encoding)
-             for p in probes}
-    if not use_llm:
-        found = {p: lexical_claims(subquestions[p.question], shown[p], cfg.max_claims_per_passage)
-                 for p in probes}
-        return {p: c for p, c in found.items() if c is not None}
-    batches: list[list[Probe]] = []
-    for q in range(len(subquestions)):
-        mine = [p for p in probes if p.question == q]
-        batches += [mine[i:i + cfg.passages_per_call]
-                    for i in range(0, len(mine), cfg.passages_per_call)]
-    llm = config.relevance_llm()
-    tasks = [RelevanceTask(subquestions[batch[0].question],
-                           [(numbers[p.unit], shown[p]) for p in batch],
-                           index.prompts["lazy_relevance"], config, llm, index.services)
-             for batch in batches]
-    found: dict[Probe, list[str]] = {}
-    for batch, task, outcome in zip(batches, tasks, index.fan_out.map(
-            run_relevance_task, tasks, cfg.concurrency)):
-        result.usage.add(outcome.usage)
-        result.llm_calls += 1
-        result.details["relevance_calls"] = result.details.get("relevance_calls", 0) + 1
-        result.context_tokens += sum(count_tokens(text, encoding) for _, text in task.rows)
-        if outcome.failure:
-            result.failures.append(outcome.failure)
-            result.details["failed_relevance_calls"] = \
-                result.details.get("failed_relevance_calls", 0) + 1
-        for probe in batch:
-            if numbers[probe.unit] in outcome.claims:
-                found[probe] = outcome.claims[numbers[probe.unit]]
-    return found
+    return {p: passage(text_of[p.unit], subquestions[p.question], cfg.passage_tokens,
+                       index.config.tokenizer.encoding) for p in probes}
 
 
 def _community_relevance(searched) -> dict[tuple[int, int], float]:
