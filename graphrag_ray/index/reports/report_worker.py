@@ -163,20 +163,21 @@ class ReportWork:
     dependents: int = 0
 
 
+def report_worker(config: GraphRagConfig) -> type["ReportWorker"]:
+    """The worker class `reports.method` asks for."""
+    return LLMReportWorker if config.uses_llm(config.reports.method) else ReportWorker
+
+
 class ReportWorker:
     """Work items: {community, spec: its context without descriptions (`context_spec`),
     blocks and rows: where each description is, claims_block: the block holding the claims
     (-1: none needed)} -> rows of community, report, generation. The context is written here,
-    where the descriptions are read, not in the driver."""
+    where the descriptions are read, not in the driver. This one writes extractive reports;
+    `LLMReportWorker` asks the LLM."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
         self.config = config
-        self.template = prompts["community_report"]
-        self.tag = prompt_version(self.template)
-        self.use_llm = config.uses_llm(config.reports.method)
-        self.chat = ((services or LLMServices()).chat(config.llm, stage="reports")
-                     if self.use_llm else None)
 
     def __call__(self, work: list[ReportWork], blocks: list[pa.Table]) -> pa.Table:
         rows = []
@@ -188,21 +189,35 @@ class ReportWorker:
             fill_claims(context, blocks[item.claims_block] if item.claims_block >= 0 else None)
             rows.append((item.community, render_context(context), context_record(context),
                          context_ids(context), item.dependents, item.entities))
-        smallest = self.config.reports.min_llm_entities
-        if self.use_llm:
-            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                out = list(pool.map(
-                    lambda r: self._llm(*r[:5]) if r[5] >= smallest
-                    else self._extractive(r[0], r[2], SMALL_COMMUNITY), rows))
-        else:
-            out = [self._extractive(row[0], row[2], "extractive") for row in rows]
-        return pa.Table.from_pylist(out, schema=REPORT_RESULT_SCHEMA)
+        return pa.Table.from_pylist(self._reports(rows), schema=REPORT_RESULT_SCHEMA)
+
+    def _reports(self, rows: list[tuple]) -> list[dict]:
+        return [self._extractive(row[0], row[2], "extractive") for row in rows]
 
     def _extractive(self, community: int, record: dict, generation: str,
                     usage: Usage | None = None) -> dict:
         report = extractive_report(record, self.config.reports.max_findings)
         return {"community": community, "report": report, "generation": generation,
                 **usage_row(usage)}
+
+
+
+class LLMReportWorker(ReportWorker):
+    """Reports by the LLM, the calls of a work batch at once; a community smaller than
+    `reports.min_llm_entities`, or whose call fails for good, gets an extractive one."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
+        super().__init__(config, prompts, services)
+        self.template = prompts["community_report"]
+        self.tag = prompt_version(self.template)
+        self.chat = (services or LLMServices()).chat(config.llm, stage="reports")
+
+    def _reports(self, rows: list[tuple]) -> list[dict]:
+        smallest = self.config.reports.min_llm_entities
+        with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+            return list(pool.map(lambda r: self._llm(*r[:5]) if r[5] >= smallest
+                                 else self._extractive(r[0], r[2], SMALL_COMMUNITY), rows))
 
     def _llm(self, community: int, context_text: str, record: dict,
              ids: dict[str, list[int]], dependents: int) -> dict:

@@ -39,8 +39,8 @@ from graphrag_ray.index.reports.context import (
 from graphrag_ray.index.context_rows import number_tokens
 from graphrag_ray.index.reports.kept_reports import KeptReports
 from graphrag_ray.index.reports.kept_summaries import ELEMENT_DIGESTS, element_digests
-from graphrag_ray.index.reports.report_worker import ReportWork, ReportWorker, full_content
-from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
+from graphrag_ray.index.reports.report_worker import ReportWork, full_content, report_worker
+from graphrag_ray.index.reports.summary_worker import SummaryWork, summarize_worker
 from graphrag_ray.llm.accounting import table_usage
 from graphrag_ray.llm.batch import DEFERRED
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -136,8 +136,8 @@ class _Run:
         self.marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
                                                "last_report": 0.0}
         workers = {"config": config, "prompts": ctx.prompts, "services": services}
-        self.summary_key = pool.bind(SummarizeWorker, workers)
-        self.report_key = pool.bind(ReportWorker, workers)
+        self.summary_key = pool.bind(summarize_worker(config), workers)
+        self.report_key = pool.bind(report_worker(config), workers)
         self.summary_bar = ctx.bar("summarize", len(self.todo), "descriptions") \
             if len(self.todo) else None
         self.report_bar = ctx.bar("reports", sum(

@@ -86,40 +86,55 @@ class SummaryWork:
     record: dict
 
 
+def summarize_worker(config: GraphRagConfig) -> type["SummarizeWorker"]:
+    """The worker class `summarize.method` asks for."""
+    return LLMSummarizeWorker if config.uses_llm(config.summarize.method) else SummarizeWorker
+
+
 class SummarizeWorker:
     """Work items: {key, name, block and row of its description list, record: its context
     row without the description} -> rows of key, description (the summary), the row's tokens
-    with it, error (fallback used when set), usage."""
+    with it, error (fallback used when set), usage. This one summarizes offline
+    (extractive); `LLMSummarizeWorker` asks the LLM."""
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
         self.config = config
-        self.template = prompts["summarize_descriptions"]
-        self.tag = prompt_version(self.template)
-        self.use_llm = config.uses_llm(config.summarize.method)
-        self.chat = ((services or LLMServices()).chat(config.llm, stage="summarize")
-                     if self.use_llm else None)
 
     def __call__(self, work: list[SummaryWork], blocks: list[pa.Table]) -> pa.Table:
         lists = read_descriptions(blocks, ((item.block, item.row) for item in work),
                                   "descriptions")
-        rows = [(item.key, item.name, descriptions)
-                for item, descriptions in zip(work, lists)]
-        if self.use_llm:
-            with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
-                out = list(pool.map(lambda r: self._merged(*r), rows))
-        else:
-            out = [self._extractive(key, descriptions) for key, _, descriptions in rows]
+        out = self._summaries([(item.key, item.name, descriptions)
+                               for item, descriptions in zip(work, lists)])
         for row, item in zip(out, work):
             row["row_tokens"] = context_row_tokens(item.record, row["description"],
                                                    self.config.tokenizer.encoding)
         return pa.Table.from_pylist(out, schema=SUMMARY_SCHEMA)
+
+    def _summaries(self, rows: list[tuple[int, str, list[str]]]) -> list[dict]:
+        return [self._extractive(key, descriptions) for key, _, descriptions in rows]
 
     def _extractive(self, key: int, descriptions: list[str], error: str | None = None,
                     usage: Usage | None = None) -> dict:
         summary = extractive_summary(descriptions, self.config.summarize.max_length,
                                      self.config.tokenizer.encoding)
         return {"key": key, "description": summary, "error": error, **usage_row(usage)}
+
+
+class LLMSummarizeWorker(SummarizeWorker):
+    """Summaries by the LLM, the calls of a work batch at once; extractive where a call
+    fails for good."""
+
+    def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
+                 services: LLMServices | None = None):
+        super().__init__(config, prompts, services)
+        self.template = prompts["summarize_descriptions"]
+        self.tag = prompt_version(self.template)
+        self.chat = (services or LLMServices()).chat(config.llm, stage="summarize")
+
+    def _summaries(self, rows: list[tuple[int, str, list[str]]]) -> list[dict]:
+        with ThreadPoolExecutor(self.config.llm.concurrent_requests) as pool:
+            return list(pool.map(lambda r: self._merged(*r), rows))
 
     def _merged(self, key: int, name: str, descriptions: list[str]) -> dict:
         """By the LLM when the list needs it (`needs_llm_summary`), else joined as it is."""

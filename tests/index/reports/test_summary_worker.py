@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from graphrag_ray.index.reports.summary_worker import SummarizeWorker, SummaryWork
+from graphrag_ray.index.reports.summary_worker import LLMSummarizeWorker, SummaryWork
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.prompts_loader import load_prompts
@@ -26,7 +26,7 @@ def test_an_empty_summary_is_asked_for_again_before_falling_back(tmp_path):
     work, blocks = _work(24)
     with run_test_server(rate_malformed=0.33) as server:
         config = llm_config(server, "llm.max_parse_retries=2", "summarize.llm_min_descriptions=2")
-        worker = SummarizeWorker(config, load_prompts(config),
+        worker = LLMSummarizeWorker(config, load_prompts(config),
                                  LLMServices(cache=ResponseCache(str(tmp_path / "cache"))))
         result = worker(work, blocks)
         requests = server.stats()["requests"]
@@ -47,7 +47,7 @@ def test_a_few_short_descriptions_are_joined_without_a_call():
          [f"PERSON 1 fact {k}." for k in range(4)], long]))]
     with run_test_server() as server:
         config = llm_config(server)
-        result = SummarizeWorker(config, load_prompts(config), LLMServices())(work, blocks)
+        result = LLMSummarizeWorker(config, load_prompts(config), LLMServices())(work, blocks)
         stats = server.stats()
     rows = result.to_pylist()
     assert rows[0]["calls"] == 0
