@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # `from graphrag_ray import GraphIndex` imports the query side on first use only: every
-    # Ray worker imports this package, and most never open an index (1.1 s of imports each).
+    # Ray worker imports this package, and most never open an index.
     if name == "GraphIndex":
         from graphrag_ray.api import GraphIndex
 

@@ -95,7 +95,7 @@ class GraphIndex:
                 try:
                     # One chunk per column: a table comes in row groups (hundreds, for the
                     # text-unit-sized ones), and taking rows across many chunks copied every
-                    # chunk (0.95 s of a DRIFT question on a 100M-token index).
+                    # chunk, at every question.
                     self._tables[key] = self.store.read_table(name, columns).combine_chunks()
                 except IndexNotFoundError:
                     raise IndexNotFoundError(_missing_table_message(name)) from None
@@ -139,7 +139,7 @@ class GraphIndex:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             # Offline (hashing) embeddings call no endpoint: no rate budget to open (on Ray,
-            # an actor that the first question of a served index waited 0.7 s for).
+            # an actor that the first question of a served index would wait for).
             # The index's own method (its manifest's): a question is embedded as its
             # vectors were, whatever this config's `auto` would pick on this machine.
             method = self.embedding_method()
@@ -209,8 +209,7 @@ class GraphIndex:
         served index): the vector indexes; what each method builds once from the tables
         (local search's rows and lookups, global search's default level rendered for the
         map, lazy search's units and community tree) and the columns citations read. No
-        table is read whole: texts and lists are read when a question takes them (on a
-        100M-token index, reading every table whole held 3.9 GB)."""
+        table is read whole: texts and lists are read when a question takes them."""
         for name in self.manifest.tables:
             if name.startswith("embeddings_"):
                 self.vectors(name)
@@ -229,13 +228,13 @@ class GraphIndex:
         if self.embedding_method() == "local":
             self.embed(["warm"])  # the local model's session (an endpoint's call is paid)
         _ = self.prompts  # read and kept
-        get_encoding(self.config.tokenizer.encoding)  # 0.7 s to load its ranks
+        get_encoding(self.config.tokenizer.encoding)  # its ranks, loaded
         config = self.config
         if any(config.uses_llm(section.method) for section in (
                 config.global_search, config.local_search, config.drift_search,
                 config.basic_search)) or config.lazy_uses_llm():
             # The rate budget (a Ray actor on Ray) and the map calls' actors: seconds to
-            # start, which the first LLM answer of a served index paid (global: 5.9 s).
+            # start, which the first LLM answer of a served index would pay.
             _ = self.services
             self.fan_out.start()
 

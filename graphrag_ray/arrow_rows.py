@@ -1,9 +1,7 @@
 """Rows of Arrow tables taken, sorted and looked up at the speed of one chunk.
 
 Arrow's take of a list column held in many chunks (a table concatenated from shards, or read
-from many row groups) is about 5x slower than joining the chunks and taking from one: a
-100M-token graph's 51 merge shards of entities took 3.2 s for their text-unit lists, against
-0.2 s to join them and 0.6 s to take. A column is joined only where one chunk can hold it
+from many row groups) is slower than joining the chunks and taking from one. A column is joined only where one chunk can hold it
 (string data under 2 GiB); past that it is taken as it is.
 """
 
@@ -58,8 +56,7 @@ def sorted_rows(table: pa.Table, keys: list[tuple[str, str]]) -> pa.Table:
 
 
 # `index_in` hashes the values instead of the value set when the set is this many times
-# longer. Measured looking up text unit ids among a 100M-token build's 215k: 1k ids 26 ms
-# hashing the set, 5 ms the values; 20k, 43 and 12 ms; 200k, 62 and 85 ms.
+# longer (past it, hashing the few values is the cheaper side).
 _HASH_THE_VALUES_PAST = 4
 
 
@@ -67,8 +64,8 @@ def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array | pa.Chunke
              ) -> pa.Array:
     """`pc.index_in(values, value_set=value_set)`: each value's first row in `value_set`,
     null when it has none. Arrow builds a hash table of the whole value set at every call;
-    an update's merge looked a few thousand text unit ids up among all the build's, 102
-    times a shard, and spent 3.2 s of its 18 building them. When the set is much longer,
+    an update's merge looks a few thousand text unit ids up among all the build's, a
+    hundred times a shard. When the set is much longer,
     the distinct values are hashed instead, and the set's rows are looked up in them."""
     values, value_set = (column.combine_chunks() if isinstance(column, pa.ChunkedArray)
                          else column for column in (values, value_set))

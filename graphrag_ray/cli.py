@@ -813,8 +813,8 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> NoReturn:
     """The command line's entry point (`graphrag-ray`, `python -m graphrag_ray`): `main`,
     then the process ends without tearing the interpreter down. Finalizing the modules after
-    a build freed what it had built object by object for ~0.65 s (Carol; every query paid
-    it too), and Arrow's native thread pools torn down then could abort a process whose
+    a build frees what it built object by object (every query pays it too), and Arrow's native
+    thread pools torn down then could abort a process whose
     work was done. What must happen at exit has happened: the index is published, Ray is
     stopped and Arrow's readers collected (`main`), the exit handlers (logging's) run here
     and the standard streams are flushed. An exception, `--help` included, exits as usual."""

@@ -625,8 +625,7 @@ class RuntimeConfig(_Section):
     # `local_max_chunks` for CPU-bound (offline) extraction, which Ray spreads over the cores
     # (None: from the cores, `distributed.engine.local_chunk_limit`), `local_max_llm_chunks`
     # for LLM extraction, where threads wait on the endpoint and Ray's start-up and
-    # scheduling cost more than they give on one machine (the podcast corpus with an instant
-    # provider: 48 s in-process, 102 s on local Ray).
+    # scheduling cost more than they give on one machine.
     engine: Literal["auto", "ray", "local"] = "auto"
     local_max_chunks: int | None = Field(None, ge=0)
     local_max_llm_chunks: int = Field(20_000, ge=0)

@@ -32,8 +32,8 @@ from graphrag_ray.config import RuntimeConfig
 # scanning and offline extraction, with pyarrow, numpy and tiktoken under them, and the
 # offline embeddings. (The layout imports igraph in the worker that first makes one.)
 PRELOAD = ["graphrag_ray.index.extract.stage", "graphrag_ray.llm.embeddings"]
-# Files read by the build from which the pool pays off: its start (~0.6 s of a core, while
-# the driver lists the inputs) against ~20 ms of Python per file read, halved on 2 cores.
+# Files read by the build from which the pool pays off: its start (while the driver lists
+# the inputs) against the Python each file read takes, shared by the cores.
 USE_PROCESSES_FROM_FILES = 64
 
 _open: tuple[ProcessPoolExecutor, int] | None = None  # the pool and its workers

@@ -30,7 +30,7 @@ class ProgressBar:
         self.done = 0
         self.started = time.monotonic()
         # The first update: the ETA's rate is counted from it, as work that waits on another
-        # stage (reports on summaries) finishes nothing for a while ("ETA 322972s").
+        # stage (reports on summaries) finishes nothing for a while (an ETA of days).
         self.first_update: tuple[float, int] | None = None
         self.last_shown = self.started
         self._lock = threading.RLock()

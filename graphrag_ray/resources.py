@@ -15,9 +15,7 @@ from typing import Iterator
 def use_system_allocator_for_arrow() -> None:
     """Arrow allocates with the C library's malloc in this process, unless the user chose an
     allocator (`ARROW_DEFAULT_MEMORY_POOL`). Arrow's default (mimalloc) keeps the pages a
-    table freed for its next tables: a query process on a 100M-token index held 1.74 GB
-    where malloc held 1.41 GB after the same questions (0.99 against 1.37 GB after reading
-    local search's tables), and a 10M-token build's driver peaked at 965 MB against 1,015.
+    table freed for its next tables, and held more after the same questions.
     Only Arrow's own buffers are concerned; each buffer is freed by the allocator that made
     it, so switching while tables exist is safe."""
     import pyarrow as pa

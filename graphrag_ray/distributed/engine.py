@@ -18,8 +18,8 @@ T = TypeVar("T")
 
 # Ray keeps as many idle workers as the node has CPUs and kills the others after one idle
 # second. The pools' actors hold the CPUs, so every reading and spilling task (num_cpus=0)
-# ran in a worker started for it and killed after it: on a 100M-token build a new Python
-# process every ~5 s, each paying its imports on a 2-core machine. An idle worker now lives
+# ran in a worker started for it and killed after it: on a large build a new Python
+# process every few seconds, each paying its imports. An idle worker now lives
 # a minute, long enough for the next task of its stage.
 LOCAL_SYSTEM_CONFIG = {"idle_worker_killing_time_threshold_ms": 60_000}
 
@@ -137,9 +137,8 @@ def resolve_engine(runtime: RuntimeConfig, n_chunks: int | None = None,
 
 
 # What starting a local Ray costs an offline build, in chunks extracted in-process: its start,
-# and each pool's actors importing the package (~13 s on 2 cores), against ~4.9 ms a chunk.
-# Measured on 2 cores, the project's generator, defaults: 1M tokens (2,200 chunks) built in
-# 10.1 s in-process and 17.1 s on Ray; 3M tokens (6,321 chunks) in 31.7 s both ways.
+# and each pool's actors importing the package, against the time a chunk takes in-process
+# (the benchmark pages have the figures).
 RAY_START_IN_CHUNKS = 2_700
 
 
@@ -154,9 +153,8 @@ def local_chunk_limit(runtime: RuntimeConfig) -> float:
     return math.inf if cores < 2 else RAY_START_IN_CHUNKS * cores / (cores - 1)
 
 
-# Python's switch interval while Ray starts beside the caller's busy threads (the default is
-# 5 ms). Measured on 2 cores, joining a new local Ray beside one busy thread: 6.0 s at the
-# default, 3.35 s at this (3.3 s with no thread).
+# Python's switch interval while Ray starts beside the caller's busy threads (the default
+# starves the joining interpreter while a thread is busy).
 WARM_UP_SWITCH_INTERVAL_S = 0.0002
 
 

@@ -263,9 +263,8 @@ def _collected(dataset, output_schema: pa.Schema) -> list[pa.Table]:
 def _output_blocks(dataset) -> Iterator[pa.Table]:
     """The pipeline's output blocks as they come, read from their references. Not
     `iter_batches`: it sends the run's whole statistics (every block's, growing with the
-    run) to Ray Data's stats actor every 5 s, and an I/O-bound pipeline's small blocks made
-    them 35 MB at 30M tokens, faster than the actor took them: 143 calls waited, holding 5.3
-    of the object store's 7.5 GB, and the actor grew to 6.8 GB."""
+    run) to Ray Data's stats actor every few seconds, and an I/O-bound pipeline's small
+    blocks made them larger than the actor could take in time, filling the object store."""
     import ray
 
     for bundle in dataset.iter_internal_ref_bundles():
@@ -377,7 +376,7 @@ def _reporting(worker_cls: type, inbox, columns: tuple[str, ...]) -> type:
 # What an I/O-bound pipeline's blocks may hold in the object store at once. Its blocks are
 # small (a few chunks) and Ray Data backpressures by bytes, so without a limit the readers
 # ran the whole corpus ahead of the LLM calls, and the driver held every waiting block's
-# reference and metadata: a 30M-token LLM build's driver grew 80 MB a minute while reading.
+# reference and metadata, growing all the while.
 IO_BOUND_OBJECT_STORE_BYTES = 128 * 2 ** 20
 
 
@@ -469,8 +468,7 @@ def _tables(result) -> list[pa.Table]:
 
 # The driver joins the blocks it receives into one table every this many: an I/O-bound
 # pool's output reaches it a row per block (blocks of one byte's target size), and each
-# one-row table of the extraction's 21 columns held 63 KB (buffers, padding, schema): a
-# 30M-token LLM build's driver grew 190 MB a minute, past 2 GB in 8 minutes.
+# one-row table holds its buffers, padding and schema whole.
 COMPACT_BLOCKS = 256
 
 
@@ -495,8 +493,7 @@ def map_items(fn: Callable, items: list, runtime: RuntimeConfig, *, num_cpus: fl
     in the driver.) `shared`: what every call reads besides its item: block handles, or
     values put in the object store once (not copied into every task). In-process, the calls
     run in `runtime.num_workers` threads: the tasks read, decode and write Arrow and Parquet,
-    which leave the interpreter (a 1% update of a 100M-token index merged its 51 shards in
-    5.6 s in two threads, 8.7 s in one); `python_bound` calls, which do not, run in the
+    which leave the interpreter; `python_bound` calls, which do not, run in the
     engine's worker processes when a job opened them (`processes.py`; `fn`, the items and
     `shared` must then pickle)."""
     if runtime.engine == "local" or (len(items) <= 1 and not keep_blocks

@@ -55,8 +55,8 @@ from graphrag_ray.storage.parquet_io import (
 
 READING = "_reading"
 # The carrying tasks read and write files (no CPU to speak of) and run beside the pools,
-# whose actors hold the CPUs: tasks asking for a CPU waited 27 s for the summaries pool to
-# let go at 10M tokens. They ask for none, as the readers do, and are few (`in_shares`): a
+# whose actors hold the CPUs: tasks asking for a CPU waited for the summaries pool to let
+# go. They ask for none, as the readers do, and are few (`in_shares`): a
 # task per part, asking for no CPU, started a process each on 2 cores.
 CARRY_TASK_CPUS = 0
 TASKS_PER_WORKER = 2  # carrying tasks per `runtime.num_workers`, each taking its share
@@ -73,9 +73,8 @@ def in_shares(items: list, runtime) -> list[list]:
 class ReadingTables:
     """The reading's tables an update places and compares by (each chunk's status row, the
     listing with each file's number, the repeated passages and openings), written into the
-    version by a thread from the moment extraction is done, while the graph is made: the
-    status rows of a 100M-token index are ~0.9 s of Parquet writing that the build's last
-    stage waited on. `join()` waits (and raises what the thread raised)."""
+    version by a thread from the moment extraction is done, while the graph is made, not
+    in the build's last stage. `join()` waits (and raises what the thread raised)."""
 
     def __init__(self, staged: IndexVersion, files: list[str], numbers: np.ndarray,
                  input_root: str, extraction: pa.Table, repeated: RepeatedPassages | None):
@@ -199,7 +198,7 @@ def carry_scans(ctx: BuildContext, carried: CarriedReading
     version to keep (`passage_scans.write_scans`). Read by the driver's threads (a version
     written before the scans were kept whole has a part per read batch, a few kilobytes
     each: opening it is most of its cost), not by Ray tasks, which pickled the scans to
-    send them back (2.4 s of a 1% update at 100M tokens) and waited for Ray to start, which
+    send them back and waited for Ray to start, which
     now starts meanwhile (`find_repeated_passages`)."""
     fs, root = fsspec.core.url_to_fs(carried.url)
     parts = [fs.unstrip_protocol(p) for p in folder_listing(fs, f"{root}/passages")
@@ -265,7 +264,7 @@ def carry_embeddings(carried: CarriedReading, carried_units: pa.ChunkedArray,
         for name, (table, columns) in EMBEDDED_TEXT.items():
             copied[name] = same_texts(carried.previous, staged, table, columns)
     # The text units' vectors are chosen by the few ids not carried, which the tasks match
-    # in Arrow, rather than by a Python set of the ~all carried (2.3 s of a 1% add at 100M).
+    # in Arrow, rather than by a Python set of the ~all carried.
     gone = {schema.TEXT_UNIT_EMBEDDINGS: carried.text_unit_ids_gone()}
     return ({name: carry_vectors(carried, staged, name, ids, runtime, gone.get(name))
              for name, ids in copied.items()}, copied)
@@ -323,8 +322,8 @@ def carry_vectors(carried: CarriedReading, staged: IndexVersion, name: str,
 # The name every part of carried vectors starts with (linked or written): such a part holds
 # only vectors of the ids carried (`vector_index` need not read it for others).
 CARRIED_VECTOR_PARTS = "part-carried-"
-# Bytes of vectors per carried part. One part per share held half a 100M-token index's
-# text-unit vectors (~450 MB), which every reader of the table (the vector index's sync, a
+# Bytes of vectors per carried part. One part per share held a large share of an index's
+# text-unit vectors, which every reader of the table (the vector index's sync, a
 # brute-force search) holds whole.
 CARRIED_VECTOR_PART_BYTES = 64 * 2 ** 20
 # A previous part this long is carried as it is (linked), its vectors neither decoded nor
@@ -347,11 +346,10 @@ def _carry_vector_parts(job: tuple[list[str], str], ids: pa.ChunkedArray | froze
     `CARRIED_VECTOR_PART_BYTES` (a table of small parts, one per read batch, is not carried
     part for part; nor in one part, which a reader would hold whole). A 1% add to a
     100M-token index keeps every previous text unit and all but a few % of the entities,
-    spread over every part: their 1.3 GB and 1 GB of vectors were decoded and encoded again
-    (12 s, then 11 s). Returns the rows carried and, per linked part, its left-out ids."""
+    spread over every part: their vectors were all decoded and encoded again. Returns the rows
+    carried and, per linked part, its left-out ids."""
     sources, target = job
-    # A Python set, built once: `pc.is_in` hashes its value set again on every call (27 ms
-    # a part for 258k entity ids: 6.8 s to link a 100M-token index's 244 parts). In-process
+    # A Python set, built once: `pc.is_in` hashes its value set again on every call. In-process
     # the tasks' threads share the one `carry_vectors` built.
     wanted = ids if isinstance(ids, frozenset) or ids is None else \
         set(ids.combine_chunks().to_pylist())

@@ -40,8 +40,8 @@ def input_fingerprints(fs: fsspec.AbstractFileSystem, root: str, files: list[str
     """Each input file's path under `root`, size and content hash (files read in batches:
     object stores serve a batch concurrently). A local file with the size and settled
     modification time `previous` (the last version's fingerprints) recorded for it keeps
-    its recorded hash unread, as rsync's quick check does (at 53,401 files, 5 s of reading
-    every update)."""
+    its recorded hash unread, as rsync's quick check does (reading every file at every update
+    is most of a large corpus's update)."""
     known = {}
     if previous is not None and "modified" in previous.column_names and is_local(fs):
         known = {(path, size, modified): digest for path, size, digest, modified in zip(
@@ -115,9 +115,9 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
 class PreviousTables:
     """Tables of the previous version, some read ahead by a thread: an update's stages after
     the merge read the entities' and relationships' numbers, the entities' positions and the
-    communities (2.5 s between stages of a 1% update at 100M tokens), while during the
+    communities between stages, while during the
     merge the driver only waits on its tasks. The merge's tasks hold both cores of the
-    machine measured, so the thread takes some of their time: 1.2-1.6 s gained, not 2.5.
+    machine measured, so the thread takes some of their time: less is gained than read.
     `read_table` and `has_table` as `IndexVersion`'s; a table not read ahead is read when
     asked for."""
 
@@ -156,7 +156,7 @@ class UpdateBase:
     # The input files' fingerprints the update compared (`input_fingerprints`).
     fingerprints: pa.Table | None = None
     # The input as the update listed it (`input.loader.list_input_files`), which the build
-    # takes rather than listing it again (0.4-0.9 s for 54k files).
+    # takes rather than listing it again.
     listing: tuple | None = None
 
     @cached_property

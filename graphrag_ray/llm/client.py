@@ -10,8 +10,8 @@ Errors no retry can fix raise `FatalLLMError` at once (bad key, unknown model, b
 prompt too long for the model, or retries exhausted, raise `LLMCallError` for that item only.
 
 `openai` is imported by the functions that call it, not with this module: every worker
-imports this module, and an offline build's workers (or a cached rerun's) then never pay the
-~0.5 s it takes to import, once per Ray worker process.
+imports this module, and an offline build's workers (or a cached rerun's) then never pay its
+import, once per Ray worker process.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ _WINDOW_S = 60.0  # the providers' limits are per minute
 _PLACE_STALE_S = 2.0
 # How much later than our admission the provider's own window counts a call: the request's
 # way to it (a thread's turn, a Ray round trip, the connection). A call admitted the moment
-# our log freed its place was refused at the provider's edge of the minute (Carol, t = 60 s).
+# our log freed its place was refused at the provider's edge of the minute.
 WINDOW_EDGE_S = 1.0
 # A 429 for a call admitted while the window held this share of a limit is the window's edge
 # (accounting a little off), not a provider counting over shorter spans.

@@ -2,10 +2,10 @@
 encoder (embeddings, then `layers` blocks of self-attention and a GELU feed-forward, each
 followed by a residual layer norm) whose last hidden states the caller mean-pools.
 
-ONNX Runtime runs it about five times faster than the same products in numpy on 2 cores (its
-kernels fuse the bias adds, the layer norms and the softmax), and twice as fast again with
-its weight matrices quantized to int8 per output channel, which moves the vectors by a
-cosine of about 0.005. The graph is made once per machine from the checked weights and kept
+ONNX Runtime runs it faster than the same products in numpy (its kernels fuse the bias
+adds, the layer norms and the softmax), and faster again with its weight matrices quantized
+to int8 per output channel, which moves the vectors little. The graph is made once per machine from
+the checked weights and kept
 in a cache folder (`sentence_model.model_cache`), so the exporter PyTorch would need is
 never involved.
 """
@@ -127,7 +127,7 @@ def write_encoder(weights: dict[str, np.ndarray], path: Path, layers: int, heads
 def quantize_weights(source: Path, target: Path) -> None:
     """`source` with its weight matrices in int8 (per output channel; ONNX Runtime's dynamic
     quantization). The attention's own products (queries by keys, weights by values) stay in
-    float: quantizing activations against activations moved the vectors by a cosine of 0.05."""
+    float: quantizing activations against activations moved the vectors ten times as far."""
     import logging
 
     import onnx

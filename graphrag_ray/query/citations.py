@@ -50,7 +50,7 @@ def sources_of_reports(read: ReadTable, stored: Callable[[str], RowReader],
                        communities: list[int], level: int | None = None) -> Sources:
     """Reports -> their communities -> entities, relationships, text units -> documents. The
     communities' lists are read for the cited ones only (`stored`: a table's rows by number):
-    whole, they were 630 MB of a global query process on a 100M-token index."""
+    whole, they were most of a global query process's memory."""
     if not communities:
         return Sources()
     rows = stored(schema.COMMUNITIES).take(

@@ -96,8 +96,8 @@ def map_cache(index: OpenedIndex) -> MapCache:
 def prepare_level(index: OpenedIndex, level: int | None = None) -> None:
     """What a global question over `level` (default: the configured one) works out whatever
     the question, worked out now: the level's rows, their rendered map rows and, offline,
-    their findings' terms (a served index's `warm`: the first question on a 100M-token index
-    paid 15 s for them). No call."""
+    their findings' terms (a served index's `warm`, so that no first question pays for them). No
+    call."""
     cfg = index.config.global_search
     batches = pack_report_batches(level_rows(index, index.resolve_level(level)),
                                   cfg.map_context_tokens, cfg.shuffle_seed,

@@ -6,7 +6,7 @@ and the entity description vectors.
 The tables stay Arrow columns and a row becomes a dict only when a search takes it
 (`Rows`); the lookups are arrays of row numbers (`Grouped`), not dicts of lists. A question
 touches a few hundred rows; holding millions of entities and relationships as Python dicts
-cost gigabytes and, on a 100M-token index, most of a local query's 18.7 s. The texts of
+cost gigabytes and most of a local query's time. The texts of
 units and reports are not held at all: they are read from the index for the rows taken.
 """
 

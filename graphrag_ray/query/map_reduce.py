@@ -62,8 +62,8 @@ class MapReduceOutcome:
 class MapCache:
     """What map-reduce works out of a row whatever the question, kept per open index
     (`OpenedIndex.kept`): each report's rendered row and its tokens, each finding's content
-    terms (a tuple: as sets they weighed as much as the reports). On a 100M-token index,
-    working these out for every question took most of global search's 10.8 s."""
+    terms (a tuple: as sets they weighed as much as the reports). Worked out for every
+    question, they were most of a global search's time."""
     rows: dict = field(default_factory=dict)  # (community, max tokens) -> (row, tokens)
     terms: dict = field(default_factory=dict)  # (community, finding) -> its content terms
 

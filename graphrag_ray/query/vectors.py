@@ -68,7 +68,7 @@ class VectorTable:
     @classmethod
     def from_groups(cls, stored: RowReader) -> "VectorTable":
         """Read a row group at a time into one matrix: the vectors are held once, never
-        also as the table they came from (a 100M-token index's report vectors: 360 MB)."""
+        also as the table they came from."""
         ids, matrix, start = [], None, 0
         for group in stored.groups(["id", "vector"]):
             vectors = vector_matrix(group.column("vector"))

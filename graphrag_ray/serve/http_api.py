@@ -249,8 +249,8 @@ def _add_error_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": "1"} if exc.status == 429 else None
         if exc.status == 504:
             # The timed-out search still runs and holds its slot: a retry would start a
-            # second one beside it (the `openai` client honours this header; it retried
-            # 504s twice: 32 podcast text searches became up to 96).
+            # second one beside it (the `openai` client honours this header; it retries
+            # 504s otherwise).
             headers = {"x-should-retry": "false"}
         return _error(exc.status, str(exc), exc.kind, exc.param, exc.code, headers)
 

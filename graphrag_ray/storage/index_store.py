@@ -151,9 +151,8 @@ class IndexVersion:
         about `bytes_per_part` bytes (one `<name>.parquet` when everything fits in one and
         `first_part` is 0; numbered from `first_part` otherwise: rows after parts written
         already, and no part at all when nothing arrives). A part is encoded and written by
-        a thread while the next is gathered (Arrow's encoder lets go of the interpreter: on
-        2 cores a 100M-token index's text units, whose compression was a third of their
-        30 s, take the other core), so at most two parts are in memory. Returns the rows
+        a thread while the next is gathered (Arrow's encoder lets go of the interpreter, so the
+        compression takes the other core), so at most two parts are in memory. Returns the rows
         written."""
         buffer: list[pa.Table] = []
         parts = rows = buffered_rows = buffered_bytes = 0
@@ -216,8 +215,7 @@ class IndexVersion:
     def _iter_rows_by_id(self, name: str, columns: list[str], ids: pa.Array, wanted: bool,
                          skip_part: Callable[[str], bool] | None = None):
         """The ids are a Python set built once: `pc.is_in` hashes its value set again on
-        every call, 30 ms a part for 255k ids (7 s over a 100M-token index's entity
-        vectors)."""
+        every call."""
         chosen = set(ids.to_pylist())
         left_out = self.left_out(name)
         for path in self.table_files(name):

@@ -90,7 +90,7 @@ def _lance():
 def vector_matrix(vectors: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """An embeddings table's `vector` column (lists of floats) as a float32 matrix, one row
     per vector ((0, 0) when empty). Filled chunk by chunk: the vectors exist once more, not
-    twice (a 100M-token index's report vectors are 360 MB)."""
+    twice (an index's vectors are hundreds of megabytes)."""
     chunks = [c for c in (vectors.chunks if isinstance(vectors, pa.ChunkedArray) else [vectors])
               if len(c)]
     if not chunks:
@@ -110,9 +110,9 @@ def vector_digests(vectors: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.nd
     not change keeps its digest, so an update rewrites only what changed. The digest is a
     multiply-add hash of the vector's bits, read as 64-bit words (two floats each), with
     fixed odd 64-bit keys, vectorized: for a vector to change and keep its digest, its
-    changes would have to cancel modulo 2^64 under random keys. (Hashing each row's bytes
-    took a second per 200k rows; widening every 32-bit word to 64 bits first, 6 s per 100k
-    vectors of 1,536 floats; the words read in place, 0.25 s.)"""
+    changes would have to cancel modulo 2^64 under random keys. (Faster than hashing each row's
+    bytes, or widening every 32-bit word
+    first.)"""
     matrix = vector_matrix(vectors)
     if not matrix.size:
         return pa.array([], pa.int64()), matrix

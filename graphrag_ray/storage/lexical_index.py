@@ -55,8 +55,7 @@ def unit_terms(title: str, text: str) -> list[str]:
 def segment_tables(units: pa.Table) -> tuple[pa.Table, pa.Table]:
     """A segment's postings (sorted by term, then unit) and units tables, from `units`: id,
     title, text. Words are numbered as they come and a batch of units at a time becomes
-    arrays: a part of a 100M-token index has ~14M postings, which as Python lists held
-    1.3 GB."""
+    arrays: a large part's postings as Python lists would hold gigabytes."""
     vocabulary: dict[str, int] = {}
     words, rows, counts = [], [], []
     lengths = np.zeros(units.num_rows, dtype=np.int32)

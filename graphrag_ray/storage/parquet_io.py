@@ -15,7 +15,7 @@ from graphrag_ray.storage.atomic import write_atomically
 
 # Rows per row group: about this many bytes of data, so that a reader taking a few rows by
 # number (`row_reader.RowReader`: a question's text units) decodes little besides them. A
-# DRIFT question on a 100M-token index read 1,100 groups: at 1 MB each, 0.9 s of decoding.
+# question reads a thousand groups or so.
 ROW_GROUP_BYTES = 256 * 2 ** 10
 MIN_ROW_GROUP_ROWS = 32
 
@@ -54,12 +54,9 @@ def read_parquet(fs: fsspec.AbstractFileSystem, path: str,
     any other through the filesystem's file object, decoded in the calling thread: Arrow's
     threads reading through a Python file object leave the interpreter to abort at exit,
     now and then (`terminate called without an active exception`, exit code 134, after the
-    program's work is done: apache/arrow#34314, #50482; 4 of 12 runs of a script reading six
-    tables with list columns here, none of 16 with these two ways of reading). A local file
+    program's work is done: apache/arrow#34314, #50482). A local file
     is read as one Parquet file, not through `pq.read_table`'s dataset, whose setting up
-    was most of reading a small file: a column of a read batch's documents 1.6 ms against
-    0.3, a shard's instance piece 2.5 against 2.0 (an update of a 100M-token index reads
-    ~7,000 files)."""
+    was most of reading a small file (and an update reads thousands)."""
     if isinstance(fs, LocalFileSystem):
         with pa.OSFile(fs._strip_protocol(path), "rb") as handle:
             return pq.ParquetFile(handle).read(columns=columns)

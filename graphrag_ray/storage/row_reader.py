@@ -1,8 +1,8 @@
 """Rows of a stored table by row number, reading only the Parquet row groups that hold them.
 
 A question needs the text of a few dozen text units or reports; holding every one of them
-(a 100M-token index: 215k units, ~1 GB of text as Python objects) made a local query
-process 4 GB. Tables are written in row groups of about `ROW_GROUP_BYTES`
+as Python objects made a local query process several times larger than its work. Tables are written
+in row groups of about `ROW_GROUP_BYTES`
 (`parquet_io.write_parquet`), so taking a row decodes a quarter of a megabyte. Tables
 written before that (one row group) still read, a whole group at a time, kept in the cache.
 """

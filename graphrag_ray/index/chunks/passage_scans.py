@@ -2,8 +2,8 @@
 version, so that an update scans only the files that changed and still finds the passages
 repeated across the whole corpus (`RepeatedPassages.find` over the kept rows and the new).
 The driver, which gathers every scan to find them, keeps them as one table
-(`write_scans`): kept as the scanning tasks wrote them, a part per read batch, a 100M-token
-corpus's were 1,687 files that an update spent 1.8 s of CPU opening, beside Ray's start.
+(`write_scans`): kept as the scanning tasks wrote them, a part per read batch, a large
+corpus's were thousands of files that an update spent CPU opening, beside Ray's start.
 
 A row is a document: its corpus position (`positions.chunk_seq` of its file and place
 in the file), its passages (key, MinHash bands, tokens; a null key for the rest of its text)

@@ -3,8 +3,8 @@ the query methods that retrieve by similarity (local, DRIFT, basic).
 
 Stored beside the other tables as `embeddings_<name>` (id, vector), written in parts by the
 workers that compute them (the vectors never pass through the driver); the query side searches
-them brute force (one matrix product), which is what these sizes need: 10^5 vectors of 1024
-floats is 400 MB and a query takes milliseconds.
+them brute force (one matrix product), which is what these sizes need: a hundred thousand
+vectors fit in memory and a query takes milliseconds.
 """
 
 from __future__ import annotations

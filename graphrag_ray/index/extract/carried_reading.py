@@ -81,8 +81,8 @@ def _move_tree(fs: fsspec.AbstractFileSystem, source: str, target: str) -> None:
 
 # Threads carrying the read batches' parts and the instance folders: linking files, reading
 # and writing small ones, mostly waiting on storage, in the driver (as Ray tasks asking for
-# no CPU, a 1% update at 100M tokens started two to six more worker processes, each
-# importing for a second or two on 2 cores: 3.4-5.3 s, against 3.0-3.2 s in threads).
+# no CPU, an update started more worker processes, each
+# paying its imports).
 CARRY_THREADS = 8
 
 

@@ -11,8 +11,8 @@ Instances carry `seq`, their chunk's position in the corpus; a shard read back i
 (stably), which restores chunk order: exactly the shard a whole-table partition gives, hence
 the same merge. A retried batch rewrites the same names whole, so nothing is counted twice.
 
-A build writes a piece per extraction batch (a 100M-token build: ~600 per folder, of ~200
-rows each), and a reader pays for each piece it opens (~1 ms): the merge, which reads a shard
+A build writes a piece per extraction batch (hundreds per folder at scale), and a reader
+pays for each piece it opens: the merge, which reads a shard
 whole anyway, writes a folder past `GATHER_PAST_PIECES` pieces again as bounded ones
 (`gather_shard`), under `<work>/gathered/`, which the version keeps in its place
 (`carry_over.keep_reading`).
@@ -50,8 +50,8 @@ GATHERED = "gathered"  # `<work>/gathered/<kind>/shard-NNNNN/`: a folder's piece
 # later update that touched any file write the shard's instances again.
 GATHERED_PIECE_ROWS = 16_384
 # Pieces of a kind in a shard past which the merge gathers them. A fresh 100M-token build's
-# ~600 pieces a folder made each later 1% update open ~90k pieces twice (carrying them, then
-# merging), 38 + 42 s of its 140; an update adds a few pieces a folder (its extraction
+# hundreds of pieces a folder made each later update open them all twice (carrying them,
+# then merging); an update adds a few pieces a folder (its extraction
 # batches, the gathered pieces it rewrote), so a folder is gathered every few updates.
 GATHER_PAST_PIECES = 32
 

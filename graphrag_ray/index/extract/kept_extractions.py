@@ -71,8 +71,8 @@ class KeptExtractions:
     one's row number across the kept files: 16 bytes a chunk) and reads a row's Parquet row
     group when a chunk needs it, the last 64 MB of groups kept (an update's chunks come in
     corpus order, as the kept files were written, so a group serves its neighbours). Holding
-    every kept row as Python objects took ~24 KB a chunk in every worker: gigabytes at 100M
-    tokens. Built on first use, once per worker (threads share it)."""
+    every kept row as Python objects took gigabytes in every worker at scale. Built on first use,
+    once per worker (threads share it)."""
 
     def __init__(self, kept_url: str):
         self.kept_url = kept_url

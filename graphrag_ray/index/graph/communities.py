@@ -35,8 +35,7 @@ def graph_libraries():
     """igraph and leidenalg, imported when first needed (a build with an LLM imports them
     in the background while it waits on extraction: `warm_graph_libraries`). igraph imports
     matplotlib's pyplot at import when it is installed, for plotting of its own that we
-    never use: 0.55 of its 0.6 s in a quiet process, more on a busy one (a 10M update's
-    communities stage: 3.5-5.4 s before, 2.0-3.0 s after). So it is imported with matplotlib
+    never use: most of its import time. So it is imported with matplotlib
     hidden (its plotting falls back to a stub saying matplotlib is missing); `stats` and
     `eval`, which plot, import matplotlib themselves, after."""
     with _HIDING_MATPLOTLIB:
@@ -105,7 +104,7 @@ class Community:
 def build_graph(n_nodes: int, sources: np.ndarray, targets: np.ndarray,
                 weights: np.ndarray) -> ig.Graph:
     """From edge columns: one (m, 2) integer array handed to igraph whole, no Python loop
-    per edge (about 2x faster than a list of pairs; 3M edges in ~1 s)."""
+    per edge."""
     ig, _ = graph_libraries()
     graph = ig.Graph(n=n_nodes, directed=False)
     graph.add_edges(np.ascontiguousarray(np.column_stack([sources, targets]), dtype=np.int64))
@@ -163,8 +162,7 @@ def _leiden_around(graph: ig.Graph, settled: np.ndarray, initial: list[int],
 
 def groups_of(members: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
     """Members grouped by label, groups ordered by their smallest member (deterministic).
-    One sort by (label, member), not a mask over the members per label (labels x members:
-    3.5 s of a 100M update's Leiden stage, profiled)."""
+    One sort by (label, member), not a mask over the members per label (labels x members)."""
     if not len(members):
         return []
     members, labels = np.asarray(members), np.asarray(labels)

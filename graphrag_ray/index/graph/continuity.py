@@ -55,7 +55,7 @@ class PreviousPartition:
         entity_ids); `entity_ids`: the current graph's entity ids, by node; `kept_of`: the
         previous version's entity ids, when its partition is kept rather than refined;
         `touched`: the nodes an update touched, when it knows (`settled`)."""
-        # In Arrow and numpy, not a Python lookup per member: 7.6 s of a 100M update.
+        # In Arrow and numpy, not a Python lookup per member.
         lists = communities.column("entity_ids").combine_chunks()
         owner = pc.list_parent_indices(lists).to_numpy()
         node = pc.index_in(pc.list_flatten(lists), value_set=pa.array(entity_ids, pa.string())
@@ -93,9 +93,8 @@ class PreviousPartition:
         may move them into one of those communities or into new ones. An untouched node's
         relationships are all as they were (a touched relationship touches both its ends),
         so the move it would weigh is the one it made before; re-clustering the whole of
-        every community an update touched instead cost 10.7 of a 100M add's 22.8 s for
-        the same modularity (0.58697 at level 0 both ways; 3,382 of 258,472 nodes touched:
-        the communities holding them were 206k). None: nothing untouched, or no touched set
+        every community an update touched instead cost several times as much for the
+        same modularity. None: nothing untouched, or no touched set
         (a build, entity resolution, a partition kept rather than refined: `fixed_membership`)."""
         if self.touched is None or self.out is not None or level not in self.labels:
             return None

@@ -50,16 +50,14 @@ def _unique(values: list[str]) -> list[str]:
     return [v for v in dict.fromkeys(v.strip() for v in values if v and v.strip())]
 
 
-# Measured on the podcast corpus's 100 most frequent entities, hand-labelled
-# (`tests/data/resolution_labels`): 12 wrong types at 1/3, 13 with guesses as strong as
-# evidence (each chunk one vote), 14 with evidence always first (one strong PERSON cue made
-# CHINA a person against its many "in China").
+# A guess counts, less than evidence: weighed equal, guesses outvote evidence; never
+# counted, one strong cue outvotes many guesses (a PERSON cue made CHINA a person against
+# its many "in China"). Chosen on the labelled types (`tests/data/resolution_labels`).
 GUESS_WEIGHT = Fraction(1, 3)  # exact: ties between weights are decided as counted
 # Guesses count only where at least this share of a name's instances make one: a stray "in
 # Bitcoin", or a transcribed e-mail address "at BehindTheTech", says nothing of a name
-# mentioned in a hundred chunks that say nothing more of it. Measured on the labelled top
-# 100s: podcast 9 wrong types at 0, 7 at 0.05-0.1, 8 at 0.2 (VIRGINIA, CALIFORNIA lose their
-# few "in"); novels 3 wrong up to 0.2, 6 at 0.25 (THORNFIELD, KELLYNCH lose theirs).
+# mentioned in a hundred chunks that say nothing more of it; too high a share, and places
+# mentioned a few times with "in" lose their one clue.
 MIN_GUESS_SHARE = 0.1
 
 
@@ -343,8 +341,7 @@ def _rows_of(names: pa.ChunkedArray, titles: pa.Array) -> np.ndarray:
 
 def add_degrees(entities: pa.Table, relationships: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Node degree (distinct neighbours: relationships are distinct pairs) and edge combined
-    degree (source + target degree), counted in Arrow (a Python loop over a 100M-token graph's
-    583k relationships took 1 s of the driver)."""
+    degree (source + target degree), counted in Arrow, not in a Python loop."""
     ends = pa.chunked_array(relationships.column("source").chunks +
                             relationships.column("target").chunks, type=pa.string())
     counted = pc.value_counts(ends)

@@ -33,8 +33,7 @@ class Provenance:
     def __post_init__(self) -> None:
         # Each unit's nodes, ascending: the (unit, node) pairs as one number each, sorted (a
         # node lists a unit once, so the numbers are distinct and the sort need not be
-        # stable). An argsort of the units, then gathers, took twice as long: 2.2 s for a
-        # 100M-token graph's 7.2M pairs, against 1.2.
+        # stable). An argsort of the units, then gathers, took twice as long.
         n_nodes = len(self.unit_offsets) - 1
         owners = np.repeat(np.arange(n_nodes, dtype=np.int64), np.diff(self.unit_offsets))
         self._unit_nodes = np.sort(self.units * max(1, n_nodes) + owners) % max(1, n_nodes)
@@ -125,7 +124,7 @@ def _votes_by_owner(owners: np.ndarray, units: np.ndarray, n_owners: int, labels
     bin_owner, bin_label = bins // span, bins % span
     # Per owner (its bins are consecutive, by label) the largest total, the smallest label
     # among equals: the first bin equal to its owner's largest. (A sort by owner, total and
-    # label took 0.4 s of the 1.2 a 100M-token update spent here.)
+    # label took a third of this step's time.)
     starts = np.flatnonzero(np.r_[True, bin_owner[1:] != bin_owner[:-1]])
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(bins)]))
     best = np.flatnonzero(totals == np.maximum.reduceat(totals, starts)[group])
@@ -148,9 +147,8 @@ def place_small_components(components: list[np.ndarray], labels: np.ndarray,
     return chosen, _grouped_by_document(unclaimed, provenance)
 
 
-# Components from which one vectorized pass beats a loop over them (measured per call: 3
-# components 90 us looped, 114 us vectorized; 5: 173 and 202 us; 10: 397 and 186 us; 100:
-# 4.4 and 0.5 ms; 10,000: 446 and 40 ms). Deeper levels place a few components per
+# Components from which one vectorized pass beats a loop over them. Deeper levels place a few
+# components per
 # community; level 0 places every small component of the graph.
 VECTORIZED_FROM = 8
 

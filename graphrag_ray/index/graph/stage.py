@@ -88,7 +88,7 @@ def merge_stored_shard(shard: tuple[str, int, str, str | None], unit_ids: pa.Arr
     as a block that stays with the workers; with the figures, the titles of the entities an
     update touched (`touched_merge`; None for a build). The driver reads the structure from
     storage, not from the object store: object-store pages a process has read stay in its
-    RSS (on a 100M-token build, 800 MB of the driver's). A folder of many instance pieces,
+    RSS. A folder of many instance pieces,
     read whole here, is written again gathered (`instance_shards.gather_shard`). The
     structure numbers the text units (`unit_rows`: rows of `unit_ids`, the extraction's
     status table's, whose `seq`s are `unit_seqs`); `previous_rows_now` (an update) turns
@@ -194,8 +194,8 @@ def merged_shards_kept(url: str, shards: int) -> bool:
 
 def read_merged(work_url: str, shards: int) -> list[tuple[pa.Table, pa.Table]]:
     """The shards' structure (`merge_stored_shard`), in shard order, read by threads (Arrow
-    decodes without the interpreter; one after the other, a 100M-token graph's 51 shards
-    took 2.4 s)."""
+    decodes without the interpreter; one after the other, they wait on each
+    other)."""
     with ThreadPoolExecutor(MERGED_READING_THREADS, thread_name_prefix="read-merged") as pool:
         return list(pool.map(lambda number: _read_merged_shard(
             work_url, number, ("entities", "relationships")), range(shards)))
@@ -272,7 +272,7 @@ def lay_out(ctx: BuildContext, graph: Graph,
             previous: IndexVersion | PreviousTables | None = None) -> None:
     """`entities.x`/`y` from a layout of the graph (`layout.py`), timed as the `layout`
     stage; in a worker process when the job opened them (`distributed/processes.py`: igraph
-    holds the interpreter while it lays out, 1.2 s of a 1% update at 100M tokens), the
+    holds the interpreter while it lays out), the
     driver going on with the reports meanwhile (`with_layout` waits for it). `previous` (an
     update that merged only what it touched): the version (its tables, maybe read ahead)
     whose positions the entities it had keep (`layout.place_new`)."""

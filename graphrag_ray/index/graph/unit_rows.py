@@ -1,8 +1,8 @@
 """Elements' text units as numbers while the driver holds the graph.
 
 A merged entity or relationship lists the text units it was found in (`text_unit_ids`, the
-table's column). Those ids are 64-character hashes: a 100M-token graph's lists were ~750 MB
-of the driver, copied whole to sort the merged shards into one order (2.5-5.6 s), and looked
+table's column). Those ids are 64-character hashes: a large graph's lists were most of the
+driver's memory, copied whole to sort the merged shards into one order, and looked
 up again by every stage that needed a unit's place (its document, its neighbours, its
 elements: `Provenance`, the text units' element lists, the communities' text units, each
 hashing 7-10M ids). The merge's workers number them instead: `UNIT_ROWS` lists each text
@@ -13,9 +13,8 @@ only where they are written (`with_unit_ids`).
 The merged shards a version keeps for the next update's merge (`graph/stage`) list rows too,
 of that version's status table: the update renumbers them (`renumbered`, through
 `rows_now`), so a shard's elements that no change touched are never turned into ids and
-back. Written as ids (a second copy beside the driver's), a 100M-token add's kept shards
-cost its merge's workers 12.5-13.7 s of writing (64-character hashes compress slowly) and
-numbering, against 2.1-2.9 s for the one copy of rows.
+back. Written as ids (a second copy beside the driver's), the kept shards cost the merge's
+workers several times the writing and numbering (64-character hashes compress slowly).
 """
 
 from __future__ import annotations

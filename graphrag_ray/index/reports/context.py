@@ -224,8 +224,7 @@ def _substitutions(elements: GraphElements, members: np.ndarray, ranked: list[np
     need the array), and those members' element tokens (`element_tokens` of them). Each
     element is given the step that removes it (an edge: the first of its ends'), and the
     tokens left after step k are the totals less the running sums: one pass over the
-    members' elements, not one per k (a 100M update's report schedule recounted them per k:
-    10 s of its driver, profiled)."""
+    members' elements, not one per k."""
     members = np.unique(np.asarray(members, dtype=np.int64))
     if not ranked:
         return

@@ -50,8 +50,7 @@ CONTEXT_COLUMNS = ["community", "title", "summary", "rank", "findings"]
 class KeptReports:
     """The previous reports an update keeps, as they were read: Arrow rows (`rows`,
     `KEPT_COLUMNS`), never turned into Python whole: every kept row as a dict and back into
-    the reports table was O(kept reports) on the driver (a 100M update's summaries and
-    reports stage: 106.5 s before, 40.5 s after; at 10M under 1 s either way). Only a kept
+    the reports table was O(kept reports) on the driver. Only a kept
     report that a changed parent's context takes is needed as one (`reports`)."""
     rows: pa.Table = field(default_factory=lambda: pa.table({c: [] for c in KEPT_COLUMNS}))
     row_of: dict[int, int] = field(default_factory=dict)  # community -> its row in `rows`
@@ -75,8 +74,7 @@ class KeptReports:
     def reports(self, rows: list[int], communities: list[int]) -> list[dict]:
         """Rows `rows` as a parent's context takes the reports of `communities` (its
         `CONTEXT_COLUMNS`, `rating`, the community each now serves). Their full contents
-        are not read: they were three quarters of the rows a 100M-token update read back
-        for its parents' contexts (100 MB of 20k rows, 1.2 s)."""
+        are not read: they were most of what a parent's context read back."""
         found = self.whole_rows(rows, CONTEXT_COLUMNS).to_pylist() if rows else []
         for report, community in zip(found, communities):
             report["rating"] = report["rank"]
@@ -183,8 +181,7 @@ def read_kept_reports(version: IndexVersion, kept: dict[int, int],
     their text, date and generation as they were. `whole`: the previous communities whose
     whole rows are read now (the others' hold their title and generation, and are completed
     if they are asked for: `KeptReports.whole_rows`); None: every kept row whole. Most of a
-    1% update's kept reports are served by linked parts and taken by no context: a
-    100M-token index's kept reports read whole were 450 MB and 4.6 s of the update."""
+    1% update's kept reports are served by linked parts and taken by no context."""
     wanted = pa.array(sorted(set(kept.values())), pa.int64())
     if not len(wanted):
         return KeptReports()
@@ -258,9 +255,9 @@ def link_kept_reports(previous: IndexVersion, staged: IndexVersion,
     """The previous version's reports parts linked into `staged` where most of their rows
     are still the table's (`IndexVersion.link_parts`): a community that keeps its own report
     (`kept`: community -> the previous community whose report it keeps) in the same place
-    (level, parent, children, size). A 1% add to a 100M-token index keeps 98% of its 89k
-    reports: building their rows again (450 MB taken from the previous table and ordered)
-    and writing them took 10 of its seconds. Returns the communities the linked parts serve
+    (level, parent, children, size). A small update keeps nearly every report:
+    building their rows again and writing them is most of its reports' cost. Returns the communities
+    the linked parts serve
     and the number the table's new parts start from (0 when nothing is linked)."""
     by_id = {c.id: c for c in communities}
 

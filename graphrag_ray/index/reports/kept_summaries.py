@@ -130,8 +130,7 @@ def _kept_descriptions(urls: list[str], ids: pa.Array, keys: np.ndarray,
         found.append(keys[where.filter(present).to_numpy()])
         blocks.append(part.select(["description"]).filter(present))
     # In one chunk: the report workers take a few rows of it at a time, and a take from a
-    # column of many chunks (a part's row groups) joins them all first (1.3 s of a 1% add's
-    # reports at 100M tokens).
+    # column of many chunks (a part's row groups) joins them all first.
     return (np.concatenate(found) if found else np.empty(0, np.int64),
             pa.concat_tables(blocks).combine_chunks() if blocks else pa.table(
                 {"description": pa.array([], pa.string())}))

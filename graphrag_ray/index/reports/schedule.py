@@ -373,12 +373,10 @@ def _summary_order(keys: np.ndarray, counts: np.ndarray, addresses: DescriptionA
     with the deepest community holding it, elements no community holds last. Within a
     community, the longest description lists first (`counts`: descriptions per element key),
     then block order: the community's report waits for its slowest summary, and the longest
-    list takes longest to summarize (Carol at 20 ms per output token: its six longest took
-    18-19 s, and asked in block order they were among the community's last).
+    list takes longest to summarize.
 
     In no particular order, the build's last summaries were spread over nearly every
-    community and the reports waited for nearly all of them (Carol: 1 report started in the
-    first 20 s of 197 summaries)."""
+    community and the reports waited for nearly all of them."""
     height: dict[int, int] = {}
     for community in sorted(communities, key=lambda c: -c.level):  # leaves first
         height[community.id] = 1 + max((height[c] for c in community.children), default=0)

@@ -51,9 +51,8 @@ MAX_CLUSTER_SIZE = 64
 # means another Mary; `mentions.NAMED_SHARE` is the same rule per document).
 SOLE_NAMED_SHARE = 0.2
 # A short form scores 0.6 on the names alone: this much means the two share some text units,
-# neighbours or description words. Measured on the podcast corpus: every sole pair from 0.65
-# up was right; below it were JAY KREPS and SATYA NADELLA, and pairs of unrelated names a
-# slip apart (FALCON, JIMMY FALLON) with no shared context at all (0.6).
+# neighbours or description words. Below it, pairs of unrelated names a slip apart
+# with no shared context at all.
 SOLE_MIN_SCORE = 0.65
 
 

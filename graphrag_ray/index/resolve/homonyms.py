@@ -16,9 +16,9 @@ JANE, MRS SMITH) are split, and only where every part is still typed a person on
 mentions are merged apart (`typed_apart`: UNIX, typed PERSON from cues in one podcast
 episode, had its other episodes' mentions typed OTHER). A place or a thing written in unrelated documents is still one
 thing (ENGLAND in four novels, with nothing in common around it), and so is a full name
-(the same BARACK OBAMA in an article on taxes and one on Ukraine). Measured on the novels'
-labels: the people split apart across books had co-mention similarities up to 0.106; the
-podcast has no split at all, at any threshold up to 0.7.
+(the same BARACK OBAMA in an article on taxes and one on Ukraine). The threshold sits
+above what different people of different books share and below what one thing's mentions
+share.
 """
 
 from __future__ import annotations

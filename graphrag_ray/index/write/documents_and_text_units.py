@@ -177,8 +177,8 @@ class ElementsByUnit:
     """The ids of the elements (entities, relationships, claims) found in each text unit, in
     table order, as a list column for any text units asked (by their row in `unit_ids`): the
     (unit, element) pairs sorted once by unit row, each holding its element's row, not its
-    id (as a dict of Python lists of ids, a 100M-token index's were a gigabyte of the
-    driver; as a dict of unit ids to runs, its build and lookups were 10 s of 30)."""
+    id (as a dict of Python lists of ids they were most of the driver's memory; as a dict of
+    unit ids to runs, most of the stage's time)."""
 
     def __init__(self, elements: pa.Table, unit_column: str, unit_ids: pa.Array):
         """`unit_column`: each element's text unit id (a claim's `text_unit_id`), or its

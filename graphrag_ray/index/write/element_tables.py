@@ -30,7 +30,7 @@ class ElementTableWriter:
     version); the part is written here, its text units' ids taken from their rows
     (`unit_rows.py`) in the ids the driver wrote once (`unit_ids_url`). The structure comes
     through storage, not the object store, whose pages stay in the RSS of the process that
-    wrote them (the driver's, 800 MB on a 100M-token build)."""
+    wrote them (the driver's)."""
 
     def __init__(self, version_url: str, columns: list[str], unit_ids_url: str):
         self.fs, self.root = fsspec.core.url_to_fs(version_url)
@@ -52,8 +52,7 @@ class ElementTableWriter:
 
 # Rows per part of the entities and relationships tables (at most `output.rows_per_part`):
 # each part is joined and encoded by one of the pool's workers, so a long table is written by
-# all of them. One part per table left the 100M-token index's entities (340 MB of Parquet,
-# 258k rows) to one worker: 13 s, the relationships' worker idle after 5.
+# all of them. One part per table left a large table to one worker while the others idled.
 ELEMENT_ROWS_PER_PART = 65_536
 
 
@@ -185,8 +184,7 @@ def carried_elements(previous: IndexVersion, staged: IndexVersion, name: str,
 def _row_weights(table: pa.Table) -> np.ndarray:
     """Per row, about how long its stored row is: one, plus its text units (each brings an
     id to `text_unit_ids` and, mostly, a description to `descriptions`: the lists that make a
-    row long). Counted chunk by chunk: joining a 100M-token graph's lists first copied their
-    470 MB of ids for 0.4 s."""
+    row long). Counted chunk by chunk: joining the lists first copied them whole."""
     units = pc.fill_null(pc.list_value_length(table.column(UNIT_ROWS)), 0)
     return 1.0 + np.asarray(units.to_numpy(), dtype=np.float64)
 

@@ -34,8 +34,8 @@ from graphrag_ray.storage import IndexVersion
 class CommunitiesTable:
     """The communities table, written by a thread from the moment the communities are
     found, while the reports are made (its lists are gathered in numpy and Arrow, which let
-    go of the interpreter: 5.7 of a 1% update's 8.4 s of writing communities and reports at
-    100M tokens, with the driver's other core idle). An update whose merge knows what it
+    go of the interpreter, while the driver's other core would idle). An update whose merge knows
+    what it
     touched links the previous parts whose rows are unchanged (`kept_communities`) and
     writes the other rows after them. `rows()` waits for it."""
 
@@ -150,11 +150,10 @@ def finalize_relationships(relationships: pa.Table) -> pa.Table:
 
 # Rows per part of the reports table: an update links the parts most of whose reports it
 # keeps (`kept_reports.link_kept_reports`), so the reports it writes again are its changes
-# and the few parts they fill past `LEFT_OUT_SHARE` (8,192 rows: 11 parts, ~40 MB each, at
-# 100M tokens).
+# and the few parts they fill past `LEFT_OUT_SHARE`.
 REPORT_ROWS_PER_PART = 8_192
-# Communities per piece of the communities table: its text-unit lists are most of a 100M-token
-# index's driver at once (640 MB), a piece of them is not.
+# Communities per piece of the communities table: its text-unit lists at once are most of a
+# large index's driver, a piece of them is not.
 COMMUNITIES_PER_PIECE = 10_000
 
 

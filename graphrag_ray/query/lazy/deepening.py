@@ -45,7 +45,7 @@ def community_tree(communities: pa.Table | Iterable[pa.Table],
     """The hierarchy over the rows of `unit_ids` (communities read with community, level,
     parent, children, text_unit_ids; whole, or piece by piece). Units no level-0 community
     holds form `OUTSIDE`. Each community's units are found in Arrow and numpy: as Python
-    lists, a 100M-token index's were the most of a lazy question process's 2.8 GB."""
+    lists they were most of a lazy question process's memory."""
     value_set = pa.array(unit_ids, pa.string())
     units, children, levels, roots = {}, {}, {}, []
     held = np.zeros(len(unit_ids), dtype=bool)

@@ -125,8 +125,8 @@ def searchable_units(index: OpenedIndex) -> "SearchableUnits":
 class SearchableUnits:
     """What every lazy question reads, built once per open index: the units that can be
     tested (their numbers, their row by id, their texts read from the index when tested),
-    the community tree over them and the communities' titles. On a 100M-token index,
-    building these for each question took 10.9 s of its 10.9."""
+    the community tree over them and the communities' titles. Built for each question, they
+    were nearly all of its time."""
     numbers: list[int]
     texts: "StoredTexts"
     row_of: dict[str, int]
@@ -186,7 +186,7 @@ def _similarities(index: OpenedIndex, row_of: dict[str, int], queries: list[str]
 
 def _communities(index: OpenedIndex):
     """The communities table 64 MB at a time, not kept: its text-unit lists are needed once,
-    to build the tree (on a 100M-token index, 600 MB held for nothing); each piece looks its
+    to build the tree, and held they are hundreds of megabytes for nothing; each piece looks its
     units up in one hash of all units, built per piece."""
     return index.rows(schema.COMMUNITIES).groups(
         ["community", "level", "parent", "children", "text_unit_ids"], min_bytes=64 * 2 ** 20)
