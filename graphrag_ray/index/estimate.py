@@ -270,9 +270,8 @@ def estimate_index(input_url: str, config: GraphRagConfig, measured: dict | None
         "minutes_at_rate_limits": _minutes({n: f for n, f in stages.items()
                                             if n not in by_batch}, config),
         "batch": {"stages": by_batch,
-                  "rounds": _batch_rounds(config) if config.llm.batch
-                  and EXTRACTION_METHODS[config.extraction.method].calls_llm
-                  else 0,
+                  "rounds": _batch_rounds(config)
+                  if config.llm.batch and "extract" in chat_stages(config) else 0,
                   "online_cost_usd": None if None in online_cost.values()
                   else round(sum(online_cost.values()), 6)} if by_batch else None,
     }
@@ -324,14 +323,21 @@ def _stage_figures(config: GraphRagConfig, prompts, proxy: dict, chunk_tokens: l
                 + len(proxy["report_sizes"]) * config.reports.max_output_tokens
                 * REPORT_OUTPUT_FRACTION),
             "completion_tokens": 0}
-    if not config.uses_llm(config.summarize.method):
-        stages["summarize"] = dict.fromkeys(stages["summarize"], 0)
-    if not config.uses_llm(config.reports.method):
-        stages["reports"] = dict.fromkeys(stages["reports"], 0)
-    if not EXTRACTION_METHODS[config.extraction.method].calls_llm:
-        stages["extract"] = dict.fromkeys(stages["extract"], 0)
+    calling = chat_stages(config)
+    for name in ("extract", "summarize", "reports"):
+        if name not in calling:  # offline: no call, no token
+            stages[name] = dict.fromkeys(stages[name], 0)
+    if "extract" not in calling:
         stages.pop("extract_claims", None)
     return stages, (summary_base, report_base)
+
+
+def chat_stages(config: GraphRagConfig) -> set[str]:
+    """The stages whose method calls the chat model, under `config`."""
+    return {name for name, calls in (
+        ("extract", EXTRACTION_METHODS[config.extraction.method].calls_llm),
+        ("summarize", config.uses_llm(config.summarize.method)),
+        ("reports", config.uses_llm(config.reports.method))) if calls}
 
 
 def _report_figures(config: GraphRagConfig, proxy: dict, report_base: int) -> dict:
@@ -513,8 +519,9 @@ def _add_touched(stages: dict[str, dict], touched: dict, measured: dict | None,
                       config.summarize.max_length * SUMMARY_OUTPUT_FRACTION),
         "reports": (report_base + config.reports.max_input_tokens // 2,
                     config.reports.max_output_tokens * REPORT_OUTPUT_FRACTION)}
+    calling = chat_stages(config)
     for name, calls in (("summarize", touched["summaries"]), ("reports", touched["reports"])):
-        if not calls or not config.uses_llm(getattr(config, name).method):
+        if not calls or name not in calling:
             continue
         rate = rates.get(name)
         prompt, completion = (rate["prompt_per_call"], rate["completion_per_call"]) if rate \

@@ -318,20 +318,47 @@ class ExtractionMethod:
     names_of: Callable[[str], set[str]] | None = None
 
     def pool(self, ctx: BuildContext) -> dict:
-        """`map_table`'s pool arguments. An LLM method: one chunk per batch (one call's worth
-        at a time), as many at once as the budget can keep busy (a chunk's calls,
-        extraction then gleaning, are sequential). Offline: a CPU per worker."""
-        if not self.calls_llm:
-            return {"num_cpus": 1.0}
+        """`map_table`'s pool arguments: offline, a CPU per worker."""
+        return {"num_cpus": 1.0}
+
+    def services(self, services: LLMServices) -> LLMServices | None:
+        """What the workers are given of the job's services: offline, none (they call none,
+        and may be processes, where the services' rate budget and cache do not travel)."""
+        return None
+
+    def kept(self, url: str | None) -> str | None:
+        """Where its extractions are kept for an update to reuse: offline ones are not
+        (they cost nothing to redo)."""
+        return None
+
+    def calls_source(self, services: LLMServices) -> Callable[[], dict] | None:
+        """What the progress bar counts calls from: offline, nothing."""
+        return None
+
+
+@dataclass(frozen=True)
+class LLMExtractionMethod(ExtractionMethod):
+    def pool(self, ctx: BuildContext) -> dict:
+        """One chunk per batch (one call's worth at a time), as many at once as the budget
+        can keep busy (a chunk's calls, extraction then gleaning, are sequential)."""
         tokens_per_call = count_tokens(ctx.prompts["extract_graph"], ctx.tokenizer) \
             + ctx.config.chunks.size
         return {"num_cpus": LLM_ACTOR_CPUS, "batch_size": 1,
                 "shape": llm_pool_shape(ctx.config.llm, tokens_per_call)}
 
+    def services(self, services: LLMServices) -> LLMServices | None:
+        return services
+
+    def kept(self, url: str | None) -> str | None:
+        return url
+
+    def calls_source(self, services: LLMServices) -> Callable[[], dict] | None:
+        return _ledger_of(services, "extract")
+
 
 EXTRACTION_METHODS = {
-    "llm": ExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True,
-                            pipeline="standard"),
+    "llm": LLMExtractionMethod(LLMExtractionWorker, instance_batch_chunks=64, calls_llm=True,
+                               pipeline="standard"),
     "nlp": ExtractionMethod(NLPExtractionWorker, instance_batch_chunks=512, calls_llm=False,
                             pipeline="nlp", names_of=document_words),
 }
@@ -350,11 +377,9 @@ class ExtractionPlan:
     carried: CarriedReading | None = None  # an update: files not read again
 
     def worker_args(self, ctx: BuildContext, services: LLMServices) -> dict:
-        """The worker's constructor arguments: an offline method is given no LLM services
-        (it calls none, and its workers may be processes, where the services' rate budget
-        and cache do not travel)."""
+        """The worker's constructor arguments (`ExtractionMethod.services`)."""
         return {"config": ctx.config, "prompts": ctx.prompts,
-                "services": services if self.method.calls_llm else None,
+                "services": self.method.services(services),
                 "kept_url": self.previous_kept_url}
 
 
@@ -377,8 +402,8 @@ def plan_extraction(ctx: BuildContext, input_url: str, input_root: str, files: l
     to_read = [(n, path) for n, path in zip(numbers.tolist(), files) if n not in skip]
     inputs = pa.table({"file_index": pa.array([n for n, _ in to_read], pa.int64()),
                        "path": pa.array([path for _, path in to_read], pa.string())})
-    return ExtractionPlan(method, inputs, reading, pool,
-                          previous_kept_url if method.calls_llm else None, carried)
+    return ExtractionPlan(method, inputs, reading, pool, method.kept(previous_kept_url),
+                          carried)
 
 
 class _BatchPass(LLMExtractionWorker):
@@ -429,12 +454,11 @@ def extract_chunks(ctx: BuildContext, plan: ExtractionPlan, shards: int,
             first=(read_and_chunk, {"reading": plan.reading}, FILES_PER_READ),
             then=(spill_instances, {
                 "work_url": ctx.work_url, "shards": shards,
-                "kept_url": ctx.staged.url_of(KEPT_EXTRACTIONS) if plan.method.calls_llm
-                else None}, plan.method.instance_batch_chunks),
+                "kept_url": plan.method.kept(ctx.staged.url_of(KEPT_EXTRACTIONS))},
+                plan.method.instance_batch_chunks),
             progress=ChunkProgress(
                 "extract", chunk_estimates, seq_file_number,
-                calls_source=_ledger_of(services or ctx.services, "extract")
-                if plan.method.calls_llm else None,
+                calls_source=plan.method.calls_source(services or ctx.services),
                 calls_per_chunk=1 + ctx.config.extraction.max_gleanings
                 * (2 if ctx.config.extraction.glean_check else 1))
             if ctx.progress_bars and chunk_estimates else None)
