@@ -41,6 +41,13 @@ class BuildFigures:
     leiden: dict = field(default_factory=dict)  # per level (`graph/communities`)
     community_changes: dict | None = None  # an update: ids carried, similarity
     batch_phases: dict[str, dict] = field(default_factory=dict)  # llm.batch: per phase
+    # Any other stage's figures, by stage name (a stage added to a pipeline, a plugin's):
+    # written to the manifest's `stage_figures` as they are, with no field to add anywhere.
+    stages: dict[str, dict] = field(default_factory=dict)
+
+    def of_stage(self, name: str) -> dict:
+        """The figures stage `name` reports (a dict it fills; JSON values)."""
+        return self.stages.setdefault(name, {})
 
 
 @dataclass

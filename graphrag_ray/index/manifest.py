@@ -190,6 +190,7 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
             ("batch", {"phases": ctx.figures.batch_phases} if ctx.figures.batch_phases
              else None)) if section is not None},
         "leiden": ctx.figures.leiden,
+        "stage_figures": ctx.figures.stages,
         "extraction": _extraction_figures(extraction, ctx.figures.repeated_passages or {}),
         "llm_usage": _llm_usage(ctx, state, earlier),
         "summaries": described.summaries,

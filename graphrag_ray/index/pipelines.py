@@ -11,7 +11,8 @@ field a stage reads is written by a stage before it (or given by the listing).
 The stage functions live in their folders (`extract/`, `graph/`, `reports/`, `write/`,
 `embed/`) and know nothing of this module; each `_run_*` here is the one line that feeds a
 stage from the state and stores what it returns. A new stage: its module, one `_run_` adapter
-and one entry in `STAGES`, and its name in the pipelines that run it.
+and one entry in `STAGES`, and its name in the pipelines that run it; what it measures goes to
+`ctx.figures.of_stage(name)`, which the manifest keeps under `stage_figures`.
 """
 
 from __future__ import annotations

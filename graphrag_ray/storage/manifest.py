@@ -109,6 +109,8 @@ class Manifest(_Section):
     # postings, bytes, seconds; None: a version made before it (queries do without).
     lexical: dict[str, Any] | None = None
     batch: dict[str, Any] | None = None  # `phases`: per phase, the Batch API's rounds
+    # Figures of stages with no section of their own, by stage name (`BuildFigures.of_stage`).
+    stage_figures: dict[str, dict[str, Any]] = {}
     update: dict[str, Any] | None = None  # an update: what it reused and changed
     # An adopted index (`index/adopt/`): whose output it was, what of its settings mapped.
     adopted_from: dict[str, Any] | None = None

@@ -122,3 +122,34 @@ def test_a_product_without_its_columns_or_a_read_without_a_writer_names_the_stag
     assert pool.closed
     with pytest.raises(RuntimeError, match="stage merge reads: extraction is not there"):
         run_stages(Ctx(), BuildState("in", "in", [], np.zeros(0), [], 1, []), [STAGES["merge"]])
+
+
+def test_a_stage_added_to_a_pipeline_runs_and_its_figures_reach_the_manifest(
+        tmp_path, monkeypatch):
+    """A new stage is its function, one `Stage` entry and its name in a pipeline: it reads
+    what it declares, and what it reports (`ctx.figures.of_stage`) is in the manifest's
+    `stage_figures` with no other file to edit."""
+    import pyarrow.compute as pc
+
+    from conftest import carol_input
+    from graphrag_ray.index import pipelines
+    from graphrag_ray.index.build import build_index
+
+    def count_failed_chunks(ctx, state):
+        failed = pc.sum(pc.equal(state.extraction.column("status"), "failed")).as_py() or 0
+        ctx.figures.of_stage("count_failed_chunks").update(
+            {"chunks": state.extraction.num_rows, "failed": failed})
+
+    stage = pipelines.Stage("count_failed_chunks", count_failed_chunks, reads=("extraction",),
+                            about="a test's stage")
+    monkeypatch.setitem(pipelines.STAGES, stage.name, stage)
+    nlp = list(pipelines.PIPELINES["nlp"])
+    nlp.insert(nlp.index("report_inputs") + 1, stage.name)
+    monkeypatch.setitem(pipelines.PIPELINES, "nlp", nlp)
+    manifest = build_index(str(carol_input(tmp_path / "input", 20_000)),
+                           str(tmp_path / "index"), load_config(None, ["runtime.engine=local"]),
+                           progress=lambda _: None)
+    figures = IndexStore(str(tmp_path / "index")).read_manifest().stage_figures
+    assert figures == {"count_failed_chunks": {"chunks": manifest.extraction.chunks,
+                                               "failed": 0}}
+    assert "count_failed_chunks" in manifest.pipeline.stages
