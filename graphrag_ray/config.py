@@ -177,6 +177,21 @@ class ResolutionConfig(_Section):
     # `confirm_with_llm`, and in any case evidence that a short name is ambiguous.
     review_threshold: float = Field(0.6, gt=0, le=1)
     confirm_with_llm: bool = False
+    # The languages whose titles, ranks, kind words, pronouns and nicknames resolution reads
+    # names with (`graphrag_ray/languages/<code>.json`); [] resolves on the names' tokens and
+    # the graph alone.
+    language_data: list[str] = Field(default_factory=lambda: ["en"])
+
+    @field_validator("language_data")
+    @classmethod
+    def _known_languages(cls, codes: list[str]) -> list[str]:
+        from graphrag_ray.languages import available
+
+        unknown = [code for code in codes if code not in available()]
+        if unknown:
+            raise ValueError(f"no language data {', '.join(unknown)} (there is: "
+                             f"{', '.join(available())})")
+        return codes
     # A person's single name whose documents share no context (JANE in Pride and Prejudice
     # and in Jane Eyre) becomes one entity per context (`resolve/homonyms.py`). Off until
     # measured on more than the novels.

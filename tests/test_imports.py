@@ -95,7 +95,7 @@ def test_a_circle_is_found():
 LAYERS = [
     ["errors", "stopping"],
     ["config", "schema", "tokens", "terms", "sentences", "resources", "progress",
-     "tokenizers", "grouped", "arrow_rows", "plugins", "processes"],
+     "tokenizers", "grouped", "arrow_rows", "plugins", "processes", "languages"],
     ["storage", "prompts_loader"],
     ["llm", "input"],
     ["distributed"],

@@ -16,7 +16,8 @@ least `SOLE_NAMED_SHARE` as often and the pair has some evidence of its own
 the threshold, and nothing says it is anyone else. (Not other things: GITHUB and GITHUB
 COPILOT, ARCTIC and ARCTIC CIRCLE are each other's only partners too.) So do a place's or
 an organization's name and that name with a kind word after it, typed alike (STANFORD,
-STANFORD UNIVERSITY: `names.SAME_THING_KIND_WORDS`), and an acronym of three letters or more
+STANFORD UNIVERSITY: the language data's `same_thing_kind_words`), and an acronym of three letters
+or more
 and the one name it spells, named in one work (CMU and CARNEGIE MELLON UNIVERSITY in one
 episode; not HCI and a HUMAN-CENTERED INSTITUTE that no episode names with it). A partner
 named after a typed short name makes it no one's less (STANFORD RESEARCH leaves STANFORD to
@@ -104,7 +105,8 @@ def _rows_by_title(titles: list[str], names: list[list[str]]) -> list[list[int]]
             for group in names]
 
 
-# The types a name and the name with a kind word after it (`names.SAME_THING_KIND_WORDS`)
+# The types a name and the name with a kind word after it (the language data's
+# `same_thing_kind_words`)
 # must both have to be one thing.
 KIND_FORM_TYPES = frozenset({"GEO", "ORGANIZATION"})
 
@@ -138,7 +140,7 @@ class PairRules:
     def kind_form(self, short: int, full: int) -> bool:
         """A place or an organization and its name with a kind word after it, typed alike
         (THORNFIELD, THORNFIELD HALL; STANFORD, STANFORD UNIVERSITY:
-        `names.SAME_THING_KIND_WORDS`)."""
+        the language data's `same_thing_kind_words`)."""
         relation = name_relation(self.titles[short], self.titles[full])
         return relation is not None and relation[0] == "kind_form" and not self.apart(short, full)
 

@@ -46,8 +46,9 @@ import pyarrow as pa
 
 from graphrag_ray.index.graph.provenance import Provenance
 from graphrag_ray.index.resolve.clusters import Resolution
+from graphrag_ray.languages import active as language
 from graphrag_ray.index.resolve.names import (
-    RANKS, TITLED, bearer, content_tokens, family_name, first_word, formal_names, is_short_side,
+    bearer, content_tokens, family_name, first_word, formal_names, is_short_side,
     name_tokens, placement)
 from graphrag_ray.index.resolve.standing import Standings
 
@@ -132,7 +133,7 @@ def _family_fits(short_titles: list[str], full: str, standings: Standings | None
     own, *merged = short_titles
     if _surname_of(own, full, standings):
         return standings is not None and standings.fits(own, full)
-    if standings is not None and first_word(own) in TITLED and \
+    if standings is not None and first_word(own) in language().titled and \
             not standings.titled(full):
         return False  # SIR JOHN is no JOHN DASHWOOD, whom the corpus calls MR
     return standings is None or all(standings.fits(t, full) for t in merged
@@ -157,7 +158,7 @@ def _surname_of(short: str, full: str, standings: Standings | None = None) -> bo
         return False
     words, full_words = content_tokens(name_tokens(short)), content_tokens(name_tokens(full))
     given = standings is not None and words[-1] == full_words[0] and \
-        words[-1] in standings.given_names and first_word(short) not in RANKS
+        words[-1] in standings.given_names and first_word(short) not in language().ranks
     return not given and full_words[0] not in formal_names(words[-1])
 
 

@@ -17,34 +17,8 @@ from functools import lru_cache
 from rapidfuzz.distance import OSA
 
 from graphrag_ray.index.extract.nlp_extractor import CONCEPT_ABBREVIATIONS, GIVEN_NAMES
+from graphrag_ray.languages import active as language, on_change
 
-# (Not SAINT, ST, GENERAL, MAJOR, MASTER: they open names of places and things as often as
-# titles of people: ST LOUIS is not LOUIS, GENERAL ENGINEERING not ENGINEERING.)
-HONORIFICS = frozenset({
-    "MR", "MRS", "MS", "MISS", "MX", "DR", "SIR", "DAME", "LADY", "LORD", "MADAM", "MADAME",
-    "MONSIEUR", "MME", "MLLE", "HERR", "FRAU", "SENOR", "SEÑOR", "SENORA", "SEÑORA", "DON",
-    "DOCTOR", "PROF", "PROFESSOR", "CAPT", "CAPTAIN", "COL", "COLONEL", "SGT",
-    "REV", "REVEREND", "FATHER", "SISTER", "PRESIDENT", "SENATOR", "GOVERNOR",
-    "JUDGE", "KING", "QUEEN", "PRINCE", "PRINCESS", "UNCLE", "AUNT", "MISTER"})
-# Who an honorific says its bearer is: MR and MRS BENNET, MRS and MISS DASHWOOD, MR and MISS
-# DARCY are one family's different people, whatever else their names share. MS, LADY, AUNT
-# and the like say a woman, married or not (AUNT REED is MRS REED).
-HONORIFIC_BEARERS = {
-    # (Ranks too: in the novels and histories that use them with surnames, COLONEL FORSTER
-    # and MRS FORSTER are a man and his wife.)
-    **dict.fromkeys(["MR", "MISTER", "SIR", "LORD", "KING", "PRINCE", "HERR", "MONSIEUR",
-                     "SENOR", "SEÑOR", "DON", "UNCLE", "FATHER", "CAPTAIN", "CAPT", "COLONEL",
-                     "COL", "SGT"], "man"),
-    **dict.fromkeys(["MRS", "MADAME", "MME", "SENORA", "SEÑORA", "FRAU"], "married woman"),
-    **dict.fromkeys(["MISS", "MLLE"], "unmarried woman"),
-    **dict.fromkeys(["MS", "LADY", "DAME", "QUEEN", "PRINCESS", "AUNT", "SISTER", "MADAM"],
-                    "woman")}
-JOINERS = frozenset({"OF", "THE", "AND", "&", "DE", "DU", "DA", "DEL", "LA", "LE", "VAN", "VON",
-                     "FOR", "IN", "ON", "AT", "Y"})
-# Suffixes that say nothing about identity: "ACME CORP" is "ACME", BITWISE INDUSTRIES is
-# BITWISE. (Not HOLDINGS: a holding company owns the one of the name.)
-SUFFIXES = frozenset({"INC", "INCORPORATED", "CORP", "CO", "LTD", "LIMITED", "LLC", "PLC",
-                      "GMBH", "AG", "SA", "INDUSTRIES", "JR", "SR"})
 _TOKEN = re.compile(r"[^\W_]+")
 # The strength of one name under two men's titles (MR and CAPTAIN WENTWORTH): one man or two
 # of a family, as the context says.
@@ -58,64 +32,21 @@ ACRONYM_LENGTHS = range(2, 7)
 JOINED_MIN_LENGTH = 6
 
 
-# Words that name a kind of thing: a name with one of these that a shorter name lacks is
-# something named after it (UNIVERSITY OF MANITOBA, MERRICK LIBRARY, CEO OF ADMOB), not it.
-# (A few names are lost by this: NEW YORK TIMES is not shortened to TIMES.)
-KIND_WORDS = frozenset({
-    "UNIVERSITY", "COLLEGE", "SCHOOL", "INSTITUTE", "ACADEMY", "BANK", "LIBRARY", "CENTER",
-    "CENTRE", "MUSEUM", "HOSPITAL", "COMPANY", "CORPORATION", "FOUNDATION", "ASSOCIATION",
-    "SOCIETY", "COUNCIL", "COMMITTEE", "DEPARTMENT", "MINISTRY", "AGENCY", "GROUP", "LAB", "LABS",
-    "CLUB", "TEAM", "LEAGUE", "PARTY", "CHURCH", "GUILD", "PRESS", "TIMES", "NEWS", "PARK",
-    "STREET", "ROAD", "SQUARE", "RIVER", "LAKE", "MOUNT", "ISLAND", "VALLEY", "COUNTY", "CITY",
-    "STATE", "AIRPORT", "STATION", "BRIDGE", "HALL", "HOUSE", "LODGE", "MANOR", "ABBEY",
-    "COTTAGE", "GRANGE", "PRIORY", "AWARD", "AWARDS", "PRIZE",
-    "SUMMIT", "CONFERENCE", "FESTIVAL", "EXPEDITION", "TRIAL", "WAR", "ACCORD", "CRISIS",
-    "CEO", "CTO", "CFO", "COO", "CHAIRMAN", "CHAIR", "DIRECTOR", "FOUNDER", "HEAD", "CHIEF",
-    "EXECUTIVE", "OFFICER", "MANAGER", "EDITOR", "MINISTER", "SECRETARY",
-    # Words that make another place of a place: MEXICO, NEW MEXICO, SOUTHERN NEW MEXICO.
-    "NEW", "OLD", "NORTH", "SOUTH", "EAST", "WEST", "NORTHERN", "SOUTHERN", "EASTERN", "WESTERN",
-    "CENTRAL", "GREATER", "UPPER", "LOWER"})
-
-
-# Titles written before a whole name (SIR WALTER ELLIOT, DAME JUDI DENCH): the name after
-# them is all the given names the bearer is called by.
-KNIGHTED = frozenset({"SIR", "DAME", "LORD"})
-# A titled man's titles: never called MR (SIR WALTER ELLIOT is not MR ELLIOT;
-# `standing.Standings.fits`).
-TITLED = KNIGHTED - {"DAME"} | {"KING", "PRINCE", "DUKE", "EARL"}
-
-
-# Ranks and offices a text calls their holder by alone ("the Admiral", "the Colonel"): in a
-# document naming one ADMIRAL CROFT, ADMIRAL is he (`mentions.py`, relation `title_form`).
-RANKS = frozenset({
-    "ADMIRAL", "COLONEL", "CAPTAIN", "GENERAL", "MAJOR", "LIEUTENANT", "SERGEANT", "COMMANDER",
-    "PRESIDENT", "SENATOR", "GOVERNOR", "JUDGE", "DOCTOR", "PROFESSOR", "KING", "QUEEN",
-    "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNTESS", "BISHOP"})
-
-
-# Kind words after a name that often name the same thing as the name alone: STANFORD is
-# STANFORD UNIVERSITY, THORNFIELD is THORNFIELD HALL, where both are typed alike
-# (`clusters.PairRules`: a place and a place, an organization and an organization; BOSTON,
-# a place, is not BOSTON UNIVERSITY). Not CITY, STATE, RIVER, ...: KANSAS is not KANSAS CITY.
-SAME_THING_KIND_WORDS = frozenset({
-    "UNIVERSITY", "HALL", "PARK", "HOUSE", "LODGE", "MANOR", "ABBEY", "COTTAGE", "GRANGE",
-    "PRIORY"})
-
-
 def _folded(text: str) -> str:
     """Accents off (LÜTKE is LUTKE, SCHRÖDINGER is SCHRODINGER) for comparing names."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
+@on_change
 @lru_cache(maxsize=200_000)
 def name_tokens(title: str) -> tuple[str, ...]:
     """The name's tokens, upper case and without accents, leading honorifics and trailing
     suffixes dropped (a name that is nothing but an honorific keeps it)."""
     tokens = tuple(t.upper() for t in _TOKEN.findall(_folded(title).replace("'S ", " ")))
     start, end = 0, len(tokens)
-    while start < end - 1 and tokens[start] in HONORIFICS:
+    while start < end - 1 and tokens[start] in language().honorifics:
         start += 1
-    while end > start + 1 and tokens[end - 1] in SUFFIXES:
+    while end > start + 1 and tokens[end - 1] in language().suffixes:
         end -= 1
     return tokens[start:end]
 
@@ -138,16 +69,17 @@ def _leading_word(title: str) -> str | None:
     return words[0] if len(words) > 1 else None
 
 
+@on_change
 @lru_cache(maxsize=200_000)
 def bearer(title: str) -> str | None:
     """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any. A
     married woman's comes first and the rest is her husband's (MRS COLONEL DENT)."""
     said = []
     for token in _words(title)[:-1]:
-        if token not in HONORIFICS and token not in HONORIFIC_BEARERS:
+        if token not in language().honorifics and token not in language().honorific_bearers:
             break
-        if token in HONORIFIC_BEARERS:
-            said.append(HONORIFIC_BEARERS[token])
+        if token in language().honorific_bearers:
+            said.append(language().honorific_bearers[token])
     if said and said[0] == "married woman":
         return said[0]
     return said[0] if len(set(said)) == 1 else None
@@ -166,7 +98,7 @@ def wife_of(a: str, b: str) -> bool:
 def lone_rank(title: str) -> str | None:
     """The rank a name is nothing but (COLONEL), if it is one of `RANKS`."""
     words = _words(title)
-    return words[0] if len(words) == 1 and words[0] in RANKS else None
+    return words[0] if len(words) == 1 and words[0] in language().ranks else None
 
 
 def rank_of_holder(rank: str, holder: str) -> bool:
@@ -189,7 +121,7 @@ def bearers_differ(a: str, b: str) -> bool:
     if ba is None or bb is None:
         said, other = (bb, a) if ba is None else (ba, b)
         return said in ("married woman", "unmarried woman") and \
-            _leading_word(other) in HONORIFICS
+            _leading_word(other) in language().honorifics
     return "man" in (ba, bb) or {ba, bb} == {"married woman", "unmarried woman"}
 
 
@@ -197,7 +129,7 @@ def content_tokens(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The words but joiners inside the name (a first or last word is a word: QUOC LE,
     THEO VON)."""
     return tuple(t for i, t in enumerate(tokens)
-                 if t not in JOINERS or i == 0 or i == len(tokens) - 1)
+                 if t not in language().joiners or i == 0 or i == len(tokens) - 1)
 
 
 def acronym_of(tokens: tuple[str, ...]) -> str | None:
@@ -215,7 +147,7 @@ def blocking_keys(title: str) -> set[str]:
     if not tokens:
         return set()
     keys = {"n:" + " ".join(tokens)}
-    if _leading_word(title) in RANKS:  # meets the rank alone (COLONEL of COLONEL BRANDON)
+    if _leading_word(title) in language().ranks:  # meets the rank alone (COLONEL, BRANDON's)
         keys.add("t:" + _leading_word(title))
     if len("".join(tokens)) >= JOINED_MIN_LENGTH:
         keys.add("j:" + "".join(tokens))
@@ -288,11 +220,15 @@ def _nick_namer():
     return NickNamer()
 
 
+@on_change
 @lru_cache(maxsize=50_000)
 def formal_names(word: str) -> frozenset[str]:
     """The given name `word` is a diminutive of, where it is of one only, and longer (LIZZY:
     ELIZABETH; not ELIZA, which the table gives to ELIZABETH, LOUISA and LOUISE: Eliza Reed
-    is no Louisa; nor RICHARD, which the table also lists under DICK)."""
+    is no Louisa; nor RICHARD, which the table also lists under DICK); none where the
+    language data has no nicknames."""
+    if not language().nicknames:
+        return frozenset()
     names = [name for name in _nick_namer().canonicals_of(word) if len(name) > len(word)]
     return frozenset(name.upper() for name in names) if len(names) == 1 else frozenset()
 
@@ -335,15 +271,16 @@ def name_relation(a: str, b: str) -> tuple[str, float] | None:
     full_title = b if full is cb else a
     short_title = a if full is cb else b
     if len(short) < len(full) and _is_subsequence(short, full) and max(map(len, short)) >= 3 \
-            and "OF" not in full_tokens and not (set(full) - set(short)) & KIND_WORDS \
+            and "OF" not in full_tokens and not (set(full) - set(short)) & language().kind_words \
             and not (bearer(full_title) == "married woman" and full[:len(short)] == short) \
-            and not (first_word(short_title) in KNIGHTED and len(short) >= 2 and
+            and not (first_word(short_title) in language().knighted and len(short) >= 2 and
                      full[-len(short):] == short):
         # (MRS JOHN DASHWOOD: the given name after MRS is her husband's, not hers. SIR WALTER
         # ELLIOT, a baronet's whole name, is not WILLIAM WALTER ELLIOT, his heir: a knight
         # with one more given name would be SIR WILLIAM WALTER ELLIOT.)
         return "short_form", 0.6
-    if len(full) == len(short) + 1 and full[:-1] == short and full[-1] in SAME_THING_KIND_WORDS:
+    if len(full) == len(short) + 1 and full[:-1] == short and \
+            full[-1] in language().same_thing_kind_words:
         return "kind_form", 0.6  # the same thing only where typed alike (`PairRules`)
     if len(ca) == len(cb) and _typo_of(ca, cb):
         # A slip in one word of several is believable; a one-word slip needs the contexts to

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from graphrag_ray.index.extract.nlp_extractor import GIVEN_NAMES
 from graphrag_ray.index.graph.unit_rows import UNIT_ROWS
+from graphrag_ray.languages import active as language
 from graphrag_ray.index.resolve.names import (
     content_tokens, is_short_side, leading_words, name_relation, name_tokens, placement)
 
@@ -64,8 +65,6 @@ _CAPITALISED_WORD = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?![\w'’-])")
 PRONOUN_WINDOW = 8
 SEX_MIN_VOTES = 2
 SEX_RATIO = 3.0
-_PRONOUNS = {**dict.fromkeys(("he", "his", "him", "himself"), "man"),
-             **dict.fromkeys(("she", "her", "hers", "herself"), "woman")}
 _CLAUSE_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|[.!?;:\"“”]")
 
 
@@ -74,14 +73,15 @@ def pronoun_votes(text: str, votes: Counter | None = None) -> Counter:
     added to `votes` when given (a task's texts counted into one)."""
     tokens = _CLAUSE_TOKEN.findall(text)
     votes = Counter() if votes is None else votes
+    pronouns = language().pronouns  # (the language data's: he, she, ... -> man, woman)
     for i, token in enumerate(tokens):
         if not token[:1].isupper() or token.isupper() or len(token) < 2:
             continue
         for following in tokens[i + 1:i + 1 + PRONOUN_WINDOW]:
             if not following[:1].isalpha() or following[:1].isupper() and following != "I":
                 break
-            if following in _PRONOUNS:
-                votes[(token.upper(), _PRONOUNS[following])] += 1
+            if following in pronouns:
+                votes[(token.upper(), pronouns[following])] += 1
                 break
     return votes
 

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphrag_ray import schema
+from graphrag_ray import languages, schema
 from graphrag_ray.config import ResolutionConfig
 from graphrag_ray.distributed import map_items
 from graphrag_ray.index.context import BuildContext
@@ -62,16 +62,19 @@ PROFILE_COLUMNS = ["title", "type", UNIT_ROWS, "description_shard", "description
 CHUNK_PARTS_PER_TASK = 64
 
 
-def _keys_task(item: tuple[list[str], int, int]) -> tuple[int, pa.Table]:
-    titles, first_row, partitions = item
+def _keys_task(item: tuple[list[str], int, int, tuple[str, ...]]) -> tuple[int, pa.Table]:
+    titles, first_row, partitions, language = item
+    languages.use(language)
     keys = key_rows(titles, first_row, partitions)
     return keys.num_rows, keys
 
 
-def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: np.ndarray,
-                neighbours: np.ndarray, *blocks: pa.Table) -> tuple[pa.Table, dict]:
+def _score_task(item: tuple[int, int, int, float, tuple[str, ...]], profile: pa.Table,
+                offsets: np.ndarray, neighbours: np.ndarray, *blocks: pa.Table
+                ) -> tuple[pa.Table, dict]:
     """`blocks`: the key tables (`item[1]` of them), then the merge's description blocks."""
-    partition, n_key_tables, max_block_size, review_threshold = item
+    partition, n_key_tables, max_block_size, review_threshold, language = item
+    languages.use(language)
     key_tables, description_blocks = blocks[:n_key_tables], blocks[n_key_tables:]
     shards = profile.column("description_shard").to_numpy()
     rows = profile.column("description_row").to_numpy()
@@ -84,8 +87,9 @@ def _score_task(item: tuple[int, int, int, float], profile: pa.Table, offsets: n
                            max_block_size, review_threshold)
 
 
-def _word_forms_task(item: tuple[str, list[str]]) -> WordForms:
-    work_url, parts = item
+def _word_forms_task(item: tuple[str, list[str], tuple[str, ...]]) -> WordForms:
+    work_url, parts, language = item
+    languages.use(language)
     fs, _ = fsspec.core.url_to_fs(work_url)
     return word_forms([text for part in parts for text in
                        read_parquet(fs, part, ["text"]).column("text").to_pylist() if text])
@@ -120,7 +124,9 @@ def corpus_word_forms(ctx: BuildContext) -> WordForms:
     parts each."""
     fs, root = fsspec.core.url_to_fs(ctx.work_url)
     parts = parquet_parts(fs, f"{root}/chunks")
-    forms = map_items(_word_forms_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK])
+    language = tuple(ctx.config.resolution.language_data)
+    forms = map_items(_word_forms_task, [(ctx.work_url, parts[i:i + CHUNK_PARTS_PER_TASK],
+                                          language)
                                          for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
                       ctx.config.runtime)
     return reduce(operator.or_, forms, WordForms(set(), set(), set()))
@@ -146,14 +152,15 @@ def candidate_pairs(ctx: BuildContext, entities: pa.Table, relationships: pa.Tab
     per_task = config.entities_per_partition
     partitions = max(1, -(-n // per_task))
     titles = entities.column("title").to_pylist()
-    keyed = map_items(_keys_task, [(titles[s:s + per_task], s, partitions)
+    language = tuple(config.language_data)
+    keyed = map_items(_keys_task, [(titles[s:s + per_task], s, partitions, language)
                                    for s in range(0, n, per_task)],
                       ctx.config.runtime, keep_blocks=True)
     key_tables = [table for _, table in keyed]
     offsets, neighbours = neighbour_lists(n, *edge_endpoints(entities, relationships))
     scored = map_items(
-        _score_task, [(p, len(key_tables), config.max_block_size, config.review_threshold)
-                      for p in range(partitions)], ctx.config.runtime,
+        _score_task, [(p, len(key_tables), config.max_block_size, config.review_threshold,
+                       language) for p in range(partitions)], ctx.config.runtime,
         shared=[entities.select(PROFILE_COLUMNS), offsets, neighbours, *key_tables, *handles])
     counts = Counter({"partitions": partitions, "blocking_keys": sum(k for k, _ in keyed)})
     for _, part_counts in scored:
@@ -170,6 +177,7 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
     if not config.enabled or entities.num_rows < 2:
         return Resolved(_without_aliases(entities), relationships, handles,
                         ALIAS_SCHEMA.empty_table(), Renames())
+    languages.use(config.language_data)  # (its tasks, in their workers, each say it too)
     with ctx.stage("resolve"):
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
         forms = corpus_word_forms(ctx)

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from graphrag_ray.languages import active as language
 from graphrag_ray.index.resolve.names import (
-    RANKS, TITLED, bearer, content_tokens, first_word, name_tokens)
+    bearer, content_tokens, first_word, name_tokens)
 
 MAN, WOMAN = "man", "woman"
 _WOMEN = frozenset({"married woman", "unmarried woman", "woman"})
@@ -63,9 +64,9 @@ class Standings:
                 continue
             if len(words) >= 2:  # (MRS JOHN DASHWOOD says JOHN DASHWOOD is a man: a husband)
                 self._forms[words].add(MAN if who == "married woman" else who)
-                if first_word(title) in TITLED:
+                if first_word(title) in language().titled:
                     self._forms[words].add("titled")
-                elif first_word(title) in RANKS:
+                elif first_word(title) in language().ranks:
                     self._forms[words].add("rank " + first_word(title))
             if len(words) >= 2 or words[0] in given_names:
                 if who == "married woman" and len(words) >= 2:
@@ -124,8 +125,9 @@ class Standings:
             a_man = MAN in forms if words[-1] in self._boys else \
                 self._sex_of(words, pronouns=False) == MAN
             ranks = {form for form in forms if form.startswith("rank ")}
-            own_rank = first_word(short) in RANKS
-            return a_man and "titled" not in forms and first_word(short) not in TITLED and \
+            own_rank = first_word(short) in language().ranks
+            return a_man and "titled" not in forms and \
+                first_word(short) not in language().titled and \
                 words not in self._branches and (
                     "rank " + first_word(short) in ranks if own_rank else not ranks)
         if who == "unmarried woman":
