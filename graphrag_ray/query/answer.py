@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
-from graphrag_ray.llm.client import ChatClient, LLMServices
+from graphrag_ray.llm.client import ChatClient
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.context import conversation_text
+from graphrag_ray.query.opened_index import OpenedIndex
 from graphrag_ray.query.results import SearchResult
 
 
@@ -23,22 +25,41 @@ def answer_from_prompt(chat: ChatClient, prompt: str, max_tokens: int,
     return "".join(pieces).strip()
 
 
-def answer_from_context(result: SearchResult, question: str, context: str, *, use_llm: bool,
-                        template: str, services: LLMServices, llm_config, response_type: str,
-                        max_tokens: int, history: list[dict] | None,
-                        on_token: Callable[[str], None] | None,
-                        extractive: Callable[[], str], kind: str = "context_answer") -> None:
-    """Sets `result.answer` (and its LLM usage): the template filled with the question, the
-    context and the conversation, or offline the `extractive` answer, sent whole."""
+@dataclass
+class Asked:
+    """The user's turn: the question, the conversation before it, and where the answer's
+    pieces go as they are written (None: returned whole)."""
+    question: str
+    history: list[dict] | None = None
+    on_token: Callable[[str], None] | None = None
+
+
+@dataclass
+class Answering:
+    """How a method writes its final answer: its prompt (a name in `index.prompts`), its
+    config section (`response_type`, `max_output_tokens`) and the request's kind."""
+    index: OpenedIndex
+    prompt: str
+    section: object
+    kind: str = "context_answer"
+
+
+def answer_from_context(result: SearchResult, asked: Asked, context: str, how: Answering, *,
+                        use_llm: bool, extractive: Callable[[], str]) -> None:
+    """Sets `result.answer` (and its LLM usage): the method's prompt filled with the
+    question, the context and the conversation, or offline the `extractive` answer, sent
+    whole."""
     if use_llm:
-        chat = services.chat(llm_config)
-        prompt = render(template, question=question, context_data=context,
-                        response_type=response_type,
-                        conversation_history=conversation_text(history))
-        result.answer = answer_from_prompt(chat, prompt, max_tokens, on_token, kind=kind)
+        index = how.index
+        chat = index.services.chat(index.config.llm)
+        prompt = render(index.prompts[how.prompt], question=asked.question,
+                        context_data=context, response_type=how.section.response_type,
+                        conversation_history=conversation_text(asked.history))
+        result.answer = answer_from_prompt(chat, prompt, how.section.max_output_tokens,
+                                           asked.on_token, kind=how.kind)
         result.usage.add(chat.usage)
         result.llm_calls += 1
         return
     result.answer = extractive()
-    if on_token:
-        on_token(result.answer)
+    if asked.on_token:
+        asked.on_token(result.answer)

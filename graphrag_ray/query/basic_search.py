@@ -9,7 +9,7 @@ from typing import Callable
 import pyarrow as pa
 
 from graphrag_ray import schema
-from graphrag_ray.query.answer import answer_from_context
+from graphrag_ray.query.answer import Answering, Asked, answer_from_context
 from graphrag_ray.query.citations import sources_of_records
 from graphrag_ray.query.context import answerable_units, cell, pack_table
 from graphrag_ray.query.local_search import extractive_answer, query_text
@@ -20,7 +20,7 @@ from graphrag_ray.query.retrieval import rank_units
 
 def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
-    config, prompts, services = index.config, index.prompts, index.services
+    config = index.config
     cfg = config.basic_search
     query = query_text(question, history)
     nearest = rank_units(index, query).units[:cfg.top_k]
@@ -34,10 +34,8 @@ def basic_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
                                    "scores": [round(s, 4) for _, s in nearest
                                               [:len(section.keys)]]})
     answer_from_context(
-        result, question, section.text, use_llm=config.uses_llm(cfg.method),
-        template=prompts["basic_answer"], services=services, llm_config=config.llm,
-        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
-        on_token=on_token,
+        result, Asked(question, history, on_token), section.text,
+        Answering(index, "basic_answer", cfg), use_llm=config.uses_llm(cfg.method),
         extractive=lambda: extractive_answer(question, [], [rows[i]["text"] for i in section.keys]))
     result.sources = sources_of_records(index.table, {"text_units": section.keys})
     return result

@@ -16,7 +16,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.client import LLMServices, Usage, parse_json_object
 from graphrag_ray.prompts_loader import render
-from graphrag_ray.query.answer import answer_from_context
+from graphrag_ray.query.answer import Answering, Asked, answer_from_context
 from graphrag_ray.query.citations import merge_sources, sources_of_records
 from graphrag_ray.query.context import cell, pack_table
 from graphrag_ray.query.local_data import LocalData
@@ -178,7 +178,7 @@ def _follow_up_contexts(index: OpenedIndex, question: str, follow_ups: list[str]
 
 def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
-    config, prompts, services = index.config, index.prompts, index.services
+    config = index.config
     data, embed, read = index.local_data(), index.embed, index.table
     report_vectors = index.vectors(schema.REPORT_EMBEDDINGS)
     cfg = config.drift_search
@@ -238,13 +238,11 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
     sections = [steps[i] for i in taken]
     result.context_tokens += used
     answer_from_context(
-        result, question, "\n\n".join(sections), use_llm=steps_by.uses_llm and bool(sections),
-        template=prompts["drift_reduce"], services=services, llm_config=config.llm,
-        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
-        on_token=on_token,
+        result, Asked(question, history, on_token), "\n\n".join(sections),
+        Answering(index, "drift_reduce", cfg, kind="drift_reduce"),
+        use_llm=steps_by.uses_llm and bool(sections),
         extractive=lambda: "\n\n".join(f"**{s.query}**\n{s.answer}"
-                                        for s in ordered[:len(sections)]) or NO_ANSWER,
-        kind="drift_reduce")
+                                        for s in ordered[:len(sections)]) or NO_ANSWER)
     result.details = {
         "primer_reports": primer.keys,
         "steps": [{"query": s.query, "depth": s.depth, "score": s.score,

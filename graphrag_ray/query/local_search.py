@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 
-from graphrag_ray.query.answer import answer_from_context
+from graphrag_ray.query.answer import Answering, Asked, answer_from_context
 from graphrag_ray.query.citations import sources_of_records
 from graphrag_ray.query.context import TableSection, cell, pack_table
 from graphrag_ray.query.local_data import LocalData, words_of
@@ -230,8 +230,7 @@ def query_text(question: str, history: list[dict] | None) -> str:
 
 def local_search(index: OpenedIndex, question: str, *, history: list[dict] | None = None,
                  on_token: Callable[[str], None] | None = None) -> SearchResult:
-    config, prompts, services, data = (index.config, index.prompts, index.services,
-                                       index.local_data())
+    config, data = index.config, index.local_data()
     cfg = config.local_search
     query = query_text(question, history)
     context = build_local_context(
@@ -248,10 +247,8 @@ def local_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         result.notes.append("no entity in the index is named in the question; the context "
                             f"holds the entities its best passages lead to ({nearest})")
     answer_from_context(
-        result, question, context.text, use_llm=config.uses_llm(cfg.method),
-        template=prompts["local_answer"], services=services, llm_config=config.llm,
-        response_type=cfg.response_type, max_tokens=cfg.max_output_tokens, history=history,
-        on_token=on_token,
+        result, Asked(question, history, on_token), context.text,
+        Answering(index, "local_answer", cfg), use_llm=config.uses_llm(cfg.method),
         extractive=lambda: "\n\n".join(
             [f"Note: {note}." for note in result.notes]
             + [extractive_answer(question, context.entity_rows, context.unit_texts)]))
