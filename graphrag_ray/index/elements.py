@@ -39,8 +39,9 @@ def partition_instances(entity_instances: pa.Table, relationship_instances: pa.T
     shard holds everything its keys need. Partitioning a whole table, or each block of it and
     concatenating the blocks' pieces in order, gives the same shards."""
     mentions = endpoint_mentions(relationship_instances)
-    pair_keys = [_pair_key(s, t) for s, t in zip(relationship_instances.column("source").to_pylist(),
-                                                 relationship_instances.column("target").to_pylist())]
+    pair_keys = [pair_key(s, t) for s, t in zip(
+        relationship_instances.column("source").to_pylist(),
+        relationship_instances.column("target").to_pylist())]
     return list(zip(_partition(entity_instances, entity_instances.column("title"), n_shards),
                     _partition(mentions, mentions.column("title"), n_shards),
                     _partition(relationship_instances, pa.array(pair_keys, pa.string()),
@@ -58,13 +59,13 @@ def _partition(table: pa.Table, keys: pa.Array | pa.ChunkedArray, n_shards: int)
     return [table.filter(pa.array(shards == i)) for i in range(n_shards)]
 
 
-def _ordered_pair(source: str, target: str) -> tuple[str, str]:
+def ordered_pair(source: str, target: str) -> tuple[str, str]:
     """Relationships are undirected: A->B and B->A are one pair."""
     return (source, target) if source < target else (target, source)
 
 
-def _pair_key(source: str, target: str) -> str:
-    return "\x00".join(_ordered_pair(source, target))
+def pair_key(source: str, target: str) -> str:
+    return "\x00".join(ordered_pair(source, target))
 
 
 def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
@@ -77,7 +78,7 @@ def endpoint_mentions(relationship_instances: pa.Table) -> pa.Table:
     for row in relationship_instances.select(columns).to_pylist():
         if row["source"] == row["target"]:
             continue
-        for name in _ordered_pair(row["source"], row["target"]):
+        for name in ordered_pair(row["source"], row["target"]):
             titles.append(name)
             units.append(row["text_unit_id"])
             seqs.append(row.get("seq"))

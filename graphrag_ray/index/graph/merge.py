@@ -143,7 +143,7 @@ def merge_sharded(entity_instances: pa.Table, relationship_instances: pa.Table, 
 
 
 def pair_keys(relationships: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """Each relationship's unordered endpoint pair as one string, `_pair_key` in Arrow (UTF-8
+    """Each relationship's unordered endpoint pair as one string, `pair_key` in Arrow (UTF-8
     bytes order as code points do; titles hold no NUL, so keys sort as their pairs do)."""
     source, target = relationships.column("source"), relationships.column("target")
     first = pc.less_equal(source, target)

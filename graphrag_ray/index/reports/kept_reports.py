@@ -31,7 +31,7 @@ from graphrag_ray.arrow_rows import one_chunk, take_rows
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import _majority, _unique, description_digest
-from graphrag_ray.index.elements import _ordered_pair
+from graphrag_ray.index.elements import ordered_pair
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.storage import IndexVersion
@@ -139,7 +139,7 @@ def digests_of_tables(entities: pa.Table, relationships: pa.Table,
                                for title, kind, text in zip(
                                    titles, entities.column("type").to_pylist(),
                                    entities.column("description").to_pylist())], np.int64)
-    pairs = [_ordered_pair(s, t) for s, t in zip(relationships.column("source").to_pylist(),
+    pairs = [ordered_pair(s, t) for s, t in zip(relationships.column("source").to_pylist(),
                                                   relationships.column("target").to_pylist())]
     edge_digests = np.array([description_digest(pair, _unique([text])) for pair, text in zip(
         pairs, relationships.column("description").to_pylist())], np.int64)

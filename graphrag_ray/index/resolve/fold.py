@@ -29,7 +29,7 @@ from graphrag_ray.arrow_rows import sorted_rows
 from graphrag_ray.index.graph.description_blocks import split_descriptions
 from graphrag_ray.index.graph.merge import (
     BY_ENDS, BY_TITLE, MergeStats, merge_shard, pair_keys, with_weights)
-from graphrag_ray.index.elements import Pieces, Renames, _pair_key
+from graphrag_ray.index.elements import Pieces, Renames, pair_key
 from graphrag_ray.index.resolve.scoring import UNTYPED
 
 
@@ -41,7 +41,7 @@ class FoldStats:
 
 
 def renamed_keys(relationships: pa.Table, renames: Renames) -> tuple[set[str], set[str]]:
-    """The entity titles and relationship pair keys (`merge._pair_key`) the renaming
+    """The entity titles and relationship pair keys (`elements.pair_key`) the renaming
     touches: the aliases and their canonical entities; every relationship with an alias at
     one end and every pair it may now join."""
     titles = renames.aliases() | renames.canonicals()
@@ -52,7 +52,7 @@ def renamed_keys(relationships: pa.Table, renames: Renames) -> tuple[set[str], s
     pairs = set(pair_keys(moving).to_pylist())
     for source, target in zip(moving.column("source").to_pylist(),
                               moving.column("target").to_pylist()):
-        pairs.update(_pair_key(s, t) for s in renames.names_of(source)
+        pairs.update(pair_key(s, t) for s in renames.names_of(source)
                      for t in renames.names_of(target) if s != t)
     return titles, pairs
 
