@@ -1,7 +1,8 @@
 """What an element (an entity, a relationship) is to every stage that handles one: its id,
 the type marks extractors set, its key's shard, its instances cut into the shards the merge
-reads, and the names resolution gives it (`Renames`, which claims and mentions follow). Extraction, the merge, resolution, reports and updates all share these, so they
-sit below them all."""
+reads, and the names resolution gives it (`Renames`, which claims and mentions follow).
+Extraction, the merge, resolution, reports and updates all share these, so they sit below
+them all."""
 
 from __future__ import annotations
 
