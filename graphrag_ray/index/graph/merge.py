@@ -46,7 +46,7 @@ class MergeStats:
     shards: int = 0  # hash partitions merged (set by the merge functions, not summed)
 
 
-def _unique(values: list[str]) -> list[str]:
+def unique_texts(values: list[str]) -> list[str]:
     return [v for v in dict.fromkeys(v.strip() for v in values if v and v.strip())]
 
 
@@ -61,14 +61,14 @@ GUESS_WEIGHT = Fraction(1, 3)  # exact: ties between weights are decided as coun
 MIN_GUESS_SHARE = 0.1
 
 
-def _majority(types: list[str]) -> str:
+def majority_type(types: list[str]) -> str:
     """The type with the most weight over the instances, a guess weighing `GUESS_WEIGHT`
     (ties: alphabetical); OTHER and UNKNOWN only when no instance gave a type of its own."""
     return _majority_of(Counter(types))
 
 
 def _majority_of(counts: Counter) -> str:
-    """`_majority` of instances given as each type's count, the types in the order they
+    """`majority_type` of instances given as each type's count, the types in the order they
     first appear (an undecided type goes to whichever of its options weighs more so far)."""
     weights: Counter = Counter()
     undecided: Counter = Counter()  # "GEO|ORGANIZATION" -> weight
@@ -260,7 +260,7 @@ def _group_of(keys: pa.Array | pa.ChunkedArray, distinct: pa.Array) -> np.ndarra
 def _distinct_lists(groups: np.ndarray, values: pa.Array | pa.ChunkedArray, n_groups: int
                     ) -> tuple[pa.ListArray, np.ndarray]:
     """Per group 0..n_groups-1 (`groups`: each value's), its values each once at its first
-    place, without nulls (and strings stripped, without empty ones): `_unique` of each
+    place, without nulls (and strings stripped, without empty ones): `unique_texts` of each
     group's values in order; and where each list value first came (its row in `values`)."""
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         values = pc.utf8_trim(values, characters=_WHITESPACE)
@@ -289,8 +289,8 @@ def type_counts(groups: np.ndarray, types: pa.Array | pa.ChunkedArray, counts: n
 
 
 def majorities(counted: pa.Table, n_groups: int) -> tuple[list[str], int]:
-    """Per group, `_majority` of its instances' types (from each type's count, the types in
-    the order they first appear, as `_majority` meets them: `type_counts`), and how many
+    """Per group, `majority_type` of its instances' types (from each type's count, the types in
+    the order they first appear, as `majority_type` meets them: `type_counts`), and how many
     groups had more than one type."""
     per_group: list[Counter] = [Counter() for _ in range(n_groups)]
     for group, kind, count in zip(counted.column("group").to_pylist(),

@@ -30,7 +30,7 @@ from graphrag_ray import schema
 from graphrag_ray.arrow_rows import one_chunk, take_rows
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.communities import Community, edges_by_community
-from graphrag_ray.index.graph.merge import _majority, _unique, description_digest
+from graphrag_ray.index.graph.merge import description_digest, majority_type, unique_texts
 from graphrag_ray.index.elements import ordered_pair
 from graphrag_ray.index.graph.stage import Graph
 from graphrag_ray.index.previous_version import UpdateBase
@@ -135,13 +135,14 @@ def digests_of_tables(entities: pa.Table, relationships: pa.Table,
     a community with claims writes its report again."""
     titles = entities.column("title").to_pylist()
     row_of = {title: row for row, title in enumerate(titles)}
-    entity_digests = np.array([description_digest((title, _majority([kind])), _unique([text]))
+    entity_digests = np.array([description_digest((title, majority_type([kind])),
+                                                  unique_texts([text]))
                                for title, kind, text in zip(
                                    titles, entities.column("type").to_pylist(),
                                    entities.column("description").to_pylist())], np.int64)
     pairs = [ordered_pair(s, t) for s, t in zip(relationships.column("source").to_pylist(),
                                                   relationships.column("target").to_pylist())]
-    edge_digests = np.array([description_digest(pair, _unique([text])) for pair, text in zip(
+    edge_digests = np.array([description_digest(pair, unique_texts([text])) for pair, text in zip(
         pairs, relationships.column("description").to_pylist())], np.int64)
     known = [row for row, (s, t) in enumerate(pairs) if s in row_of and t in row_of]
     endpoints = (np.array([row_of[pairs[k][0]] for k in known], np.int64),

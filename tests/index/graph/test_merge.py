@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from graphrag_ray.index.graph.merge import (
-    _majority, add_degrees, edge_endpoints, merge_elements, pair_keys)
+    majority_type, add_degrees, edge_endpoints, merge_elements, pair_keys)
 
 
 def _entities(rows):
@@ -89,48 +89,48 @@ def test_sharded_merge_equals_the_unsharded_merge(carol_instances, n_shards):
 
 
 def test_other_loses_to_any_type_an_instance_gave():
-    from graphrag_ray.index.graph.merge import _majority
+    from graphrag_ray.index.graph.merge import majority_type
 
-    assert _majority(["OTHER", "OTHER", "ORGANIZATION"]) == "ORGANIZATION"
-    assert _majority(["OTHER", "UNKNOWN"]) == "OTHER"
-    assert _majority(["", None]) == "UNKNOWN"
+    assert majority_type(["OTHER", "OTHER", "ORGANIZATION"]) == "ORGANIZATION"
+    assert majority_type(["OTHER", "UNKNOWN"]) == "OTHER"
+    assert majority_type(["", None]) == "UNKNOWN"
 
 
 def test_a_type_with_evidence_outweighs_a_few_guesses():
     # Guessed GEO in two chunks ("in Roblox"), said ORGANIZATION in one ("worked at Roblox"):
     # the evidence wins; many more guesses ("in China" against one "China said") win back.
-    assert _majority(["GEO?", "GEO?", "ORGANIZATION"]) == "ORGANIZATION"
-    assert _majority(["GEO?"] * 4 + ["PERSON"]) == "GEO"
-    assert _majority(["GEO?", "GEO?", "PERSON?", "OTHER"]) == "GEO"
-    assert _majority(["OTHER", "OTHER"]) == "OTHER"
+    assert majority_type(["GEO?", "GEO?", "ORGANIZATION"]) == "ORGANIZATION"
+    assert majority_type(["GEO?"] * 4 + ["PERSON"]) == "GEO"
+    assert majority_type(["GEO?", "GEO?", "PERSON?", "OTHER"]) == "GEO"
+    assert majority_type(["OTHER", "OTHER"]) == "OTHER"
 
 
 def test_a_place_or_an_organization_goes_to_whichever_the_other_mentions_say():
     # "at Pixar" in many chunks and "worked at Pixar" in one: an organization; "at
     # Pemberley" alone: a place; the undecided guesses never make a person of a person.
     either = "GEO|ORGANIZATION?"
-    assert _majority([either] * 6 + ["ORGANIZATION"]) == "ORGANIZATION"
-    assert _majority([either] * 6 + ["OTHER"]) == "GEO"
-    assert _majority([either] * 2 + ["GEO?", "ORGANIZATION?", "ORGANIZATION?"]) == \
+    assert majority_type([either] * 6 + ["ORGANIZATION"]) == "ORGANIZATION"
+    assert majority_type([either] * 6 + ["OTHER"]) == "GEO"
+    assert majority_type([either] * 2 + ["GEO?", "ORGANIZATION?", "ORGANIZATION?"]) == \
         "ORGANIZATION"
-    assert _majority([either] * 15 + ["PERSON"] * 4) == "GEO"
-    assert _majority([either] * 3 + ["PERSON"] * 2) == "PERSON"
+    assert majority_type([either] * 15 + ["PERSON"] * 4) == "GEO"
+    assert majority_type([either] * 3 + ["PERSON"] * 2) == "PERSON"
 
 
 def test_a_guess_from_a_sliver_of_the_mentions_types_nothing():
     # One "in Bitcoin" among forty chunks that say nothing of it: no place. The same guess
     # in one chunk of three is heeded, and evidence is always.
-    assert _majority(["GEO?"] + ["OTHER"] * 39) == "OTHER"
-    assert _majority(["GEO?"] + ["OTHER"] * 2) == "GEO"
-    assert _majority(["ORGANIZATION"] + ["OTHER"] * 39) == "ORGANIZATION"
+    assert majority_type(["GEO?"] + ["OTHER"] * 39) == "OTHER"
+    assert majority_type(["GEO?"] + ["OTHER"] * 2) == "GEO"
+    assert majority_type(["ORGANIZATION"] + ["OTHER"] * 39) == "ORGANIZATION"
 
 
 def test_guesses_that_weigh_exactly_as_much_as_evidence_tie_alphabetically():
     # 51 guesses at a third each weigh 17, as 17 records do: a tie, decided by name. Summed
     # as floats, the 51 thirds came to a hair over 17 and made MIARBOUM KOUNPOM (100M-token
     # synthetic corpus) a person in one merge and an organization in another.
-    assert _majority(["PERSON?"] * 51 + ["ORGANIZATION"] * 17) == "ORGANIZATION"
-    assert _majority(["PERSON?"] * 52 + ["ORGANIZATION"] * 17) == "PERSON"
+    assert majority_type(["PERSON?"] * 51 + ["ORGANIZATION"] * 17) == "ORGANIZATION"
+    assert majority_type(["PERSON?"] * 52 + ["ORGANIZATION"] * 17) == "PERSON"
 
 
 def test_descriptions_and_units_are_stripped_and_kept_once_in_instance_order():
