@@ -7,8 +7,9 @@ UNIVERSITY OF MANITOBA is not MANITOBA; `same_thing_kind_words`: STANFORD UNIVER
 STANFORD), joiners and legal suffixes, the pronouns that say a name's sex, and whether
 nicknames (LIZZY for ELIZABETH, the `nicknames` package's table) apply.
 
-One file per language (`<code>.json` here); `resolution.language_data` names those a build
-uses (English by default), merged. With none, resolution goes by the names' tokens and the
+One file per language (`<code>.json` here, its `why` saying what each list is for and what
+it leaves out); `resolution.language_data` names those a build uses (English by default),
+merged. With none, resolution goes by the names' tokens and the
 graph alone. A language is added by its file, no code.
 """
 

@@ -43,10 +43,10 @@ def name_tokens(title: str) -> tuple[str, ...]:
     """The name's tokens, upper case and without accents, leading honorifics and trailing
     suffixes dropped (a name that is nothing but an honorific keeps it)."""
     tokens = tuple(t.upper() for t in _TOKEN.findall(_folded(title).replace("'S ", " ")))
-    start, end = 0, len(tokens)
-    while start < end - 1 and tokens[start] in language().honorifics:
+    start, end, data = 0, len(tokens), language()
+    while start < end - 1 and tokens[start] in data.honorifics:
         start += 1
-    while end > start + 1 and tokens[end - 1] in language().suffixes:
+    while end > start + 1 and tokens[end - 1] in data.suffixes:
         end -= 1
     return tokens[start:end]
 
@@ -72,14 +72,16 @@ def _leading_word(title: str) -> str | None:
 @on_change
 @lru_cache(maxsize=200_000)
 def bearer(title: str) -> str | None:
-    """Who the name's leading honorifics say its bearer is (`HONORIFIC_BEARERS`), if any. A
-    married woman's comes first and the rest is her husband's (MRS COLONEL DENT)."""
+    """Who the name's leading honorifics say its bearer is (the language data's
+    `honorific_bearers`), if any. A married woman's comes first and the rest is her
+    husband's (MRS COLONEL DENT)."""
+    honorifics, bearers = language().honorifics, language().honorific_bearers
     said = []
     for token in _words(title)[:-1]:
-        if token not in language().honorifics and token not in language().honorific_bearers:
+        if token not in honorifics and token not in bearers:
             break
-        if token in language().honorific_bearers:
-            said.append(language().honorific_bearers[token])
+        if token in bearers:
+            said.append(bearers[token])
     if said and said[0] == "married woman":
         return said[0]
     return said[0] if len(set(said)) == 1 else None
@@ -96,7 +98,8 @@ def wife_of(a: str, b: str) -> bool:
 
 
 def lone_rank(title: str) -> str | None:
-    """The rank a name is nothing but (COLONEL), if it is one of `RANKS`."""
+    """The rank a name is nothing but (COLONEL), if it is one of the language data's
+    `ranks`."""
     words = _words(title)
     return words[0] if len(words) == 1 and words[0] in language().ranks else None
 
@@ -110,7 +113,7 @@ def rank_of_holder(rank: str, holder: str) -> bool:
 
 def bearers_differ(a: str, b: str) -> bool:
     """MR and MRS, MRS and MISS, LADY and MISS: different people (see
-    `HONORIFIC_BEARERS`); so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says
+    `honorific_bearers`); so are MRS or MISS SHIRLEY and DR SHIRLEY (a title that says
     nothing of its bearer, beside one that says a wife or a daughter, is her husband's or
     her father's)."""
     ba, bb = bearer(a), bearer(b)
@@ -128,8 +131,9 @@ def bearers_differ(a: str, b: str) -> bool:
 def content_tokens(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The words but joiners inside the name (a first or last word is a word: QUOC LE,
     THEO VON)."""
+    joiners = language().joiners
     return tuple(t for i, t in enumerate(tokens)
-                 if t not in language().joiners or i == 0 or i == len(tokens) - 1)
+                 if t not in joiners or i == 0 or i == len(tokens) - 1)
 
 
 def acronym_of(tokens: tuple[str, ...]) -> str | None:
