@@ -399,8 +399,7 @@ def calls_with(stage, config: GraphRagConfig) -> str | None:
         if stage.name == "resolve_entities":
             uses = config.resolution.enabled and config.resolution.confirm_with_llm
         elif stage.name.startswith("summaries_and_reports"):
-            uses = config.uses_llm(config.summarize.method) or \
-                config.uses_llm(config.reports.method)
+            uses = bool({"summarize", "reports"} & chat_stages(config))
         else:
             uses = uses_chat_llm(config)
         return "chat" if uses else None

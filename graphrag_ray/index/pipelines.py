@@ -527,32 +527,44 @@ def run_stages(ctx: BuildContext, state: BuildState, stages: list[Stage]) -> Bui
     the stages end, however they end."""
     try:
         for stage in stages:
-            _check(stage, "reads", [
-                f"{name} is not there" if getattr(state, name) is None
-                and name not in _OPTIONAL else None for name in stage.reads] + [
-                problem for name in stage.reads if getattr(state, name) is not None
-                for problem in product_problems(name, getattr(state, name))])
+            _check(stage, "reads", _entering(stage, state))
             before = {f.name: getattr(state, f.name) for f in fields(state)}
             if stage.timed:
                 with ctx.stage(stage.name):
                     stage.run(ctx, state)
             else:
                 stage.run(ctx, state)
-            undeclared = sorted(name for name, value in before.items()
-                                if getattr(state, name) is not value
-                                and name not in stage.writes)
-            if undeclared:
-                raise RuntimeError(f"stage {stage.name} set {', '.join(undeclared)}, which it "
-                                   "does not declare among its writes")
-            _check(stage, "writes", [problem for name in stage.writes
-                                     if getattr(state, name) is not None
-                                     for problem in product_problems(name, getattr(state, name))])
+            _check(stage, "writes", _leaving(stage, state, before))
     finally:
         state.close()
     return state
 
 
-def _check(stage: Stage, side: str, problems: list[str | None]) -> None:
-    problems = [p for p in problems if p]
+def _entering(stage: Stage, state: BuildState) -> list[str]:
+    """What is wrong with what `stage` reads: a product no stage wrote (unless optional), or
+    one without its columns."""
+    problems = []
+    for name in stage.reads:
+        value = getattr(state, name)
+        if value is None:
+            problems += [] if name in _OPTIONAL else [f"{name} is not there"]
+        else:
+            problems += product_problems(name, value)
+    return problems
+
+
+def _leaving(stage: Stage, state: BuildState, before: dict) -> list[str]:
+    """What is wrong with the products `stage` wrote (a missing column); a field it set
+    without declaring it stops the build here."""
+    undeclared = sorted(name for name, value in before.items()
+                        if getattr(state, name) is not value and name not in stage.writes)
+    if undeclared:
+        raise RuntimeError(f"stage {stage.name} set {', '.join(undeclared)}, which it does "
+                           "not declare among its writes")
+    return [problem for name in stage.writes if getattr(state, name) is not None
+            for problem in product_problems(name, getattr(state, name))]
+
+
+def _check(stage: Stage, side: str, problems: list[str]) -> None:
     if problems:
         raise RuntimeError(f"stage {stage.name} {side}: {'; '.join(problems)}")
