@@ -174,6 +174,8 @@ class ReportWorker:
     (-1: none needed)} -> rows of community, report, generation. The context is written here,
     where the descriptions are read, not in the driver. This one writes extractive reports;
     `LLMReportWorker` asks the LLM."""
+    calls_llm = False
+    rows_per_call = 32  # communities a work item holds
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -205,6 +207,8 @@ class ReportWorker:
 class LLMReportWorker(ReportWorker):
     """Reports by the LLM, the calls of a work batch at once; a community smaller than
     `reports.min_llm_entities`, or whose call fails for good, gets an extractive one."""
+    calls_llm = True
+    rows_per_call = 1  # (each report its own item: the dependents' urgency goes with it)
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):

@@ -60,11 +60,9 @@ class SummariesAndReports:
     reports_kept: int = 0  # an update: reports kept as they were (`kept_reports`)
 
 
-SUMMARY_ROWS_PER_CALL = {"llm": 4, "offline": 256}
 # A sub-community report's row in a context, beyond the report's own output tokens (its place,
 # the separators, "Findings:"): with it, `max_output_tokens` bounds a row's tokens.
 REPORT_ROW_OVERHEAD = 16
-REPORT_ROWS_PER_CALL = {"llm": 1, "offline": 32}
 
 
 class FinalTexts(Protocol):
@@ -136,8 +134,9 @@ class _Run:
         self.marks: dict[str, float | None] = {"last_summary": 0.0, "first_report": None,
                                                "last_report": 0.0}
         workers = {"config": config, "prompts": ctx.prompts, "services": services}
-        self.summary_key = pool.bind(summarize_worker(config), workers)
-        self.report_key = pool.bind(report_worker(config), workers)
+        self.summarizer, self.reporter = summarize_worker(config), report_worker(config)
+        self.summary_key = pool.bind(self.summarizer, workers)
+        self.report_key = pool.bind(self.reporter, workers)
         self.summary_bar = ctx.bar("summarize", len(self.todo), "descriptions") \
             if len(self.todo) else None
         self.report_bar = ctx.bar("reports", sum(
@@ -148,9 +147,6 @@ class _Run:
         self.fallbacks: list[str] = []
         self.fell_back: set[int] = set()  # element keys whose summary is a fallback (not kept)
         self.joined_count = 0
-        self.llm_reports = config.uses_llm(config.reports.method)
-        self.rows_per_report_call = REPORT_ROWS_PER_CALL["llm" if self.llm_reports
-                                                         else "offline"]
         # A batch pass: communities waiting on a deferred request.
         self.held_back: set[int] = set()
         # Community -> its row in `kept.rows`, carried-down communities too.
@@ -175,12 +171,12 @@ class _Run:
         reports start while summaries are asked (`_summary_order`); offline, where nothing
         waits on a budget, in block order (a call's description lists come from one or two
         blocks)."""
-        mode = "llm" if self.config.uses_llm(self.config.summarize.method) else "offline"
         ordered = _summary_order(self.todo, self.counts, self.addresses,
                                  self.schedule.holding, self.communities, self.by_id) \
-            if mode == "llm" else _in_block_order(self.todo, self.addresses)
-        for start in range(0, len(ordered), SUMMARY_ROWS_PER_CALL[mode]):
-            keys = ordered[start:start + SUMMARY_ROWS_PER_CALL[mode]]
+            if self.summarizer.calls_llm else _in_block_order(self.todo, self.addresses)
+        per_call = self.summarizer.rows_per_call
+        for start in range(0, len(ordered), per_call):
+            keys = ordered[start:start + per_call]
             handles, where = self.addresses.gather(keys, lists=True)
             self.pool.submit(self.summary_key, [
                 SummaryWork(key, _name(self.elements, key, self.n_entities), block, row,
@@ -239,8 +235,8 @@ class _Run:
 
     def _submit_ready(self) -> None:
         ready, specs_of = self._ready()
-        for start in range(0, len(ready), self.rows_per_report_call):
-            specs = [specs_of[c.id] for c in ready[start:start + self.rows_per_report_call]]
+        for start in range(0, len(ready), self.reporter.rows_per_call):
+            specs = [specs_of[c.id] for c in ready[start:start + self.reporter.rows_per_call]]
             handles, where = self.addresses.gather([k for _, keys in specs for k in keys])
             # The claims' block goes last, when a context has claims.
             claims_at = len(handles) if any(spec["claims"] for spec, _ in specs) else -1
@@ -253,7 +249,7 @@ class _Run:
                 rows.append(ReportWork(community.id, spec, len(community.members),
                                        [b for b, _ in mine], [r for _, r in mine], claims_at,
                                        self.schedule.dependents(community.id)
-                                       if self.llm_reports else 0))
+                                       if self.reporter.calls_llm else 0))
             self.pool.submit(self.report_key, rows, blocks=handles)
 
     def _finish(self, community_id: int, report: dict, how: str) -> None:

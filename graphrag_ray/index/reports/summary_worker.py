@@ -96,6 +96,8 @@ class SummarizeWorker:
     row without the description} -> rows of key, description (the summary), the row's tokens
     with it, error (fallback used when set), usage. This one summarizes offline
     (extractive); `LLMSummarizeWorker` asks the LLM."""
+    calls_llm = False
+    rows_per_call = 256  # elements a work item holds (a call's description lists)
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
@@ -124,6 +126,8 @@ class SummarizeWorker:
 class LLMSummarizeWorker(SummarizeWorker):
     """Summaries by the LLM, the calls of a work batch at once; extractive where a call
     fails for good."""
+    calls_llm = True
+    rows_per_call = 4
 
     def __init__(self, config: GraphRagConfig, prompts: dict[str, str],
                  services: LLMServices | None = None):
