@@ -37,8 +37,7 @@ def test_without_language_data_names_are_their_tokens(no_language_data):
     assert not pronoun_votes("Alice smiled. She said so.")
 
 
-def test_switching_back_restores_what_the_caches_held():
-    languages.use([])
+def test_switching_back_restores_what_the_caches_held(no_language_data):
     assert name_tokens("DR WATSON") == ("DR", "WATSON")
     languages.use(["en"])
     assert name_tokens("DR WATSON") == ("WATSON",)
