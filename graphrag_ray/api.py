@@ -25,7 +25,8 @@ from graphrag_ray.config import GraphRagConfig, config_from_manifest
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.embeddings import HASHING_MODEL, Embedder
+from graphrag_ray.llm.embedding_methods import Embedder, is_embedding_method
+from graphrag_ray.llm.embeddings import HASHING_MODEL
 from graphrag_ray.storage.lexical_index import LEXICAL, LexicalIndex, open_lexical
 from graphrag_ray.distributed.services import open_services
 from graphrag_ray.prompts_loader import load_prompts
@@ -190,10 +191,11 @@ class GraphIndex:
                                                          f"{self.store.root}/{LEXICAL}"))
 
     def embedding_method(self) -> str:
-        """How the index's vectors were made (api, local, hashing): a question is embedded
-        the same way. An adopted index's vectors are an endpoint's: the config's method."""
+        """How the index's vectors were made (api, local, hashing, a plugin's): a question
+        is embedded the same way. An adopted index's vectors are an endpoint's: the config's
+        method."""
         method = self.manifest.embeddings.method
-        return method if method in ("api", "local", "hashing") \
+        return method if is_embedding_method(method) \
             else self.config.embeddings.resolved_method()
 
     def local_data(self) -> LocalData:

@@ -496,10 +496,13 @@ class EmbeddingsConfig(LLMConfig):
     model: str = "text-embedding-3-small"
     # api: the endpoint's /embeddings; local: a sentence model on this machine's CPU
     # (all-MiniLM-L6-v2, installed from the package registry); hashing: signed feature hashing
-    # of words and word pairs (no model at all); auto: api when `embeddings.api_base` is set,
-    # else local when the model is installed and the corpus is within `local_max_tokens`,
-    # else hashing.
-    method: Literal["auto", "api", "local", "hashing"] = "auto"
+    # of words and word pairs (no model at all); another name: an offline method registered
+    # or installed as a plugin, or module:attribute (`llm/embedding_methods.py`); auto: api
+    # when `embeddings.api_base` is set, else local when the model is installed and the
+    # corpus is within `local_max_tokens`, else hashing.
+    method: str = Field("auto", min_length=1)
+    # A plugin method's own settings (it reads them from here).
+    options: dict[str, Any] = {}
     # The local model's weight precision: int8 (twice as fast; vectors within a cosine of
     # about 0.01 of float32's) or float32 (the upstream model's own vectors).
     local_precision: Literal["int8", "float32"] = "int8"

@@ -18,7 +18,7 @@ from graphrag_ray.eval.records import RecordFile
 from graphrag_ray.eval.report import write_report
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import ChatClient
-from graphrag_ray.llm.embeddings import Embedder
+from graphrag_ray.llm.embedding_methods import Embedder
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_ray.distributed.services import open_services
 from graphrag_ray.prompts_loader import load_prompts

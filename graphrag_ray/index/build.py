@@ -30,6 +30,7 @@ from graphrag_ray.index.run_ledger import RunLedger
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
+from graphrag_ray.llm.embedding_methods import vectors_model
 from graphrag_ray.distributed.services import open_services
 from graphrag_ray.progress import estimated_chunks
 from graphrag_ray.prompts_loader import load_prompts
@@ -75,6 +76,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     # One method for every vector of the version (a question is embedded the same way).
     embeddings_note = config.embeddings.auto_note(sum(file_bytes) // 4)
     config.embeddings.method = config.embeddings.resolved_method(sum(file_bytes) // 4)
+    vectors_model(config.embeddings, config.embeddings.method)  # (an unknown one: said now)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(

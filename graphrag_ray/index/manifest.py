@@ -20,7 +20,7 @@ from graphrag_ray.index.previous_version import settings_fingerprint
 from graphrag_ray.index.run_ledger import earlier_usage, unsettled_calls
 from graphrag_ray.llm.accounting import cost_usd, table_usage
 from graphrag_ray.llm.client import Usage
-from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
+from graphrag_ray.llm.embedding_methods import vectors_model
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.resources import driver_rss_mb
 from graphrag_ray.storage.manifest import Manifest
@@ -54,8 +54,7 @@ def embeddings_facts(config: GraphRagConfig, dimensions: int | None,
     """The manifest's `embeddings`: how the index's vectors were made (what a question must
     be embedded with), and why, when `auto` chose hashing."""
     method = config.embeddings.resolved_method()
-    return {"method": method, "model": {"api": config.embeddings.model, "hashing": HASHING_MODEL,
-                                        "local": local_model_name(config.embeddings)}[method],
+    return {"method": method, "model": vectors_model(config.embeddings, method),
             "dimensions": dimensions, "note": note}
 
 

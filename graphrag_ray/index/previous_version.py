@@ -21,7 +21,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
 from graphrag_ray.index.elements import element_id
 from graphrag_ray.input.loader import relative_path, settled_time
-from graphrag_ray.llm.embeddings import HASHING_MODEL, local_model_name
+from graphrag_ray.llm.embedding_methods import API, vectors_model
 from graphrag_ray.prompts_loader import prompt_version
 from graphrag_ray.storage import IndexVersion, Manifest
 from graphrag_ray.storage.atomic import is_local
@@ -104,9 +104,8 @@ def settings_fingerprint(config: GraphRagConfig, prompts: dict[str, str]) -> str
         "model", "method", "dimensions", "hashing_dimensions", "max_input_tokens",
         "local_precision", "local_summary_tokens")}
     method = config.embeddings.resolved_method()
-    if method in ("hashing", "local"):
-        settings["embeddings"]["offline_model"] = HASHING_MODEL if method == "hashing" \
-            else local_model_name(config.embeddings)
+    if method != API:
+        settings["embeddings"]["offline_model"] = vectors_model(config.embeddings, method)
     settings["prompts"] = {name: prompt_version(text) for name, text in sorted(prompts.items())}
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str)
                           .encode("utf-8")).hexdigest()[:32]

@@ -44,6 +44,7 @@ from graphrag_ray.index.previous_version import (
     INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.client import LLMServices
+from graphrag_ray.llm.embedding_methods import is_embedding_method
 from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.storage import IndexStore, IndexVersion, Manifest
 
@@ -60,7 +61,7 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
     manifest = previous.read_manifest()
     config = config or config_from_manifest(manifest)
     if config.embeddings.method == "auto" and \
-            manifest.embeddings.method in ("api", "local", "hashing"):
+            is_embedding_method(manifest.embeddings.method):
         # An update embeds as the index did (what `auto` chose then, by the corpus's size
         # and the machine): its vectors are carried, a question is embedded alike.
         config = config.model_copy(deep=True)

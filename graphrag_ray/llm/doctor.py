@@ -248,7 +248,7 @@ def _limits(config: LLMConfig, raw) -> Check:
 
 
 def _embeddings_checks(config: LLMConfig) -> list[Check]:
-    from graphrag_ray.llm.embeddings import Embedder
+    from graphrag_ray.llm.embedding_methods import Embedder
 
     checks = _reachable(config, "embeddings")
     if any(check.status == "fail" for check in checks):

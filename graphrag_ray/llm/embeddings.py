@@ -1,11 +1,11 @@
-"""Text embeddings: an OpenAI-compatible /embeddings endpoint, or an offline hashing method.
+"""How the embedding methods make vectors: an OpenAI-compatible /embeddings endpoint, signed
+feature hashing, or the local sentence model (chosen in `embedding_methods.py`).
 
-The offline method is signed feature hashing (the "hashing trick") of content words and
-adjacent word pairs, weighted 1 + log(count) and L2-normalised. It needs no model download,
-so the offline default stays offline, and is deterministic across processes (blake2b, not
+Hashing is signed feature hashing (the "hashing trick") of content words and adjacent word
+pairs, weighted 1 + log(count) and L2-normalised. It needs no model download, so the
+offline default stays offline, and is deterministic across processes (blake2b, not
 Python's salted hash). It matches by shared vocabulary, not meaning: good for finding the
-entities and passages a question names, weaker than a neural model for paraphrase. Point
-`embeddings.api_base` at an endpoint for neural embeddings.
+entities and passages a question names, weaker than a neural model for paraphrase.
 
 Endpoint calls go through the same lease / retry / usage machinery as chat calls, under the
 embeddings section's own rate limits, and each text's vector is cached by content.
@@ -21,9 +21,8 @@ from hashlib import blake2b
 import numpy as np
 
 from graphrag_ray.config import EmbeddingsConfig
-from graphrag_ray import processes
 from graphrag_ray.llm.cache import cache_key
-from graphrag_ray.llm.client import LLMCallError, LLMServices, _EndpointClient
+from graphrag_ray.llm.client import LLMCallError, _EndpointClient
 from graphrag_ray.terms import content_terms
 from graphrag_ray.tokens import count_tokens, truncate_to_tokens
 
@@ -135,48 +134,3 @@ class EmbeddingClient(_EndpointClient):
         matrix = np.vstack(vectors)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
-
-
-class Embedder:
-    """Texts -> unit vectors, by the configured method; one per worker. `services`: the
-    job's embeddings budget, cache and batch mode (`LLMServices`; none: no budget, no
-    cache); `stage` names the budget's ledger entry."""
-
-    def __init__(self, config: EmbeddingsConfig, services: LLMServices | None = None,
-                 stage: str = "embed", method: str | None = None):
-        """`method`: the one an index's vectors were made with (its manifest's), which a
-        question must be embedded with too; by default, the config's."""
-        self.config = config
-        self.method = method or config.resolved_method()
-        services = services or LLMServices()
-        self.client = (EmbeddingClient(config, limiter=services.embedding_limiter,
-                                       cache=services.cache, stage=stage,
-                                       batch=services.batch_for(stage))
-                       if self.method == "api" else None)
-
-    @property
-    def usage(self):
-        return self.client.usage if self.client else None
-
-    def embed(self, texts: list[str], summary: bool = False) -> np.ndarray:
-        """One vector per text; identical texts are embedded once. `summary`: the texts
-        name and describe something (an entity, a community's report), whose opening says
-        what it is: the local model reads their first `local_summary_tokens` only."""
-        distinct = list(dict.fromkeys(texts))
-        if self.method == "local":  # (ONNX Runtime's threads: every core, from this process)
-            vectors = local_embed(distinct, self.config, summary) if distinct \
-                else np.zeros((0, LOCAL_DIMENSIONS), np.float32)
-        elif self.client is None:  # (Python end to end: a build's worker process makes it)
-            vectors = processes.run(hashing_embed, distinct, self.config.hashing_dimensions)
-        else:
-            vectors = self.client.embed(distinct)
-        if len(distinct) == len(texts):
-            return vectors
-        row = {text: i for i, text in enumerate(distinct)}
-        return vectors[[row[text] for text in texts]]
-
-    def scoped(self) -> "Embedder":
-        clone = object.__new__(Embedder)
-        clone.__dict__.update(self.__dict__)
-        clone.client = self.client.scoped() if self.client else None
-        return clone

@@ -10,7 +10,7 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import ConfigError, InputError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
-from graphrag_ray.llm.embeddings import Embedder
+from graphrag_ray.llm.embedding_methods import Embedder
 from graphrag_ray.prompts_loader import PROMPT_NAMES, builtin_prompt, load_prompts
 from graphrag_ray.tune.compose import tuned_extraction, tuned_prompts
 from graphrag_ray.tune.language import detect_language

@@ -5,7 +5,8 @@ from graphrag_ray.config import EmbeddingsConfig, LLMConfig
 from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import ChatClient
-from graphrag_ray.llm.embeddings import EmbeddingClient, Embedder, hashing_embed
+from graphrag_ray.llm.embedding_methods import Embedder
+from graphrag_ray.llm.embeddings import EmbeddingClient, hashing_embed
 from graphrag_ray.llm.rate_limiter import LocalRateLimiter
 from graphrag_testkit.llm_server import run_test_server
 

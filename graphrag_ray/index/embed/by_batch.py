@@ -13,7 +13,7 @@ from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.feed import texts_to_embed
 from graphrag_ray.llm.batch import Deferred
 from graphrag_ray.llm.client import LLMCallError, LLMServices
-from graphrag_ray.llm.embeddings import Embedder
+from graphrag_ray.llm.embedding_methods import Embedder
 
 
 def embed_by_batch(ctx: BuildContext) -> LLMServices:

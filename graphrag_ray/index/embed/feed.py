@@ -26,7 +26,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.graph.description_blocks import read_descriptions
 from graphrag_ray.llm.accounting import USAGE_SCHEMA_FIELDS, table_usage, usage_row
 from graphrag_ray.llm.client import LLMServices, Usage
-from graphrag_ray.llm.embeddings import Embedder
+from graphrag_ray.llm.embedding_methods import Embedder
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import parquet_parts, read_parquet, write_parquet
 
