@@ -43,7 +43,8 @@ from graphrag_ray.index.resolve.names import (
     TWO_TITLES, bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens,
     placement)
 from graphrag_ray.index.resolve.scoring import (
-    UNTYPED, is_person_name, organization_names, rules_out_short_form, types_conflict)
+    UNTYPED, WordForms, given_names, is_person_name, organization_names, rules_out_short_form,
+    types_conflict)
 
 # Clusters larger than this take no more members (a guard against a pathological chain).
 MAX_CLUSTER_SIZE = 64
@@ -118,9 +119,12 @@ class PairRules:
     CHARLES DICKENS) is the user's word: it rules no one out by name."""
 
     def __init__(self, titles: list[str], types: list[str], force: list[list[str]] = (),
-                 forbid: list[list[str]] = (), common: frozenset[str] = frozenset()):
-        """`common`: the corpus's lower-case words (`scoring.names_another_thing`)."""
-        self.titles, self.types, self.common = titles, types, common
+                 forbid: list[list[str]] = (), forms: WordForms | None = None):
+        """`forms`: how the corpus writes its words (`scoring.names_another_thing`)."""
+        self.titles, self.types = titles, types
+        forms = forms or WordForms()
+        self.common, self.common_words = forms.no_name_openers(), forms.common_words()
+        self.given_names = given_names(titles)
         self.forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
                           for i, a in enumerate(group) for b in group[i + 1:]}
         self.forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
@@ -169,7 +173,8 @@ class PairRules:
         RESEARCH after STANFORD: `scoring.names_another_thing`)."""
         relation = relation or name_relation(self.titles[a], self.titles[b])
         return relation is not None and relation[0] == "short_form" and rules_out_short_form(
-            self.titles, self.types, a, b, self.organizations, self.common)
+            self.titles, self.types, a, b, self.organizations, self.common, self.common_words,
+            self.given_names)
 
 
 def _same_or_surname(honoured: str, bare: str) -> bool:

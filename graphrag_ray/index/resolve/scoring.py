@@ -19,6 +19,11 @@ word the corpus never writes in lower case nor only in capitals (an acronym), or
 short name is one word typed PERSON too (DREW of DREW ENDY, CHASE of CHASE JARVIS; not STAR
 TREK of STAR TREK PICARD): offline extraction guesses PERSON for any two or three
 capitalised words (SUN MICROSYSTEMS, NORTH CAROLINA, WHEREAS YOUTUBE).
+
+Whatever the types, a longer name that ends in a word the corpus itself writes as a word,
+mostly in lower case or only in capitals (BRADY BUNCH MOVIE, HEINKEL HD), is a thing of that
+kind, not the shorter name's full form, unless the shorter is a given name opening it (STEVE
+of STEVE JOBS: `given_names`). Counted over the corpus, it holds in any script with case.
 """
 
 from __future__ import annotations
@@ -88,17 +93,17 @@ def pronoun_votes(text: str, votes: Counter | None = None) -> Counter:
 
 @dataclass
 class WordForms:
-    """How the corpus writes its words: in lower case, in capitals, capitalised (lower-cased
-    for comparing); and the pronouns after its capitalised words (`pronoun_votes`). Taken
-    from the chunks in tasks and joined (`|`)."""
-    lower: set[str]
-    capitals: set[str]
-    capitalised: set[str]
+    """How often the corpus writes each word in lower case, in capitals, capitalised
+    (lower-cased for comparing); and the pronouns after its capitalised words
+    (`pronoun_votes`). Taken from the chunks in tasks and joined (`|`)."""
+    lower: Counter = field(default_factory=Counter)
+    capitals: Counter = field(default_factory=Counter)
+    capitalised: Counter = field(default_factory=Counter)
     pronouns: Counter = field(default_factory=Counter)
 
     def __or__(self, other: WordForms) -> WordForms:
-        return WordForms(self.lower | other.lower, self.capitals | other.capitals,
-                         self.capitalised | other.capitalised, self.pronouns + other.pronouns)
+        return WordForms(self.lower + other.lower, self.capitals + other.capitals,
+                         self.capitalised + other.capitalised, self.pronouns + other.pronouns)
 
     def sexes(self) -> dict[str, str]:
         """Capitalised word (upper case) -> "man" or "woman", where the pronouns after it say
@@ -116,7 +121,15 @@ class WordForms:
         """Words a person's name does not open (`is_person_name`): words written in lower
         case (north, sun), and acronyms, written only in capitals (SCO of SCO UNIX, XML of
         XML HTTP)."""
-        return frozenset(self.lower | (self.capitals - self.capitalised))
+        return frozenset(self.lower.keys() | (self.capitals.keys() - self.capitalised.keys()))
+
+    def common_words(self) -> frozenset[str]:
+        """Words the corpus writes more often in lower case than capitalised (movie,
+        format), or only in capitals (HD, TV): what a name ending in one is a kind of, where
+        a person's name ends in a name (`names_another_thing`). Counted, not seen once: a
+        surname that is also a word (Rivers, King) is written capitalised most."""
+        return frozenset({w for w, n in self.lower.items() if n > self.capitalised[w]}
+                         | (self.capitals.keys() - self.capitalised.keys()))
 
 
 def word_forms(texts: list[str]) -> WordForms:
@@ -125,9 +138,9 @@ def word_forms(texts: list[str]) -> WordForms:
     pronouns: Counter = Counter()
     for text in texts:
         pronoun_votes(text, pronouns)
-    return WordForms({w for t in texts for w in _LOWER_CASE_WORD.findall(t)},
-                     {w.lower() for t in texts for w in _CAPITALS_WORD.findall(t)},
-                     {w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)},
+    return WordForms(Counter(w for t in texts for w in _LOWER_CASE_WORD.findall(t)),
+                     Counter(w.lower() for t in texts for w in _CAPITALS_WORD.findall(t)),
+                     Counter(w.lower() for t in texts for w in _CAPITALISED_WORD.findall(t)),
                      pronouns)
 
 
@@ -141,10 +154,20 @@ def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:
 
 def names_another_thing(short: str, short_type: str, full: str, full_type: str,
                         organizations: frozenset[tuple[str, ...]],
-                        common: frozenset[str] = frozenset()) -> bool:
+                        common: frozenset[str] = frozenset(),
+                        common_words: frozenset[str] = frozenset(),
+                        given_names: frozenset[str] = frozenset()) -> bool:
     """Whether a short form names something other than the longer name (see the module's
     docstring). `organizations`: the name tokens of the graph's ORGANIZATION entities;
-    `common`: the words a person's name does not open (`WordForms.no_name_openers`)."""
+    `common`: the words a person's name does not open (`WordForms.no_name_openers`);
+    `common_words`: those the corpus writes as words, not names (`WordForms.common_words`):
+    a longer name that ends in one after the shorter is a thing of that kind (BRADY BUNCH
+    MOVIE, LINUX FORMAT, HEINKEL HD, INDIAN HINDI-LANGUAGE), whatever its guessed type,
+    unless the shorter is a given name opening it (STEVE of STEVE JOBS: `given_names`)."""
+    words = content_tokens(name_tokens(full))
+    if placement(short, full) != "suffix" and words[-1].lower() in common_words and \
+            not (content_tokens(name_tokens(short)) == words[:1] and words[0] in given_names):
+        return True
     person = full_type if full_type not in UNTYPED else short_type
     if is_person_name(full, person, common) or short_type == full_type == "PERSON" and \
             len(content_tokens(name_tokens(short))) == 1:
@@ -156,11 +179,28 @@ def names_another_thing(short: str, short_type: str, full: str, full_type: str,
 
 def rules_out_short_form(titles: list[str], types: list[str], a: int, b: int,
                          organizations: frozenset[tuple[str, ...]],
-                         common: frozenset[str] = frozenset()) -> bool:
+                         common: frozenset[str] = frozenset(),
+                         common_words: frozenset[str] = frozenset(),
+                         given_names: frozenset[str] = frozenset()) -> bool:
     """`names_another_thing` for rows `a` and `b` of a short-form pair, the shorter first."""
     short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
     return names_another_thing(titles[short], types[short], titles[full], types[full],
-                               organizations, common)
+                               organizations, common, common_words, given_names)
+
+
+def given_names(titles: list[str]) -> frozenset[str]:
+    """Words that open several names, each followed by another word, and end none (STEVE of
+    STEVE JOBS and STEVE WOZNIAK; not BRADY of BRADY BUNCH and BRADY BUNCH MOVIE, nor
+    HEINKEL, which ERNST HEINKEL ends), with the extractor's list of common given names."""
+    seconds: dict[str, set[str]] = {}
+    lasts = set()
+    for title in titles:
+        words = content_tokens(name_tokens(title))
+        if len(words) >= 2:
+            seconds.setdefault(words[0], set()).add(words[1])
+            lasts.add(words[-1])
+    by_data = {word for word, after in seconds.items() if len(after) >= 2} - lasts
+    return frozenset(by_data | {name.upper() for name in GIVEN_NAMES})
 
 
 def organization_names(titles: list[str], types: list[str]) -> frozenset[tuple[str, ...]]:

@@ -129,7 +129,7 @@ def corpus_word_forms(ctx: BuildContext) -> WordForms:
                                           language)
                                          for i in range(0, len(parts), CHUNK_PARTS_PER_TASK)],
                       ctx.config.runtime)
-    return reduce(operator.or_, forms, WordForms(set(), set(), set()))
+    return reduce(operator.or_, forms, WordForms())
 
 
 def document_titles(ctx: BuildContext, document_ids: list[str]) -> list[str]:
@@ -181,10 +181,9 @@ def resolve_entities(ctx: BuildContext, entities: pa.Table, relationships: pa.Ta
     with ctx.stage("resolve"):
         pairs, counts = candidate_pairs(ctx, entities, relationships, handles)
         forms = corpus_word_forms(ctx)
-        common = forms.no_name_openers()
         titles = entities.column("title").to_pylist()
         types = entities.column("type").to_pylist()
-        rules = PairRules(titles, types, config.force_merge, config.forbid_merge, common)
+        rules = PairRules(titles, types, config.force_merge, config.forbid_merge, forms)
         uncertain = pairs.filter(pc.less(pairs.column("score"), config.threshold))
         # (A pair no answer could merge is not asked about.)
         uncertain = uncertain.filter(pa.array([not rules.apart(a, b) for a, b in zip(

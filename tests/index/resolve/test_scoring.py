@@ -3,7 +3,7 @@ is often something else: a thing named after it, or a broader thing."""
 
 import pytest
 
-from graphrag_ray.index.resolve.scoring import names_another_thing, word_forms
+from graphrag_ray.index.resolve.scoring import given_names, names_another_thing, word_forms
 
 OWNERS = frozenset({("MICROSOFT",)})
 
@@ -36,6 +36,33 @@ def test_an_acronym_opens_no_persons_name():
     assert not names_another_thing("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", OWNERS, common)
 
 
+def test_a_name_ending_in_a_word_the_corpus_writes_as_a_word_is_of_that_kind():
+    # Guessed PERSON, all of them: the corpus says which endings are words, by count.
+    forms = word_forms([
+        "The Brady Bunch Movie is a comedy. The movie was a hit; a movie about a movie.",
+        "The Heinkel HD 40 was built by Heinkel. St John Rivers came. Rivers spoke; two "
+        "rivers met. Hank Williams sang, and Hank smiled. An Indian Hindi-language film, "
+        "in Hindi; the language."])
+    common, words = forms.no_name_openers(), forms.common_words()
+    # Jobs is a word here, and Steve a given name: it opens two names and ends none.
+    words |= {"jobs"}
+    given = given_names(["STEVE JOBS", "STEVE WOZNIAK", "BRADY BUNCH", "BRADY BUNCH MOVIE",
+                         "HEINKEL HD", "HEINKEL HE", "ERNST HEINKEL"])
+    assert "STEVE" in given and not {"BRADY", "HEINKEL"} & given
+    assert {"movie", "hd"} <= words and not {"rivers", "williams", "heinkel"} & words
+    assert "rivers" in common  # (seen once in lower case: no person's name opens with it)
+    for short, full, other in [("BRADY BUNCH", "BRADY BUNCH MOVIE", True),
+                               ("HEINKEL", "HEINKEL HD", True),
+                               ("HINDI", "INDIAN HINDI-LANGUAGE", True),
+                               ("JOHN", "JOHN RIVERS", False), ("HANK", "HANK WILLIAMS", False),
+                               ("STEVE", "STEVE JOBS", False)]:
+        assert names_another_thing(short, "PERSON", full, "PERSON", OWNERS, common, words,
+                                   given) is other, (short, full)
+    # Summed when tasks' counts are joined: two more in lower case outweigh the two
+    # capitalised.
+    assert "rivers" in (forms | word_forms(["rivers and rivers"])).common_words()
+
+
 def test_the_pronouns_after_a_name_say_its_sex_where_they_are_clear():
     from graphrag_ray.index.resolve.scoring import WordForms, pronoun_votes
     votes = pronoun_votes(
@@ -44,6 +71,6 @@ def test_the_pronouns_after_a_name_say_its_sex_where_they_are_clear():
     assert votes[("CHARLOTTE", "woman")] == 2 and votes[("BOB", "man")] == 1
     # "Edward saw Elinor and she": another name first, so the pronoun is not counted his.
     assert votes[("EDWARD", "woman")] == 0 and votes[("ELINOR", "woman")] == 1
-    forms = WordForms(set(), set(), set(), votes)
+    forms = WordForms(pronouns=votes)
     assert forms.sexes() == {"CHARLOTTE": "woman"}  # one vote says nothing
     assert (forms | forms).sexes()["BOB"] == "man"
