@@ -43,8 +43,7 @@ from graphrag_ray.index.resolve.names import (
     TWO_TITLES, bearer, content_tokens, family_name, is_short_side, name_relation, name_tokens,
     placement)
 from graphrag_ray.index.resolve.scoring import (
-    UNTYPED, WordForms, given_names, is_person_name, organization_names, rules_out_short_form,
-    types_conflict)
+    UNTYPED, CorpusNames, WordForms, is_person_name, rules_out_short_form, types_conflict)
 
 # Clusters larger than this take no more members (a guard against a pathological chain).
 MAX_CLUSTER_SIZE = 64
@@ -123,13 +122,12 @@ class PairRules:
         """`forms`: how the corpus writes its words (`scoring.names_another_thing`)."""
         self.titles, self.types = titles, types
         forms = forms or WordForms()
-        self.common, self.common_words = forms.no_name_openers(), forms.common_words()
-        self.given_names = given_names(titles)
+        self.corpus = CorpusNames.of(titles, types, forms)
+        self.common = self.corpus.not_openers
         self.forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
                           for i, a in enumerate(group) for b in group[i + 1:]}
         self.forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
         self.vouched = {r for g in self.forced_groups for r in g[1:]}
-        self.organizations = organization_names(titles, types)
 
     def persons_short_name(self, short: int, full: int) -> bool:
         """One word of a person's name, written exactly (DREW of DREW ENDY); a surname only
@@ -173,8 +171,7 @@ class PairRules:
         RESEARCH after STANFORD: `scoring.names_another_thing`)."""
         relation = relation or name_relation(self.titles[a], self.titles[b])
         return relation is not None and relation[0] == "short_form" and rules_out_short_form(
-            self.titles, self.types, a, b, self.organizations, self.common, self.common_words,
-            self.given_names)
+            self.titles, self.types, a, b, self.corpus)
 
 
 def _same_or_surname(honoured: str, bare: str) -> bool:

@@ -121,7 +121,7 @@ class WordForms:
         """Words a person's name does not open (`is_person_name`): words written in lower
         case (north, sun), and acronyms, written only in capitals (SCO of SCO UNIX, XML of
         XML HTTP)."""
-        return frozenset(self.lower.keys() | (self.capitals.keys() - self.capitalised.keys()))
+        return frozenset(self.lower.keys() | self.acronyms())
 
     def common_words(self) -> frozenset[str]:
         """Words the corpus writes more often in lower case than capitalised (movie,
@@ -129,7 +129,11 @@ class WordForms:
         a person's name ends in a name (`names_another_thing`). Counted, not seen once: a
         surname that is also a word (Rivers, King) is written capitalised most."""
         return frozenset({w for w, n in self.lower.items() if n > self.capitalised[w]}
-                         | (self.capitals.keys() - self.capitalised.keys()))
+                         | self.acronyms())
+
+    def acronyms(self) -> frozenset[str]:
+        """Words written only in capitals (SCO, HD)."""
+        return frozenset(self.capitals.keys() - self.capitalised.keys())
 
 
 def word_forms(texts: list[str]) -> WordForms:
@@ -152,40 +156,55 @@ def is_person_name(title: str, kind: str, common: frozenset[str]) -> bool:
     return kind == "PERSON" and (first in GIVEN_NAMES or first not in common)
 
 
+@dataclass(frozen=True)
+class CorpusNames:
+    """What the corpus and its graph say of the words in names (`names_another_thing`)."""
+    # The name tokens of the graph's ORGANIZATION entities.
+    organizations: frozenset[tuple[str, ...]] = frozenset()
+    # The words a person's name does not open (`WordForms.no_name_openers`).
+    not_openers: frozenset[str] = frozenset()
+    # Words written as words, not names (`WordForms.common_words`).
+    common_words: frozenset[str] = frozenset()
+    # Words written only in capitals (`WordForms.acronyms`).
+    acronyms: frozenset[str] = frozenset()
+    # Words that open persons' names (`given_names`).
+    given_names: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, titles: list[str], types: list[str], forms: WordForms) -> CorpusNames:
+        return cls(organization_names(titles, types), forms.no_name_openers(),
+                   forms.common_words(), forms.acronyms(), given_names(titles))
+
+
 def names_another_thing(short: str, short_type: str, full: str, full_type: str,
-                        organizations: frozenset[tuple[str, ...]],
-                        common: frozenset[str] = frozenset(),
-                        common_words: frozenset[str] = frozenset(),
-                        given_names: frozenset[str] = frozenset()) -> bool:
+                        corpus: CorpusNames = CorpusNames()) -> bool:
     """Whether a short form names something other than the longer name (see the module's
-    docstring). `organizations`: the name tokens of the graph's ORGANIZATION entities;
-    `common`: the words a person's name does not open (`WordForms.no_name_openers`);
-    `common_words`: those the corpus writes as words, not names (`WordForms.common_words`):
-    a longer name that ends in one after the shorter is a thing of that kind (BRADY BUNCH
-    MOVIE, LINUX FORMAT, HEINKEL HD, INDIAN HINDI-LANGUAGE), whatever its guessed type,
-    unless the shorter is a given name opening it (STEVE of STEVE JOBS: `given_names`)."""
+    docstring). A longer name that ends in a word the corpus writes as a word after the
+    shorter is a thing of that kind (BRADY BUNCH MOVIE, LINUX FORMAT, HEINKEL HD, INDIAN
+    HINDI-LANGUAGE), whatever its guessed type, unless the shorter is a given name opening
+    it (STEVE of STEVE JOBS); one opening with an acronym is no person's (SCO UNIX), however
+    both are typed."""
     words = content_tokens(name_tokens(full))
-    if placement(short, full) != "suffix" and words[-1].lower() in common_words and \
-            not (content_tokens(name_tokens(short)) == words[:1] and words[0] in given_names):
+    short_words = content_tokens(name_tokens(short))
+    if placement(short, full) != "suffix" and words[-1].lower() in corpus.common_words and \
+            not (short_words == words[:1] and words[0] in corpus.given_names):
         return True
     person = full_type if full_type not in UNTYPED else short_type
-    if is_person_name(full, person, common) or short_type == full_type == "PERSON" and \
-            len(content_tokens(name_tokens(short))) == 1:
+    if is_person_name(full, person, corpus.not_openers) or \
+            short_type == full_type == "PERSON" and len(short_words) == 1 and \
+            words[0].lower() not in corpus.acronyms:
         return False
     if placement(short, full) == "suffix":
-        return name_tokens(leading_words(short, full)) not in organizations
+        return name_tokens(leading_words(short, full)) not in corpus.organizations
     return True
 
 
 def rules_out_short_form(titles: list[str], types: list[str], a: int, b: int,
-                         organizations: frozenset[tuple[str, ...]],
-                         common: frozenset[str] = frozenset(),
-                         common_words: frozenset[str] = frozenset(),
-                         given_names: frozenset[str] = frozenset()) -> bool:
+                         corpus: CorpusNames = CorpusNames()) -> bool:
     """`names_another_thing` for rows `a` and `b` of a short-form pair, the shorter first."""
     short, full = (a, b) if is_short_side(titles[a], titles[b]) else (b, a)
     return names_another_thing(titles[short], types[short], titles[full], types[full],
-                               organizations, common, common_words, given_names)
+                               corpus)
 
 
 def given_names(titles: list[str]) -> frozenset[str]:

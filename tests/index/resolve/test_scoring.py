@@ -3,9 +3,10 @@ is often something else: a thing named after it, or a broader thing."""
 
 import pytest
 
-from graphrag_ray.index.resolve.scoring import given_names, names_another_thing, word_forms
+from graphrag_ray.index.resolve.scoring import (
+    CorpusNames, given_names, names_another_thing, word_forms)
 
-OWNERS = frozenset({("MICROSOFT",)})
+OWNERS = CorpusNames(organizations=frozenset({("MICROSOFT",)}))
 
 
 @pytest.mark.parametrize("short, short_type, full, full_type, other", [
@@ -32,8 +33,13 @@ def test_an_acronym_opens_no_persons_name():
                         "XML HTTP requests."])
     common = forms.no_name_openers()
     assert {"sco", "xml", "sun"} <= common and "kevin" not in common
-    assert names_another_thing("SCO", "OTHER", "SCO UNIX", "PERSON", OWNERS, common)
-    assert not names_another_thing("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", OWNERS, common)
+    corpus = CorpusNames.of(["SCO UNIX", "KEVIN SCOTT"], ["PERSON"] * 2, forms)
+    assert names_another_thing("SCO", "OTHER", "SCO UNIX", "PERSON", corpus)
+    assert not names_another_thing("KEVIN", "PERSON", "KEVIN SCOTT", "PERSON", corpus)
+    # Both guessed persons, a one-word short name: a surname, unless an acronym opens the
+    # longer (UNIX is no one's surname in SCO UNIX).
+    assert names_another_thing("UNIX", "PERSON", "SCO UNIX", "PERSON", corpus)
+    assert not names_another_thing("SCOTT", "PERSON", "KEVIN SCOTT", "PERSON", corpus)
 
 
 def test_a_name_ending_in_a_word_the_corpus_writes_as_a_word_is_of_that_kind():
@@ -56,8 +62,8 @@ def test_a_name_ending_in_a_word_the_corpus_writes_as_a_word_is_of_that_kind():
                                ("HINDI", "INDIAN HINDI-LANGUAGE", True),
                                ("JOHN", "JOHN RIVERS", False), ("HANK", "HANK WILLIAMS", False),
                                ("STEVE", "STEVE JOBS", False)]:
-        assert names_another_thing(short, "PERSON", full, "PERSON", OWNERS, common, words,
-                                   given) is other, (short, full)
+        assert names_another_thing(short, "PERSON", full, "PERSON", CorpusNames(
+            OWNERS.organizations, common, words, forms.acronyms(), given)) is other, (short, full)
     # Summed when tasks' counts are joined: two more in lower case outweigh the two
     # capitalised.
     assert "rivers" in (forms | word_forms(["rivers and rivers"])).common_words()
