@@ -82,11 +82,14 @@ class InputConfig(_Section):
     # without it such files are skipped with that command as the reason.
     file_types: list[str] = ["txt", "md", "csv", "json", "jsonl", "parquet", "pdf", "docx",
                              "html", "htm"]
+    # CSV/JSON/JSONL/Parquet: the column holding a record's text.
     text_column: str = "text"
+    # CSV/JSON/JSONL/Parquet: the column holding a record's title (else the file's name).
     title_column: str = "title"
     # CSV/JSON/JSONL/Parquet: the column naming each record's document, so `update` knows a
     # record as the same document wherever its row moves (None: the row number in its file).
     id_column: str | None = None
+    # The text files' encoding.
     encoding: str = "utf-8"
     # Used, with a recorded warning, when a file is not valid in `encoding`; never drops text.
     # A file that starts with a UTF-16 or UTF-32 byte order mark is read in that encoding.
@@ -97,13 +100,17 @@ class InputConfig(_Section):
 
 
 class ChunksConfig(_Section):
+    # Tokens per chunk (text unit): what one extraction call reads.
     size: int = Field(600, gt=0)
+    # Tokens a chunk shares with the one before it, so a sentence cut at a boundary is read
+    # whole once.
     overlap: int = Field(100, ge=0)
 
 
 class RepeatedPassagesConfig(_Section):
     """Passages repeated across documents (licences, disclaimers, show intros): indexed once,
     never extracted nor put in answer contexts (`index/chunks/repeated_passages.py`)."""
+    # Find repeated passages and index them once.
     enabled: bool = True
     min_documents: int = Field(3, ge=2, description="documents a passage must recur in")
     # ... and, to be boilerplate (never extracted), this share of all documents: boilerplate
@@ -121,8 +128,12 @@ class TokenizerConfig(_Section):
 
 
 class ExtractionConfig(_Section):
+    # nlp: proper nouns and sentence co-occurrence, offline; llm: the paper's extraction
+    # prompt.
     method: Literal["nlp", "llm"] = "nlp"
+    # The entity types the LLM is asked to find (lower case; tables keep them in capitals).
     entity_types: list[str] = ["organization", "person", "geo", "event"]
+    # Extra "anything missed?" rounds per chunk after the first reply (0: none).
     max_gleanings: int = Field(1, ge=0)
     # Before each gleaning round, ask whether anything was missed (the paper's Y/N check;
     # `configs/paper.yaml` turns it on). Off by default: the check resends the whole
@@ -131,17 +142,24 @@ class ExtractionConfig(_Section):
     # and 440k tokens with it, 168 and 302k without, the same graph; the cost 8% lower even
     # with the prompt cache serving most of the resent prompt, the build 35% shorter.
     glean_check: bool = False
+    # The separator between a record's fields in the extraction prompt's format.
     tuple_delimiter: str = "<|>"
+    # The separator between records in the extraction prompt's format.
     record_delimiter: str = "##"
+    # What ends an extraction reply.
     completion_delimiter: str = "<|COMPLETE|>"
+    # The longest reply of an extraction or gleaning call.
     max_output_tokens: int = Field(2000, gt=0)
     # nlp method: longest description kept per instance (characters).
     nlp_max_description_chars: int = Field(400, gt=0)
 
 
 class ClaimsConfig(_Section):
+    # Extract claims (covariates) about entities; one more LLM call per chunk.
     enabled: bool = False
+    # What counts as a claim, as the claims prompt is told.
     description: str = "Any claims or facts that could be relevant to information discovery."
+    # The longest reply of a claims call.
     max_output_tokens: int = Field(2000, gt=0)
 
 
@@ -149,8 +167,11 @@ StageMethod = Literal["auto", "llm", "extractive"]
 
 
 class SummarizeConfig(_Section):
+    # How an element's descriptions become one: llm, nlp (extractive) or auto (llm when
+    # extraction is).
     method: StageMethod = "auto"
     max_length: int = Field(300, gt=0, description="target tokens of a merged description")
+    # Descriptions one summary call reads; longer lists are cut, longest-supported first.
     max_input_tokens: int = Field(4000, gt=0)
     # An element's distinct descriptions are merged by the LLM when there are at least this
     # many, or when joined they run past `max_length`; fewer and shorter ones are joined as
@@ -163,6 +184,7 @@ class MergeConfig(_Section):
     # Hash partitions the element instances are written in and merged in (in parallel on Ray);
     # None: one per `tokens_per_shard` corpus tokens, so small corpora merge in one piece.
     shards: int | None = Field(None, gt=0)
+    # Corpus tokens per merge shard, when `shards` is unset.
     tokens_per_shard: int = Field(2_000_000, gt=0)
 
 
@@ -171,11 +193,13 @@ class ResolutionConfig(_Section):
     contexts say they are one thing (HOLMES, MR. HOLMES, SHERLOCK HOLMES) become one, every
     alias kept in `entity_aliases`. Off by default until it has proved itself on more
     corpora than the synthetic truth and the podcast."""
+    # Merge entities that are one thing under several names (aliases, short forms, acronyms).
     enabled: bool = False
     threshold: float = Field(0.75, gt=0, le=1, description="score at which a pair merges")
     # Pairs from here up to `threshold` are uncertain: asked of the LLM when
     # `confirm_with_llm`, and in any case evidence that a short name is ambiguous.
     review_threshold: float = Field(0.6, gt=0, le=1)
+    # Ask the LLM about the pairs scored between `review_threshold` and `threshold`.
     confirm_with_llm: bool = False
     # The languages whose titles, ranks, kind words, pronouns and nicknames resolution reads
     # names with (`graphrag_ray/languages/<code>.json`); [] resolves on the names' tokens and
@@ -203,13 +227,18 @@ class ResolutionConfig(_Section):
     # Lists of names that are one thing (the first is the canonical name) and lists of names
     # never to merge with each other; names as extracted, any case.
     force_merge: list[list[str]] = []
+    # Groups of names never merged with each other (names as extracted, any case).
     forbid_merge: list[list[str]] = []
 
 
 class CommunitiesConfig(_Section):
+    # A community larger than this is split again, one level down (hierarchical Leiden).
     max_cluster_size: int = Field(10, gt=0)
+    # The deepest level of the community hierarchy.
     max_levels: int = Field(6, gt=0)
+    # Leiden's random seed: the same graph and seed give the same communities.
     seed: int = 0xDEADBEEF
+    # Leiden's resolution: higher makes more, smaller communities.
     resolution: float = Field(1.0, gt=0)
     # Leiden passes per clustering (leidenalg's default, 2). -1 iterates until nothing moves:
     # marginally better partitions, for many times the passes on a large graph.
@@ -222,18 +251,26 @@ class CommunitiesConfig(_Section):
 
 class LayoutConfig(_Section):
     """The 2-D layout written to `entities.x`/`y` (`index/graph/layout.py`)."""
+    # Compute the entities' 2-D positions (`x`, `y`) for the explorer and exports.
     enabled: bool = True
     # Larger graphs get no layout (x = y = 0): a force layout of millions of nodes takes
     # minutes on the head node and tells little; turn it off entirely with `enabled: false`.
     max_nodes: int = Field(1_000_000, gt=0)
+    # Iterations of the force-directed layout.
     iterations: int = Field(500, gt=0)
+    # The layout's random seed.
     seed: int = 42
 
 
 class ReportsConfig(_Section):
+    # How community reports are written: llm, nlp (extractive) or auto (llm when extraction
+    # is).
     method: StageMethod = "auto"
+    # The context one report call reads (entities, relationships, claims, sub-reports).
     max_input_tokens: int = Field(8000, gt=0)
+    # The longest reply of a report call.
     max_output_tokens: int = Field(1500, gt=0)
+    # Findings a report keeps.
     max_findings: int = Field(8, gt=0)
     # Communities with fewer entities get their extractive report (their entities' and
     # relationship's own descriptions) instead of an LLM call: on the podcast corpus 157 of
@@ -247,6 +284,7 @@ class DynamicSelectionConfig(_Section):
     enabled: bool = False
     # Ratings run 0-5; a report rated at least this is relevant and its children are rated.
     threshold: int = Field(1, ge=0, le=5)
+    # The longest reply of a rating call.
     max_output_tokens: int = Field(300, gt=0)
     # Report text shown to the rater (tokens).
     report_tokens: int = Field(1500, gt=0)
@@ -254,14 +292,24 @@ class DynamicSelectionConfig(_Section):
 
 class GlobalSearchConfig(_Section):
     changes_content: ClassVar[bool] = False
+    # How global answers are made: llm (map-reduce over reports), nlp (extractive) or auto.
     method: StageMethod = "auto"
+    # The community level a global question reads when it names none.
     default_level: int = Field(2, ge=0)
+    # Report tokens per map call.
     map_context_tokens: int = Field(8000, gt=0)
+    # The map answers' tokens the reduce call reads, highest-rated first.
     reduce_context_tokens: int = Field(8000, gt=0)
+    # The longest reply of a map call.
     map_max_output_tokens: int = Field(1000, gt=0)
+    # The longest final answer.
     reduce_max_output_tokens: int = Field(1500, gt=0)
+    # The seed that shuffles reports into map batches (the paper's random packing), so answers
+    # repeat.
     shuffle_seed: int = 86
+    # Map calls in flight at once.
     concurrency: int = Field(8, gt=0)
+    # The answer's form, as the prompt asks for it.
     response_type: str = "multiple paragraphs"
     # What a map call returns: single, the paper's form, one intermediate answer per batch
     # with one 0-100 helpfulness score (what `eval` always uses); points, a list of
@@ -273,28 +321,39 @@ class GlobalSearchConfig(_Section):
 
 class LocalSearchConfig(_Section):
     changes_content: ClassVar[bool] = False
+    # How local answers are written: llm, nlp (extractive) or auto.
     method: StageMethod = "auto"
+    # Entities nearest the question that seed the context.
     top_k_entities: int = Field(10, gt=0)
     top_k_relationships: int = Field(10, gt=0, description="per matched entity, by weight")
+    # The context's size: entities, relationships, claims, reports and text units.
     context_tokens: int = Field(8000, gt=0)
     # Shares of the context budget; entities, relationships and claims get the rest.
     text_unit_proportion: float = Field(0.5, ge=0, le=1)
+    # The context's share for community reports.
     community_proportion: float = Field(0.15, ge=0, le=1)
+    # The longest answer.
     max_output_tokens: int = Field(1500, gt=0)
+    # The answer's form, as the prompt asks for it.
     response_type: str = "multiple paragraphs"
 
 
 class DriftSearchConfig(_Section):
     changes_content: ClassVar[bool] = False
+    # How DRIFT steps and answers are made: llm, nlp (extractive) or auto.
     method: StageMethod = "auto"
     top_k_reports: int = Field(5, gt=0, description="reports the primer starts from")
     depth: int = Field(2, ge=1, description="rounds of follow-up questions")
     follow_ups_per_step: int = Field(3, gt=0, description="follow-ups taken per round")
+    # Report tokens the primer step reads.
     primer_context_tokens: int = Field(8000, gt=0)
     # Each follow-up's local search uses this context budget (smaller than local search's).
     local_context_tokens: int = Field(4000, gt=0)
+    # The longest reply of a step or of the final answer.
     max_output_tokens: int = Field(1000, gt=0)
+    # Step calls in flight at once.
     concurrency: int = Field(8, gt=0)
+    # The answer's form, as the prompt asks for it.
     response_type: str = "multiple paragraphs"
 
 
@@ -323,10 +382,14 @@ class RetrievalConfig(_Section):
 
 class BasicSearchConfig(_Section):
     changes_content: ClassVar[bool] = False
+    # How basic (vector RAG) answers are written: llm, nlp (extractive) or auto.
     method: StageMethod = "auto"
     top_k: int = Field(40, gt=0, description="text units retrieved before the budget cuts")
+    # Text-unit tokens an answer reads.
     context_tokens: int = Field(8000, gt=0)
+    # The longest answer.
     max_output_tokens: int = Field(1500, gt=0)
+    # The answer's form, as the prompt asks for it.
     response_type: str = "multiple paragraphs"
 
 
@@ -334,23 +397,32 @@ class EvalConfig(_Section):
     changes_content: ClassVar[bool] = False
     # Activity-centred question generation: users x tasks per user x questions per task.
     users: int = Field(5, gt=0)
+    # Tasks each generated user has.
     tasks_per_user: int = Field(5, gt=0)
+    # Questions each task asks.
     questions_per_task: int = Field(5, gt=0)
+    # What answers are compared: C0-C3 (global search at community levels 0-3), TS (text
+    # summarization), SS (semantic search).
     conditions: list[str] = ["C0", "C1", "C2", "C3", "TS", "SS"]
+    # What the judge compares answers on (the paper's four).
     metrics: list[str] = ["comprehensiveness", "diversity", "empowerment", "directness"]
     repeats: int = Field(5, gt=0, description="judgements per pair; the order swaps each time")
     # The judge may be another model or endpoint; unset fields follow `llm`.
     judge_model: str | None = None
+    # The judge's endpoint (None: `llm.api_base`).
     judge_api_base: str | None = None
 
     @field_validator("judge_api_base")
     @classmethod
     def _judge_base_is_a_url(cls, value):
         return check_url(value, "judge_api_base")
+    # The judge model's temperature.
     judge_temperature: float = 0.0
+    # The longest reply of a question-writing or judging call.
     max_output_tokens: int = Field(1000, gt=0)
     # Claim diversity: clusters of claim embeddings at these cosine-distance thresholds.
     claim_distance_thresholds: list[float] = [0.5, 0.6, 0.7, 0.8]
+    # Answering and judging calls in flight at once.
     concurrency: int = Field(8, gt=0)
 
 
@@ -372,12 +444,15 @@ class LLMConfig(_Section):
     # What sends the requests (`llm/providers.py`): openai (any OpenAI-compatible endpoint at
     # api_base), another registered name, an installed plugin's, or module:attribute.
     provider: str = "openai"
+    # The endpoint's base URL (http://host:port/v1); None: OpenAI's.
     api_base: str | None = None
 
     @field_validator("api_base")
     @classmethod
     def _api_base_is_a_url(cls, value):
         return check_url(value, "api_base")
+    # The endpoint's key; else GRAPHRAG_API_KEY, else OPENAI_API_KEY. Never stored in an index
+    # or written to logs.
     api_key: SecretStr = SecretStr("")
     # The model; for Azure OpenAI, the deployment's name.
     model: str = "gpt-4o-mini"
@@ -390,6 +465,7 @@ class LLMConfig(_Section):
     def _version_as_written(cls, value):
         """YAML reads 2024-10-21 as a date; the version is that text."""
         return value.isoformat() if isinstance(value, date) else value
+    # Seconds before a request is abandoned and retried.
     request_timeout: float = Field(120.0, gt=0)
     # Each chat request says what it is and holds in X-Graphrag-Request-Kind/-About headers
     # (`llm/request_kinds.py`), for a server that answers by them (the project's test server,
@@ -402,11 +478,14 @@ class LLMConfig(_Section):
                                "it goes on")
     unusable_share: float = Field(1.0, gt=0, le=1, description="share of the checked "
                                   "replies that, unusable, stops the stage")
+    # Retries of a failed or rate-limited request before it counts as failed.
     max_retries: int = Field(6, ge=0)
     retry_base_delay_s: float = Field(1.0, gt=0, description="first backoff without Retry-After")
+    # The sampling temperature sent (where the model takes one).
     temperature: float = 0.0
     # The provider's limits; the budget holds across every worker of the job (None: unlimited).
     requests_per_minute: float | None = Field(None, gt=0)
+    # The provider's tokens-per-minute limit (None: unlimited).
     tokens_per_minute: float | None = Field(None, gt=0)
     # Calls in flight follow from the limits and the latency seen (Little's law); this caps
     # them whatever the limits allow.
@@ -419,6 +498,7 @@ class LLMConfig(_Section):
     tokens_counted: Literal["usage", "requested"] = "usage"
     # Pace at this fraction of the limits, with at most this many seconds of burst.
     rate_limit_headroom: float = Field(0.98, gt=0, le=1)
+    # Seconds of the limits that may be spent at once.
     burst_seconds: float = Field(1.0, gt=0)
     # The limits are per minute: budget left idle in the last 60 s (while a stage drains, say)
     # may be caught up at up to this multiple of the per-minute rate, no 60 s window ever
@@ -434,6 +514,7 @@ class LLMConfig(_Section):
     # o-series and gpt-5 take max_completion_tokens, no temperature, no logit_bias), then
     # learned from the endpoint's rejections; a value forces the choice.
     max_tokens_parameter: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    # Whether requests carry the temperature (None: by the model, as `max_tokens_parameter`).
     send_temperature: bool | None = None
     # Sent for the gleaning check's one-token Y/N answer only to models whose tokenizer we
     # know (a local server's model has its own token ids); otherwise a short reply is parsed.
@@ -447,6 +528,7 @@ class LLMConfig(_Section):
     # gleaning, most of a build's tokens, and the rest online (`llm/batch.py`). Needs the
     # response cache.
     batch: Literal[False, True, "extraction"] = False
+    # The Batch API's completion window.
     batch_completion_window: str = "24h"
     batch_poll_s: float = Field(30.0, gt=0, description="seconds between status checks")
     batch_max_requests: int = Field(50_000, gt=0, description="requests per batch")
@@ -518,6 +600,7 @@ class EmbeddingsConfig(LLMConfig):
     # Vector size of the hashing method, and asked of endpoints that accept `dimensions`
     # (None: the model's own size).
     dimensions: int | None = Field(None, gt=0)
+    # The hashing method's vector size.
     hashing_dimensions: int = Field(1024, gt=0)
     batch_size: int = Field(64, gt=0, description="texts per embeddings request")
     # `batch` (as in llm): true sends the embeddings by the provider's Batch API, at its
@@ -556,18 +639,25 @@ class LazySearchConfig(_Section):
     # overlap judges relevance, the passages' own sentences are the claims).
     method: Literal["auto", "llm", "extractive"] = "auto"
     relevance_budget: int = Field(500, gt=0, description="passages tested per question, at most")
+    # Subquestions a question is split into, at most.
     max_subquestions: int = Field(3, gt=0)
     # A test reads the unit's sentences closest to the sub-question (a sentence or two), not
     # the whole unit: 500 whole 600-token units would cost more than global search does. On
     # the podcast index, 40 tokens cost 13.7k tokens a question at budget 500, 60 cost 18.4k.
     passage_tokens: int = Field(40, gt=0, description="tokens of a unit shown to a test")
+    # Passages one relevance call tests.
     passages_per_call: int = Field(20, gt=0)
     units_per_community: int = Field(3, gt=0, description="tested per community per round")
+    # Claims taken from one relevant passage, at most.
     max_claims_per_passage: int = Field(3, gt=0)
     context_tokens: int = Field(8000, gt=0, description="claims per answer (or map) call")
+    # The longest reply of a relevance or claim call.
     relevance_max_output_tokens: int = Field(1500, gt=0)
+    # The longest answer.
     max_output_tokens: int = Field(1500, gt=0)
+    # Calls in flight at once.
     concurrency: int = Field(8, gt=0)
+    # The answer's form, as the prompt asks for it.
     response_type: str = "multiple paragraphs"
     # Sub-questions and relevance tests on another (cheaper) model or endpoint: the fields
     # given here replace `llm`'s (fields left at their defaults follow `llm`). The answer
@@ -589,6 +679,7 @@ class LanceConfig(_Section):
     quantization by default, which reached the recall of the slower-to-build IVF_PQ and
     IVF_HNSW_SQ (the benchmark pages have the figures)."""
     changes_content: ClassVar[bool] = False
+    # Lance's approximate index type.
     index_type: Literal["IVF_SQ", "IVF_FLAT", "IVF_PQ", "IVF_HNSW_SQ", "IVF_RQ"] = "IVF_SQ"
     # Partitions a search reads (of ~1 per 4k vectors): more finds more of the true
     # neighbours and reads more.
@@ -619,6 +710,7 @@ class VectorIndexConfig(_Section):
 
 class CacheConfig(_Section):
     changes_content: ClassVar[bool] = False
+    # Keep every reply by its request, so a rerun or a resumed build repays nothing.
     enabled: bool = True
     # fsspec URL; None: `cache/` beside the index output.
     url: str | None = None
@@ -645,11 +737,15 @@ class RuntimeConfig(_Section):
     # for LLM extraction, where threads wait on the endpoint and Ray's start-up and
     # scheduling cost more than they give on one machine.
     engine: Literal["auto", "ray", "local"] = "auto"
+    # The most chunks `auto` extracts offline in one process (see `engine`).
     local_max_chunks: int | None = Field(None, ge=0)
+    # The most chunks `auto` extracts with the LLM in one process (see `engine`).
     local_max_llm_chunks: int = Field(20_000, ge=0)
+    # The Ray cluster to join (None: RAY_ADDRESS, else a local Ray).
     ray_address: str | None = None
     num_workers: int = Field(2, gt=0, description="max actors per stage pool")
     batch_size: int = Field(16, gt=0, description="rows per map_batches call")
+    # CPUs a local Ray may use (None: all).
     num_cpus: int | None = None
 
 
@@ -669,10 +765,13 @@ class ServeConfig(_Section):
     # Without API keys (GRAPHRAG_SERVE_API_KEYS) the service binds 127.0.0.1 whatever `host`
     # says: an open port answering with a paid LLM is somebody else's budget.
     host: str = "127.0.0.1"
+    # The port to listen on (0: any free one).
     port: int = Field(8000, ge=0, le=65535)
     # Fixed replicas, or autoscaling between `min_replicas` and `max_replicas` (both set).
     replicas: int = Field(1, gt=0)
+    # Autoscaling's fewest replicas.
     min_replicas: int | None = Field(None, ge=0)
+    # Autoscaling's most replicas.
     max_replicas: int | None = Field(None, gt=0)
     # CPUs Ray reserves per replica: a query waits on the LLM most of its time, so a replica
     # holds less than a core; on a 2-core node two replicas and a build's workers still fit.
@@ -683,6 +782,7 @@ class ServeConfig(_Section):
     # A request unanswered after this long gets 504; its search still finishes in the
     # background and keeps its slot until then, so timeouts cannot pile work up.
     request_timeout_s: float = Field(120.0, gt=0)
+    # The largest request body taken.
     max_body_bytes: int = Field(1_000_000, gt=0)
     # How often a replica looks for a newly published version (it loads it in the
     # background, then switches; in-flight requests finish on the version they started on).

@@ -3,7 +3,7 @@
 Runs `graphrag-ray index` (a subprocess, as a user would) against the project's test LLM
 server started as a separate process and set up as a provider: latency, requests and tokens
 per minute per model over a sliding 60 s window, 429 + Retry-After beyond. The build's
-config names only the endpoint and the provider's limits (the README's example): chunks
+config names only the endpoint and the provider's limits (the getting-started page's example): chunks
 1200/100, one gleaning round, LLM extraction, summaries and reports, embeddings through the
 provider. For each run it prints wall time, the bound the limits set for the calls and
 tokens the server billed (max(calls / RPM, tokens / TPM) per model; chat and embeddings have

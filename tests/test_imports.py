@@ -1,7 +1,7 @@
 """The package's import graph has no circle: a module that imports another is never imported
 back by it, directly or through others (imports inside functions included, as they tie the
 modules as much). A circle is where a module's job has been split wrongly; break it by moving
-the shared part down (see ARCHITECTURE.md)."""
+the shared part down (see docs/architecture.md)."""
 
 import ast
 from pathlib import Path
@@ -89,7 +89,7 @@ def test_a_circle_is_found():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-# The layers, bottom first (ARCHITECTURE.md draws them): a module imports from its own layer
+# The layers, bottom first (docs/architecture.md draws them): a module imports from its own layer
 # and the ones below, never from above. A package not listed here fails the test until it
 # is given its place.
 LAYERS = [
