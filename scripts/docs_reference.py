@@ -9,6 +9,7 @@ from what this writes or a key has no description.
 from __future__ import annotations
 
 import argparse
+import html
 import inspect
 import json
 import re
@@ -99,6 +100,12 @@ def described_fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str
     return rows
 
 
+def _code(text: str) -> str:
+    """Inline code a table cell can hold: a pipe in a Markdown code span would end the cell
+    (or show its backslash), so the span is HTML with the pipe as an entity."""
+    return f"<code>{html.escape(text).replace('|', '&#124;')}</code>"
+
+
 def configuration_page() -> str:
     lines = ["# Configuration reference", "",
              "Generated from the config models (`graphrag_ray/config.py`) by "
@@ -122,8 +129,7 @@ def configuration_page() -> str:
                 lines += [" ".join(doc.split()), ""]
             lines += ["| key | type | default | description |", "|---|---|---|---|"]
         cell = description.replace("|", "\\|")
-        lines.append(f"| `{key}` | `{kind.replace('|', '&#124;')}` | "
-                     f"`{default.replace('|', '&#124;')}` | {cell} |")
+        lines.append(f"| `{key}` | {_code(kind)} | {_code(default)} | {cell} |")
     return "\n".join(lines) + "\n"
 
 
