@@ -522,6 +522,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from graphrag_ray.serve.mcp_server import run_mcp
+    from graphrag_ray.serve.runner import ServeSpec, serve_settings
+
+    settings = serve_settings(args.config, args.set, host=args.host, port=args.port)
+    spec = ServeSpec(index_url=args.index, config_path=args.config,
+                     overrides=tuple(o for o in args.set if not o.startswith("serve.")),
+                     version=args.version, settings=settings)
+    # On stdio the protocol owns standard output: what the command says goes to stderr.
+    out = sys.stderr if args.transport == "stdio" else sys.stdout
+    run_mcp(spec, args.transport, lambda line: print(line, file=out, flush=True))
+    return 0
+
+
 def stored_index(command: argparse.ArgumentParser) -> None:
     """The options of a command that reads a stored index."""
     command.add_argument("--index", required=True, help="folder or fsspec URL of an index")
@@ -534,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_init, _add_index, _add_update, _add_adopt, _add_query, _add_eval,
                 _add_prompt_tune, _add_doctor, _add_versions, _add_export, _add_stats,
-                _add_explore, _add_serve):
+                _add_explore, _add_serve, _add_mcp):
         add(sub)  # (a command: one function below, one entry here)
     return parser
 
@@ -752,6 +766,21 @@ def _add_serve(sub) -> None:
                        help="ray: a Ray Serve application (the attached cluster's, or a local "
                        "instance); local: one process, no Ray")
     serve.set_defaults(func=cmd_serve)
+
+
+def _add_mcp(sub) -> None:
+    mcp = sub.add_parser("mcp", help="an MCP server for agents: a tool per query method with "
+                         "cited answers, lookups by id, reports as resources (stdio or "
+                         "streamable HTTP)")
+    stored_index(mcp)
+    config_options(mcp)
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                     help="stdio: the client starts this command; http: streamable HTTP at "
+                     "/mcp, for many clients")
+    mcp.add_argument("--host", help="with http: address to bind (default serve.host, "
+                     "127.0.0.1; another needs GRAPHRAG_SERVE_API_KEYS)")
+    mcp.add_argument("--port", type=int, help="with http: port (default serve.port, 8000)")
+    mcp.set_defaults(func=cmd_mcp)
 
 class Terminated(BaseException):
     """SIGTERM (`ray job stop`, Kubernetes, systemd) raised in the main thread, so the command
