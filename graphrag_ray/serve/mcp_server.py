@@ -165,7 +165,8 @@ def build_server(searches: Searches):
         raise GraphRagError("graphrag-ray mcp needs the mcp extra: "
                             "pip install -e \".[mcp]\"") from None
 
-    server = MCPServer(name="graphrag-ray", version=version("graphrag-ray"), instructions=(
+    server = MCPServer(name="graphrag-ray", version=version("graphrag-ray"),
+                       log_level="WARNING", instructions=(
         "Questions over a GraphRAG index. global_search answers questions about the whole "
         "corpus (themes, trends) from community reports; local_search, drift_search and "
         "basic_search answer about named things from their passages; lazy_search spends "
