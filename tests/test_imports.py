@@ -102,7 +102,7 @@ LAYERS = [
     ["index"],
     ["query"],
     ["api", "explore"],
-    ["eval", "serve", "tune"],
+    ["eval", "serve", "tune", "retrievers"],
     ["cli", "__main__", ""],  # "": the package's own __init__ (the public names)
 ]
 LAYER_OF = {package: number for number, packages in enumerate(LAYERS) for package in packages}
