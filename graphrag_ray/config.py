@@ -693,6 +693,26 @@ class LanceConfig(_Section):
     retrain_below_share: float = Field(0.5, gt=0, le=1)
 
 
+class PgvectorConfig(_Section):
+    """PostgreSQL with pgvector (`vector_index.store: pgvector`, and the `postgres` graph
+    store): the password comes from PGPASSWORD (or ~/.pgpass), as libpq reads it."""
+    # postgresql://user@host:port/database, without a password (the URL is kept in the
+    # index's manifest).
+    url: str | None = None
+    # Live rows from which a table gets an HNSW index (below it, an exact scan).
+    hnsw_min_rows: int = Field(10_000, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value and urlsplit(value).password:
+            raise ValueError("vector_index.pgvector.url holds a password, which would be kept "
+                             "in the index's manifest: give it in PGPASSWORD instead")
+        return value
+
+
 class VectorIndexConfig(_Section):
     """How the embeddings tables are searched. Below `ann_min_rows` a table is searched
     brute force, exact and in memory; from there a vector store (`storage/vector_stores.py`)
@@ -704,6 +724,7 @@ class VectorIndexConfig(_Section):
     ann_min_rows: int = Field(100_000, gt=0, description="rows from which a table gets an "
                               "approximate index")
     lance: LanceConfig = LanceConfig()
+    pgvector: PgvectorConfig = PgvectorConfig()
     # A plugin store's own settings, which it reads and checks itself.
     options: dict[str, Any] = Field(default_factory=dict)
 

@@ -37,6 +37,7 @@ from graphrag_ray.prompts_loader import load_prompts
 from graphrag_ray.resources import fewer_collections
 from graphrag_ray.storage import IndexStore, Manifest
 from graphrag_ray.storage.graph_stores import graph_store
+from graphrag_ray.storage.vector_stores import check_vector_store
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     embeddings_note = config.embeddings.auto_note(sum(file_bytes) // 4)
     config.embeddings.method = config.embeddings.resolved_method(sum(file_bytes) // 4)
     vectors_model(config.embeddings, config.embeddings.method)  # (an unknown one: said now)
+    check_vector_store(config.vector_index)  # (one it cannot reach too)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(

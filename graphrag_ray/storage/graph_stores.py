@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from graphrag_ray.plugins import find_plugin
+from graphrag_ray.storage.postgres_graph import PostgresGraphStore
 
 ENTRY_POINT_GROUP = "graphrag_ray.graph_stores"
 
@@ -23,7 +24,7 @@ class GraphStore(Protocol):
     def write(self, version) -> str: ...
 
 
-GRAPH_STORES: dict[str, GraphStore] = {}
+GRAPH_STORES: dict[str, GraphStore] = {"postgres": PostgresGraphStore()}
 
 
 def register_graph_store(name: str, store: GraphStore) -> None:

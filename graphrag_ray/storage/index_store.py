@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
+from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
 from graphrag_ray.storage.manifest import Manifest
@@ -527,11 +528,15 @@ class IndexStore:
         from graphrag_ray.storage.vector_stores import DEFAULT_STORE, vector_store
 
         oldest: dict[tuple[str, str], int] = {}
-        for version in kept:
-            for table, entry in self._version(version).read_manifest().vector_stores.items():
+        settings = None
+        for version in sorted(kept, reverse=True):  # (the newest first: its settings)
+            manifest = self._version(version).read_manifest()
+            settings = settings or (manifest.config or {}).get("vector_index")
+            for table, entry in manifest.vector_stores.items():
                 key = (entry.get("store") or DEFAULT_STORE, table)
                 oldest[key] = min(oldest.get(key, entry["version"]), entry["version"])
+        config = VectorIndexConfig.model_validate(settings or {})
         for (name, table), version in oldest.items():
             store = vector_store(name)
             if store.reaches(self.url):
-                store.forget_before(self.url, self.fs.storage_options, table, version)
+                store.forget_before(self.url, self.fs.storage_options, table, version, config)

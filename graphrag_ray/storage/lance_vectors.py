@@ -365,6 +365,6 @@ class LanceStore:
                                  lance_options(index_url, storage_options), config)
 
     def forget_before(self, index_url: str, storage_options: dict, table: str,
-                      oldest_kept: int) -> int:
+                      oldest_kept: int, config: VectorIndexConfig | None = None) -> int:
         return forget_versions_before(lance_uri(index_url, table),
                                       lance_options(index_url, storage_options), oldest_kept)

@@ -22,6 +22,7 @@ import pyarrow as pa
 from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.plugins import find_plugin
 from graphrag_ray.storage.lance_vectors import LanceStore
+from graphrag_ray.storage.pgvector_store import PgvectorStore
 
 ENTRY_POINT_GROUP = "graphrag_ray.vector_stores"
 
@@ -43,10 +44,11 @@ class VectorStore(Protocol):
              config: VectorIndexConfig) -> Any: ...
 
     def forget_before(self, index_url: str, storage_options: dict, table: str,
-                      oldest_kept: int) -> int: ...
+                      oldest_kept: int, config: VectorIndexConfig | None = None) -> int:
+        """`config`: the newest kept version's `vector_index` section."""
 
 
-VECTOR_STORES: dict[str, VectorStore] = {"lance": LanceStore()}
+VECTOR_STORES: dict[str, VectorStore] = {"lance": LanceStore(), "pgvector": PgvectorStore()}
 
 
 def register_vector_store(name: str, store: VectorStore) -> None:
@@ -56,6 +58,14 @@ def register_vector_store(name: str, store: VectorStore) -> None:
 def vector_store(name: str) -> VectorStore:
     """The store `name` names: registered, an entry point, or `module:attribute`."""
     return find_plugin("vector store", name, VECTOR_STORES, ENTRY_POINT_GROUP)
+
+
+def check_vector_store(config: VectorIndexConfig) -> None:
+    """Before any work: the configured store exists, and can be reached where it has a way
+    to say so (an optional `check(config)`)."""
+    check = getattr(vector_store(config.store), "check", None)
+    if check is not None:
+        check(config)
 
 
 def store_of(entry: dict) -> VectorStore:

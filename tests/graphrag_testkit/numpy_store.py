@@ -51,7 +51,7 @@ class NumpyStore:
             loaded = np.load(io.BytesIO(file.read()), allow_pickle=True)
         return _Search(self, list(loaded["ids"]), loaded["vectors"])
 
-    def forget_before(self, index_url, storage_options, table, oldest_kept):
+    def forget_before(self, index_url, storage_options, table, oldest_kept, config=None):
         fs, root = fsspec.core.url_to_fs(f"{index_url.rstrip('/')}/{FOLDER}",
                                          **(storage_options or {}))
         old = [v for v in self._versions(fs, root, table) if v < oldest_kept]

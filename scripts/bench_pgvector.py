@@ -1,0 +1,114 @@
+"""pgvector measured: (1) recall@10 of its HNSW index against exact search at `--vectors`
+unit vectors (clustered, seeded; 384 dimensions, the local model's), with the time to load
+them and build the index and the query latency; (2) with `--input`, an offline build of that
+corpus with each store (`vector_index.ann_min_rows=1`, so every table gets one): build wall
+time and query latency per vector-reading method, pgvector beside Lance. The server is the
+tests' own (`graphrag_testkit.postgres_server`: pgserver's PostgreSQL 16 and pgvector).
+
+    python scripts/bench_pgvector.py --vectors 100000 [--input ../shared/corpora/podcast/input]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test kit
+
+from graphrag_ray.config import VectorIndexConfig, load_config  # noqa: E402
+from graphrag_ray.storage.pgvector_store import PgvectorStore  # noqa: E402
+from graphrag_testkit.postgres_server import postgres_server  # noqa: E402
+
+QUESTIONS = ["What are the main themes?", "Who are the guests?", "What is said about AI?",
+             "How do the speakers describe their work?"]
+
+
+def _vectors(count: int, dimensions: int = 384, seed: int = 0) -> np.ndarray:
+    generator = np.random.default_rng(seed)
+    centres = generator.normal(size=(max(1, count // 100), dimensions))
+    rows = centres[generator.integers(0, len(centres), count)] + \
+        0.6 * generator.normal(size=(count, dimensions))
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def recall(url: str, count: int, queries: int = 200, k: int = 10) -> dict:
+    vectors = _vectors(count)
+    ids = [f"v{i}" for i in range(count)]
+
+    def parts(_skip):
+        for start in range(0, count, 10_000):
+            yield pa.table({"id": ids[start:start + 10_000],
+                            "vector": list(vectors[start:start + 10_000])})
+    config = VectorIndexConfig(store="pgvector", pgvector={"url": url, "hnsw_min_rows": 1})
+    store = PgvectorStore()
+    started = time.perf_counter()
+    entry = store.sync("bench://recall", {}, "vectors", parts, config, None, None)
+    load_s = time.perf_counter() - started
+    search = store.open("bench://recall", {}, "vectors", entry, config)
+    probe = _vectors(queries, seed=1)
+    hits, seconds = 0, []
+    for query in probe:
+        exact = set(np.array(ids)[np.argsort(-(vectors @ query))[:k]])
+        started = time.perf_counter()
+        found = {row_id for row_id, _ in search.nearest(query, k)}
+        seconds.append(time.perf_counter() - started)
+        hits += len(found & exact)
+    return {"vectors": count, "load_and_index_s": round(load_s, 1),
+            "recall_at_10": round(hits / (queries * k), 4),
+            "query_p50_ms": round(1000 * statistics.median(seconds), 2),
+            "query_p95_ms": round(1000 * sorted(seconds)[int(0.95 * (len(seconds) - 1))], 2)}
+
+
+def stores(url: str, corpus: str) -> dict:
+    from graphrag_ray import GraphIndex
+    from graphrag_ray.index.build import build_index
+
+    figures = {}
+    for store in ("lance", "pgvector"):
+        with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as work:
+            config = load_config(None, ["vector_index.ann_min_rows=1", f"vector_index.store={store}",
+                                        f"vector_index.pgvector.url={url}"])
+            started = time.perf_counter()
+            manifest = build_index(corpus, f"{work}/index", config, progress=lambda _: None)
+            wall = time.perf_counter() - started
+            opened = GraphIndex.open(f"{work}/index")
+            latency = {}
+            for method in ("local", "basic"):
+                opened.search(method, QUESTIONS[0])  # (warm)
+                times = []
+                for question in QUESTIONS * 5:
+                    begun = time.perf_counter()
+                    opened.search(method, question)
+                    times.append(time.perf_counter() - begun)
+                latency[method] = round(1000 * statistics.median(times), 1)
+            figures[store] = {"build_s": round(wall, 1),
+                              "vector_index_s": manifest.timings_s.get("vector_index"),
+                              "rows": {t: e.get("rows") for t, e in manifest.vector_stores.items()},
+                              "query_p50_ms": latency}
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--input", help="a corpus to build with each store")
+    args = parser.parse_args()
+    with postgres_server() as url:
+        print(recall(url, args.vectors), flush=True)
+        if args.input:
+            for store, figures in stores(url, args.input).items():
+                print(store, figures, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
