@@ -77,8 +77,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
     # One method for every vector of the version (a question is embedded the same way).
     embeddings_note = config.embeddings.auto_note(sum(file_bytes) // 4)
     config.embeddings.method = config.embeddings.resolved_method(sum(file_bytes) // 4)
-    vectors_model(config.embeddings, config.embeddings.method)  # (an unknown one: said now)
-    check_vector_store(config.vector_index)  # (one it cannot reach too)
+    _check_plugins(config)
     progress(f"{len(files)} input files ({sum(file_bytes) / 2 ** 20:.1f} MiB, "
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(
@@ -127,6 +126,13 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
             ctx.services.close()
     _send_to_graph_stores(config, store, manifest, progress)
     return manifest
+
+
+def _check_plugins(config: GraphRagConfig) -> None:
+    """Before any work: the embedding method and the vector store the config names exist,
+    and the store can be reached."""
+    vectors_model(config.embeddings, config.embeddings.method)
+    check_vector_store(config.vector_index)
 
 
 def _send_to_graph_stores(config: GraphRagConfig, store: IndexStore, manifest,
