@@ -319,7 +319,7 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
 
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
     state.vector_stores = index_vectors(
-        ctx, state.embedded, state.carried_vectors,
+        ctx.config.vector_index, ctx.staged, ctx.progress, state.embedded, state.carried_vectors,
         state.update.manifest.vector_stores if state.update else None)
 
 

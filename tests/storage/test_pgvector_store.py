@@ -5,6 +5,8 @@ does (the same ranking within ties), and the graph's tables go to it for SQL (th
 searches its own rows; pruning forgets what no kept version searches; an unreachable server
 and a password in the URL are one line."""
 
+from pathlib import Path
+
 import pytest
 
 from graphrag_testkit import postgres_server
@@ -141,3 +143,21 @@ def test_an_unreachable_server_and_a_password_in_the_url_are_one_line(carol_exce
     assert "\n" not in str(raised.value) and "someone" not in str(raised.value)
     with pytest.raises(ConfigError, match="PGPASSWORD"):
         _config("postgresql://someone:secret@127.0.0.1:5432/db")
+
+
+MS_CAROL = Path(__file__).resolve().parents[2].parent / "shared" / "msgraphrag" / "carol"
+
+
+@pytest.mark.skipif(not MS_CAROL.exists(), reason="needs ../shared/msgraphrag/carol")
+def test_an_adopted_index_writes_its_vectors_into_postgres(postgres, tmp_path):
+    from graphrag_ray.index.adopt.stage import adopt_index
+
+    settings = ["vector_index.store=pgvector", f"vector_index.pgvector.url={postgres}",
+                "vector_index.ann_min_rows=1", "runtime.engine=local"]
+    manifest = adopt_index(str(MS_CAROL), str(tmp_path / "index"), settings,
+                           progress=lambda _: None)
+    assert manifest.vector_stores and all(
+        entry["store"] == "pgvector" for entry in manifest.vector_stores.values())
+    for table, entry in manifest.vector_stores.items():
+        ids = IndexStore(str(tmp_path / "index")).open().read_table(table, ["id"])
+        assert _live_ids(postgres, entry) == set(ids.column("id").to_pylist())

@@ -30,6 +30,7 @@ from graphrag_ray.errors import ConfigError, InputError
 from graphrag_ray.index.adopt.extractions import kept_extractions, place_units, project_input
 from graphrag_ray.index.adopt.settings import MappedSettings, map_settings
 from graphrag_ray.index.adopt.tables import OPTIONAL, REQUIRED, adopted_tables, format_of
+from graphrag_ray.index.embed.vector_index import index_vectors
 from graphrag_ray.index.adopt.vectors import dimensions_of, lance_store, read_lance_vectors
 from graphrag_ray.index.chunks.positions import spread_numbers
 from graphrag_ray.index.chunks.read_and_chunk import (
@@ -241,6 +242,9 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             update={"engine": "local"}))
         stages.append("lexical_index")
         counts, embeddings, embed_usage, services = _vectors(read, staged, stages, progress)
+        vector_stores = index_vectors(config.vector_index, staged, progress, counts)
+        if vector_stores:
+            stages.append("vector_index")
         prompts = load_prompts(config)
         carried = _extractions(read, prompts, staged, input_folder, stages, progress)
         units = tables[schema.TEXT_UNITS]
@@ -255,7 +259,7 @@ def adopt_index(source: str, output_url: str, overrides: list[str] | None = None
             extraction_fingerprint=extraction_fingerprint(config, prompts)
             if carried and carried["chunks_kept"] else None,
             tables={**{n: t.num_rows for n, t in tables.items()}, **counts},
-            embeddings=embeddings, lexical=lexical,
+            embeddings=embeddings, lexical=lexical, vector_stores=vector_stores,
             **community_figures_of_table(tables[schema.COMMUNITIES]),
             extraction={"chunks": units.num_rows,
                         "chunk_tokens": int(np.sum(units.column("n_tokens").to_numpy()))},

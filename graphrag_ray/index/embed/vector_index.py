@@ -12,24 +12,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphrag_ray.index.carry_over import CARRIED_VECTOR_PARTS
-from graphrag_ray.index.context import BuildContext
+from graphrag_ray.config import VectorIndexConfig
+from graphrag_ray.index.context import Progress
 from graphrag_ray.storage.vector_stores import vector_store
 
 
-def index_vectors(ctx: BuildContext, embedded: dict[str, int],
-                  carried: dict[str, pa.ChunkedArray] | None = None,
+def index_vectors(config: VectorIndexConfig, staged, progress: Progress,
+                  embedded: dict[str, int], carried: dict[str, pa.ChunkedArray] | None = None,
                   previous_stores: dict[str, dict] | None = None) -> dict[str, dict]:
     """Per table synced: what the manifest records (`vector_stores`): the store, the version
     of its copy this index version searches, and what the sync did. An update's `carried`
     ids per table (vectors copied unchanged from the previous version, whose
-    `previous_stores` name the store's versions) need not be read again."""
-    config, staged = ctx.config.vector_index, ctx.staged
+    `previous_stores` name the store's versions) need not be read again. `staged`: the
+    version being written (a build's, an update's or an adoption's)."""
     store = vector_store(config.store)
     stores: dict[str, dict] = {}
     for table, rows in sorted(embedded.items()):
         if rows < config.ann_min_rows or not store.reaches(staged.url):
             continue
-        ctx.progress(f"[vector_index] {table}: {rows:,} vectors")
+        progress(f"[vector_index] {table}: {rows:,} vectors")
         before = (previous_stores or {}).get(table)
         if before and before.get("store", "lance") != config.store:
             before = None  # (another store's versions say nothing of this one's)
