@@ -1,8 +1,9 @@
 """A PostgreSQL server with pgvector for the tests, started and stopped by them: the server
 `pgserver`'s wheel bundles (PostgreSQL and pgvector, from the package registry), run from its
 own binaries in a temporary data directory, on a port picked free, listening on 127.0.0.1
-only, stopped by its own `pg_ctl` (and its PID) at the end. PostgreSQL will not run as root:
-as root, the server runs as `nobody` (no user is created)."""
+only, stopped by its own `pg_ctl` at the end. PostgreSQL will not run as root: as root, the
+server runs as `nobody` (no user is created, no permission changed), from a copy of the
+binaries in its own folder."""
 
 from __future__ import annotations
 
@@ -34,6 +35,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _copied_for_nobody(binaries: Path, folder: Path) -> Path:
+    """As root the server runs as `nobody`, who may not reach the installed package (under
+    /root, say): its binaries and the libraries they load are copied into `folder`, in the
+    same places relative to each other (the binaries find the libraries by `$ORIGIN`)."""
+    package = binaries.parent.parent
+    copy = folder / "pg" / package.name
+    shutil.copytree(binaries.parent, copy / "pginstall", symlinks=True)
+    libraries = package.parent / f"{package.name}.libs"
+    if libraries.exists():
+        shutil.copytree(libraries, folder / "pg" / libraries.name, symlinks=True)
+    return copy / "pginstall" / "bin"
+
+
 def _as_server_user(command: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return command
@@ -51,6 +65,7 @@ def postgres_server() -> Iterator[str]:
     data, sockets = folder / "data", folder / "sockets"
     sockets.mkdir()
     if os.geteuid() == 0:
+        binaries = _copied_for_nobody(binaries, folder)
         os.chown(folder, 65534, 65534)
         os.chown(sockets, 65534, 65534)
     port = _free_port()
