@@ -701,6 +701,9 @@ class PgvectorConfig(_Section):
     url: str | None = None
     # Live rows from which a table gets an HNSW index (below it, an exact scan).
     hnsw_min_rows: int = Field(10_000, gt=0)
+    # Candidates an HNSW search keeps (pgvector's `hnsw.ef_search`; at least 4 per result
+    # asked for): more finds more of the true nearest, slower.
+    ef_search: int = Field(100, gt=0)
 
     @field_validator("url")
     @classmethod

@@ -11,6 +11,8 @@ tests' own (`graphrag_testkit.postgres_server`: pgserver's PostgreSQL 16 and pgv
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
 import sys
 import tempfile
@@ -40,21 +42,52 @@ def _vectors(count: int, dimensions: int = 384, seed: int = 0) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
-def recall(url: str, count: int, queries: int = 200, k: int = 10) -> dict:
-    vectors = _vectors(count)
+def _sentences(folder: str, count: int) -> list[str]:
+    """The corpus's sentences and lines (at least 20 characters), in file order, distinct
+    (symbolic links followed: a folder of links gathers corpora)."""
+    found: dict[str, None] = {}
+    for root, _, files in sorted(os.walk(folder, followlinks=True)):
+        for name in sorted(files):
+            text = Path(root, name).read_text(errors="replace")
+            for piece in re.split(r"(?<=[.!?])\s+|\n+", text):
+                if len(" ".join(piece.split())) >= 20:
+                    found[" ".join(piece.split())] = None
+        if len(found) >= count:
+            break
+    return list(found)[:count]
+
+
+def _embedded(texts: list[str]) -> np.ndarray:
+    from graphrag_ray.config import EmbeddingsConfig
+    from graphrag_ray.llm.embedding_methods import Embedder
+
+    return Embedder(EmbeddingsConfig(method="local")).embed(texts).astype(np.float32)
+
+
+def recall(url: str, count: int, texts: str | None, ef_search: int, queries: int = 200,
+           k: int = 10) -> dict:
+    """Recall@k of the store against exact search: the vectors of a corpus's sentences (the
+    local model), or, without `texts`, synthetic clustered ones."""
+    if texts:
+        sentences = _sentences(texts, count + queries)
+        everything = _embedded(sentences)
+        vectors, probe = everything[:count], everything[count:count + queries]
+        count = len(vectors)
+    else:
+        vectors, probe = _vectors(count), _vectors(queries, seed=1)
     ids = [f"v{i}" for i in range(count)]
 
     def parts(_skip):
         for start in range(0, count, 10_000):
             yield pa.table({"id": ids[start:start + 10_000],
                             "vector": list(vectors[start:start + 10_000])})
-    config = VectorIndexConfig(store="pgvector", pgvector={"url": url, "hnsw_min_rows": 1})
+    config = VectorIndexConfig(store="pgvector", pgvector={
+        "url": url, "hnsw_min_rows": 1, "ef_search": ef_search})
     store = PgvectorStore()
     started = time.perf_counter()
     entry = store.sync("bench://recall", {}, "vectors", parts, config, None, None)
     load_s = time.perf_counter() - started
     search = store.open("bench://recall", {}, "vectors", entry, config)
-    probe = _vectors(queries, seed=1)
     hits, seconds = 0, []
     for query in probe:
         exact = set(np.array(ids)[np.argsort(-(vectors @ query))[:k]])
@@ -62,7 +95,8 @@ def recall(url: str, count: int, queries: int = 200, k: int = 10) -> dict:
         found = {row_id for row_id, _ in search.nearest(query, k)}
         seconds.append(time.perf_counter() - started)
         hits += len(found & exact)
-    return {"vectors": count, "load_and_index_s": round(load_s, 1),
+    return {"vectors": count, "source": texts or "synthetic", "ef_search": ef_search,
+            "load_and_index_s": round(load_s, 1),
             "recall_at_10": round(hits / (queries * k), 4),
             "query_p50_ms": round(1000 * statistics.median(seconds), 2),
             "query_p95_ms": round(1000 * sorted(seconds)[int(0.95 * (len(seconds) - 1))], 2)}
@@ -101,9 +135,13 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--input", help="a corpus to build with each store")
+    parser.add_argument("--texts", help="a corpus whose sentences are the vectors (local "
+                        "model); default: synthetic")
+    parser.add_argument("--ef-search", type=int, nargs="+", default=[100])
     args = parser.parse_args()
     with postgres_server() as url:
-        print(recall(url, args.vectors), flush=True)
+        for ef_search in args.ef_search:
+            print(recall(url, args.vectors, args.texts, ef_search), flush=True)
         if args.input:
             for store, figures in stores(url, args.input).items():
                 print(store, figures, flush=True)

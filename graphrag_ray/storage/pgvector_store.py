@@ -136,7 +136,8 @@ class PgvectorStore:
     def open(self, index_url: str, storage_options: dict, table: str, entry: dict,
              config: VectorIndexConfig) -> PgvectorSearch:
         return PgvectorSearch(connect(config.pgvector.url), entry["table"],
-                              int(entry["version"]), int(entry["rows"]))
+                              int(entry["version"]), int(entry["rows"]),
+                              config.pgvector.ef_search)
 
     def forget_before(self, index_url: str, storage_options: dict, table: str,
                       oldest_kept: int, config: VectorIndexConfig | None = None) -> int:
@@ -155,8 +156,9 @@ class PgvectorStore:
 class PgvectorSearch:
     """One version's rows, searched nearest first; one connection, one query at a time."""
 
-    def __init__(self, connection, name: str, version: int, rows: int):
+    def __init__(self, connection, name: str, version: int, rows: int, ef_search: int = 100):
         self.connection, self.name, self.version, self.rows = connection, name, version, rows
+        self.ef_search = ef_search
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -166,12 +168,15 @@ class PgvectorSearch:
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         with self.lock, self.connection.transaction():
             # HNSW filters after its scan: a wider one, so removed rows leave k behind.
-            self.connection.execute(f"SET LOCAL hnsw.ef_search = {max(100, 4 * k)}")
+            self.connection.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 4 * k)}")
+            # (One sort key, the distance, or the HNSW index is not used; ties are put in
+            # id order after.)
             found = self.connection.execute(
                 f"SELECT id, -(embedding <#> %s) AS score FROM {self.name} WHERE added <= %s "
-                "AND (removed IS NULL OR removed > %s) ORDER BY embedding <#> %s, id LIMIT %s",
+                "AND (removed IS NULL OR removed > %s) ORDER BY embedding <#> %s LIMIT %s",
                 [vector, self.version, self.version, vector, k]).fetchall()
-        return [(row_id, float(score)) for row_id, score in found]
+        return sorted(((row_id, float(score)) for row_id, score in found),
+                      key=lambda pair: (-pair[1], pair[0]))
 
     def close(self) -> None:
         self.connection.close()
