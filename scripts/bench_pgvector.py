@@ -64,42 +64,47 @@ def _embedded(texts: list[str]) -> np.ndarray:
     return Embedder(EmbeddingsConfig(method="local")).embed(texts).astype(np.float32)
 
 
-def recall(url: str, count: int, texts: str | None, ef_search: int, queries: int = 200,
-           k: int = 10) -> dict:
-    """Recall@k of the store against exact search: the vectors of a corpus's sentences (the
-    local model), or, without `texts`, synthetic clustered ones."""
+def recall(url: str, count: int, texts: str | None, ef_searches: list[int],
+           queries: int = 200, k: int = 10) -> list[dict]:
+    """Recall@k of the store against exact search, at each `ef_searches`: the vectors of a
+    corpus's sentences (the local model; the last `queries` sentences are the questions),
+    or, without `texts`, synthetic clustered ones."""
     if texts:
-        sentences = _sentences(texts, count + queries)
-        everything = _embedded(sentences)
-        vectors, probe = everything[:count], everything[count:count + queries]
-        count = len(vectors)
+        everything = _embedded(_sentences(texts, count + queries))
+        vectors, probe = everything[:-queries], everything[-queries:]
     else:
         vectors, probe = _vectors(count), _vectors(queries, seed=1)
-    ids = [f"v{i}" for i in range(count)]
+    count = len(vectors)
+    ids = np.array([f"v{i}" for i in range(count)])
 
     def parts(_skip):
         for start in range(0, count, 10_000):
-            yield pa.table({"id": ids[start:start + 10_000],
+            yield pa.table({"id": ids[start:start + 10_000].tolist(),
                             "vector": list(vectors[start:start + 10_000])})
-    config = VectorIndexConfig(store="pgvector", pgvector={
-        "url": url, "hnsw_min_rows": 1, "ef_search": ef_search})
+    config = VectorIndexConfig(store="pgvector", pgvector={"url": url, "hnsw_min_rows": 1})
     store = PgvectorStore()
     started = time.perf_counter()
     entry = store.sync("bench://recall", {}, "vectors", parts, config, None, None)
     load_s = time.perf_counter() - started
     search = store.open("bench://recall", {}, "vectors", entry, config)
-    hits, seconds = 0, []
-    for query in probe:
-        exact = set(np.array(ids)[np.argsort(-(vectors @ query))[:k]])
-        started = time.perf_counter()
-        found = {row_id for row_id, _ in search.nearest(query, k)}
-        seconds.append(time.perf_counter() - started)
-        hits += len(found & exact)
-    return {"vectors": count, "source": texts or "synthetic", "ef_search": ef_search,
-            "load_and_index_s": round(load_s, 1),
-            "recall_at_10": round(hits / (queries * k), 4),
-            "query_p50_ms": round(1000 * statistics.median(seconds), 2),
-            "query_p95_ms": round(1000 * sorted(seconds)[int(0.95 * (len(seconds) - 1))], 2)}
+    exact = [set(ids[np.argsort(-(vectors @ query))[:k]]) for query in probe]
+    results = []
+    for ef_search in ef_searches:
+        search.ef_search = ef_search
+        hits, seconds = 0, []
+        for query, truth in zip(probe, exact):
+            started = time.perf_counter()
+            found = {row_id for row_id, _ in search.nearest(query, k)}
+            seconds.append(time.perf_counter() - started)
+            hits += len(found & truth)
+        results.append({"vectors": count, "source": texts or "synthetic",
+                        "ef_search": ef_search, "load_and_index_s": round(load_s, 1),
+                        "recall_at_10": round(hits / (len(probe) * k), 4),
+                        "query_p50_ms": round(1000 * statistics.median(seconds), 2),
+                        "query_p95_ms": round(1000 * sorted(seconds)[
+                            int(0.95 * (len(seconds) - 1))], 2)})
+    search.close()
+    return results
 
 
 def stores(url: str, corpus: str) -> dict:
@@ -140,8 +145,8 @@ def main() -> int:
     parser.add_argument("--ef-search", type=int, nargs="+", default=[100])
     args = parser.parse_args()
     with postgres_server() as url:
-        for ef_search in args.ef_search:
-            print(recall(url, args.vectors, args.texts, ef_search), flush=True)
+        for figures in recall(url, args.vectors, args.texts, args.ef_search):
+            print(figures, flush=True)
         if args.input:
             for store, figures in stores(url, args.input).items():
                 print(store, figures, flush=True)
