@@ -44,16 +44,20 @@ def _vectors(count: int, dimensions: int = 384, seed: int = 0) -> np.ndarray:
 
 def _sentences(folder: str, count: int) -> list[str]:
     """The corpus's sentences and lines (at least 20 characters), in file order, distinct
-    (symbolic links followed: a folder of links gathers corpora)."""
-    found: dict[str, None] = {}
+    (symbolic links followed: a folder of links gathers corpora); past those, pairs of
+    consecutive sentences of a file (passages a chunker could cut) up to `count`."""
+    pieces: list[list[str]] = []
     for root, _, files in sorted(os.walk(folder, followlinks=True)):
         for name in sorted(files):
             text = Path(root, name).read_text(errors="replace")
-            for piece in re.split(r"(?<=[.!?])\s+|\n+", text):
-                if len(" ".join(piece.split())) >= 20:
-                    found[" ".join(piece.split())] = None
-        if len(found) >= count:
-            break
+            pieces.append([" ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+|\n+", text)
+                           if len(" ".join(p.split())) >= 20])
+    found = dict.fromkeys(piece for file in pieces for piece in file)
+    for file in pieces:
+        for first, second in zip(file, file[1:]):
+            if len(found) >= count:
+                break
+            found.setdefault(f"{first} {second}")
     return list(found)[:count]
 
 
