@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from fsspec.implementations.local import LocalFileSystem
 
 from graphrag_ray import schema
-from graphrag_ray.config import VectorIndexConfig
+from graphrag_ray.config import config_from_manifest
 from graphrag_ray.errors import GraphRagError, IndexNotFoundError
 from graphrag_ray.storage.atomic import copy_whole, write_atomically
 from graphrag_ray.storage.manifest import Manifest
@@ -528,14 +528,15 @@ class IndexStore:
         from graphrag_ray.storage.vector_stores import DEFAULT_STORE, vector_store
 
         oldest: dict[tuple[str, str], int] = {}
-        settings = None
+        newest = None
         for version in sorted(kept, reverse=True):  # (the newest first: its settings)
             manifest = self._version(version).read_manifest()
-            settings = settings or (manifest.config or {}).get("vector_index")
+            newest = newest or manifest
             for table, entry in manifest.vector_stores.items():
                 key = (entry.get("store") or DEFAULT_STORE, table)
                 oldest[key] = min(oldest.get(key, entry["version"]), entry["version"])
-        config = VectorIndexConfig.model_validate(settings or {})
+        # (Read as any manifest's settings are: older keys moved to where they are now.)
+        config = config_from_manifest(newest).vector_index if oldest else None
         for (name, table), version in oldest.items():
             store = vector_store(name)
             if store.reaches(self.url):

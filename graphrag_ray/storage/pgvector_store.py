@@ -15,6 +15,7 @@ cosine, as brute force scores it).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ import pyarrow as pa
 
 from graphrag_ray.config import VectorIndexConfig
 from graphrag_ray.errors import ConfigError, GraphRagError
+from graphrag_ray.storage.lance_vectors import vector_matrix
 
 
 def connect(url: str | None):
@@ -86,8 +88,7 @@ def _add(connection, name: str, version: int, parts: Iterator[pa.Table]) -> int:
         copy.set_types(["text", "vector", "int4"])
         for part in parts:
             ids = part.column("id").to_pylist()
-            vectors = np.asarray(part.column("vector").to_pylist(), dtype=np.float32)
-            for row_id, vector in zip(ids, vectors):
+            for row_id, vector in zip(ids, vector_matrix(part.column("vector"))):
                 copy.write_row((row_id, vector, version))
             added += len(ids)
     return added
@@ -120,7 +121,7 @@ class PgvectorStore:
             _retire(connection, name, version, int(previous["version"]) if carried else None,
                     kept_ids)
             added = _add(connection, name, version,
-                         ([first] if first is not None else []) + list(rows))
+                         itertools.chain([first] if first is not None else [], rows))
             live = connection.execute(f"SELECT count(*) FROM {name} WHERE removed IS NULL"
                                       ).fetchone()[0]
             indexed = live >= config.pgvector.hnsw_min_rows

@@ -14,6 +14,7 @@ import json
 import pyarrow as pa
 
 from graphrag_ray import schema
+from graphrag_ray.config import config_from_manifest
 from graphrag_ray.storage.pgvector_store import connect
 
 TABLES = (schema.ENTITIES, schema.RELATIONSHIPS, schema.COMMUNITIES, schema.COMMUNITY_REPORTS)
@@ -42,31 +43,40 @@ def _value(value, sql_type: str):
     return Jsonb(json.loads(json.dumps(value, default=str)))
 
 
-def _write(connection, table: str, data: pa.Table, version: str) -> int:
-    name = f"graphrag_{table}"
-    columns = {field.name: _sql_type(field.type) for field in data.schema}
-    connection.execute(f"CREATE TABLE IF NOT EXISTS {name} (index_version text NOT NULL)")
+def _columns(connection, name: str, schema: pa.Schema) -> dict[str, str]:
+    """Table `name` given (at least) the columns of `schema`; their SQL types."""
+    columns = {field.name: _sql_type(field.type) for field in schema}
     for column, sql_type in columns.items():
         connection.execute(f'ALTER TABLE {name} ADD COLUMN IF NOT EXISTS "{column}" {sql_type}')
+    return columns
+
+
+def _write(connection, table: str, parts, version: str) -> int:
+    """The index table's `parts` as `version`'s rows of `graphrag_<table>`, part by part."""
+    name, written = f"graphrag_{table}", 0
+    connection.execute(f"CREATE TABLE IF NOT EXISTS {name} (index_version text NOT NULL)")
     connection.execute(f"CREATE INDEX IF NOT EXISTS {name}_version ON {name} (index_version)")
     connection.execute(f"DELETE FROM {name} WHERE index_version = %s", [version])
-    quoted = ", ".join(f'"{column}"' for column in columns)
-    with connection.cursor().copy(f"COPY {name} (index_version, {quoted}) FROM STDIN") as copy:
-        for row in data.to_pylist():
-            copy.write_row([version] + [_value(row[c], t) for c, t in columns.items()])
-    return data.num_rows
+    for part in parts:
+        columns = _columns(connection, name, part.schema)
+        quoted = ", ".join(f'"{column}"' for column in columns)
+        with connection.cursor().copy(f"COPY {name} (index_version, {quoted}) FROM STDIN"
+                                      ) as copy:
+            for row in part.to_pylist():
+                copy.write_row([version] + [_value(row[c], t) for c, t in columns.items()])
+        written += part.num_rows
+    return written
 
 
 class PostgresGraphStore:
     def write(self, version) -> str:
         manifest = version.read_manifest()
-        url = (((manifest.config or {}).get("vector_index") or {}).get("pgvector") or {}).get(
-            "url")
+        url = config_from_manifest(manifest).vector_index.pgvector.url
         written = {}
         with connect(url) as connection, connection.transaction():
             for table in TABLES:
                 if version.has_table(table):
-                    written[table] = _write(connection, table, version.read_table(table),
+                    written[table] = _write(connection, table, version.iter_table(table),
                                             manifest.version)
         return ", ".join(f"{rows:,} {table}" for table, rows in written.items()) + \
             f" written to PostgreSQL as version {manifest.version}"
