@@ -201,3 +201,20 @@ def chunk(request: QueryRequest, ident: str, created: int, version: str | None, 
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
                code: str | None = None) -> dict:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def question_too_long(question: str, limit: int) -> str | None:
+    """What is wrong with a question longer than `query.max_question_chars`, or None."""
+    if len(question) <= limit:
+        return None
+    return (f"the question has {len(question):,} characters; the limit is {limit:,} "
+            "(query.max_question_chars)")
+
+
+def no_answer(result: SearchResult) -> str | None:
+    """Why a search came back without an answer (its LLM failures), or None."""
+    if result.answer.strip():
+        return None
+    reason = "; ".join(f[:300] for f in result.failures[:3])
+    return f"the {result.method} search got no usable reply from the LLM" + (
+        f": {reason}" if reason else "")

@@ -20,8 +20,8 @@ ReadTable = Callable[[str, list[str]], pa.Table]
 StoredRows = Callable[[str], RowReader]
 
 
-def _rows(read: ReadTable, stored: StoredRows, name: str, key: str, wanted: list,
-          columns: list[str], text_chars: int) -> list[dict]:
+def rows_by_key(read: ReadTable, stored: StoredRows, name: str, key: str, wanted: list,
+                columns: list[str], text_chars: int) -> list[dict]:
     """The rows of `wanted` keys (the first row of each), found by the key column alone and
     read from the index by row number: a served index never holds the passages' text."""
     if not wanted:
@@ -52,7 +52,7 @@ def resolve(read: ReadTable, stored: StoredRows, has_table: Callable[[str], bool
     resolved = {}
     for kind, (table, key, ids, columns) in kinds.items():
         shown = list(dict.fromkeys(ids))[:limit]
-        rows = _rows(read, stored, table, key, shown, columns, text_chars) if (
+        rows = rows_by_key(read, stored, table, key, shown, columns, text_chars) if (
             shown and has_table(table)) else []
         resolved[kind] = {"total": len(set(ids)), "rows": rows}
     resolved["documents"] = {"total": len(sources.documents), "rows": sources.documents[:limit]}

@@ -143,12 +143,10 @@ class Service:
                                kind="rate_limit_error", code="too_many_requests")
         held = self.live.acquire()
         index = held.index
-        limit = index.config.query.max_question_chars
-        if len(query.question) > limit:
+        too_long = chat.question_too_long(query.question, index.config.query.max_question_chars)
+        if too_long:
             self.live.release(held)
-            raise RequestError(413, f"the question has {len(query.question):,} characters; "
-                               f"the limit is {limit:,} (query.max_question_chars)",
-                               param="messages", code="question_too_long")
+            raise RequestError(413, too_long, param="messages", code="question_too_long")
         options = dict(query.options)
         if on_token is not None:
             options["on_token"] = on_token
@@ -182,11 +180,9 @@ class Service:
 
 
 def _check_answer(result) -> None:
-    if not result.answer.strip():
-        reason = "; ".join(f[:300] for f in result.failures[:3])
-        raise RequestError(502, f"the {result.method} search got no usable reply from the LLM"
-                           + (f": {reason}" if reason else ""), kind="api_error",
-                           code="no_answer")
+    missing = chat.no_answer(result)
+    if missing:
+        raise RequestError(502, missing, kind="api_error", code="no_answer")
 
 
 def _sse(data) -> bytes:

@@ -28,7 +28,7 @@ import anyio
 from graphrag_ray import schema
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.query.methods import QUERY_METHODS, QueryMethod
-from graphrag_ray.serve import citations
+from graphrag_ray.serve import chat, citations
 from graphrag_ray.serve.live_index import LiveIndex
 
 REPORT_URI = "graphrag://reports/{community}"
@@ -89,16 +89,16 @@ def _answer(index, method: str, question: str, options: dict):
 
     if not question.strip():
         raise ToolError("the question is empty")
-    if len(question) > index.config.query.max_question_chars:
-        raise ToolError(f"the question has {len(question):,} characters; the limit is "
-                        f"{index.config.query.max_question_chars:,} (query.max_question_chars)")
+    too_long = chat.question_too_long(question, index.config.query.max_question_chars)
+    if too_long:
+        raise ToolError(too_long)
     try:
         result = index.search(method, question, **options)
     except GraphRagError as exc:
         raise ToolError(str(exc)) from None
-    if not result.answer.strip():
-        raise ToolError(f"the {method} search got no usable reply from the LLM: "
-                        + "; ".join(f[:300] for f in result.failures[:3]))
+    missing = chat.no_answer(result)
+    if missing:
+        raise ToolError(missing)
     sources = citations.resolve(index.table, index.rows, index.has_table, result.sources,
                                 SOURCES_PER_KIND, TEXT_CHARS)
     return CallToolResult(content=[TextContent(type="text", text=result.answer)],
@@ -135,14 +135,14 @@ def _lookup(index, name: str, key: str | int) -> dict:
     table, column, columns, what = _LOOKUPS[name]
     if not index.has_table(table):
         raise ToolError(f"this index has no {table} table")
-    keys = index.table(table, [column]).column(column).to_pylist()
-    wanted = int(key) if column == "community" and str(key).lstrip("-").isdigit() else key
-    if wanted not in keys:
+    wanted = key
+    if column == "community":  # (a number; anything else names no community)
+        wanted = int(key) if str(key).lstrip("-").isdigit() else None
+    found = [] if wanted is None else citations.rows_by_key(
+        index.table, index.rows, table, column, [wanted], columns, TEXT_CHARS)
+    if not found:
         raise ToolError(f"no row of {table} has {column} {key!r} ({what})")
-    row = index.rows(table).take([keys.index(wanted)], columns).to_pylist()[0]
-    return {column_name: (value[:TEXT_CHARS] + "…" if isinstance(value, str) and
-                          len(value) > TEXT_CHARS else value)
-            for column_name, value in row.items()}
+    return found[0]
 
 
 def _index_info(index) -> dict:
