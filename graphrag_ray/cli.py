@@ -494,7 +494,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from graphrag_ray.serve.runner import ServeSpec, serve_blocking, serve_settings
+    from graphrag_ray.serve.runner import serve_blocking, serve_settings
 
     low = high = None
     if args.autoscale:
@@ -507,9 +507,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                               replicas=args.replicas, min_replicas=low, max_replicas=high)
     if args.replicas is not None:  # fixed replicas, whatever the file's autoscaling says
         settings = settings.model_copy(update={"min_replicas": None, "max_replicas": None})
-    spec = ServeSpec(index_url=args.index, config_path=args.config,
-                     overrides=tuple(o for o in args.set if not o.startswith("serve.")),
-                     version=args.version, settings=settings)
+    spec = _serve_spec(args, settings)
 
     def announce(host: str, port: int, version: str | None, has_keys: bool) -> None:
         shown = f"[{host}]" if ":" in host else host
@@ -522,14 +520,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from graphrag_ray.serve.mcp_server import run_mcp
-    from graphrag_ray.serve.runner import ServeSpec, serve_settings
+def _serve_spec(args: argparse.Namespace, settings):
+    """What `serve` and `mcp` answer from: the index, its settings (the `serve.*` overrides
+    are the service's, the others the index's) and the pinned version."""
+    from graphrag_ray.serve.runner import ServeSpec
 
-    settings = serve_settings(args.config, args.set, host=args.host, port=args.port)
-    spec = ServeSpec(index_url=args.index, config_path=args.config,
+    return ServeSpec(index_url=args.index, config_path=args.config,
                      overrides=tuple(o for o in args.set if not o.startswith("serve.")),
                      version=args.version, settings=settings)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from graphrag_ray.serve.mcp_server import run_mcp
+    from graphrag_ray.serve.runner import serve_settings
+
+    spec = _serve_spec(args, serve_settings(args.config, args.set, host=args.host,
+                                            port=args.port))
     # On stdio the protocol owns standard output: what the command says goes to stderr.
     out = sys.stderr if args.transport == "stdio" else sys.stdout
     run_mcp(spec, args.transport, lambda line: print(line, file=out, flush=True))
@@ -781,6 +787,7 @@ def _add_mcp(sub) -> None:
                      "127.0.0.1; another needs GRAPHRAG_SERVE_API_KEYS)")
     mcp.add_argument("--port", type=int, help="with http: port (default serve.port, 8000)")
     mcp.set_defaults(func=cmd_mcp)
+
 
 class Terminated(BaseException):
     """SIGTERM (`ray job stop`, Kubernetes, systemd) raised in the main thread, so the command

@@ -123,7 +123,6 @@ class PairRules:
         self.titles, self.types = titles, types
         forms = forms or WordForms()
         self.corpus = CorpusNames.of(titles, types, forms)
-        self.common = self.corpus.not_openers
         self.forbidden = {frozenset((a, b)) for group in _rows_by_title(titles, forbid)
                           for i, a in enumerate(group) for b in group[i + 1:]}
         self.forced_groups = [g for g in _rows_by_title(titles, force) if len(g) > 1]
@@ -137,7 +136,7 @@ class PairRules:
             and not family_name(self.titles[short], self.titles[full]) \
             and self.types[full] == "PERSON" and self.types[short] in ("PERSON", *UNTYPED) \
             and (self.types[short] == "PERSON" or
-                 is_person_name(self.titles[full], "PERSON", self.common))
+                 is_person_name(self.titles[full], "PERSON", self.corpus.not_openers))
 
     def kind_form(self, short: int, full: int) -> bool:
         """A place or an organization and its name with a kind word after it, typed alike
@@ -153,8 +152,8 @@ class PairRules:
         relation = name_relation(self.titles[short], self.titles[full])
         return relation is not None and relation[0] == "acronym" and \
             len("".join(name_tokens(self.titles[short]))) >= 3 and \
-            not is_person_name(self.titles[full], self.types[full], self.common) and \
-            not self.apart(short, full)
+            not is_person_name(self.titles[full], self.types[full],
+                               self.corpus.not_openers) and not self.apart(short, full)
 
     def apart(self, a: int, b: int) -> bool:
         if frozenset((a, b)) in self.forbidden or types_conflict(self.types[a], self.types[b]):
