@@ -13,14 +13,14 @@ from conftest import carol_input, free_port
 
 
 @contextlib.contextmanager
-def serving(service):
+def running(app, lifespan: str = "off"):
+    """`app` under uvicorn in a thread of this process, on a port picked free; yields its
+    base URL and stops it at the end."""
     import uvicorn
 
-    from graphrag_ray.serve.http_api import make_app
-
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(service), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -32,6 +32,16 @@ def serving(service):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serving(service):
+    from graphrag_ray.serve.http_api import make_app
+
+    try:
+        with running(make_app(service)) as url:
+            yield url
+    finally:
         service.close()
 
 

@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import sys
-import threading
 import time
 
 import anyio
@@ -27,8 +26,7 @@ from graphrag_ray.serve import citations  # noqa: E402
 from graphrag_ray.serve.http_api import Limits  # noqa: E402
 from graphrag_ray.serve.mcp_server import Searches, build_server, http_app  # noqa: E402
 from graphrag_ray.serve.runner import ServeSpec, open_live  # noqa: E402
-from conftest import free_port  # noqa: E402
-from served_index import publish_again  # noqa: E402
+from served_index import publish_again, running  # noqa: E402
 
 QUESTION = "What does Scrooge think of Christmas?"
 
@@ -112,23 +110,10 @@ def test_lookups_info_resources_and_tool_errors(small_index):
 
 @contextlib.contextmanager
 def _http(server, keys: frozenset[str]):
-    import uvicorn
-
-    port = free_port()
-    app = http_app(server, Limits(keys, 1_000_000, 4, 60), "127.0.0.1")
-    running = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                            log_level="warning"))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not running.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        running.should_exit = True
-        thread.join(timeout=10)
+    # (The MCP app's lifespan runs its session manager.)
+    with running(http_app(server, Limits(keys, 1_000_000, 4, 60), "127.0.0.1"),
+                 lifespan="on") as url:
+        yield f"{url}/mcp"
 
 
 def _client(url: str, key: str | None):
