@@ -17,16 +17,14 @@ from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.distributed import ensure_ray, resolve_engine
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.processes import local_processes
-from graphrag_ray.index.carry_over import previous_numbers
-from graphrag_ray.index.chunks.positions import file_numbers
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.graph.communities import warm_graph_libraries
 from graphrag_ray.index.manifest import build_manifest
 from graphrag_ray.index.pipelines import BuildState, pipeline, pipeline_name, run_stages
-from graphrag_ray.index.pools import uses_any_llm, uses_chat_llm, uses_embedding_endpoint
-from graphrag_ray.index.previous_version import UpdateBase
+from graphrag_ray.index.pools import endpoints_used, uses_any_llm
 from graphrag_ray.index.run_ledger import RunLedger
+from graphrag_ray.index.update_plan import UpdatePlan
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices, check_endpoint
@@ -48,29 +46,25 @@ def default_cache_url(output_url: str) -> str:
 
 def build_index(input_url: str, output_url: str, config: GraphRagConfig,
                 progress: Progress = log.info, progress_bars: bool = False,
-                update: UpdateBase | None = None) -> Manifest:
-    """Build the index and publish it at `output_url`; returns the manifest. `update`: the
-    previous version this build updates (`index/update.py`)."""
+                update: UpdatePlan | None = None) -> Manifest:
+    """Build the index and publish it at `output_url`; returns the manifest. `update`: what
+    it keeps of the version it updates (`index/update.py`)."""
+    update = update or UpdatePlan.fresh()
     started = time.perf_counter()
     prompts = load_prompts(config)
-    if uses_chat_llm(config):
-        check_endpoint(config.llm)
-    if uses_embedding_endpoint(config):
-        check_endpoint(config.embeddings)
+    for endpoint in endpoints_used(config):
+        check_endpoint(endpoint)
     listing_started = time.perf_counter()
-    _, root, files, file_bytes, ignored = update.listing \
-        if update is not None and update.listing is not None \
-        else list_input_files(input_url, config.input)
-    # An update keeps the previous version's file numbers (unchanged files' rows then keep
-    # their positions, and their stored parts are carried as they are).
+    _, root, files, file_bytes, ignored = update.listing or \
+        list_input_files(input_url, config.input)
     relative = [relative_path(path, root) for path in files]
-    numbers = file_numbers(relative, previous_numbers(update.version if update else None))
+    numbers = update.file_numbers(relative)
     listing_s = round(time.perf_counter() - listing_started, 3)
     # Before reading: the corpus size estimated from its bytes (~4 per token), file by file.
     chunk_estimates = [estimated_chunks(size, config.chunks.size, config.chunks.overlap)
                        for size in file_bytes]
     config = config.model_copy(deep=True)
-    to_read = _to_extract(chunk_estimates, relative, update)
+    to_read = update.files_to_read(relative, chunk_estimates)
     method = EXTRACTION_METHODS[config.extraction.method]
     config.runtime.engine = resolve_engine(config.runtime, sum(to_read),
                                            llm_bound=method.calls_llm)
@@ -82,7 +76,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
              f"~{sum(chunk_estimates)} chunks); engine: {config.runtime.engine}")
     shards = config.merge.shards or max(
         1, -(-max(1, sum(file_bytes) // 4) // config.merge.tokens_per_shard))
-    name = pipeline_name(config, update is not None)
+    name = pipeline_name(config)
     stages = pipeline(name, config)
     if config.extraction.method == "llm":  # Leiden's libraries load while extraction waits
         warm_graph_libraries()
@@ -103,7 +97,7 @@ def build_index(input_url: str, output_url: str, config: GraphRagConfig,
         ctx.figures.embeddings_note = embeddings_note
         state = BuildState(input_url, root, files, numbers, chunk_estimates, shards, ignored,
                            update)
-        ledger = RunLedger(output_url, ctx.services, "update" if update else "index")
+        ledger = RunLedger(output_url, ctx.services, "update" if update.is_update else "index")
         try:
             with fewer_collections():
                 run_stages(ctx, state, stages)
@@ -165,18 +159,6 @@ def stopped_summary(ctx: BuildContext) -> str:
     spent = (f"; {calls} LLM calls answered in this run" + (f" ({by_stage})" if by_stage else "")
              + abandoned) if services.limiter is not None else ""
     return f"stopped {where} (stages done: {done}){spent}; nothing was published"
-
-
-def _to_extract(chunk_estimates: list[int], relative: list[str], update: UpdateBase | None
-                ) -> list[int]:
-    """The estimated chunks of the files the build reads and extracts: all of them, but in an
-    update that carries the unchanged files over (`carry_over`), whose other stages merge
-    and describe what changed (a small update is faster in-process than after starting a
-    local Ray)."""
-    if update is None or not update.carry_reading:
-        return chunk_estimates
-    unchanged = set(update.diff["unchanged"])
-    return [n for path, n in zip(relative, chunk_estimates) if path not in unchanged]
 
 
 def _services(config: GraphRagConfig, output_url: str) -> LLMServices:

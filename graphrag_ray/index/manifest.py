@@ -203,11 +203,8 @@ def build_manifest(ctx: BuildContext, state: BuildState, pipeline_name: str,
         "driver_peak_rss_mb": driver_rss_mb()[1],
         "driver_rss_mb_by_stage": ctx.driver_rss_mb,
     }
-    if state.update:
+    if state.update.is_update:
         manifest["communities_kept_from"] = state.update.partition_kept_from
-        reused = int(sum(extraction.column("reused").to_pylist()))
-        manifest["update"] = {**state.update.summary(), "chunks": {
-            "reused": reused, "extracted": extraction.num_rows - reused},
-            "communities": ctx.figures.community_changes,
-            "reports_kept": described.reports_kept}
+        manifest["update"] = state.update.summary(extraction, ctx.figures.community_changes,
+                                                  described.reports_kept)
     return Manifest.model_validate(manifest)

@@ -3,10 +3,14 @@
 A `Stage` is registered once, here: its name, what it reads from and writes to the
 `BuildState` (the products the stages hand each other, one field each), whether it calls an
 endpoint, and when config turns it on. A pipeline is a list of stage names over the same
-registry: `standard` (extraction by the LLM), `nlp` (offline extraction), their update
-variants (the same stages, then the update's figures), and `dry_run` (the offline stages an
-estimate builds its proxy graph with). `check_pipeline` proves each list well formed: every
-field a stage reads is written by a stage before it (or given by the listing).
+registry: `standard` (extraction by the LLM), `nlp` (offline extraction), and `dry_run`
+(the offline stages an estimate builds its proxy graph with). `check_pipeline` proves each
+list well formed: every field a stage reads is written by a stage before it (or given by the
+listing).
+
+An update runs the same pipeline as a build: the state's `update` (`update_plan.UpdatePlan`)
+hands each stage its share of what the previous version keeps, and a build's plan keeps
+nothing, so no stage has a path of its own for updates.
 
 The stage functions live in their folders (`extract/`, `graph/`, `reports/`, `write/`,
 `embed/`) and know nothing of this module; each `_run_*` here is the one line that feeds a
@@ -30,8 +34,7 @@ from graphrag_ray.distributed import WorkerPool
 from graphrag_ray.index.batch_rounds import by_batch
 from graphrag_ray.index.chunks.inputs_report import report_inputs
 from graphrag_ray.index.chunks.repeated_passages import RepeatedPassages
-from graphrag_ray.index.carry_over import (
-    CarriedReading, ReadingTables, carry_embeddings, has_reading, plan_carry_over)
+from graphrag_ray.index.carry_over import CarriedReading, ReadingTables
 from graphrag_ray.index.extract.carried_reading import keep_reading
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.embed.by_batch import embed_by_batch
@@ -48,12 +51,10 @@ from graphrag_ray.index.graph.stage import (
 from graphrag_ray.index.resolve.stage import resolved_graph
 from graphrag_ray.index.pools import (
     embeddings_pool, summaries_pool, uses_chat_llm, uses_embedding_endpoint)
-from graphrag_ray.index.previous_version import PREVIOUS_PARTITION, UpdateBase
-from graphrag_ray.index.reports.kept_reports import KeptReports, keep_reports
-from graphrag_ray.index.reports.kept_summaries import keep_summaries
+from graphrag_ray.index.previous_version import PREVIOUS_PARTITION
+from graphrag_ray.index.reports.kept_reports import KeptReports
 from graphrag_ray.index.reports.schedule import SummariesAndReports, summarize_and_report
-from graphrag_ray.index.write.carried_tables import CarriedTables
-from graphrag_ray.index.write.element_tables import unchanged_elements
+from graphrag_ray.index.update_plan import UpdatePlan
 from graphrag_ray.index.write.lexical import write_lexical_index
 from graphrag_ray.index.write.tables import CommunitiesTable, write_graph_tables
 from graphrag_ray.llm.client import LLMServices, Usage
@@ -71,7 +72,8 @@ class BuildState:
     chunk_estimates: list[int]  # per file, from its bytes (the progress bar's total)
     shards: int  # of the instances, for the merge
     ignored: list[dict]  # files the listing left out (other types)
-    update: UpdateBase | None = None  # the previous version an update builds on
+    # What the build keeps of the version it updates, level by level (a build: nothing).
+    update: UpdatePlan = field(default_factory=UpdatePlan.fresh)
     # The pools and the embeddings feed: opened by stages, closed by `close`.
     pools: list[WorkerPool] = field(default_factory=list)
     summaries_pool: WorkerPool | None = None
@@ -152,12 +154,10 @@ def _run_text_unit_embeddings(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_carry_over(ctx: BuildContext, state: BuildState) -> None:
-    previous = state.update.version if state.update else None
-    if previous is None or not state.update.carry_reading or not has_reading(previous):
-        return
-    state.carried = plan_carry_over(previous, state.update.diff["unchanged"], state.files,
-                                    state.file_numbers, state.input_root)
-    state.shards = state.carried.shards  # the carried instances' partition
+    state.carried = state.update.carried_reading(state.files, state.file_numbers,
+                                                 state.input_root)
+    if state.carried is not None:
+        state.shards = state.carried.shards  # the carried instances' partition
 
 
 def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
@@ -168,8 +168,7 @@ def _run_repeated_passages(ctx: BuildContext, state: BuildState) -> None:
 def _run_plan_extraction(ctx: BuildContext, state: BuildState) -> None:
     state.plan = plan_extraction(ctx, state.input_url, state.input_root, state.files,
                                  state.file_numbers, state.repeated,
-                                 state.update.kept_extractions_url if state.update else None,
-                                 state.carried)
+                                 state.update.kept_extractions_url, state.carried)
     if state.carried is not None:  # settled: the files read again are known
         state.carried_units = state.carried.text_unit_ids()
 
@@ -192,8 +191,7 @@ def _run_extract(ctx: BuildContext, state: BuildState) -> None:
 
 def _run_report_inputs(ctx: BuildContext, state: BuildState) -> None:
     state.skipped, state.warnings = report_inputs(
-        ctx, state.input_url, state.extraction, state.ignored,
-        state.update.fingerprints if state.update else None)
+        ctx, state.input_url, state.extraction, state.ignored, state.update.fingerprints)
 
 
 # What the stages after the merge read of the previous version, read while the merge's
@@ -203,18 +201,16 @@ _READ_DURING_MERGE = {schema.ENTITIES: list(dict.fromkeys(NUMBERED + POSITIONS))
 
 
 def _run_merge(ctx: BuildContext, state: BuildState) -> None:
-    carried, update = state.carried, state.update
-    if update is not None:
-        update.tables.read_ahead(_READ_DURING_MERGE)
+    carried = state.carried
+    state.update.read_ahead(_READ_DURING_MERGE)
     state.merged = merge_shards(
         ctx, state.shards, state.extraction, carried.url if carried is not None else None,
         carried.status.column("text_unit_id") if carried is not None else None)
 
 
 def _run_resolve(ctx: BuildContext, state: BuildState) -> None:
-    update = state.update
     state.graph = number_elements(resolved_graph(ctx, state.merged, state.extraction),
-                                  update.tables if update is not None else None)
+                                  state.update.tables)
     state.merged = None  # (its tables are the graph's now)
     if EXTRACTION_METHODS[ctx.config.extraction.method].calls_llm and \
             not state.graph.entities.num_rows:
@@ -234,7 +230,7 @@ def _nothing_extracted(extraction: pa.Table) -> str:
 
 
 def _run_kept_summaries(ctx: BuildContext, state: BuildState) -> None:
-    state.kept_summaries = keep_summaries(ctx, state.graph, state.update)
+    state.kept_summaries = state.update.kept_summaries(ctx, state.graph)
 
 
 def _run_summaries_pool(ctx: BuildContext, state: BuildState) -> None:
@@ -243,27 +239,22 @@ def _run_summaries_pool(ctx: BuildContext, state: BuildState) -> None:
 
 
 def _run_communities(ctx: BuildContext, state: BuildState) -> None:
-    update = state.update
-    state.communities = find_communities(
-        ctx, state.graph, state.extraction, update.communities() if update else None,
-        update.entity_ids() if update and update.partition_kept_from else None)
+    state.communities = find_communities(ctx, state.graph, state.extraction,
+                                         *state.update.partition())
 
 
 def _run_communities_table(ctx: BuildContext, state: BuildState) -> None:
-    update = state.update
-    state.communities_table = CommunitiesTable(
-        ctx, state.graph, state.communities,
-        update.version if update is not None and update.manifest.adopted_from is None
-        else None)
+    state.communities_table = CommunitiesTable(ctx, state.graph, state.communities,
+                                               state.update.communities_rows_from())
 
 
 def _run_kept_reports(ctx: BuildContext, state: BuildState) -> None:
-    state.kept_reports = keep_reports(ctx, state.graph, state.communities, state.update,
-                                      every_text=state.feed is not None)
+    state.kept_reports = state.update.kept_reports(ctx, state.graph, state.communities,
+                                                   every_text=state.feed is not None)
 
 
 def _run_layout(ctx: BuildContext, state: BuildState) -> None:
-    lay_out(ctx, state.graph, state.update.tables if state.update else None)
+    lay_out(ctx, state.graph, state.update.tables)
 
 
 def _run_reports_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -287,9 +278,8 @@ def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
     state.counts = write_graph_tables(
         ctx, state.graph, state.communities_table, state.described.reports,
         state.kept_reports.first_part, state.extraction, state.summaries_pool,
-        CarriedTables.of(state.carried, state.file_numbers),
-        unchanged_elements(state.graph, state.kept_summaries,
-                           state.update.version if state.update is not None else None))
+        state.update.carried_tables(state.carried, state.file_numbers),
+        state.update.unchanged_elements(state.graph, state.kept_summaries))
     state.graph = None  # the blocks' text leaves the object store
     state.described = replace(state.described, reports=None)  # written
     if state.text_units:
@@ -298,7 +288,7 @@ def _run_write_graph_tables(ctx: BuildContext, state: BuildState) -> None:
 
 def _run_lexical_index(ctx: BuildContext, state: BuildState) -> None:
     ctx.figures.lexical = write_lexical_index(
-        ctx.staged, ctx.config.runtime, state.update.version if state.update else None)
+        ctx.staged, ctx.config.runtime, state.update.previous)
 
 
 def _run_embed_batch(ctx: BuildContext, state: BuildState) -> None:
@@ -310,9 +300,8 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
                                        state.embed_services or ctx.services,
                                        state.summaries_pool)
     queued = state.feed is not None
-    carried, state.carried_vectors = carry_embeddings(
-        state.carried, state.carried_units, ctx.staged, queued, ctx.config.runtime) \
-        if state.carried else ({}, {})
+    carried, state.carried_vectors = state.update.carried_vectors(
+        state.carried, state.carried_units, ctx.staged, queued, ctx.config.runtime)
     state.embedded, state.dimensions, state.embed_usage = embed_index(
         ctx.staged, feed, queued, carried, state.carried_vectors)
 
@@ -320,7 +309,7 @@ def _run_embed(ctx: BuildContext, state: BuildState) -> None:
 def _run_vector_index(ctx: BuildContext, state: BuildState) -> None:
     state.vector_stores = index_vectors(
         ctx.config.vector_index, ctx.staged, ctx.progress, state.embedded, state.carried_vectors,
-        state.update.manifest.vector_stores if state.update else None)
+        state.update.vector_stores)
 
 
 def _run_reading_tables(ctx: BuildContext, state: BuildState) -> None:
@@ -343,12 +332,12 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("carry_over", _run_carry_over, reads=("files", "file_numbers", "update"),
           writes=("carried", "shards"),
           about="an update: the unchanged files' documents, chunks and extractions, carried "
-                "over from the previous version"),
+                "over from the previous version (a build carries nothing)"),
     Stage("repeated_passages", _run_repeated_passages, reads=("files", "file_numbers", "carried"),
           writes=("repeated",), when=lambda config: config.repeated_passages.enabled,
           about="a pass over the corpus for passages repeated across documents"),
     Stage("plan_extraction", _run_plan_extraction,
-          reads=("files", "file_numbers", "repeated", "carried"),
+          reads=("files", "file_numbers", "repeated", "carried", "update"),
           writes=("plan", "carried_units"), timed=False,
           about="how the files are read, chunked, extracted"),
     Stage("text_unit_embeddings", _run_text_unit_embeddings, reads=("feed", "carried_units"),
@@ -369,9 +358,10 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("report_inputs", _run_report_inputs, reads=("extraction", "ignored", "update"),
           writes=("skipped", "warnings"), timed=False,
           about="what was read, skipped, warned of; stops when nothing was read"),
-    Stage("merge", _run_merge, reads=("extraction", "shards", "carried"), writes=("merged",),
+    Stage("merge", _run_merge, reads=("extraction", "shards", "carried", "update"),
+          writes=("merged",),
           timed=False, about="instances merged per shard"),
-    Stage("resolve_entities", _run_resolve, reads=("merged", "extraction"),
+    Stage("resolve_entities", _run_resolve, reads=("merged", "extraction", "update"),
           writes=("graph", "merged"),
           calls="chat", timed=False,
           about="entities that are one resolved (resolution.enabled); the graph's "
@@ -390,13 +380,13 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           writes=("reading_tables",), timed=False,
           about="the reading's tables kept with the version (chunks' status, the listing, "
                 "repeated passages), written by a thread while communities are found"),
-    Stage("communities", _run_communities, reads=("graph", "extraction"),
+    Stage("communities", _run_communities, reads=("graph", "extraction", "update"),
           writes=("communities",), timed=False, about="hierarchical Leiden"),
     Stage("communities_table", _run_communities_table,
           reads=("graph", "communities", "update"),
           writes=("communities_table",), timed=False,
           about="the communities table, written by a thread while the reports are made"),
-    Stage("kept_reports", _run_kept_reports, reads=("graph", "communities"),
+    Stage("kept_reports", _run_kept_reports, reads=("graph", "communities", "feed", "update"),
           writes=("kept_reports",), about="what each community's report reads, digested; "
           "an update keeps the reports whose inputs did not change"),
     Stage("layout", _run_layout, reads=("graph", "update"), timed=False,
@@ -413,7 +403,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           calls="chat", about="element summaries and community reports, one schedule"),
     Stage("write_graph_tables", _run_write_graph_tables,
           reads=("graph", "communities_table", "described", "extraction", "summaries_pool",
-                 "text_units"),
+                 "text_units", "carried", "kept_reports", "kept_summaries", "update"),
           writes=("counts", "described", "graph"), timed=False,  # (the graph: released)
           about="entities, relationships, documents, text units, covariates, communities "
                 "and reports written"),
@@ -423,7 +413,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           calls="embeddings", when=lambda config: config.embeddings.batch,
           about="embeddings.batch: the embeddings by the Batch API, once the texts are final"),
     Stage("embed", _run_embed, reads=("counts", "feed", "summaries_pool", "embed_services",
-                                      "carried", "carried_units"),
+                                      "carried", "carried_units", "update"),
           writes=("embedded", "dimensions", "embed_usage", "carried_vectors"),
           calls="embeddings",
           about="embeddings of entities, reports, text units"),
@@ -436,7 +426,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
                 "version for the next update; the rest of the work area removed"),
 ]}
 
-_BUILD = ["embedding_feed", "repeated_passages", "plan_extraction", "text_unit_embeddings",
+_BUILD = ["carry_over", "embedding_feed", "repeated_passages", "plan_extraction", "text_unit_embeddings",
           "extract_batch", "extract",
           "report_inputs", "merge", "resolve_entities", "kept_summaries", "summaries_pool",
           "reading_tables", "communities", "communities_table", "kept_reports", "layout",
@@ -448,20 +438,14 @@ _NLP = [("extract_nlp" if name == "extract" else name) for name in _BUILD
 PIPELINES: dict[str, list[str]] = {
     "standard": _BUILD,
     "nlp": _NLP,
-    # An update carries the unchanged files' reading over, then runs the same stages: what
-    # it reuses (kept extractions, the previous communities) the stages read from the
-    # state's `update`; `build` adds its figures.
-    "standard_update": ["carry_over", *_BUILD],
-    "nlp_update": ["carry_over", *_NLP],
     # The dry run's proxy graph: the offline build's own first stages.
     "dry_run": ["repeated_passages", "plan_extraction", "extract_nlp", "report_inputs", "merge",
                 "resolve_entities", "communities"],
 }
 
 
-def pipeline_name(config: GraphRagConfig, update: bool = False) -> str:
-    name = EXTRACTION_METHODS[config.extraction.method].pipeline
-    return f"{name}_update" if update else name
+def pipeline_name(config: GraphRagConfig) -> str:
+    return EXTRACTION_METHODS[config.extraction.method].pipeline
 
 
 def pipeline(name: str, config: GraphRagConfig) -> list[Stage]:
@@ -485,10 +469,10 @@ def check_pipeline(names: list[str]) -> list[str]:
 
 
 # Products a stage may read when a stage turned off by config never wrote them: the stage
-# then does without (no repeated passages, services of the context, no feed); and `update`,
-# None for a build.
+# then does without (no repeated passages, services of the context, no feed), and what
+# only an update carries.
 _OPTIONAL = {"repeated", "carried", "carried_units", "extract_services", "report_services",
-             "embed_services", "feed", "text_units", "update"}
+             "embed_services", "feed", "text_units"}
 
 
 _MERGED_ELEMENT = ("id", "title", "type", "unit_rows", "frequency", "description_count",

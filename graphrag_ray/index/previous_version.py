@@ -1,8 +1,7 @@
-"""What one index version keeps for the next update, and what an update starts from: the
-input files' fingerprints (`_input_files`), the settings' fingerprint, the difference between
-two corpora, and `UpdateBase` (the previous version a build updates). Read by the build,
-which writes them, and by `update`, which compares them; neither imports the other's
-module for it."""
+"""What one index version keeps for the next update to compare: the input files'
+fingerprints (`_input_files`), the settings' fingerprint, the difference between two corpora,
+and the previous tables an update's later stages read (`PreviousTables`). Read by the build,
+which writes them, and by the update planner (`update_plan`), which compares them."""
 
 from __future__ import annotations
 
@@ -10,24 +9,20 @@ import hashlib
 import json
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from functools import cached_property
 
 import fsspec
 import pyarrow as pa
 
-from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import InputError
-from graphrag_ray.index.elements import element_id
 from graphrag_ray.input.loader import relative_path, settled_time
 from graphrag_ray.llm.embedding_methods import API, vectors_model
 from graphrag_ray.prompts_loader import prompt_version
-from graphrag_ray.storage import IndexVersion, Manifest
+from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.atomic import is_local
 
 INPUT_FILES = "_input_files"
-# What Leiden's warm start reads of the previous communities (`UpdateBase.communities`).
+# What Leiden's warm start reads of the previous communities (`UpdatePlan.partition`).
 PREVIOUS_PARTITION = ["community", "level", "entity_ids"]
 # `modified`: a local file's settled modification time (`loader.settled_time`), or null.
 INPUT_FILES_SCHEMA = pa.schema([("path", pa.string()), ("bytes", pa.int64()),
@@ -142,68 +137,3 @@ class PreviousTables:
         if ahead is None or not set(columns) <= set(read):
             return self.version.read_table(name, columns)
         return ahead.result().select(columns)
-
-
-@dataclass
-class UpdateBase:
-    """What a build that is an update starts from."""
-    version: IndexVersion  # the previous version
-    diff: dict[str, list[str]]
-    kept_extractions_url: str | None  # None: other extraction settings, nothing reusable
-    # The same settings: the unchanged files' reading is carried over (`index/carry_over`).
-    carry_reading: bool = False
-    # The input files' fingerprints the update compared (`input_fingerprints`).
-    fingerprints: pa.Table | None = None
-    # The input as the update listed it (`input.loader.list_input_files`), which the build
-    # takes rather than listing it again.
-    listing: tuple | None = None
-
-    @cached_property
-    def manifest(self) -> Manifest:
-        return self.version.read_manifest()
-
-    @cached_property
-    def tables(self) -> PreviousTables:
-        return PreviousTables(self.version)
-
-    @property
-    def partition_kept_from(self) -> str | None:
-        """Whose partition the previous communities are when it is kept rather than refined
-        (an adopted index and its updates, `graph/continuity`); None: our Leiden's."""
-        return self.manifest.communities_kept_from
-
-    def communities(self) -> pa.Table:
-        """The previous communities, their members named by the ids this build gives them
-        (an entity's id is its title's: a version adopted from another tool named them its
-        own way, and Leiden's warm start matches members by id)."""
-        communities = self.tables.read_table(schema.COMMUNITIES, PREVIOUS_PARTITION)
-        ids = self._our_ids
-        if ids is None:
-            return communities
-        members = [[ids.get(m, m) for m in row] for row in
-                   communities.column("entity_ids").to_pylist()]
-        return communities.set_column(communities.column_names.index("entity_ids"),
-                                      "entity_ids", pa.array(members, pa.list_(pa.string())))
-
-    def entity_ids(self) -> set[str]:
-        """The previous version's entities, by the ids this build gives them."""
-        ids = self._our_ids
-        if ids is not None:
-            return set(ids.values())
-        return set(self.version.read_table("entities", ["id"]).column("id").to_pylist())
-
-    @cached_property
-    def _our_ids(self) -> dict[str, str] | None:
-        """Its entity id -> ours, for a version adopted from another tool (read once for
-        the communities and the entity ids); None: ours."""
-        if self.manifest.adopted_from is None:
-            return None
-        entities = self.version.read_table("entities", ["id", "title"])
-        return {old: element_id("entity", title) for old, title in zip(
-            entities.column("id").to_pylist(), entities.column("title").to_pylist())}
-
-    def summary(self) -> dict:
-        return {"previous_version": self.version.version,
-                "documents": {k: len(v) for k, v in self.diff.items()},
-                "changed_files": {k: v[:50] for k, v in self.diff.items()
-                                  if k != "unchanged" and v}}

@@ -31,17 +31,13 @@ import pyarrow as pa
 from graphrag_ray.config import GraphRagConfig, config_from_manifest
 from graphrag_ray.errors import GraphRagError
 from graphrag_ray.index.build import build_index
-from graphrag_ray.index.carry_over import previous_numbers
-from graphrag_ray.index.chunks.positions import file_numbers
 from graphrag_ray.index.chunks.read_and_chunk import read_and_chunk
 from graphrag_ray.index.context import BuildContext, Progress
 from graphrag_ray.index.estimate import estimate_index, format_estimate, measured_rates
-from graphrag_ray.index.extract.kept_extractions import (
-    KEPT_EXTRACTIONS, KeptExtractions, extraction_fingerprint)
+from graphrag_ray.index.extract.kept_extractions import KeptExtractions
 from graphrag_ray.index.extract.stage import EXTRACTION_METHODS
 from graphrag_ray.index.pipelines import STAGES, BuildState, run_stages
-from graphrag_ray.index.previous_version import (
-    INPUT_FILES, UpdateBase, diff_inputs, input_fingerprints, settings_fingerprint)
+from graphrag_ray.index.update_plan import UpdatePlan
 from graphrag_ray.input.loader import list_input_files, relative_path
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.llm.embedding_methods import is_embedding_method
@@ -67,27 +63,18 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         config = config.model_copy(deep=True)
         config.embeddings.method = manifest.embeddings.method
     prompts = load_prompts(config)
-    listing = list_input_files(input_url, config.input)
-    fs, root, files, _, _ = listing
-    fingerprints = previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES) \
-        else None
-    now = input_fingerprints(fs, root, files, fingerprints)
-    diff = diff_inputs(fingerprints, now)
-    same_settings = manifest.settings_fingerprint == settings_fingerprint(config, prompts)
-    counts = {k: len(v) for k, v in diff.items()}
+    plan = UpdatePlan.of(previous, config, prompts, list_input_files(input_url, config.input))
+    counts = {k: len(v) for k, v in plan.diff.items()}
     progress(f"documents since version {previous.version}: " + ", ".join(
-        f"{n} {k}" for k, n in counts.items()) + ("" if same_settings else "; settings changed"))
-    if not (diff["added"] or diff["changed"] or diff["deleted"]) and same_settings:
+        f"{n} {k}" for k, n in counts.items()) + ("" if plan.same_settings
+                                                   else "; settings changed"))
+    if not plan.changes_anything:
         return {"no_change": True, "version": previous.version, "documents": counts}
-    same_extraction = manifest.extraction_fingerprint == \
-        extraction_fingerprint(config, prompts)
-    base = UpdateBase(previous, diff,
-                      previous.url_of(KEPT_EXTRACTIONS) if same_extraction else None,
-                      carry_reading=same_settings, fingerprints=now, listing=listing)
     if dry_run:
-        estimate = _estimate(fs, root, diff, config, previous,
+        fs, root = plan.listing[:2]
+        estimate = _estimate(fs, root, plan.diff, config, previous,
                              measured_rates(manifest, config, prompts, previous),
-                             chunks_to_extract(input_url, config, base))
+                             chunks_to_extract(input_url, config, plan))
         carried = (manifest.adopted_from or {}).get("extractions") or {}
         if carried.get("chunks_to_extract"):
             # Text of its corpus the adopted tool had not extracted: extracted by this update.
@@ -104,27 +91,25 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
             "again with `adopt --input FOLDER` (the corpus it was built from), or build it "
             "afresh with `graphrag-ray index`")
     return build_index(input_url, index_url, config, progress=progress,
-                       progress_bars=progress_bars, update=base)
+                       progress_bars=progress_bars, update=plan)
 
 
-def chunks_to_extract(input_url: str, config: GraphRagConfig, base: UpdateBase) -> list[int]:
+def chunks_to_extract(input_url: str, config: GraphRagConfig, plan: UpdatePlan) -> list[int]:
     """The tokens of each chunk the update would extract: its own first stages (the carried
     files, the corpus's repeated passages, the carried files read again because those cut
     them differently now) run offline in a scratch version, and the chunks of the files it
     reads whose text the previous version extracted (kept extractions) left out."""
     proxy = config.model_copy(deep=True)
     proxy.runtime.engine, proxy.cache.enabled = "local", False
-    _, root, files, _, _ = base.listing
-    numbers = file_numbers([relative_path(path, root) for path in files],
-                           previous_numbers(base.version))
-    kept = KeptExtractions(base.kept_extractions_url) \
-        if base.kept_extractions_url and EXTRACTION_METHODS[config.extraction.method].calls_llm \
-        else None
+    _, root, files, _, _ = plan.listing
+    numbers = plan.file_numbers([relative_path(path, root) for path in files])
+    kept_url = EXTRACTION_METHODS[config.extraction.method].kept(plan.kept_extractions_url)
+    kept = KeptExtractions(kept_url) if kept_url else None
     with tempfile.TemporaryDirectory(prefix="graphrag-update-dry-run-") as scratch:
         ctx = BuildContext(proxy, load_prompts(proxy), LLMServices(), IndexStore(scratch).stage(),
                            progress=lambda _: None)
         state = run_stages(ctx, BuildState(input_url, root, files, numbers, [0] * len(files),
-                                           1, [], base),
+                                           1, [], plan),
                            [STAGES[name] for name in UPDATE_READING])
         chunks = [block for block in read_and_chunk(state.plan.inputs, state.plan.reading)]
     rows = pa.concat_tables(chunks).select(["text", "n_tokens", "repeated_passage"]) \

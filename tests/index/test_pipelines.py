@@ -28,7 +28,7 @@ def test_every_stage_is_in_a_pipeline_and_says_what_it_does():
 
 def test_config_picks_the_pipeline_and_turns_stages_on():
     offline = load_config(None, [])
-    assert pipeline_name(offline) == "nlp" and pipeline_name(offline, update=True) == "nlp_update"
+    assert pipeline_name(offline) == "nlp"
     names = [s.name for s in pipeline("nlp", offline)]
     assert "extract_nlp" in names and "extract" not in names
     assert not {"embedding_feed", "extract_batch", "summaries_and_reports_batch",

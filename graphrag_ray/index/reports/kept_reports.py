@@ -33,7 +33,6 @@ from graphrag_ray.index.graph.communities import Community, edges_by_community
 from graphrag_ray.index.graph.merge import description_digest, majority_type, unique_texts
 from graphrag_ray.index.elements import ordered_pair
 from graphrag_ray.index.graph.stage import Graph
-from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.row_reader import RowReader
 
@@ -219,9 +218,10 @@ def _whole_rows_needed(kept: dict[int, int], linked: set[int]) -> set[int]:
 
 
 def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
-                 update: UpdateBase | None, every_text: bool = False) -> KeptReports:
+                 previous: IndexVersion | None, every_text: bool = False) -> KeptReports:
     """This build's community digests, written to its version for the next update; and,
-    in an update, the reports it keeps (none when the previous version kept no digests).
+    in an update (`previous`: the version it updates), the reports it keeps (none when the
+    previous version kept no digests).
     `every_text`: every kept report's text is wanted (an embeddings feed takes each report
     as it becomes final), not only those written again or taken by a context."""
     titles = {title: row for row, title in enumerate(graph.entities.column("title").to_pylist())}
@@ -235,11 +235,11 @@ def keep_reports(ctx: BuildContext, graph: Graph, communities: list[Community],
         graph.relationships.column("description_digest").to_numpy(), graph.endpoints,
         claims_of)
     ctx.staged.write_table(COMMUNITY_DIGESTS, digests)
-    if update is None or not update.version.has_table(COMMUNITY_DIGESTS):
+    if previous is None or not previous.has_table(COMMUNITY_DIGESTS):
         return KeptReports()
-    kept = kept_communities(communities, digests, update.version.read_table(COMMUNITY_DIGESTS))
-    linked, first_part = link_kept_reports(update.version, ctx.staged, communities, kept)
-    reports = read_kept_reports(update.version, kept, None if every_text else
+    kept = kept_communities(communities, digests, previous.read_table(COMMUNITY_DIGESTS))
+    linked, first_part = link_kept_reports(previous, ctx.staged, communities, kept)
+    reports = read_kept_reports(previous, kept, None if every_text else
                                 _whole_rows_needed(kept, linked))
     reports.linked, reports.first_part = linked, first_part
     return reports

@@ -28,8 +28,8 @@ from graphrag_ray.distributed import map_items
 from graphrag_ray.index.carry_over import CARRY_TASK_CPUS, in_shares
 from graphrag_ray.index.context import BuildContext
 from graphrag_ray.index.graph.stage import Graph
-from graphrag_ray.index.previous_version import UpdateBase
 from graphrag_ray.index.context_rows import number_tokens
+from graphrag_ray.storage import IndexVersion
 from graphrag_ray.storage.parquet_io import read_parquet
 
 ELEMENT_DIGESTS = "_element_digests"
@@ -64,16 +64,16 @@ def element_digests(entities: pa.Table, relationships: pa.Table, row_tokens: np.
         "inner_tokens": pa.array(inner, pa.int64())}, schema=ELEMENT_DIGESTS_SCHEMA)
 
 
-def keep_summaries(ctx: BuildContext, graph: Graph, update: UpdateBase | None) -> np.ndarray:
-    """In an update with the same settings: the element keys whose summary is the previous
-    version's (same id, same digest), their descriptions added to `graph.addresses` as
-    summary blocks and their row tokens to the structure (`inner_tokens`). Empty otherwise
-    (a build, other settings, a previous version that kept no digests)."""
+def keep_summaries(ctx: BuildContext, graph: Graph, version: IndexVersion | None
+                   ) -> np.ndarray:
+    """The element keys whose summary is the one `version` (an update's previous version,
+    of the same settings) holds (same id, same digest), their descriptions added to
+    `graph.addresses` as summary blocks and their row tokens to the structure
+    (`inner_tokens`). Empty without one, or when it kept no digests."""
     none = np.empty(0, np.int64)
-    if update is None or not update.carry_reading or \
-            not update.version.has_table(ELEMENT_DIGESTS):
+    if version is None or not version.has_table(ELEMENT_DIGESTS):
         return none
-    previous = update.version.read_table(ELEMENT_DIGESTS)
+    previous = version.read_table(ELEMENT_DIGESTS)
     entities, relationships = graph.entities, graph.relationships
     ids = _by_key(entities, relationships, "id")
     position = pc.index_in(ids, value_set=previous.column("id").combine_chunks())
@@ -95,12 +95,12 @@ def keep_summaries(ctx: BuildContext, graph: Graph, update: UpdateBase | None) -
                         (schema.RELATIONSHIPS, keys >= n_entities)):
         if not mask.any():
             continue
-        urls = update.version.table_urls(table)
+        urls = version.table_urls(table)
         for found, handle in map_items(
                 _kept_descriptions, in_shares(urls, ctx.config.runtime), ctx.config.runtime,
                 num_cpus=CARRY_TASK_CPUS, keep_blocks=True,
                 shared=[kept_ids.filter(pa.array(mask)), keys[mask],
-                        update.version.left_out(table)]):
+                        version.left_out(table)]):
             if len(found):
                 graph.addresses.add_summaries(handle, found.tolist())
     return keys
