@@ -31,6 +31,13 @@ def uses_any_llm(config: GraphRagConfig) -> bool:
     return uses_chat_llm(config) or uses_embedding_endpoint(config)
 
 
+def endpoints_used(config: GraphRagConfig) -> list:
+    """The endpoint sections (`llm`, `embeddings`) a build under `config` calls."""
+    return [section for section, used in ((config.llm, uses_chat_llm(config)),
+                                          (config.embeddings, uses_embedding_endpoint(config)))
+            if used]
+
+
 def llm_pool_shape(limits: LLMConfig, tokens_per_call: float) -> PoolShape:
     """Actors and calls per actor for a stage calling the endpoint of `limits` (the `llm` or
     `embeddings` section)."""

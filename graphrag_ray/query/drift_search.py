@@ -87,6 +87,7 @@ class _LLMSteps:
     """DRIFT with the LLM: a hypothetical answer finds the primer's reports; every step (the
     primer and each follow-up) is one call, fanned out; the reduce is one streamed call."""
     uses_llm = True
+    calls_per_step = 1
 
     def __init__(self, index: OpenedIndex, question: str):
         self.index, self.question = index, question
@@ -125,6 +126,7 @@ class _ExtractiveSteps:
     context's own sentences; follow-ups ask about the leading entities. No step repeats a
     point or passage an earlier step gave (`said`: the terms of all given so far)."""
     uses_llm = False
+    calls_per_step = 0
 
     def __init__(self, index: OpenedIndex, question: str):
         self.question = question
@@ -226,7 +228,7 @@ def drift_search(index: OpenedIndex, question: str, *, history: list[dict] | Non
         result.usage.add(step.usage)
         if step.failure:
             result.failures.append(step.failure)
-    result.llm_calls += len(history_of_steps) if steps_by.uses_llm else 0
+    result.llm_calls += steps_by.calls_per_step * len(history_of_steps)
 
     # 3. Reduce: the primer's answer first, then the follow-ups' by score.
     answered = [s for s in history_of_steps if s.answer]

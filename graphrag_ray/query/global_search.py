@@ -12,11 +12,10 @@ import pyarrow.compute as pc
 from graphrag_ray import schema
 from graphrag_ray.config import GraphRagConfig
 from graphrag_ray.errors import GraphRagError
-from graphrag_ray.llm.client import LLMServices, Usage
+from graphrag_ray.llm.client import Usage
 from graphrag_ray.query.citations import sources_of_reports
 from graphrag_ray.query.dynamic_selection import (
     RateTask, lexical_rating, run_rate_task, select_reports)
-from graphrag_ray.distributed.fanout import FanOut
 from graphrag_ray.query.question_focus import finding_kinds, question_focus
 from graphrag_ray.query.map_reduce import (
     REPORT_CONTEXT_HEADER, MapCache, findings_of, map_reduce, pack_report_batches, report_row)
@@ -42,10 +41,10 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
     config, prompts, services, fan_out = (index.config, index.prompts, index.services,
                                           index.fan_out)
     result = SearchResult(method="global", answer="")
+    steps = global_steps(index)
     if level is None:
         rows, details, rating_usage = _dynamic_rows(
-            question, index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS), config, prompts,
-            services, fan_out)
+            question, index.table(schema.COMMUNITY_REPORTS, REPORT_COLUMNS), config, steps)
         result.usage.add(rating_usage)
         result.llm_calls += rating_usage.calls
         result.details["dynamic"] = details
@@ -53,14 +52,10 @@ def global_search(index: OpenedIndex, question: str, *, level: int | None = None
     else:
         rows = level_rows(index, level)
         result.details["level"] = level
-    # Offline, a question for a kind of entity ranks the findings about that kind.
-    by_kind = not config.uses_llm(config.global_search.method) and \
-        bool(question_focus(question).kinds)
     outcome = map_reduce(question, rows, config, prompts, map_prompt="global_map",
                          header=REPORT_CONTEXT_HEADER, services=services, fan_out=fan_out,
                          history=history, on_token=on_token,
-                         kinds_of=finding_kinds(index.table) if by_kind else None,
-                         cache=map_cache(index))
+                         kinds_of=steps.kinds_of(question), cache=map_cache(index))
     result.answer = outcome.answer
     result.usage.add(outcome.usage)
     result.llm_calls += outcome.map_calls + outcome.reduce_calls
@@ -103,13 +98,63 @@ def prepare_level(index: OpenedIndex, level: int | None = None) -> None:
                                   cfg.map_context_tokens, cfg.shuffle_seed,
                                   index.config.tokenizer.encoding, REPORT_CONTEXT_HEADER,
                                   map_cache(index))
-    if not index.config.uses_llm(cfg.method):
-        findings_of(batches, map_cache(index))
+    global_steps(index).prepare(batches)
+
+
+class _LLMSteps:
+    """Global search by the LLM: reports rated by calls; the map and reduce are calls too
+    (`map_reduce`, which follows the same setting)."""
+
+    def __init__(self, index: OpenedIndex):
+        self.index = index
+
+    def prepare(self, batches: list) -> None:
+        """(nothing a question does not ask for: the map's rows are its prompt's)"""
+
+    def rate(self, question: str, group: list[dict], usage: Usage,
+             failures: list[str]) -> list[int]:
+        index = self.index
+        tasks = [RateTask(question, r["full_content"], index.prompts["rate_community"],
+                          index.config, index.services) for r in group]
+        ratings = index.fan_out.map(run_rate_task, tasks,
+                                    index.config.global_search.concurrency)
+        for rating in ratings:
+            usage.add(rating.usage)
+            if rating.failure:
+                failures.append(rating.failure)
+        return [rating.value for rating in ratings]
+
+    def kinds_of(self, question: str) -> None:
+        return None
+
+
+class _OfflineSteps:
+    """Global search offline: reports rated by the question's terms; the map takes each
+    report's findings (worked out once per level), and a question for a kind of entity
+    ranks the findings about that kind."""
+
+    def __init__(self, index: OpenedIndex):
+        self.index = index
+
+    def prepare(self, batches: list) -> None:
+        findings_of(batches, map_cache(self.index))
+
+    def rate(self, question: str, group: list[dict], usage: Usage,
+             failures: list[str]) -> list[int]:
+        return [lexical_rating(question, r["full_content"]) for r in group]
+
+    def kinds_of(self, question: str) -> Callable[[str], list[str]] | None:
+        return finding_kinds(self.index.table) if question_focus(question).kinds else None
+
+
+def global_steps(index: OpenedIndex) -> _LLMSteps | _OfflineSteps:
+    """By the LLM or offline, chosen once: `global_search.method`."""
+    method = index.config.global_search.method
+    return (_LLMSteps if index.config.uses_llm(method) else _OfflineSteps)(index)
 
 
 def _dynamic_rows(question: str, reports: pa.Table, config: GraphRagConfig,
-                  prompts: dict[str, str], services: LLMServices,
-                  fan_out: FanOut) -> tuple[list[dict], dict, Usage]:
+                  steps: _LLMSteps | _OfflineSteps) -> tuple[list[dict], dict, Usage]:
     cfg = config.global_search
     encoding = config.tokenizer.encoding
     all_reports = reports.select(REPORT_COLUMNS).to_pylist()
@@ -119,16 +164,7 @@ def _dynamic_rows(question: str, reports: pa.Table, config: GraphRagConfig,
 
     def rate(group: list[dict]) -> list[int]:
         rated_tokens[0] += sum(count_tokens(r["full_content"], encoding) for r in group)
-        if not config.uses_llm(cfg.method):
-            return [lexical_rating(question, r["full_content"]) for r in group]
-        tasks = [RateTask(question, r["full_content"], prompts["rate_community"], config,
-                          services) for r in group]
-        ratings = fan_out.map(run_rate_task, tasks, cfg.concurrency)
-        for rating in ratings:
-            usage.add(rating.usage)
-            if rating.failure:
-                failures.append(rating.failure)
-        return [rating.value for rating in ratings]
+        return steps.rate(question, group, usage, failures)
 
     selection = select_reports(all_reports, rate, cfg.dynamic.threshold)
     deepest = max((r["level"] for r in selection.selected), default=0)

@@ -74,19 +74,26 @@ def claim_batches(claims: list[Claim], max_tokens: int,
 
 
 def write_answer(question: str, claims: list[Claim], config: GraphRagConfig,
-                 prompts: dict[str, str], services: LLMServices, fan_out: FanOut, *,
-                 use_llm: bool, history: list[dict] | None,
+                 write: Callable[[list, LazyAnswer], LazyAnswer],
                  on_token: Callable[[str], None] | None) -> LazyAnswer:
-    cfg = config.query.lazy
-    encoding = config.tokenizer.encoding
-    batches = claim_batches(claims, cfg.context_tokens, encoding)
+    """The claims in context-sized batches, answered by `write(batches, outcome)`: the
+    search's steps' (`steps.LLMSteps.write`: the LLM's answer; offline, `list_claims`)."""
+    batches = claim_batches(claims, config.query.lazy.context_tokens, config.tokenizer.encoding)
     outcome = LazyAnswer(NO_ANSWER, [])
     if not batches:
         if on_token:
             on_token(outcome.answer)
         return outcome
-    if not use_llm:
-        return _extractive(question, batches, on_token, outcome)
+    return write(batches, outcome)
+
+
+def answer_by_llm(question: str, batches: list, config: GraphRagConfig,
+                  prompts: dict[str, str], services: LLMServices, fan_out: FanOut,
+                  outcome: LazyAnswer, history: list[dict] | None,
+                  on_token: Callable[[str], None] | None) -> LazyAnswer:
+    """One call over the claims when they fit one context; else a map call per batch and
+    the answer from the best points."""
+    cfg = config.query.lazy
     if len(batches) == 1:
         rows = batches[0]
         notes = "\n".join([CLAIM_HEADER] + [row for _, row in rows])
@@ -98,7 +105,7 @@ def write_answer(question: str, claims: list[Claim], config: GraphRagConfig,
             if on_token:
                 on_token(outcome.answer)
             return outcome
-    outcome.context_tokens += count_tokens(notes, encoding)
+    outcome.context_tokens += count_tokens(notes, config.tokenizer.encoding)
     chat = services.chat(config.llm)
     prompt = render(prompts["lazy_answer"], question=question, context_data=notes,
                     response_type=cfg.response_type,
@@ -137,7 +144,8 @@ def _map_points(question: str, batches, config: GraphRagConfig, prompts: dict[st
     return context, [claim for batch in batches for claim, _ in batch if claim.unit in units]
 
 
-def _extractive(question: str, batches, on_token, outcome: LazyAnswer) -> LazyAnswer:
+def list_claims(question: str, batches, on_token, outcome: LazyAnswer) -> LazyAnswer:
+    """Offline: the best claims, listed under their communities."""
     rows = [claim for batch in batches for claim, _ in batch][:EXTRACTIVE_CLAIMS]
     lines = [f"Claims from the passages found relevant to: {question}", ""]
     community = None

@@ -8,6 +8,7 @@ from graphrag_ray.errors import LLMError
 from graphrag_ray.llm.client import parse_json_object
 from graphrag_ray.prompts_loader import render
 from graphrag_ray.query.context import conversation_text
+from graphrag_ray.query.lazy.answer import LazyAnswer, answer_by_llm, list_claims
 from graphrag_ray.query.lazy.deepening import Probe
 from graphrag_ray.query.lazy.relevance import RelevanceTask, lexical_claims, run_relevance_task
 from graphrag_ray.query.local_search import query_text
@@ -39,12 +40,25 @@ class OfflineSteps:
         found = {p: lexical_claims(subquestions[p.question], shown[p], limit) for p in probes}
         return {p: c for p, c in found.items() if c is not None}
 
+    def writer(self, question: str, history: list[dict] | None, on_token):
+        """The answer: the claims listed."""
+        return lambda batches, outcome: list_claims(question, batches, on_token, outcome)
+
 
 class LLMSteps:
     uses_llm = True
 
     def __init__(self, index: OpenedIndex, result: SearchResult):
         self.index, self.result = index, result
+
+    def writer(self, question: str, history: list[dict] | None, on_token):
+        """The answer: written by the chat model from the claims (`answer.answer_by_llm`)."""
+        index = self.index
+
+        def write(batches: list, outcome: LazyAnswer) -> LazyAnswer:
+            return answer_by_llm(question, batches, index.config, index.prompts,
+                                 index.services, index.fan_out, outcome, history, on_token)
+        return write
 
     def subquestions(self, question: str, history: list[dict] | None) -> list[str]:
         """The question made to stand alone, split (one call); the question itself when the
