@@ -367,7 +367,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
           about="entities that are one resolved (resolution.enabled); the graph's "
                 "descriptions placed, claims written, degrees and numbers given"),
     Stage("kept_summaries", _run_kept_summaries, reads=("graph", "update"),
-          writes=("kept_summaries",),
+          writes=("kept_summaries", "graph"),  # (the graph: the kept summaries' places)
           about="an update: the summaries of elements whose descriptions did not change, "
                 "read from the previous version"),
     # After the merge, whose Ray tasks need the CPUs its actors would hold; before Leiden,
@@ -389,7 +389,7 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in [
     Stage("kept_reports", _run_kept_reports, reads=("graph", "communities", "feed", "update"),
           writes=("kept_reports",), about="what each community's report reads, digested; "
           "an update keeps the reports whose inputs did not change"),
-    Stage("layout", _run_layout, reads=("graph", "update"), timed=False,
+    Stage("layout", _run_layout, reads=("graph", "update"), writes=("graph",), timed=False,
           about="entity positions for the explorer (an update places its new entities)"),
     Stage("summaries_and_reports_batch", _run_reports_batch,
           reads=("graph", "communities", "summaries_pool", "kept_reports", "kept_summaries"),
