@@ -183,7 +183,8 @@ def names_another_thing(short: str, short_type: str, full: str, full_type: str,
     shorter is a thing of that kind (BRADY BUNCH MOVIE, LINUX FORMAT, HEINKEL HD, INDIAN
     HINDI-LANGUAGE), whatever its guessed type, unless the shorter is a given name opening
     it (STEVE of STEVE JOBS); one opening with an acronym is no person's (SCO UNIX), however
-    both are typed."""
+    both are typed; an acronym the corpus writes only in capitals is not the product of the
+    name before it (IOT of AZURE IOT, even with AZURE an organization)."""
     words = content_tokens(name_tokens(full))
     short_words = content_tokens(name_tokens(short))
     if placement(short, full) != "suffix" and words[-1].lower() in corpus.common_words and \
@@ -195,7 +196,10 @@ def names_another_thing(short: str, short_type: str, full: str, full_type: str,
             words[0].lower() not in corpus.acronyms:
         return False
     if placement(short, full) == "suffix":
-        return name_tokens(leading_words(short, full)) not in corpus.organizations
+        # An acronym after an owner's name is a field or league it works in (AZURE IOT,
+        # DALLAS TEXANS NFL), not the owner's own product, however the owner is typed.
+        return (len(short_words) == 1 and short_words[0].lower() in corpus.acronyms) or \
+            name_tokens(leading_words(short, full)) not in corpus.organizations
     return True
 
 

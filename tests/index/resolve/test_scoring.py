@@ -26,6 +26,15 @@ def test_what_a_short_form_names(short, short_type, full, full_type, other):
     assert names_another_thing(short, short_type, full, full_type, OWNERS) is other
 
 
+def test_an_acronym_after_an_owners_name_is_not_its_product():
+    # With AZURE typed an organization, a short name after it may be its product
+    # (MICROSOFT WINDOWS); one the corpus writes only in capitals is a field (IOT).
+    owners = CorpusNames(organizations=frozenset({("AZURE",), ("MICROSOFT",)}),
+                         acronyms=frozenset({"iot"}))
+    assert names_another_thing("IOT", "OTHER", "AZURE IOT", "OTHER", owners)
+    assert not names_another_thing("WINDOWS", "OTHER", "MICROSOFT WINDOWS", "OTHER", owners)
+
+
 def test_an_acronym_opens_no_persons_name():
     # Offline extraction guesses PERSON for SCO UNIX; the corpus writes SCO only in capitals,
     # Kevin also capitalised (his speaker's label in capitals is no acronym).
