@@ -1,8 +1,11 @@
 """Description summaries through the test server."""
 
+import random
+
 import pyarrow as pa
 
-from graphrag_ray.index.reports.summary_worker import LLMSummarizeWorker, SummaryWork
+from graphrag_ray.index.reports.summary_worker import (
+    LLMSummarizeWorker, SummaryWork, without_fragments)
 from graphrag_ray.llm.cache import ResponseCache
 from graphrag_ray.llm.client import LLMServices
 from graphrag_ray.prompts_loader import load_prompts
@@ -54,3 +57,25 @@ def test_a_few_short_descriptions_are_joined_without_a_call():
     assert rows[0]["description"] == "PERSON 0 keeps a shop. PERSON 0 sells coal in winter."
     assert [bool(r["joined"]) for r in rows] == [True, False, False]
     assert stats["by_kind"]["summarize"] == 2
+
+
+def _fragments_by_definition(descriptions: list[str]) -> list[str]:
+    """Every description against every other: what `without_fragments` must equal."""
+    normal = [" ".join(d.split()).rstrip("…").strip() for d in descriptions]
+    return [d for i, d in enumerate(descriptions) if normal[i] and not any(
+        j != i and normal[i] in normal[j] and (len(normal[j]) > len(normal[i]) or j < i)
+        for j in range(len(normal)))]
+
+
+def test_a_description_another_holds_whole_is_left_out():
+    assert without_fragments(["Ada wrote the program.", "wrote the program…",
+                              "Ada  wrote the program. ", "Babbage built it."]) == [
+        "Ada wrote the program.", "Babbage built it."]
+    rng = random.Random(7)
+    words = "ada wrote the first program for an engine x\x00y".split()
+    for _ in range(500):
+        whole = [" ".join(rng.choices(words, k=rng.randint(0, 7))) for _ in range(10)]
+        cut = [w[rng.randint(0, len(w)):] for w in whole] + \
+            [w[:rng.randint(0, len(w))] + "…" for w in whole]
+        descriptions = rng.sample(whole + cut + whole[:3], 20)
+        assert without_fragments(descriptions) == _fragments_by_definition(descriptions)
