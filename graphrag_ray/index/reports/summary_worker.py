@@ -11,6 +11,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import ahocorasick
 import pyarrow as pa
 
 from graphrag_ray.config import GraphRagConfig, SummarizeConfig
@@ -28,37 +29,30 @@ _WORDS = re.compile(r"[a-z0-9]+")
 def without_fragments(descriptions: list[str]) -> list[str]:
     """The descriptions but those another one holds whole (the first of equal ones kept):
     overlapping chunk windows cut a sentence at a window's edge, and the cut copy glued to
-    the whole one read twice. An element's list can hold thousands of descriptions, so
-    each distinct one is looked for once, in the longer ones joined, not in each of them."""
+    the whole one read twice. An element's list can hold thousands of descriptions: every
+    distinct one is found in the others in one pass (`_held_in_longer`), not pair by pair."""
     normal = [" ".join(d.split()).rstrip("…").strip() for d in descriptions]
     first: dict[str, int] = {}
     for i, text in enumerate(normal):
         if text:
             first.setdefault(text, i)
-    held = _held_in_longer(sorted(first, key=len, reverse=True))
+    held = _held_in_longer(list(first)) if len(first) > 1 else set()
     return [d for i, d in enumerate(descriptions)
             if normal[i] and first[normal[i]] == i and normal[i] not in held]
 
 
-def _held_in_longer(longest_first: list[str]) -> set[str]:
-    """The distinct texts (longest first) that a longer one among them contains."""
-    held, longer, start = set(), [], 0
-    while start < len(longest_first):
-        length = len(longest_first[start])
-        end = start
-        while end < len(longest_first) and len(longest_first[end]) == length:
-            end += 1
-        joined = _SEPARATOR.join(longer)
-        held.update(t for t in longest_first[start:end] if (
-            any(t in other for other in longer) if _SEPARATOR in t else t in joined))
-        longer += longest_first[start:end]
-        start = end
-    return held
-
-
-# Between the longer texts joined: no description holds it (one that does is looked for in
-# each longer text apart).
-_SEPARATOR = "\x00"
+def _held_in_longer(texts: list[str]) -> set[str]:
+    """The distinct `texts` that a longer one of them contains: an Aho-Corasick automaton of
+    them all scans each once (pyahocorasick), time in proportion to their length and the
+    occurrences found."""
+    automaton = ahocorasick.Automaton()
+    for number, text in enumerate(texts):
+        automaton.add_word(text, number)
+    automaton.make_automaton()
+    held: set[int] = set()
+    for number, text in enumerate(texts):
+        held.update(found for _, found in automaton.iter(text) if found != number)
+    return {texts[number] for number in held}
 
 
 def extractive_summary(descriptions: list[str], max_tokens: int, encoding: str = "cl100k_base") -> str:
