@@ -46,8 +46,8 @@ def _mentions_llm(node: ast.AST) -> bool:
 
 
 def _is_pick(node: ast.IfExp) -> bool:
-    """A conditional choosing between two classes or functions (named in CamelCase or
-    called by name): a strategy picked."""
+    """A conditional choosing between two classes (CamelCase names, or calls of them): a
+    strategy picked."""
     def named(side: ast.AST) -> bool:
         side = side.func if isinstance(side, ast.Call) else side
         return isinstance(side, (ast.Name, ast.Attribute)) and \

@@ -63,7 +63,8 @@ def update_index(index_url: str, input_url: str, config: GraphRagConfig | None =
         config = config.model_copy(deep=True)
         config.embeddings.method = manifest.embeddings.method
     prompts = load_prompts(config)
-    plan = UpdatePlan.of(previous, config, prompts, list_input_files(input_url, config.input))
+    plan = UpdatePlan.of(previous, manifest, config, prompts,
+                         list_input_files(input_url, config.input))
     counts = {k: len(v) for k, v in plan.diff.items()}
     progress(f"documents since version {previous.version}: " + ", ".join(
         f"{n} {k}" for k, n in counts.items()) + ("" if plan.same_settings

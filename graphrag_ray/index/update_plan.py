@@ -51,6 +51,7 @@ from graphrag_ray.storage import IndexVersion, Manifest
 class UpdatePlan:
     """The version a build updates and what it compared (none: a build)."""
     previous: IndexVersion | None = None
+    manifest: Manifest | None = None  # the previous version's
     diff: dict[str, list[str]] = field(default_factory=dict)
     # The same content settings and prompts: the unchanged files' reading is carried over,
     # the summaries of unchanged description lists kept.
@@ -67,15 +68,15 @@ class UpdatePlan:
         return cls()
 
     @classmethod
-    def of(cls, previous: IndexVersion, config: GraphRagConfig, prompts: dict[str, str],
-           listing: tuple) -> "UpdatePlan":
+    def of(cls, previous: IndexVersion, manifest: Manifest, config: GraphRagConfig,
+           prompts: dict[str, str], listing: tuple) -> "UpdatePlan":
         """The files level: the corpus listed now against the previous version's
-        fingerprints, and whether the settings that decide what is reusable are the same."""
-        manifest = previous.read_manifest()
+        fingerprints, and whether the settings that decide what is reusable are the same
+        (`manifest`: the previous version's, as the update read it)."""
         fs, root, files, _, _ = listing
         before = previous.read_table(INPUT_FILES) if previous.has_table(INPUT_FILES) else None
         now = input_fingerprints(fs, root, files, before)
-        return cls(previous, diff_inputs(before, now),
+        return cls(previous, manifest, diff_inputs(before, now),
                    manifest.settings_fingerprint == settings_fingerprint(config, prompts),
                    manifest.extraction_fingerprint == extraction_fingerprint(config, prompts),
                    now, listing)
@@ -88,10 +89,6 @@ class UpdatePlan:
     def changes_anything(self) -> bool:
         return bool(self.diff["added"] or self.diff["changed"] or self.diff["deleted"]) \
             or not self.same_settings
-
-    @cached_property
-    def manifest(self) -> Manifest | None:
-        return self.previous.read_manifest() if self.previous is not None else None
 
     @cached_property
     def tables(self) -> PreviousTables | None:

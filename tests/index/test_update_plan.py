@@ -38,7 +38,8 @@ def _corpus(folder: Path, texts: dict[str, str]) -> Path:
 
 
 def _plan(index: str, corpus: Path, config) -> UpdatePlan:
-    return UpdatePlan.of(IndexStore(index).open(), config, load_prompts(config),
+    previous = IndexStore(index).open()
+    return UpdatePlan.of(previous, previous.read_manifest(), config, load_prompts(config),
                          list_input_files(str(corpus), config.input))
 
 

@@ -73,11 +73,11 @@ def claim_batches(claims: list[Claim], max_tokens: int,
     return batches
 
 
-def write_answer(question: str, claims: list[Claim], config: GraphRagConfig,
+def write_answer(claims: list[Claim], config: GraphRagConfig,
                  write: Callable[[list, LazyAnswer], LazyAnswer],
                  on_token: Callable[[str], None] | None) -> LazyAnswer:
     """The claims in context-sized batches, answered by `write(batches, outcome)`: the
-    search's steps' (`steps.LLMSteps.write`: the LLM's answer; offline, `list_claims`)."""
+    search's steps' `writer` (the LLM's answer, `answer_by_llm`; offline, `list_claims`)."""
     batches = claim_batches(claims, config.query.lazy.context_tokens, config.tokenizer.encoding)
     outcome = LazyAnswer(NO_ANSWER, [])
     if not batches:

@@ -85,8 +85,8 @@ def lazy_search(index: OpenedIndex, question: str, *, budget: int | None = None,
                 (-relevance[probe.question, probe.community], probe.question,
                  probe.community, -float(similarities[probe.question][probe.unit]))))
     try:
-        written = write_answer(question, rows, config,
-                               steps.writer(question, history, on_token), on_token)
+        written = write_answer(rows, config, steps.writer(question, history, on_token),
+                               on_token)
     except LLMError as exc:
         result.failures.append(str(exc))
         return result
